@@ -1,0 +1,2 @@
+//! The `switchyard` binary.
+fn main() {}

@@ -1,0 +1,736 @@
+//! One provider's circuit breaker: Closed / Open / HalfOpen, as pure transitions.
+//!
+//! Owns the state machine and nothing else: every method takes `now` and returns what
+//! changed; where the state lives (a local map, Redis) is `state`'s business, and who is
+//! told about transitions is the gateway's.
+//!
+//! - Closed: traffic flows; consecutive failed *turns* are counted; `failure_threshold` of
+//!   them opens the circuit. Auth / QuotaExhausted / ModelNotFound open it at once with the
+//!   longest cooldown. A Retry-After keeps the provider *cooling* (skipped) until it passes,
+//!   without counting as a failure.
+//! - Open: everything is skipped until the cooldown passes; results that straggle in are
+//!   ignored.
+//! - HalfOpen: exactly one probe is admitted, holding a lease that expires, so a probe
+//!   whose caller vanished cannot wedge the circuit. Probe success closes (cooldown
+//!   resets); probe failure reopens with the cooldown doubled up to `max_cooldown`.
+//!
+//! Cooldowns are measured in time by default, or in gateway requests to reproduce the
+//! tutorial in `seeds/000_*` exactly (there the cooldown does not grow).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::clock::{duration_ms, UnixMillis};
+use crate::error::{BreakerEffect, ErrorKind};
+
+/// How a cooldown is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cooldown {
+    /// Wall time: `base` after opening, doubled per failed probe up to `max`.
+    Time {
+        /// First cooldown.
+        base: Duration,
+        /// Longest cooldown (also used at once for Auth / QuotaExhausted / ModelNotFound).
+        max: Duration,
+    },
+    /// Gateway requests: skipped for this many requests after the one that opened it;
+    /// never grows (the tutorial's breaker).
+    Requests(u64),
+}
+
+/// A breaker's settings (per route; state is per provider).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BreakerConfig {
+    /// Consecutive failed turns that open the circuit.
+    pub failure_threshold: u32,
+    /// How long it stays open.
+    pub cooldown: Cooldown,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        Self {
+            failure_threshold: 3,
+            cooldown: Cooldown::Time {
+                base: Duration::from_secs(30),
+                max: Duration::from_secs(300),
+            },
+        }
+    }
+}
+
+/// The three states, in the standard words (Closed = traffic flows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CircuitState {
+    /// Traffic flows.
+    Closed,
+    /// Everything is skipped until the cooldown passes.
+    Open,
+    /// One probe may go through.
+    HalfOpen,
+}
+
+impl CircuitState {
+    /// Lower-case label for metrics and JSON.
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Closed => "closed",
+            Self::Open => "open",
+            Self::HalfOpen => "half_open",
+        }
+    }
+}
+
+/// The moment a decision is taken, in both units a cooldown may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Now {
+    /// Wall time.
+    pub ms: UnixMillis,
+    /// The gateway's request index (request-counted cooldowns).
+    pub request: u64,
+}
+
+/// Why a provider was not called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    /// Its circuit is open.
+    CircuitOpen,
+    /// Half-open, and another request holds the probe lease.
+    ProbeInFlight,
+    /// It asked us (Retry-After) to stay away until later.
+    Cooling,
+    /// It has no known price and the route has a budget.
+    Unpriced,
+}
+
+impl SkipReason {
+    /// Lower-case label for metrics and logs.
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::CircuitOpen => "circuit_open",
+            Self::ProbeInFlight => "probe_in_flight",
+            Self::Cooling => "cooling",
+            Self::Unpriced => "unpriced",
+        }
+    }
+}
+
+/// The breaker's answer to "may this request call the provider?".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// Closed: go ahead.
+    Admit,
+    /// Half-open: go ahead as the one probe, holding lease `lease`.
+    Probe {
+        /// Identifies this probe; pass it back with the result.
+        lease: u64,
+    },
+    /// Not now.
+    Reject(SkipReason),
+}
+
+impl Admission {
+    /// The probe lease, if this admission is the probe.
+    #[must_use]
+    pub fn lease(self) -> Option<u64> {
+        match self {
+            Self::Probe { lease } => Some(lease),
+            Self::Admit | Self::Reject(_) => None,
+        }
+    }
+}
+
+/// A state change, for observers (logs, metrics, the dashboard's timeline).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Transition {
+    /// Before.
+    pub from: CircuitState,
+    /// After.
+    pub to: CircuitState,
+    /// The failure kind that caused it, for openings.
+    pub cause: Option<ErrorKind>,
+    /// When.
+    pub at_ms: UnixMillis,
+}
+
+/// One provider's breaker state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Breaker {
+    state: StateTag,
+    /// Consecutive failed turns while closed (kept through a cooldown, like the tutorial's).
+    consecutive_failures: u32,
+    /// Open until this moment, in the cooldown's unit (ms or request index).
+    open_until: u64,
+    /// Skipped until this wall time because of a Retry-After.
+    cool_until_ms: UnixMillis,
+    /// How many times the cooldown has doubled since the circuit last closed.
+    level: u32,
+    /// The live probe's lease id and expiry, if a probe is out.
+    probe: Option<(u64, UnixMillis)>,
+    /// Last lease id handed out.
+    lease_seq: u64,
+    /// The failure that last opened the circuit.
+    opened_by: Option<ErrorKind>,
+    /// The most recent failure of any kind.
+    last_error: Option<ErrorKind>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+enum StateTag {
+    #[default]
+    Closed,
+    Open,
+}
+
+/// A read-only view of a breaker for health reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct BreakerSnapshot {
+    /// Closed / Open / HalfOpen as of `now`.
+    pub state: CircuitState,
+    /// Consecutive failed turns.
+    pub consecutive_failures: u32,
+    /// Open until (ms or request index, per the cooldown's unit), when open or half-open.
+    pub open_until: Option<u64>,
+    /// The end of the most recent opening, even if since closed (0: never opened).
+    pub last_open_until: u64,
+    /// Cooling (Retry-After) until this wall time, if in the future.
+    pub cooling_until_ms: Option<UnixMillis>,
+    /// The failure that opened the circuit.
+    pub opened_by: Option<ErrorKind>,
+    /// The most recent failure.
+    pub last_error: Option<ErrorKind>,
+    /// True while a probe holds the lease.
+    pub probe_in_flight: bool,
+}
+
+impl Breaker {
+    fn clock(cfg: &BreakerConfig, now: Now) -> u64 {
+        match cfg.cooldown {
+            Cooldown::Time { .. } => now.ms,
+            Cooldown::Requests(_) => now.request,
+        }
+    }
+
+    /// The state as of `now` (Open turns HalfOpen once its cooldown has passed).
+    #[must_use]
+    pub fn state(&self, cfg: &BreakerConfig, now: Now) -> CircuitState {
+        match self.state {
+            StateTag::Closed => CircuitState::Closed,
+            StateTag::Open if Self::clock(cfg, now) < self.open_until => CircuitState::Open,
+            StateTag::Open => CircuitState::HalfOpen,
+        }
+    }
+
+    /// May a request call the provider now? A half-open admission takes the probe lease
+    /// until `now + lease_for`.
+    pub fn admit(&mut self, cfg: &BreakerConfig, now: Now, lease_for: Duration) -> Admission {
+        if now.ms < self.cool_until_ms {
+            return Admission::Reject(SkipReason::Cooling);
+        }
+        match self.state(cfg, now) {
+            CircuitState::Closed => Admission::Admit,
+            CircuitState::Open => Admission::Reject(SkipReason::CircuitOpen),
+            CircuitState::HalfOpen => match self.probe {
+                Some((_, expires)) if now.ms < expires => {
+                    Admission::Reject(SkipReason::ProbeInFlight)
+                }
+                _ => {
+                    self.lease_seq += 1;
+                    let lease = self.lease_seq;
+                    self.probe = Some((lease, now.ms.saturating_add(duration_ms(lease_for))));
+                    Admission::Probe { lease }
+                }
+            },
+        }
+    }
+
+    /// Extend a live probe's lease (the probe is starting another attempt).
+    pub fn renew(&mut self, lease: u64, until_ms: UnixMillis) {
+        if let Some((id, expires)) = &mut self.probe {
+            if *id == lease {
+                *expires = (*expires).max(until_ms);
+            }
+        }
+    }
+
+    /// Give the lease back without a verdict (the probe was cancelled): the next request
+    /// may probe at once.
+    pub fn release(&mut self, lease: u64) {
+        if self.probe.is_some_and(|(id, _)| id == lease) {
+            self.probe = None;
+        }
+    }
+
+    /// A turn on the provider succeeded.
+    pub fn on_success(
+        &mut self,
+        cfg: &BreakerConfig,
+        now: Now,
+        lease: Option<u64>,
+    ) -> Option<Transition> {
+        match self.state(cfg, now) {
+            CircuitState::Closed => {
+                self.consecutive_failures = 0;
+                None
+            }
+            CircuitState::Open => None, // a straggler: ignored
+            CircuitState::HalfOpen => {
+                if !self.holds(lease) {
+                    return None; // not the probe: ignored
+                }
+                let from = CircuitState::HalfOpen;
+                *self = Breaker {
+                    lease_seq: self.lease_seq,
+                    open_until: self.open_until,
+                    last_error: self.last_error,
+                    cool_until_ms: self.cool_until_ms,
+                    ..Breaker::default()
+                };
+                Some(Transition {
+                    from,
+                    to: CircuitState::Closed,
+                    cause: None,
+                    at_ms: now.ms,
+                })
+            }
+        }
+    }
+
+    /// One attempt failed: applies what cannot wait for the end of the turn (opening at
+    /// once; cooling for a Retry-After).
+    pub fn on_attempt_failure(
+        &mut self,
+        cfg: &BreakerConfig,
+        now: Now,
+        kind: ErrorKind,
+        effect: BreakerEffect,
+        retry_after: Option<Duration>,
+        lease: Option<u64>,
+    ) -> Option<Transition> {
+        self.last_error = Some(kind);
+        match effect {
+            BreakerEffect::CoolForRetryAfter => {
+                if let Some(wait) = retry_after {
+                    let until = now.ms.saturating_add(duration_ms(wait));
+                    self.cool_until_ms = self.cool_until_ms.max(until);
+                }
+                None
+            }
+            BreakerEffect::OpenNow => self.open(cfg, now, kind, true, lease),
+            BreakerEffect::CountFailure | BreakerEffect::Ignore => None,
+        }
+    }
+
+    /// A turn ended without success; `effect` is that of its last error.
+    pub fn on_turn_failure(
+        &mut self,
+        cfg: &BreakerConfig,
+        now: Now,
+        kind: ErrorKind,
+        effect: BreakerEffect,
+        lease: Option<u64>,
+    ) -> Option<Transition> {
+        let state = self.state(cfg, now);
+        match effect {
+            BreakerEffect::CountFailure => {}
+            BreakerEffect::OpenNow => return None, // already opened by the attempt
+            BreakerEffect::Ignore | BreakerEffect::CoolForRetryAfter => {
+                // Not a health verdict; a probe that ends this way gives its lease back.
+                if let Some(lease) = lease {
+                    self.release(lease);
+                }
+                return None;
+            }
+        }
+        match state {
+            CircuitState::Open => None,
+            CircuitState::HalfOpen if !self.holds(lease) => None,
+            CircuitState::HalfOpen => self.open(cfg, now, kind, false, lease),
+            CircuitState::Closed => {
+                self.consecutive_failures += 1;
+                if self.consecutive_failures >= cfg.failure_threshold {
+                    self.open(cfg, now, kind, false, lease)
+                } else {
+                    None
+                }
+            }
+        }
+    }
+
+    fn holds(&self, lease: Option<u64>) -> bool {
+        matches!((self.probe, lease), (Some((id, _)), Some(l)) if id == l)
+    }
+
+    /// Open (or reopen) the circuit. From HalfOpen the cooldown doubles; `at_once` kinds
+    /// take the longest cooldown.
+    fn open(
+        &mut self,
+        cfg: &BreakerConfig,
+        now: Now,
+        kind: ErrorKind,
+        at_once: bool,
+        lease: Option<u64>,
+    ) -> Option<Transition> {
+        let from = self.state(cfg, now);
+        if from == CircuitState::Open {
+            return None;
+        }
+        if from == CircuitState::HalfOpen {
+            if !self.holds(lease) {
+                return None;
+            }
+            self.level = self.level.saturating_add(1);
+        }
+        self.open_until = match cfg.cooldown {
+            Cooldown::Requests(n) => now.request + 1 + n,
+            Cooldown::Time { base, max } => {
+                let wait = if at_once {
+                    max
+                } else {
+                    cooldown_at_level(base, max, self.level)
+                };
+                now.ms.saturating_add(duration_ms(wait))
+            }
+        };
+        self.state = StateTag::Open;
+        self.probe = None;
+        self.opened_by = Some(kind);
+        self.consecutive_failures = self.consecutive_failures.max(cfg.failure_threshold);
+        Some(Transition {
+            from,
+            to: CircuitState::Open,
+            cause: Some(kind),
+            at_ms: now.ms,
+        })
+    }
+
+    /// A read-only view as of `now`.
+    #[must_use]
+    pub fn snapshot(&self, cfg: &BreakerConfig, now: Now) -> BreakerSnapshot {
+        let state = self.state(cfg, now);
+        BreakerSnapshot {
+            state,
+            consecutive_failures: self.consecutive_failures,
+            open_until: (state != CircuitState::Closed).then_some(self.open_until),
+            last_open_until: self.open_until,
+            cooling_until_ms: (now.ms < self.cool_until_ms).then_some(self.cool_until_ms),
+            opened_by: (state != CircuitState::Closed)
+                .then_some(self.opened_by)
+                .flatten(),
+            last_error: self.last_error,
+            probe_in_flight: state == CircuitState::HalfOpen
+                && self.probe.is_some_and(|(_, exp)| now.ms < exp),
+        }
+    }
+}
+
+/// A change to a breaker, as data, so a store can apply it atomically wherever the state
+/// lives (a local map; a compare-and-set loop in Redis).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Op {
+    /// [`Breaker::admit`].
+    Admit {
+        /// How long a probe lease lasts.
+        lease_for: Duration,
+    },
+    /// [`Breaker::renew`].
+    Renew {
+        /// The probe's lease.
+        lease: u64,
+        /// New expiry.
+        until_ms: UnixMillis,
+    },
+    /// [`Breaker::release`].
+    Release {
+        /// The probe's lease.
+        lease: u64,
+    },
+    /// [`Breaker::on_attempt_failure`].
+    AttemptFailed {
+        /// The failure.
+        kind: ErrorKind,
+        /// Its effect under the route's policy.
+        effect: BreakerEffect,
+        /// The vendor's Retry-After.
+        retry_after: Option<Duration>,
+        /// The probe's lease, if this turn is the probe.
+        lease: Option<u64>,
+    },
+    /// [`Breaker::on_turn_failure`].
+    TurnFailed {
+        /// The turn's last failure.
+        kind: ErrorKind,
+        /// Its effect under the route's policy.
+        effect: BreakerEffect,
+        /// The probe's lease, if this turn is the probe.
+        lease: Option<u64>,
+    },
+    /// [`Breaker::on_success`].
+    Succeeded {
+        /// The probe's lease, if this turn is the probe.
+        lease: Option<u64>,
+    },
+}
+
+/// What applying an [`Op`] produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Applied {
+    /// For `Admit`: the answer (`Admit` for every other op).
+    pub admission: Admission,
+    /// The state change, if any.
+    pub transition: Option<Transition>,
+}
+
+impl Breaker {
+    /// Apply `op` at `now`.
+    pub fn apply(&mut self, cfg: &BreakerConfig, now: Now, op: Op) -> Applied {
+        let mut admission = Admission::Admit;
+        let transition = match op {
+            Op::Admit { lease_for } => {
+                admission = self.admit(cfg, now, lease_for);
+                None
+            }
+            Op::Renew { lease, until_ms } => {
+                self.renew(lease, until_ms);
+                None
+            }
+            Op::Release { lease } => {
+                self.release(lease);
+                None
+            }
+            Op::AttemptFailed {
+                kind,
+                effect,
+                retry_after,
+                lease,
+            } => self.on_attempt_failure(cfg, now, kind, effect, retry_after, lease),
+            Op::TurnFailed {
+                kind,
+                effect,
+                lease,
+            } => self.on_turn_failure(cfg, now, kind, effect, lease),
+            Op::Succeeded { lease } => self.on_success(cfg, now, lease),
+        };
+        Applied {
+            admission,
+            transition,
+        }
+    }
+}
+
+/// `base · 2^level`, capped at `max`.
+#[must_use]
+pub fn cooldown_at_level(base: Duration, max: Duration, level: u32) -> Duration {
+    let factor = 2u32.checked_pow(level).unwrap_or(u32::MAX);
+    base.checked_mul(factor).unwrap_or(max).min(max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LEASE: Duration = Duration::from_secs(10);
+
+    fn cfg(threshold: u32) -> BreakerConfig {
+        BreakerConfig {
+            failure_threshold: threshold,
+            cooldown: Cooldown::Time {
+                base: Duration::from_secs(60),
+                max: Duration::from_secs(240),
+            },
+        }
+    }
+
+    fn at(secs: u64) -> Now {
+        Now {
+            ms: secs * 1000,
+            request: 0,
+        }
+    }
+
+    fn fail_turn(b: &mut Breaker, c: &BreakerConfig, now: Now, lease: Option<u64>) {
+        let kind = ErrorKind::Server;
+        b.on_attempt_failure(c, now, kind, BreakerEffect::CountFailure, None, lease);
+        b.on_turn_failure(c, now, kind, BreakerEffect::CountFailure, lease);
+    }
+
+    #[test]
+    fn opens_after_threshold_consecutive_failed_turns() {
+        let c = cfg(2);
+        let mut b = Breaker::default();
+        fail_turn(&mut b, &c, at(0), None);
+        assert_eq!(b.state(&c, at(0)), CircuitState::Closed);
+        fail_turn(&mut b, &c, at(1), None);
+        assert_eq!(b.state(&c, at(1)), CircuitState::Open);
+        assert_eq!(
+            b.admit(&c, at(2), LEASE),
+            Admission::Reject(SkipReason::CircuitOpen)
+        );
+        assert_eq!(b.state(&c, at(61)), CircuitState::HalfOpen);
+    }
+
+    #[test]
+    fn success_resets_the_count() {
+        let c = cfg(2);
+        let mut b = Breaker::default();
+        fail_turn(&mut b, &c, at(0), None);
+        b.on_success(&c, at(1), None);
+        fail_turn(&mut b, &c, at(2), None);
+        assert_eq!(b.state(&c, at(2)), CircuitState::Closed);
+    }
+
+    #[test]
+    fn half_open_admits_exactly_one_probe_until_its_lease_expires() {
+        let c = cfg(1);
+        let mut b = Breaker::default();
+        fail_turn(&mut b, &c, at(0), None);
+        let first = b.admit(&c, at(60), LEASE);
+        assert!(matches!(first, Admission::Probe { .. }));
+        assert_eq!(
+            b.admit(&c, at(61), LEASE),
+            Admission::Reject(SkipReason::ProbeInFlight)
+        );
+        // the probe's caller vanished: after the lease expires another may probe
+        assert!(matches!(
+            b.admit(&c, at(71), LEASE),
+            Admission::Probe { .. }
+        ));
+    }
+
+    #[test]
+    fn released_lease_lets_the_next_request_probe() {
+        let c = cfg(1);
+        let mut b = Breaker::default();
+        fail_turn(&mut b, &c, at(0), None);
+        let lease = b.admit(&c, at(60), LEASE).lease().unwrap();
+        b.release(lease);
+        assert!(matches!(
+            b.admit(&c, at(60), LEASE),
+            Admission::Probe { .. }
+        ));
+    }
+
+    #[test]
+    fn failed_probe_doubles_cooldown_up_to_max_and_success_resets_it() {
+        let c = cfg(1);
+        let mut b = Breaker::default();
+        fail_turn(&mut b, &c, at(0), None); // open until 60
+        let mut t = 60;
+        for expected in [120, 240, 240] {
+            let lease = b.admit(&c, at(t), LEASE).lease();
+            assert!(lease.is_some(), "probe at {t}");
+            fail_turn(&mut b, &c, at(t), lease);
+            assert_eq!(
+                b.snapshot(&c, at(t)).open_until,
+                Some((t + expected) * 1000)
+            );
+            t += expected;
+        }
+        let lease = b.admit(&c, at(t), LEASE).lease();
+        let tr = b.on_success(&c, at(t), lease).unwrap();
+        assert_eq!(
+            (tr.from, tr.to),
+            (CircuitState::HalfOpen, CircuitState::Closed)
+        );
+        fail_turn(&mut b, &c, at(t), None);
+        assert_eq!(b.snapshot(&c, at(t)).open_until, Some((t + 60) * 1000));
+    }
+
+    #[test]
+    fn results_of_non_probes_are_ignored_while_open_or_half_open() {
+        let c = cfg(1);
+        let mut b = Breaker::default();
+        fail_turn(&mut b, &c, at(0), None);
+        assert_eq!(b.on_success(&c, at(5), None), None);
+        assert_eq!(b.state(&c, at(5)), CircuitState::Open);
+        let lease = b.admit(&c, at(60), LEASE).lease();
+        assert!(lease.is_some());
+        assert_eq!(b.on_success(&c, at(61), None), None);
+        fail_turn(&mut b, &c, at(61), None);
+        assert_eq!(b.state(&c, at(61)), CircuitState::HalfOpen);
+    }
+
+    #[test]
+    fn auth_opens_at_once_with_the_longest_cooldown() {
+        let c = cfg(3);
+        let mut b = Breaker::default();
+        let tr = b.on_attempt_failure(
+            &c,
+            at(0),
+            ErrorKind::Auth,
+            BreakerEffect::OpenNow,
+            None,
+            None,
+        );
+        assert_eq!(tr.unwrap().to, CircuitState::Open);
+        let snap = b.snapshot(&c, at(1));
+        assert_eq!(snap.opened_by, Some(ErrorKind::Auth));
+        assert_eq!(snap.open_until, Some(240_000));
+    }
+
+    #[test]
+    fn retry_after_cools_without_counting() {
+        let c = cfg(1);
+        let mut b = Breaker::default();
+        let wait = Some(Duration::from_secs(5));
+        let kind = ErrorKind::RateLimited;
+        b.on_attempt_failure(
+            &c,
+            at(0),
+            kind,
+            BreakerEffect::CoolForRetryAfter,
+            wait,
+            None,
+        );
+        b.on_turn_failure(&c, at(0), kind, BreakerEffect::CoolForRetryAfter, None);
+        assert_eq!(
+            b.admit(&c, at(4), LEASE),
+            Admission::Reject(SkipReason::Cooling)
+        );
+        assert_eq!(b.admit(&c, at(5), LEASE), Admission::Admit);
+        assert_eq!(b.snapshot(&c, at(5)).consecutive_failures, 0);
+    }
+
+    #[test]
+    fn ignored_kinds_never_open_the_circuit() {
+        let c = cfg(1);
+        let mut b = Breaker::default();
+        for i in 0..100 {
+            let kind = ErrorKind::BadRequest;
+            b.on_attempt_failure(&c, at(i), kind, BreakerEffect::Ignore, None, None);
+            b.on_turn_failure(&c, at(i), kind, BreakerEffect::Ignore, None);
+        }
+        assert_eq!(b.state(&c, at(100)), CircuitState::Closed);
+    }
+
+    #[test]
+    fn request_counted_cooldown_matches_the_tutorial() {
+        let c = BreakerConfig {
+            failure_threshold: 3,
+            cooldown: Cooldown::Requests(5),
+        };
+        let mut b = Breaker::default();
+        for request in 19..=21 {
+            fail_turn(&mut b, &c, Now { ms: 0, request }, None);
+        }
+        assert_eq!(
+            b.snapshot(&c, Now { ms: 0, request: 21 }).open_until,
+            Some(27)
+        );
+        for request in 22..27 {
+            let now = Now { ms: 0, request };
+            assert_eq!(
+                b.admit(&c, now, LEASE),
+                Admission::Reject(SkipReason::CircuitOpen)
+            );
+        }
+        let now = Now { ms: 0, request: 27 };
+        assert!(matches!(b.admit(&c, now, LEASE), Admission::Probe { .. }));
+    }
+}

@@ -1,0 +1,446 @@
+//! The shared shape every provider speaks.
+//!
+//! Owns the vendor-neutral request ([`ChatRequest`]), the reply a provider returns
+//! ([`ProviderReply`]), the completion the gateway hands back ([`ChatResponse`]), stream
+//! chunks ([`ChatChunk`]) and token accounting ([`Usage`]). Does not know any vendor's wire
+//! format: adapters map to and from these types.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::cost::Money;
+use crate::observe::Attempt;
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Instructions for the model.
+    System,
+    /// The end user.
+    User,
+    /// The model (earlier turns, or a prefill to continue from).
+    Assistant,
+    /// The result of a tool call, answering an assistant's [`ToolCall`].
+    Tool,
+}
+
+/// Where an image comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ImageSource {
+    /// A URL the vendor fetches (or a `data:` URL).
+    Url {
+        /// The address.
+        url: String,
+    },
+    /// Inline bytes, base64-encoded.
+    Base64 {
+        /// e.g. `image/png`.
+        media_type: String,
+        /// The base64 text, without a `data:` prefix.
+        data: String,
+    },
+}
+
+/// One part of a message's content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentPart {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image input.
+    Image {
+        /// Where the image is.
+        source: ImageSource,
+        /// OpenAI's `detail` hint (`low` / `high` / `auto`), passed where supported.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
+}
+
+/// A tool call the model made (or, in history, made earlier).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The vendor's id for the call; tool results refer to it.
+    pub id: String,
+    /// The function name.
+    pub name: String,
+    /// The arguments as JSON text, exactly as the model produced them.
+    pub arguments: String,
+}
+
+/// One message of the conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    /// Who wrote it.
+    pub role: Role,
+    /// Text and image parts, in order.
+    #[serde(default)]
+    pub content: Vec<ContentPart>,
+    /// Tool calls made by an assistant message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For a `tool` message: the id of the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// For a `tool` message: the function's name (Gemini needs it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl Message {
+    /// A text message with the given role.
+    #[must_use]
+    pub fn text(role: Role, text: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: vec![ContentPart::Text { text: text.into() }],
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            name: None,
+        }
+    }
+
+    /// A system message.
+    #[must_use]
+    pub fn system(text: impl Into<String>) -> Self {
+        Self::text(Role::System, text)
+    }
+
+    /// A user message.
+    #[must_use]
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::text(Role::User, text)
+    }
+
+    /// An assistant message.
+    #[must_use]
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self::text(Role::Assistant, text)
+    }
+
+    /// A tool result answering call `call_id` of function `name`.
+    #[must_use]
+    pub fn tool_result(
+        call_id: impl Into<String>,
+        name: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Self {
+        Self {
+            tool_call_id: Some(call_id.into()),
+            name: Some(name.into()),
+            ..Self::text(Role::Tool, text)
+        }
+    }
+
+    /// The concatenated text parts.
+    #[must_use]
+    pub fn joined_text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|p| match p {
+                ContentPart::Text { text } => Some(text.as_str()),
+                ContentPart::Image { .. } => None,
+            })
+            .collect()
+    }
+}
+
+/// A function the model may call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    /// The function name.
+    pub name: String,
+    /// What it does, for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of the arguments.
+    #[serde(default = "empty_object_schema")]
+    pub parameters: Value,
+}
+
+fn empty_object_schema() -> Value {
+    serde_json::json!({"type": "object", "properties": {}})
+}
+
+/// Whether and which tool the model must call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "name", rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides.
+    Auto,
+    /// No tool calls.
+    None,
+    /// Some tool must be called.
+    Required,
+    /// This tool must be called.
+    Tool(String),
+}
+
+/// The requested output format.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ResponseFormat {
+    /// Free text (the default).
+    Text,
+    /// Any valid JSON object.
+    JsonObject,
+    /// JSON matching a schema.
+    JsonSchema {
+        /// The schema's name.
+        name: String,
+        /// The JSON Schema.
+        schema: Value,
+        /// Strict schema adherence, where the vendor supports it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        strict: Option<bool>,
+    },
+}
+
+/// A vendor-neutral chat request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// The conversation, oldest first.
+    pub messages: Vec<Message>,
+    /// Cap on output tokens; also what budget reservations are sized by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    /// Nucleus sampling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f32>,
+    /// Stop sequences.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stop: Vec<String>,
+    /// Tools the model may call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<Tool>,
+    /// Tool-calling constraint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
+    /// Output format.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<ResponseFormat>,
+    /// An end-user id passed to vendors that accept one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+}
+
+impl ChatRequest {
+    /// A request of one user message.
+    #[must_use]
+    pub fn from_prompt(prompt: impl Into<String>) -> Self {
+        Self {
+            messages: vec![Message::user(prompt)],
+            ..Self::default()
+        }
+    }
+
+    /// Builder: set `max_tokens`.
+    #[must_use]
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// The text of the first user message (what simple providers echo).
+    #[must_use]
+    pub fn prompt_text(&self) -> String {
+        self.messages
+            .iter()
+            .find(|m| m.role == Role::User)
+            .map(Message::joined_text)
+            .unwrap_or_default()
+    }
+}
+
+/// Why the model stopped, normalised across vendors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// Natural end or a stop sequence.
+    Stop,
+    /// Hit `max_tokens`.
+    Length,
+    /// Stopped to call tools.
+    ToolCalls,
+    /// Stopped by a content filter / safety system.
+    ContentFilter,
+    /// A vendor reason with no common equivalent (kept verbatim).
+    Other(String),
+}
+
+impl FinishReason {
+    /// OpenAI's spelling of the reason.
+    #[must_use]
+    pub fn as_openai(&self) -> &str {
+        match self {
+            Self::Stop => "stop",
+            Self::Length => "length",
+            Self::ToolCalls => "tool_calls",
+            Self::ContentFilter => "content_filter",
+            Self::Other(s) => s,
+        }
+    }
+}
+
+/// Token accounting, normalised across vendors.
+///
+/// `input_tokens` is the *whole* prompt, including the cached and cache-written part
+/// (OpenAI's convention); adapters for vendors that report those separately (Anthropic) add
+/// them in, so the ledger neither double- nor under-counts. `output_tokens` includes
+/// reasoning tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// All prompt tokens, cached or not.
+    pub input_tokens: u64,
+    /// All generated tokens, reasoning included.
+    pub output_tokens: u64,
+    /// Of `input_tokens`, those read from the vendor's prompt cache.
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    /// Of `input_tokens`, those written to the vendor's prompt cache.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+    /// Of `output_tokens`, those spent on hidden reasoning.
+    #[serde(default)]
+    pub reasoning_tokens: u64,
+}
+
+impl Usage {
+    /// Input tokens billed at the plain input price.
+    #[must_use]
+    pub fn uncached_input_tokens(&self) -> u64 {
+        self.input_tokens
+            .saturating_sub(self.cached_input_tokens)
+            .saturating_sub(self.cache_write_tokens)
+    }
+
+    /// Field-wise sum.
+    #[must_use]
+    pub fn plus(self, other: Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens + other.input_tokens,
+            output_tokens: self.output_tokens + other.output_tokens,
+            cached_input_tokens: self.cached_input_tokens + other.cached_input_tokens,
+            cache_write_tokens: self.cache_write_tokens + other.cache_write_tokens,
+            reasoning_tokens: self.reasoning_tokens + other.reasoning_tokens,
+        }
+    }
+}
+
+/// What a provider returns for one successful non-streaming call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProviderReply {
+    /// The generated text (empty when the model only called tools).
+    pub text: String,
+    /// Tool calls the model made.
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCall>,
+    /// Why it stopped.
+    pub finish_reason: Option<FinishReason>,
+    /// The model id the vendor says answered (may be a dated snapshot of the configured one).
+    pub model: Option<String>,
+    /// Token usage, when the vendor reported it.
+    pub usage: Option<Usage>,
+    /// A cost the provider itself billed, authoritative over the price table when present.
+    pub reported_cost: Option<Money>,
+    /// Latency the provider reports for itself (simulated providers; processing-time headers).
+    pub reported_latency: Option<Duration>,
+}
+
+/// A completion handed back by the gateway: the answer plus who gave it and what it cost.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChatResponse {
+    /// The generated text.
+    pub text: String,
+    /// Tool calls the model made.
+    pub tool_calls: Vec<ToolCall>,
+    /// Why it stopped.
+    pub finish_reason: Option<FinishReason>,
+    /// The provider (configured name) that answered.
+    pub provider: String,
+    /// The model that answered.
+    pub model: String,
+    /// True when an earlier provider in the route was tried, skipped or failed first.
+    pub failed_over: bool,
+    /// Token usage (zeroes when the vendor reported none).
+    pub usage: Usage,
+    /// Exact cost; `None` when the model has no known price.
+    pub cost: Option<Money>,
+    /// Every try and every skip, in order.
+    pub attempts: Vec<Attempt>,
+    /// End-to-end time inside the gateway.
+    pub latency: Duration,
+    /// The answering provider's self-reported latency, if any.
+    pub provider_latency: Option<Duration>,
+}
+
+/// An incremental tool-call fragment of a stream.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCallDelta {
+    /// Which tool call (position in the message) this fragment extends.
+    pub index: u32,
+    /// The call id, on the first fragment.
+    pub id: Option<String>,
+    /// The function name, on the first fragment.
+    pub name: Option<String>,
+    /// A piece of the JSON arguments text.
+    pub arguments: String,
+}
+
+/// One piece of a streamed completion.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChatChunk {
+    /// Text delta (may be empty).
+    pub text: String,
+    /// Tool-call deltas.
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCallDelta>,
+    /// Set on the chunk that carries the vendor's finish signal.
+    pub finish_reason: Option<FinishReason>,
+    /// Usage, usually on the final chunk.
+    pub usage: Option<Usage>,
+    /// The model id reported by the vendor.
+    pub model: Option<String>,
+}
+
+impl ChatChunk {
+    /// True when this chunk carries content the client would see (text or a tool call).
+    #[must_use]
+    pub fn has_content(&self) -> bool {
+        !self.text.is_empty() || !self.tool_calls.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uncached_input_excludes_cache_reads_and_writes() {
+        let u = Usage {
+            input_tokens: 1000,
+            output_tokens: 10,
+            cached_input_tokens: 600,
+            cache_write_tokens: 100,
+            reasoning_tokens: 0,
+        };
+        assert_eq!(u.uncached_input_tokens(), 300);
+    }
+
+    #[test]
+    fn prompt_text_is_first_user_message() {
+        let mut req = ChatRequest::from_prompt("hello");
+        req.messages.insert(0, Message::system("be brief"));
+        assert_eq!(req.prompt_text(), "hello");
+    }
+}

@@ -1,0 +1,494 @@
+//! Money, prices and budget arithmetic.
+//!
+//! Owns the exact money type ([`Money`], integer pico-dollars), per-model prices
+//! ([`Price`], integer micro-dollars per million tokens, so `tokens × price` is exact), the
+//! shipped price table (`prices.json`, exact-id lookup, no prefix guessing), the budget
+//! estimate for a request, and the pure reservation arithmetic ([`BudgetState`]). Where
+//! budget state is stored (memory, Redis) is `state`'s business.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::{Add, AddAssign, Sub};
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::chat::{ChatRequest, ContentPart, Usage};
+
+/// An exact amount of US dollars, in pico-dollars (10⁻¹² USD).
+///
+/// A price of `p` micro-dollars per million tokens costs exactly `p` pico-dollars per
+/// token, so every cost is an integer and sums never drift. An `i64` holds ±$9.2 million.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+pub struct Money(i64);
+
+const PICOS_PER_USD: f64 = 1e12;
+
+impl Money {
+    /// Zero dollars.
+    pub const ZERO: Money = Money(0);
+
+    /// From pico-dollars.
+    #[must_use]
+    pub const fn from_picos(picos: i64) -> Self {
+        Self(picos)
+    }
+
+    /// The amount in pico-dollars.
+    #[must_use]
+    pub const fn picos(self) -> i64 {
+        self.0
+    }
+
+    /// From a dollar amount, rounded to the nearest pico-dollar (config and reports).
+    #[must_use]
+    #[allow(clippy::cast_possible_truncation)] // saturating float-to-int is the intent
+    pub fn from_usd(usd: f64) -> Self {
+        Self((usd * PICOS_PER_USD).round() as i64)
+    }
+
+    /// The nearest `f64` dollar amount (for display and JSON only; never summed).
+    #[must_use]
+    #[allow(clippy::cast_precision_loss)]
+    pub fn to_usd(self) -> f64 {
+        self.0 as f64 / PICOS_PER_USD
+    }
+
+    /// `self - other`, never below zero.
+    #[must_use]
+    pub fn saturating_sub(self, other: Money) -> Money {
+        Money(self.0.saturating_sub(other.0).max(0))
+    }
+}
+
+impl Add for Money {
+    type Output = Money;
+    fn add(self, rhs: Money) -> Money {
+        Money(self.0.saturating_add(rhs.0))
+    }
+}
+
+impl AddAssign for Money {
+    fn add_assign(&mut self, rhs: Money) {
+        *self = *self + rhs;
+    }
+}
+
+impl Sub for Money {
+    type Output = Money;
+    fn sub(self, rhs: Money) -> Money {
+        Money(self.0.saturating_sub(rhs.0))
+    }
+}
+
+impl std::iter::Sum for Money {
+    fn sum<I: Iterator<Item = Money>>(iter: I) -> Money {
+        iter.fold(Money::ZERO, Add::add)
+    }
+}
+
+impl fmt::Display for Money {
+    /// `$` and the exact decimal amount, trailing zeros trimmed (`$0.0004`, `$12`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sign = if self.0 < 0 { "-" } else { "" };
+        let abs = self.0.unsigned_abs();
+        let whole = abs / 1_000_000_000_000;
+        let frac = abs % 1_000_000_000_000;
+        if frac == 0 {
+            return write!(f, "{sign}${whole}");
+        }
+        let digits = format!("{frac:012}");
+        write!(f, "{sign}${whole}.{}", digits.trim_end_matches('0'))
+    }
+}
+
+impl Serialize for Money {
+    /// Serialized as a dollar number (reports, logs); the exact value is `picos()`.
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(self.to_usd())
+    }
+}
+
+/// A price in integer micro-dollars per million tokens.
+///
+/// `None` cached/cache-write prices fall back to the input price.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Price {
+    /// Plain input tokens.
+    pub input_micros_per_mtok: u64,
+    /// Output tokens (reasoning included).
+    pub output_micros_per_mtok: u64,
+    /// Input tokens read from the prompt cache.
+    pub cached_input_micros_per_mtok: Option<u64>,
+    /// Input tokens written to the prompt cache.
+    pub cache_write_micros_per_mtok: Option<u64>,
+}
+
+/// A price given in dollars could not be represented exactly.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("price {value} is not a non-negative number with at most 6 decimal places")]
+pub struct PriceError {
+    /// The offending value.
+    pub value: f64,
+}
+
+/// Dollars per MTok → exact micro-dollars per MTok.
+///
+/// # Errors
+/// When the value is negative, not finite, or has more than 6 decimal places.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+pub fn usd_per_mtok_to_micros(value: f64) -> Result<u64, PriceError> {
+    let scaled = value * 1e6;
+    if !scaled.is_finite() || !(0.0..=1e15).contains(&scaled) {
+        return Err(PriceError { value });
+    }
+    let rounded = scaled.round();
+    if (scaled - rounded).abs() > 1e-6 * scaled.max(1.0) {
+        return Err(PriceError { value });
+    }
+    Ok(rounded as u64)
+}
+
+impl Price {
+    /// A price from dollars per million tokens.
+    ///
+    /// # Errors
+    /// When any value is not representable (see [`usd_per_mtok_to_micros`]).
+    pub fn from_usd_per_mtok(
+        input: f64,
+        output: f64,
+        cached_input: Option<f64>,
+        cache_write: Option<f64>,
+    ) -> Result<Self, PriceError> {
+        Ok(Self {
+            input_micros_per_mtok: usd_per_mtok_to_micros(input)?,
+            output_micros_per_mtok: usd_per_mtok_to_micros(output)?,
+            cached_input_micros_per_mtok: cached_input.map(usd_per_mtok_to_micros).transpose()?,
+            cache_write_micros_per_mtok: cache_write.map(usd_per_mtok_to_micros).transpose()?,
+        })
+    }
+
+    /// The exact cost of `usage` at this price.
+    #[must_use]
+    pub fn cost(&self, usage: &Usage) -> Money {
+        let cached = self
+            .cached_input_micros_per_mtok
+            .unwrap_or(self.input_micros_per_mtok);
+        let write = self
+            .cache_write_micros_per_mtok
+            .unwrap_or(self.input_micros_per_mtok);
+        let picos = mul(usage.uncached_input_tokens(), self.input_micros_per_mtok)
+            + mul(usage.cached_input_tokens, cached)
+            + mul(usage.cache_write_tokens, write)
+            + mul(usage.output_tokens, self.output_micros_per_mtok);
+        Money(i64::try_from(picos).unwrap_or(i64::MAX))
+    }
+
+    /// The cost of a nominal call of 1k input and 1k output tokens (for `cheapest` routing).
+    #[must_use]
+    pub fn nominal_cost(&self) -> Money {
+        self.cost(&Usage {
+            input_tokens: 1000,
+            output_tokens: 1000,
+            ..Usage::default()
+        })
+    }
+}
+
+fn mul(tokens: u64, micros_per_mtok: u64) -> u128 {
+    u128::from(tokens) * u128::from(micros_per_mtok)
+}
+
+/// One row of the price table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PriceEntry {
+    /// The exact model id.
+    pub id: String,
+    /// `openai`, `anthropic`, `gemini`, ...
+    pub vendor: String,
+    /// The price.
+    pub price: Price,
+    /// Where the numbers came from.
+    pub source: String,
+    /// Caveats (tiers and the like).
+    pub note: Option<String>,
+}
+
+/// Model prices by exact id.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PriceTable {
+    /// The date the prices were read.
+    pub as_of: String,
+    entries: HashMap<String, PriceEntry>,
+}
+
+/// The shipped table could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum PriceTableError {
+    /// Not valid JSON of the expected shape.
+    #[error("prices.json: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A price is not representable exactly.
+    #[error("prices.json: model {id}: {source}")]
+    Price {
+        /// The model.
+        id: String,
+        /// Why.
+        source: PriceError,
+    },
+    /// The same id twice.
+    #[error("prices.json: model {0} listed twice")]
+    Duplicate(String),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PricesFile {
+    as_of: String,
+    #[allow(dead_code)] // documented in the file; always USD
+    currency: String,
+    #[allow(dead_code)]
+    unit: String,
+    models: Vec<PricesFileEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PricesFileEntry {
+    id: String,
+    vendor: String,
+    input_per_mtok: f64,
+    output_per_mtok: f64,
+    cached_input_per_mtok: Option<f64>,
+    cache_write_per_mtok: Option<f64>,
+    source: String,
+    note: Option<String>,
+}
+
+static BUILTIN: OnceLock<PriceTable> = OnceLock::new();
+
+impl PriceTable {
+    /// The table shipped with this version of the library (`prices.json`).
+    #[must_use]
+    pub fn builtin() -> &'static PriceTable {
+        BUILTIN.get_or_init(|| {
+            // The embedded file is checked by a unit test; an unreadable one is a build bug.
+            Self::from_json(include_str!("prices.json")).unwrap_or_default()
+        })
+    }
+
+    /// Parse a table in `prices.json`'s format.
+    ///
+    /// # Errors
+    /// On malformed JSON, an unrepresentable price or a duplicate id.
+    pub fn from_json(text: &str) -> Result<Self, PriceTableError> {
+        let file: PricesFile = serde_json::from_str(text)?;
+        let mut entries = HashMap::with_capacity(file.models.len());
+        for m in file.models {
+            let price = Price::from_usd_per_mtok(
+                m.input_per_mtok,
+                m.output_per_mtok,
+                m.cached_input_per_mtok,
+                m.cache_write_per_mtok,
+            )
+            .map_err(|source| PriceTableError::Price {
+                id: m.id.clone(),
+                source,
+            })?;
+            let entry = PriceEntry {
+                id: m.id.clone(),
+                vendor: m.vendor,
+                price,
+                source: m.source,
+                note: m.note,
+            };
+            if entries.insert(m.id.clone(), entry).is_some() {
+                return Err(PriceTableError::Duplicate(m.id));
+            }
+        }
+        Ok(Self {
+            as_of: file.as_of,
+            entries,
+        })
+    }
+
+    /// The price of exactly this model id, if listed.
+    #[must_use]
+    pub fn lookup(&self, model: &str) -> Option<&PriceEntry> {
+        self.entries.get(model)
+    }
+
+    /// Every entry, sorted by id.
+    #[must_use]
+    pub fn entries(&self) -> Vec<&PriceEntry> {
+        let mut v: Vec<_> = self.entries.values().collect();
+        v.sort_by(|a, b| a.id.cmp(&b.id));
+        v
+    }
+}
+
+/// Output tokens assumed by a budget estimate when the request sets no `max_tokens`.
+pub const DEFAULT_ESTIMATE_OUTPUT_TOKENS: u64 = 4096;
+/// Input tokens assumed per image part by a budget estimate.
+pub const ESTIMATE_TOKENS_PER_IMAGE: u64 = 2_000;
+/// Input tokens assumed per message for role and framing overhead.
+pub const ESTIMATE_TOKENS_PER_MESSAGE: u64 = 8;
+
+/// An upper bound on the request's input tokens, for budget reservations.
+///
+/// No tokenizer is consulted: a token is never shorter than one byte, so the UTF-8 length
+/// of every text, tool argument and tool schema bounds it from above.
+#[must_use]
+pub fn estimate_input_tokens(req: &ChatRequest) -> u64 {
+    let mut total: u64 = 0;
+    for m in &req.messages {
+        total += ESTIMATE_TOKENS_PER_MESSAGE;
+        for part in &m.content {
+            total += match part {
+                ContentPart::Text { text } => text.len() as u64,
+                ContentPart::Image { .. } => ESTIMATE_TOKENS_PER_IMAGE,
+            };
+        }
+        for call in &m.tool_calls {
+            total += (call.name.len() + call.arguments.len()) as u64;
+        }
+    }
+    for tool in &req.tools {
+        total += (tool.name.len() + tool.parameters.to_string().len()) as u64;
+        total += tool.description.as_ref().map_or(0, String::len) as u64;
+    }
+    total
+}
+
+/// What a request may cost at `price`: input bound × input price + `max_tokens` × output
+/// price. Reserved before dispatch.
+#[must_use]
+pub fn estimate_cost(req: &ChatRequest, price: &Price) -> Money {
+    let output = req
+        .max_tokens
+        .map_or(DEFAULT_ESTIMATE_OUTPUT_TOKENS, u64::from);
+    price.cost(&Usage {
+        input_tokens: estimate_input_tokens(req),
+        output_tokens: output,
+        ..Usage::default()
+    })
+}
+
+/// A budget's books: limit, settled spend and outstanding reservations.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct BudgetState {
+    /// The most that may be spent.
+    pub limit: Money,
+    /// Settled spend.
+    pub spent: Money,
+    /// Reserved by requests in flight.
+    pub reserved: Money,
+}
+
+impl BudgetState {
+    /// A fresh budget.
+    #[must_use]
+    pub fn new(limit: Money) -> Self {
+        Self {
+            limit,
+            ..Self::default()
+        }
+    }
+
+    /// Reserve `amount` if spend plus reservations plus it stays within the limit.
+    pub fn try_reserve(&mut self, amount: Money) -> bool {
+        if self.spent + self.reserved + amount > self.limit {
+            return false;
+        }
+        self.reserved += amount;
+        true
+    }
+
+    /// Replace a reservation by the real cost.
+    pub fn settle(&mut self, reserved: Money, actual: Money) {
+        self.reserved = self.reserved.saturating_sub(reserved);
+        self.spent += actual;
+    }
+
+    /// Give a reservation back (the call failed: nothing is billed).
+    pub fn release(&mut self, reserved: Money) {
+        self.reserved = self.reserved.saturating_sub(reserved);
+    }
+
+    /// What is left after spend and reservations.
+    #[must_use]
+    pub fn remaining(&self) -> Money {
+        self.limit.saturating_sub(self.spent + self.reserved)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cost_is_exact_per_token() {
+        let p = Price::from_usd_per_mtok(3.0, 15.0, Some(0.3), Some(3.75)).unwrap();
+        let u = Usage {
+            input_tokens: 1_000,
+            output_tokens: 100,
+            cached_input_tokens: 400,
+            cache_write_tokens: 100,
+            reasoning_tokens: 0,
+        };
+        // 500×3 + 400×0.3 + 100×3.75 + 100×15 micro-dollars per MTok-token = pico-dollars
+        let expect = 500 * 3_000_000 + 400 * 300_000 + 100 * 3_750_000 + 100 * 15_000_000;
+        assert_eq!(p.cost(&u), Money::from_picos(expect));
+        assert_eq!(p.cost(&u).to_string(), "$0.003495");
+    }
+
+    #[test]
+    fn sums_of_small_costs_do_not_drift() {
+        let p = Price::from_usd_per_mtok(0.1, 0.1, None, None).unwrap();
+        let one = p.cost(&Usage {
+            input_tokens: 1,
+            ..Usage::default()
+        });
+        let total: Money = std::iter::repeat_n(one, 10_000_000).sum();
+        assert_eq!(total, Money::from_usd(1.0));
+    }
+
+    #[test]
+    fn prices_with_too_many_decimals_are_rejected() {
+        assert_eq!(usd_per_mtok_to_micros(0.075), Ok(75_000));
+        assert!(usd_per_mtok_to_micros(0.000_000_1).is_err());
+        assert!(usd_per_mtok_to_micros(-1.0).is_err());
+    }
+
+    #[test]
+    fn builtin_table_loads_and_has_exact_ids_only() {
+        let table = PriceTable::from_json(include_str!("prices.json")).unwrap();
+        assert!(!table.as_of.is_empty());
+        assert!(table.entries().len() >= 20);
+        assert!(table.lookup("gpt-4o-mini").is_some());
+        // no prefix guessing: a made-up suffix is unknown
+        assert!(table.lookup("gpt-4o-mini-my-finetune").is_none());
+    }
+
+    #[test]
+    fn budget_refuses_once_spend_plus_reservations_would_pass_it() {
+        let mut b = BudgetState::new(Money::from_usd(1.0));
+        assert!(b.try_reserve(Money::from_usd(0.6)));
+        assert!(!b.try_reserve(Money::from_usd(0.5)));
+        b.settle(Money::from_usd(0.6), Money::from_usd(0.2));
+        assert!(b.try_reserve(Money::from_usd(0.5)));
+        b.release(Money::from_usd(0.5));
+        assert_eq!(b.remaining(), Money::from_usd(0.8));
+    }
+
+    #[test]
+    fn estimate_bounds_input_by_bytes_and_output_by_max_tokens() {
+        let req = ChatRequest::from_prompt("héllo").with_max_tokens(10);
+        assert_eq!(estimate_input_tokens(&req), 6 + ESTIMATE_TOKENS_PER_MESSAGE);
+        let p = Price::from_usd_per_mtok(1.0, 2.0, None, None).unwrap();
+        assert_eq!(
+            estimate_cost(&req, &p),
+            Money::from_picos((14 * 1_000_000) + 10 * 2_000_000)
+        );
+    }
+}

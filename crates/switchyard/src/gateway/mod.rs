@@ -1,0 +1,536 @@
+//! The gateway: the only place that knows the order of the steps.
+//!
+//! Owns the registry of providers and routes ([`GatewayBuilder`], [`Gateway`]), the health
+//! snapshot, and — in `run` — one request's journey: plan the route, and for each candidate
+//! ask its breaker, reserve budget, run the retry loop around `Provider::send` under the
+//! deadline, record the outcome, settle or release, and fail over or return. Side outputs
+//! (observers, ledger) watch; they never steer.
+
+mod run;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::breaker::{BreakerConfig, CircuitState, Cooldown, Now};
+use crate::chat::{ChatRequest, ChatResponse};
+use crate::clock::{Clock, UnixMillis};
+use crate::cost::{Money, Price, PriceTable};
+use crate::error::{ErrorKind, GatewayError};
+use crate::observe::{Ledger, Observer};
+use crate::provider::Provider;
+use crate::route::Route;
+use crate::state::{MemoryState, SharedState};
+
+/// One provider as the gateway runs it: the adapter plus per-provider settings.
+#[derive(Clone)]
+pub struct ProviderSpec {
+    /// Unique name: breaker and ledger key.
+    pub name: String,
+    /// The adapter.
+    pub provider: Arc<dyn Provider>,
+    /// Per-attempt timeout (clamped to the request's time left).
+    pub timeout: Duration,
+    /// Streams: longest wait for the first content chunk.
+    pub first_token_timeout: Duration,
+    /// Streams: longest gap between chunks.
+    pub stall_timeout: Duration,
+    /// Overrides the route's `retry.max_attempts` for this provider.
+    pub max_attempts: Option<u32>,
+    /// Overrides the price table for this provider's model.
+    pub price: Option<Price>,
+    /// The upstream accepts an assistant prefill to continue from (stream rescue).
+    pub supports_prefill: bool,
+}
+
+impl std::fmt::Debug for ProviderSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderSpec")
+            .field("name", &self.name)
+            .field("kind", &self.provider.kind())
+            .field("model", &self.provider.model())
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProviderSpec {
+    /// A provider with default settings (30 s timeout, 10 s first token, 15 s stall).
+    #[must_use]
+    pub fn new(name: &str, provider: Arc<dyn Provider>) -> Self {
+        Self {
+            name: name.to_owned(),
+            provider,
+            timeout: Duration::from_secs(30),
+            first_token_timeout: Duration::from_secs(10),
+            stall_timeout: Duration::from_secs(15),
+            max_attempts: None,
+            price: None,
+            supports_prefill: false,
+        }
+    }
+
+    /// Builder: per-attempt timeout.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Builder: max attempts for this provider.
+    #[must_use]
+    pub fn max_attempts(mut self, n: u32) -> Self {
+        self.max_attempts = Some(n);
+        self
+    }
+
+    /// Builder: price override.
+    #[must_use]
+    pub fn price(mut self, price: Price) -> Self {
+        self.price = Some(price);
+        self
+    }
+}
+
+/// A provider registered in the gateway.
+struct Slot {
+    spec: ProviderSpec,
+    /// The price in force: override, else the table's exact-id entry, else unknown.
+    price: Option<Price>,
+    /// Exponential moving average of successful attempts' latency, in ms.
+    latency_ms: Mutex<Option<f64>>,
+}
+
+/// Weight of the newest observation in the latency moving average.
+const LATENCY_EWMA_ALPHA: f64 = 0.3;
+
+impl Slot {
+    fn observe_latency(&self, ms: f64) {
+        if let Ok(mut avg) = self.latency_ms.lock() {
+            *avg = Some(match *avg {
+                Some(prev) => prev + LATENCY_EWMA_ALPHA * (ms - prev),
+                None => ms,
+            });
+        }
+    }
+
+    fn latency(&self) -> Option<f64> {
+        self.latency_ms.lock().ok().and_then(|l| *l)
+    }
+}
+
+/// Problems found while building a gateway, all at once.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid gateway: {}", problems.join("; "))]
+pub struct BuildError {
+    /// One line per problem.
+    pub problems: Vec<String>,
+}
+
+/// Assembles a [`Gateway`].
+#[derive(Default)]
+pub struct GatewayBuilder {
+    providers: Vec<ProviderSpec>,
+    routes: Vec<Route>,
+    state: Option<Arc<dyn SharedState>>,
+    clock: Option<Clock>,
+    observers: Vec<Arc<dyn Observer>>,
+    prices: Option<PriceTable>,
+    seed: Option<u64>,
+}
+
+impl GatewayBuilder {
+    /// Register a provider.
+    #[must_use]
+    pub fn provider(mut self, spec: ProviderSpec) -> Self {
+        self.providers.push(spec);
+        self
+    }
+
+    /// Register a route; the first is the default for [`Gateway::complete`].
+    #[must_use]
+    pub fn route(mut self, route: Route) -> Self {
+        self.routes.push(route);
+        self
+    }
+
+    /// Use this state store (default: in memory).
+    #[must_use]
+    pub fn state(mut self, state: Arc<dyn SharedState>) -> Self {
+        self.state = Some(state);
+        self
+    }
+
+    /// Use this clock (default: the system clock).
+    #[must_use]
+    pub fn clock(mut self, clock: Clock) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Add an observer.
+    #[must_use]
+    pub fn observer(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.observers.push(observer);
+        self
+    }
+
+    /// Use this price table (default: the shipped `prices.json`).
+    #[must_use]
+    pub fn prices(mut self, prices: PriceTable) -> Self {
+        self.prices = Some(prices);
+        self
+    }
+
+    /// Seed the backoff jitter (reproducible tests).
+    #[must_use]
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Check names and references, resolve prices, and build.
+    ///
+    /// # Errors
+    /// Every problem found: duplicate provider or route names, empty routes, unknown
+    /// provider references, zero attempts or thresholds.
+    pub fn build(self) -> Result<Gateway, BuildError> {
+        let problems = self.problems();
+        if !problems.is_empty() {
+            return Err(BuildError { problems });
+        }
+        let table = self.prices.unwrap_or_else(|| PriceTable::builtin().clone());
+        let slots: Vec<Slot> = self
+            .providers
+            .into_iter()
+            .map(|spec| Slot {
+                price: spec
+                    .price
+                    .or_else(|| table.lookup(spec.provider.model()).map(|e| e.price)),
+                spec,
+                latency_ms: Mutex::new(None),
+            })
+            .collect();
+        let by_name = slots
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.spec.name.clone(), i))
+            .collect();
+        let route_order = self.routes.iter().map(|r| r.name.clone()).collect();
+        let routes = self
+            .routes
+            .into_iter()
+            .map(|r| (r.name.clone(), r))
+            .collect();
+        let ledger = Arc::new(Ledger::new());
+        let mut observers = self.observers;
+        observers.insert(0, ledger.clone());
+        Ok(Gateway {
+            inner: Arc::new(Inner {
+                slots,
+                by_name,
+                routes,
+                route_order,
+                state: self.state.unwrap_or_else(|| Arc::new(MemoryState::new())),
+                clock: self.clock.unwrap_or_default(),
+                observers,
+                ledger,
+                requests: AtomicU64::new(0),
+                rng: Mutex::new(
+                    self.seed
+                        .map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed),
+                ),
+            }),
+        })
+    }
+
+    fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut names = std::collections::HashSet::new();
+        for p in &self.providers {
+            if !names.insert(p.name.as_str()) {
+                problems.push(format!("provider {:?} is defined twice", p.name));
+            }
+            if p.max_attempts == Some(0) {
+                problems.push(format!(
+                    "provider {:?}: max_attempts must be at least 1",
+                    p.name
+                ));
+            }
+        }
+        let mut route_names = std::collections::HashSet::new();
+        for r in &self.routes {
+            if !route_names.insert(r.name.as_str()) {
+                problems.push(format!("route {:?} is defined twice", r.name));
+            }
+            if r.providers.is_empty() {
+                problems.push(format!("route {:?} has no providers", r.name));
+            }
+            for p in &r.providers {
+                if !names.contains(p.as_str()) {
+                    problems.push(format!("route {:?}: no provider named {p:?}", r.name));
+                }
+            }
+            if r.retry.max_attempts == 0 {
+                problems.push(format!(
+                    "route {:?}: retry.max_attempts must be at least 1",
+                    r.name
+                ));
+            }
+            if r.breaker.failure_threshold == 0 {
+                problems.push(format!(
+                    "route {:?}: breaker.failure_threshold must be at least 1",
+                    r.name
+                ));
+            }
+        }
+        if self.routes.is_empty() {
+            problems.push("no routes".to_owned());
+        }
+        problems
+    }
+}
+
+struct Inner {
+    slots: Vec<Slot>,
+    by_name: HashMap<String, usize>,
+    routes: HashMap<String, Route>,
+    /// Route names in registration order; the first is the default.
+    route_order: Vec<String>,
+    state: Arc<dyn SharedState>,
+    clock: Clock,
+    /// The ledger first, then the caller's.
+    observers: Vec<Arc<dyn Observer>>,
+    ledger: Arc<Ledger>,
+    /// Requests started so far: the request-counted breaker's clock.
+    requests: AtomicU64,
+    /// Seeds each request's backoff jitter.
+    rng: Mutex<fastrand::Rng>,
+}
+
+/// The gateway. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("providers", &self.inner.slots.len())
+            .field("routes", &self.inner.route_order)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One provider's health, as of now.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProviderHealth {
+    /// Configured name.
+    pub name: String,
+    /// Adapter kind.
+    pub kind: String,
+    /// Model id.
+    pub model: String,
+    /// `closed`, `open`, `half_open`, or `auth_failed` (open because of credentials).
+    pub state: String,
+    /// Consecutive failed turns.
+    pub consecutive_failures: u32,
+    /// Open until this wall time (time-based cooldowns).
+    pub open_until_ms: Option<UnixMillis>,
+    /// Open until this request index (request-counted cooldowns).
+    pub open_until_request: Option<u64>,
+    /// The end of the most recent opening, even if since closed (0 = never).
+    pub last_open_until: u64,
+    /// Cooling for a Retry-After until this wall time.
+    pub cooling_until_ms: Option<UnixMillis>,
+    /// What opened the circuit.
+    pub opened_by: Option<ErrorKind>,
+    /// The most recent failure kind.
+    pub last_error: Option<ErrorKind>,
+    /// Moving average of observed latency, ms.
+    pub latency_ms: Option<f64>,
+    /// A half-open probe holds the lease.
+    pub probe_in_flight: bool,
+    /// The price in force is known.
+    pub priced: bool,
+}
+
+impl Gateway {
+    /// Start building.
+    #[must_use]
+    pub fn builder() -> GatewayBuilder {
+        GatewayBuilder::default()
+    }
+
+    /// Send `req` through route `route`.
+    ///
+    /// # Errors
+    /// [`GatewayError`]: unknown route, budget refused, deadline passed, a non-failover
+    /// error returned as itself, or every candidate failed (each error kept in order).
+    pub async fn chat(&self, route: &str, req: &ChatRequest) -> Result<ChatResponse, GatewayError> {
+        let route = self.route(route)?;
+        let result = if req.messages.is_empty() {
+            Err(GatewayError::InvalidRequest(
+                "messages must not be empty".to_owned(),
+            ))
+        } else {
+            run::Run::new(self, route, req).execute().await
+        };
+        for o in &self.inner.observers {
+            o.on_complete(&route.name, result.as_ref());
+        }
+        result
+    }
+
+    /// One prompt through the default (first) route.
+    ///
+    /// # Errors
+    /// As [`Gateway::chat`].
+    pub async fn complete(&self, prompt: &str) -> Result<ChatResponse, GatewayError> {
+        let route = self.default_route().to_owned();
+        self.chat(&route, &ChatRequest::from_prompt(prompt)).await
+    }
+
+    /// The default route's name.
+    #[must_use]
+    pub fn default_route(&self) -> &str {
+        self.inner.route_order.first().map_or("", String::as_str)
+    }
+
+    /// Route names in registration order.
+    #[must_use]
+    pub fn routes(&self) -> Vec<&Route> {
+        self.inner
+            .route_order
+            .iter()
+            .filter_map(|n| self.inner.routes.get(n))
+            .collect()
+    }
+
+    /// The route called `name`.
+    ///
+    /// # Errors
+    /// [`GatewayError::UnknownRoute`] listing the configured routes.
+    pub fn route(&self, name: &str) -> Result<&Route, GatewayError> {
+        self.inner
+            .routes
+            .get(name)
+            .ok_or_else(|| GatewayError::UnknownRoute {
+                name: name.to_owned(),
+                known: self.inner.route_order.clone(),
+            })
+    }
+
+    /// Registered providers, in registration order.
+    #[must_use]
+    pub fn providers(&self) -> Vec<&ProviderSpec> {
+        self.inner.slots.iter().map(|s| &s.spec).collect()
+    }
+
+    /// The price in force for provider `name` (`None`: unknown or unpriced).
+    #[must_use]
+    pub fn price_of(&self, name: &str) -> Option<Price> {
+        self.slot(name).and_then(|s| s.price)
+    }
+
+    /// The built-in ledger.
+    #[must_use]
+    pub fn ledger(&self) -> &Ledger {
+        &self.inner.ledger
+    }
+
+    /// The clock the gateway reads.
+    #[must_use]
+    pub fn clock(&self) -> &Clock {
+        &self.inner.clock
+    }
+
+    /// The state store.
+    #[must_use]
+    pub fn state(&self) -> &Arc<dyn SharedState> {
+        &self.inner.state
+    }
+
+    /// The books of a route's budget, if it has one.
+    pub async fn budget(&self, route: &str) -> Option<crate::cost::BudgetState> {
+        let limit: Money = self.inner.routes.get(route)?.budget?;
+        Some(self.inner.state.budget(&budget_scope(route), limit).await)
+    }
+
+    /// Every provider's health as of now.
+    pub async fn health(&self) -> Vec<ProviderHealth> {
+        let now = self.now();
+        let mut out = Vec::with_capacity(self.inner.slots.len());
+        for slot in &self.inner.slots {
+            let cfg = self.breaker_config_of(&slot.spec.name);
+            let snap = self
+                .inner
+                .state
+                .breaker(&slot.spec.name)
+                .await
+                .snapshot(&cfg, now);
+            let counted = matches!(cfg.cooldown, Cooldown::Requests(_));
+            let state = match (snap.state, snap.opened_by) {
+                (CircuitState::Closed, _) => "closed",
+                (_, Some(ErrorKind::Auth)) => "auth_failed",
+                (s, _) => s.label(),
+            };
+            out.push(ProviderHealth {
+                name: slot.spec.name.clone(),
+                kind: slot.spec.provider.kind().to_owned(),
+                model: slot.spec.provider.model().to_owned(),
+                state: state.to_owned(),
+                consecutive_failures: snap.consecutive_failures,
+                open_until_ms: snap.open_until.filter(|_| !counted),
+                open_until_request: snap.open_until.filter(|_| counted),
+                last_open_until: snap.last_open_until,
+                cooling_until_ms: snap.cooling_until_ms,
+                opened_by: snap.opened_by,
+                last_error: snap.last_error,
+                latency_ms: slot.latency(),
+                probe_in_flight: snap.probe_in_flight,
+                priced: slot.price.is_some(),
+            });
+        }
+        out
+    }
+
+    /// Health as a name → state map (handy in logs and examples).
+    pub async fn health_states(&self) -> BTreeMap<String, String> {
+        self.health()
+            .await
+            .into_iter()
+            .map(|h| (h.name, h.state))
+            .collect()
+    }
+
+    fn slot(&self, name: &str) -> Option<&Slot> {
+        self.inner.by_name.get(name).map(|&i| &self.inner.slots[i])
+    }
+
+    /// The breaker settings of the first route that uses `provider` (for reading state).
+    fn breaker_config_of(&self, provider: &str) -> BreakerConfig {
+        self.routes()
+            .into_iter()
+            .find(|r| r.providers.iter().any(|p| p == provider))
+            .map(|r| r.breaker)
+            .unwrap_or_default()
+    }
+
+    fn now(&self) -> Now {
+        Now {
+            ms: self.inner.clock.unix_ms(),
+            request: self.inner.requests.load(Ordering::SeqCst),
+        }
+    }
+}
+
+/// The budget scope of a route.
+#[must_use]
+pub fn budget_scope(route: &str) -> String {
+    format!("route:{route}")
+}

@@ -1,0 +1,57 @@
+//! switchyard: an LLM gateway that keeps answering when a model provider fails.
+//!
+//! Crate map (each module opens with what it owns):
+//! - [`chat`] — the shared shape: requests, replies, completions, chunks, usage.
+//! - [`error`] — the error taxonomy (kind, blame, retry / breaker / failover policy).
+//! - [`gateway`] — the only place that knows the step order; health snapshots.
+//! - [`route`] — routes and the pure candidate ordering.
+//! - [`retry`] — backoff, Retry-After, the retry decision.
+//! - [`breaker`] — Closed / Open / HalfOpen as pure transitions taking `now`.
+//! - [`clock`] — the one time source.
+//! - [`cost`] — exact money, prices (`prices.json`), budget arithmetic.
+//! - [`observe`] — the attempt trail, observers, the ledger.
+//! - [`state`] — where breaker and budget state lives (memory; shared stores).
+//! - [`provider`] — the `Provider` trait; scripted and simulated providers.
+//! - [`blocking`] — a blocking wrapper for callers without a runtime.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use switchyard::provider::scripted::{ScriptedProvider, Step};
+//! use switchyard::{ErrorKind, Gateway, ProviderSpec, Route};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+//! let primary = Arc::new(ScriptedProvider::new("primary-model").then(Step::fail(ErrorKind::Overloaded)));
+//! let backup = Arc::new(ScriptedProvider::new("backup-model"));
+//! let gateway = Gateway::builder()
+//!     .provider(ProviderSpec::new("primary", primary).max_attempts(1))
+//!     .provider(ProviderSpec::new("backup", backup))
+//!     .route(Route::new("default", &["primary", "backup"]))
+//!     .build()?;
+//!
+//! let reply = gateway.complete("Explain RAG in one sentence.").await?;
+//! assert_eq!(reply.provider, "backup");
+//! assert!(reply.failed_over);
+//! assert_eq!(reply.attempts[0].outcome.label(), "failed:overloaded");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+
+pub mod blocking;
+pub mod breaker;
+pub mod chat;
+pub mod clock;
+pub mod cost;
+pub mod error;
+pub mod gateway;
+pub mod observe;
+pub mod provider;
+pub mod retry;
+pub mod route;
+pub mod state;
+
+pub use chat::{ChatChunk, ChatRequest, ChatResponse, Message, ProviderReply, Role, Usage};
+pub use cost::{Money, Price, PriceTable};
+pub use error::{ErrorKind, GatewayError, KindPolicy, ProviderError};
+pub use gateway::{Gateway, GatewayBuilder, ProviderHealth, ProviderSpec};
+pub use provider::Provider;
+pub use route::{Order, Route};

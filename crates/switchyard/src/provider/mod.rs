@@ -1,0 +1,77 @@
+//! Providers: the one trait adapters implement, and the in-process ones.
+//!
+//! Owns [`Provider`] (async, object-safe: the gateway holds `Arc<dyn Provider>`), the chunk
+//! stream type, the scripted provider used by pipeline tests, and the simulated provider of
+//! the tutorial. Adapters translate and classify; they never retry, route or log.
+
+pub mod pyrandom;
+pub mod scripted;
+pub mod simulated;
+
+use std::pin::Pin;
+
+use async_trait::async_trait;
+use futures_util::Stream;
+
+use crate::chat::{ChatChunk, ChatRequest, ProviderReply};
+use crate::error::ProviderError;
+
+/// A stream of chunks from one upstream call. It ends after the chunk carrying the
+/// vendor's finish signal; an `Err` item ends it early.
+pub type ChunkStream = Pin<Box<dyn Stream<Item = Result<ChatChunk, ProviderError>> + Send>>;
+
+/// One upstream: an adapter kind bound to a model, an endpoint and a credential.
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// The adapter kind (`openai`, `anthropic`, `gemini`, `simulated`, `scripted`).
+    fn kind(&self) -> &'static str;
+
+    /// The model id this provider calls.
+    fn model(&self) -> &str;
+
+    /// One non-streaming call. Errors come back classified.
+    async fn send(&self, req: &ChatRequest) -> Result<ProviderReply, ProviderError>;
+
+    /// One streaming call: `Ok` once the upstream accepted the request (headers in);
+    /// failures after that arrive as `Err` items.
+    ///
+    /// The default makes one non-streaming call and yields it as a single chunk.
+    async fn stream(&self, req: &ChatRequest) -> Result<ChunkStream, ProviderError> {
+        let reply = self.send(req).await?;
+        Ok(Box::pin(futures_util::stream::iter([Ok(reply_as_chunk(
+            reply,
+        ))])))
+    }
+
+    /// An active health check against a free endpoint (never a billable completion).
+    /// The default has nothing to check.
+    async fn check_health(&self) -> Result<(), ProviderError> {
+        Ok(())
+    }
+}
+
+/// A whole reply as the single chunk of a stream.
+#[must_use]
+pub fn reply_as_chunk(reply: ProviderReply) -> ChatChunk {
+    use crate::chat::ToolCallDelta;
+    let tool_calls = reply
+        .tool_calls
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| ToolCallDelta {
+            index: u32::try_from(i).unwrap_or(u32::MAX),
+            id: Some(c.id),
+            name: Some(c.name),
+            arguments: c.arguments,
+        })
+        .collect();
+    ChatChunk {
+        text: reply.text,
+        tool_calls,
+        finish_reason: reply
+            .finish_reason
+            .or(Some(crate::chat::FinishReason::Stop)),
+        usage: reply.usage,
+        model: reply.model,
+    }
+}

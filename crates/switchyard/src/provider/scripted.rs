@@ -1,0 +1,303 @@
+//! A provider that follows a script, for pipeline tests.
+//!
+//! Owns [`ScriptedProvider`]: each call takes the next [`Step`] (reply, fail, wait then
+//! act, hang, or stream a list of [`StreamStep`]s); when the script runs out it repeats its
+//! `otherwise` step. It records when each call started (tokio time, so paused tests can
+//! assert on conduct) and how many calls are still in flight.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::StreamExt as _;
+use tokio::time::Instant;
+
+use super::{ChunkStream, Provider};
+use crate::chat::{ChatChunk, ChatRequest, FinishReason, ProviderReply, Usage};
+use crate::error::{ErrorKind, ProviderError};
+
+/// What one call does.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// Answer at once.
+    Reply(ProviderReply),
+    /// Fail at once.
+    Fail(ProviderError),
+    /// Wait, then do the inner step.
+    After(Duration, Box<Step>),
+    /// Never answer (until cancelled).
+    Hang,
+    /// Answer a stream call with these steps (a `send` gets the concatenated text).
+    Stream(Vec<StreamStep>),
+}
+
+/// One step of a scripted stream.
+#[derive(Debug, Clone)]
+pub enum StreamStep {
+    /// Yield a chunk.
+    Chunk(ChatChunk),
+    /// Wait.
+    Wait(Duration),
+    /// Yield an error (ends the stream).
+    Fail(ProviderError),
+    /// Stop yielding without ending the stream.
+    Hang,
+    /// End the stream here (no finish signal unless a chunk carried one).
+    End,
+}
+
+impl Step {
+    /// A text reply with 10 input and `text.len()` output tokens, finish `stop`.
+    #[must_use]
+    pub fn text(text: &str) -> Step {
+        Step::Reply(ProviderReply {
+            text: text.to_owned(),
+            finish_reason: Some(FinishReason::Stop),
+            usage: Some(Usage {
+                input_tokens: 10,
+                output_tokens: text.len() as u64,
+                ..Usage::default()
+            }),
+            ..ProviderReply::default()
+        })
+    }
+
+    /// A failure of `kind`.
+    #[must_use]
+    pub fn fail(kind: ErrorKind) -> Step {
+        Step::Fail(ProviderError::new(kind, format!("scripted {kind}")))
+    }
+
+    /// A 429 with a Retry-After.
+    #[must_use]
+    pub fn rate_limited(retry_after: Duration) -> Step {
+        Step::Fail(
+            ProviderError::new(ErrorKind::RateLimited, "scripted rate limit")
+                .with_status(429)
+                .with_retry_after(Some(retry_after)),
+        )
+    }
+
+    /// Wait, then do `self`.
+    #[must_use]
+    pub fn after(self, wait: Duration) -> Step {
+        Step::After(wait, Box::new(self))
+    }
+
+    /// A stream of `words` (each a chunk), the last carrying finish `stop` and usage.
+    #[must_use]
+    pub fn stream_words(words: &[&str]) -> Step {
+        let last = words.len().saturating_sub(1);
+        Step::Stream(
+            words
+                .iter()
+                .enumerate()
+                .map(|(i, w)| {
+                    StreamStep::Chunk(ChatChunk {
+                        text: (*w).to_owned(),
+                        finish_reason: (i == last).then_some(FinishReason::Stop),
+                        usage: (i == last).then_some(Usage {
+                            input_tokens: 10,
+                            output_tokens: words.len() as u64,
+                            ..Usage::default()
+                        }),
+                        ..ChatChunk::default()
+                    })
+                })
+                .collect(),
+        )
+    }
+}
+
+/// A provider driven by a script.
+#[derive(Debug)]
+pub struct ScriptedProvider {
+    model: String,
+    script: Mutex<VecDeque<Step>>,
+    otherwise: Step,
+    calls: Mutex<Vec<Instant>>,
+    in_flight: Arc<AtomicUsize>,
+    requests: Mutex<Vec<ChatRequest>>,
+}
+
+impl ScriptedProvider {
+    /// A provider for `model` that, unscripted, answers `"ok from <model>"`.
+    #[must_use]
+    pub fn new(model: &str) -> Self {
+        Self {
+            model: model.to_owned(),
+            script: Mutex::new(VecDeque::new()),
+            otherwise: Step::text(&format!("ok from {model}")),
+            calls: Mutex::new(Vec::new()),
+            in_flight: Arc::new(AtomicUsize::new(0)),
+            requests: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Builder: append a step.
+    #[must_use]
+    pub fn then(self, step: Step) -> Self {
+        self.push(step);
+        self
+    }
+
+    /// Builder: append `n` copies of a step.
+    #[must_use]
+    pub fn then_n(self, n: usize, step: &Step) -> Self {
+        for _ in 0..n {
+            self.push(step.clone());
+        }
+        self
+    }
+
+    /// Builder: what to do once the script runs out.
+    #[must_use]
+    pub fn otherwise(mut self, step: Step) -> Self {
+        self.otherwise = step;
+        self
+    }
+
+    /// Append a step to a live provider.
+    pub fn push(&self, step: Step) {
+        if let Ok(mut s) = self.script.lock() {
+            s.push_back(step);
+        }
+    }
+
+    /// How many calls were made.
+    #[must_use]
+    pub fn calls(&self) -> usize {
+        self.calls.lock().map(|c| c.len()).unwrap_or(0)
+    }
+
+    /// When each call started.
+    #[must_use]
+    pub fn call_times(&self) -> Vec<Instant> {
+        self.calls.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// Calls started and not yet finished or cancelled.
+    #[must_use]
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::SeqCst)
+    }
+
+    /// The requests received, in order.
+    #[must_use]
+    pub fn requests(&self) -> Vec<ChatRequest> {
+        self.requests.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    fn next_step(&self, req: &ChatRequest) -> (Step, InFlight) {
+        if let Ok(mut c) = self.calls.lock() {
+            c.push(Instant::now());
+        }
+        if let Ok(mut r) = self.requests.lock() {
+            r.push(req.clone());
+        }
+        let step = self
+            .script
+            .lock()
+            .ok()
+            .and_then(|mut s| s.pop_front())
+            .unwrap_or_else(|| self.otherwise.clone());
+        (step, InFlight::enter(&self.in_flight))
+    }
+}
+
+/// Counts a call as in flight until dropped (finished or cancelled).
+#[derive(Debug)]
+struct InFlight(Arc<AtomicUsize>);
+
+impl InFlight {
+    fn enter(counter: &Arc<AtomicUsize>) -> Self {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Self(Arc::clone(counter))
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Run a step up to the point where a reply, an error or a stream script is known.
+async fn settle(mut step: Step) -> Result<Result<ProviderReply, Vec<StreamStep>>, ProviderError> {
+    loop {
+        match step {
+            Step::Reply(r) => return Ok(Ok(r)),
+            Step::Fail(e) => return Err(e),
+            Step::After(wait, inner) => {
+                tokio::time::sleep(wait).await;
+                step = *inner;
+            }
+            Step::Hang => std::future::pending::<()>().await,
+            Step::Stream(steps) => return Ok(Err(steps)),
+        }
+    }
+}
+
+#[async_trait]
+impl Provider for ScriptedProvider {
+    fn kind(&self) -> &'static str {
+        "scripted"
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    async fn send(&self, req: &ChatRequest) -> Result<ProviderReply, ProviderError> {
+        let (step, _guard) = self.next_step(req);
+        match settle(step).await? {
+            Ok(reply) => Ok(reply),
+            Err(steps) => collect_stream(steps),
+        }
+    }
+
+    async fn stream(&self, req: &ChatRequest) -> Result<ChunkStream, ProviderError> {
+        let (step, guard) = self.next_step(req);
+        let steps = match settle(step).await? {
+            Ok(reply) => vec![StreamStep::Chunk(super::reply_as_chunk(reply))],
+            Err(steps) => steps,
+        };
+        let stream = futures_util::stream::unfold(
+            (steps.into_iter(), guard, false),
+            |(mut steps, guard, done)| async move {
+                if done {
+                    return None;
+                }
+                loop {
+                    match steps.next()? {
+                        StreamStep::Chunk(c) => return Some((Ok(c), (steps, guard, false))),
+                        StreamStep::Wait(d) => tokio::time::sleep(d).await,
+                        StreamStep::Fail(e) => return Some((Err(e), (steps, guard, true))),
+                        StreamStep::Hang => std::future::pending::<()>().await,
+                        StreamStep::End => return None,
+                    }
+                }
+            },
+        );
+        Ok(stream.boxed())
+    }
+}
+
+/// A `send` of a stream script: the concatenation, or the first error.
+fn collect_stream(steps: Vec<StreamStep>) -> Result<ProviderReply, ProviderError> {
+    let mut reply = ProviderReply::default();
+    for step in steps {
+        match step {
+            StreamStep::Chunk(c) => {
+                reply.text.push_str(&c.text);
+                reply.finish_reason = c.finish_reason.or(reply.finish_reason);
+                reply.usage = c.usage.or(reply.usage);
+            }
+            StreamStep::Fail(e) => return Err(e),
+            StreamStep::Wait(_) | StreamStep::Hang | StreamStep::End => {}
+        }
+    }
+    Ok(reply)
+}

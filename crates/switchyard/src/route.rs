@@ -1,0 +1,203 @@
+//! Routes: what a client asks for, and the order its providers are tried in.
+//!
+//! Owns [`Route`] (providers, order, deadline, retry, breaker, budget, per-kind policy
+//! overrides) and [`plan`], the pure function from a route's candidates to the order they
+//! are tried. Admission (open circuits, unpriced providers under a budget) happens later,
+//! in the gateway, so that skips are recorded.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::breaker::BreakerConfig;
+use crate::cost::Money;
+use crate::error::{ErrorKind, KindPolicy};
+use crate::retry::RetryPolicy;
+
+/// How a route orders its providers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    /// As listed.
+    #[default]
+    Ordered,
+    /// By the cost of a nominal 1k-in / 1k-out call; unpriced last.
+    Cheapest,
+    /// By a moving average of observed latency; never-observed first (so they get measured).
+    Fastest,
+}
+
+/// A named route.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Route {
+    /// What clients send as `model`.
+    pub name: String,
+    /// Provider names, in configured order.
+    pub providers: Vec<String>,
+    /// How to order them.
+    pub order: Order,
+    /// End-to-end deadline per request.
+    pub deadline: Duration,
+    /// Retry settings.
+    pub retry: RetryPolicy,
+    /// Breaker settings.
+    pub breaker: BreakerConfig,
+    /// Spend limit for this route, if any.
+    pub budget: Option<Money>,
+    /// Call unpriced providers even under a budget (their cost cannot be counted).
+    pub allow_unpriced: bool,
+    /// Per-kind overrides of DESIGN's default policy.
+    pub policies: BTreeMap<ErrorKind, KindPolicy>,
+}
+
+impl Route {
+    /// A route over `providers` with default settings.
+    #[must_use]
+    pub fn new(name: &str, providers: &[&str]) -> Self {
+        Self {
+            name: name.to_owned(),
+            providers: providers.iter().map(|p| (*p).to_owned()).collect(),
+            order: Order::Ordered,
+            deadline: Duration::from_secs(60),
+            retry: RetryPolicy::default(),
+            breaker: BreakerConfig::default(),
+            budget: None,
+            allow_unpriced: false,
+            policies: BTreeMap::new(),
+        }
+    }
+
+    /// Builder: ordering.
+    #[must_use]
+    pub fn order(mut self, order: Order) -> Self {
+        self.order = order;
+        self
+    }
+
+    /// Builder: deadline.
+    #[must_use]
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// Builder: retry settings.
+    #[must_use]
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Builder: breaker settings.
+    #[must_use]
+    pub fn breaker(mut self, breaker: BreakerConfig) -> Self {
+        self.breaker = breaker;
+        self
+    }
+
+    /// Builder: budget.
+    #[must_use]
+    pub fn budget(mut self, limit: Money) -> Self {
+        self.budget = Some(limit);
+        self
+    }
+
+    /// Builder: allow unpriced providers under the budget.
+    #[must_use]
+    pub fn allow_unpriced(mut self, allow: bool) -> Self {
+        self.allow_unpriced = allow;
+        self
+    }
+
+    /// Builder: override the policy for one kind.
+    #[must_use]
+    pub fn policy(mut self, kind: ErrorKind, policy: KindPolicy) -> Self {
+        self.policies.insert(kind, policy);
+        self
+    }
+
+    /// The policy this route applies to `kind`.
+    #[must_use]
+    pub fn policy_for(&self, kind: ErrorKind) -> KindPolicy {
+        self.policies
+            .get(&kind)
+            .copied()
+            .unwrap_or_else(|| kind.default_policy())
+    }
+}
+
+/// What [`plan`] knows about one candidate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Candidate {
+    /// Cost of a nominal 1k-in / 1k-out call; `None` when unpriced.
+    pub nominal_cost: Option<Money>,
+    /// Moving average of observed latency in ms; `None` before the first observation.
+    pub latency_ms: Option<f64>,
+}
+
+/// The order to try candidates in, as indices into `candidates`. Stable: ties keep the
+/// configured order.
+#[must_use]
+pub fn plan(order: Order, candidates: &[Candidate]) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..candidates.len()).collect();
+    match order {
+        Order::Ordered => {}
+        Order::Cheapest => idx.sort_by_key(|&i| match candidates[i].nominal_cost {
+            Some(c) => (0, c),
+            None => (1, Money::ZERO),
+        }),
+        Order::Fastest => idx.sort_by(|&a, &b| {
+            let key = |i: usize| candidates[i].latency_ms.unwrap_or(f64::NEG_INFINITY);
+            key(a).total_cmp(&key(b))
+        }),
+    }
+    idx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(cost: Option<f64>, latency: Option<f64>) -> Candidate {
+        Candidate {
+            nominal_cost: cost.map(Money::from_usd),
+            latency_ms: latency,
+        }
+    }
+
+    #[test]
+    fn cheapest_puts_unpriced_last_and_keeps_ties_stable() {
+        let cands = [
+            c(None, None),
+            c(Some(0.02), None),
+            c(Some(0.01), None),
+            c(Some(0.01), None),
+        ];
+        assert_eq!(plan(Order::Cheapest, &cands), [2, 3, 1, 0]);
+    }
+
+    #[test]
+    fn fastest_measures_unobserved_first_then_by_latency() {
+        let cands = [c(None, Some(300.0)), c(None, Some(100.0)), c(None, None)];
+        assert_eq!(plan(Order::Fastest, &cands), [2, 1, 0]);
+    }
+
+    #[test]
+    fn ordered_is_as_listed() {
+        let cands = [c(Some(9.0), Some(9.0)), c(Some(1.0), Some(1.0))];
+        assert_eq!(plan(Order::Ordered, &cands), [0, 1]);
+    }
+
+    #[test]
+    fn overrides_replace_the_default_policy_for_one_kind() {
+        let mut p = ErrorKind::Timeout.default_policy();
+        p.retry = true;
+        let r = Route::new("r", &["a"]).policy(ErrorKind::Timeout, p);
+        assert!(r.policy_for(ErrorKind::Timeout).retry);
+        assert_eq!(
+            r.policy_for(ErrorKind::Server),
+            ErrorKind::Server.default_policy()
+        );
+    }
+}
