@@ -1,0 +1,180 @@
+//! Budgets reserve before they spend; unpriced providers under a budget are skipped.
+
+use std::sync::Arc;
+
+use switchyard::provider::scripted::{ScriptedProvider, Step};
+use switchyard::route::Order;
+use switchyard::{ChatRequest, Gateway, GatewayError, Money, Price, ProviderSpec, Route};
+
+use super::priced;
+
+fn one_dollar_per_mtok() -> Price {
+    Price::from_usd_per_mtok(1.0, 1.0, None, None).unwrap()
+}
+
+/// 100 concurrent requests against a budget that fits 10 estimates: at most 10 are
+/// dispatched, the rest refused before any call, and spend never passes the limit.
+#[tokio::test(start_paused = true)]
+async fn concurrent_requests_never_overspend() {
+    let p = Arc::new(
+        ScriptedProvider::new("p")
+            .otherwise(Step::text("ok").after(std::time::Duration::from_millis(50))),
+    );
+    // estimate per request: (len("hi") + 8) input + 990 output = 1000 tokens = $0.001
+    let gw = Gateway::builder()
+        .provider(ProviderSpec::new("p", p.clone()).price(one_dollar_per_mtok()))
+        .route(Route::new("main", &["p"]).budget(Money::from_usd(0.01)))
+        .build()
+        .unwrap();
+    let req = ChatRequest::from_prompt("hi").with_max_tokens(990);
+    let tasks: Vec<_> = (0..100)
+        .map(|_| {
+            let (gw, req) = (gw.clone(), req.clone());
+            tokio::task::spawn(async move { gw.chat("main", &req).await })
+        })
+        .collect();
+    let (mut ok, mut refused) = (0, 0);
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(_) => ok += 1,
+            Err(GatewayError::BudgetExceeded { .. }) => refused += 1,
+            Err(e) => panic!("unexpected {e}"),
+        }
+    }
+    assert_eq!(ok, 10);
+    assert_eq!(refused, 90);
+    assert_eq!(p.calls(), 10, "refusals happen before dispatch");
+    let books = gw.budget("main").await.unwrap();
+    assert!(books.spent <= books.limit);
+    assert_eq!(books.reserved, Money::ZERO);
+    // settled to the real cost (10 in + 2 out tokens each), not the estimate
+    assert_eq!(books.spent, Money::from_picos(10 * 12 * 1_000_000));
+}
+
+/// Once spend plus reservations would pass the limit, the request is refused before
+/// dispatch; a failed call's reservation is released (failures are not billed).
+#[tokio::test(start_paused = true)]
+async fn refused_before_dispatch_and_failures_released() {
+    let big = switchyard::ProviderReply {
+        text: "long answer".into(),
+        usage: Some(switchyard::Usage {
+            input_tokens: 10,
+            output_tokens: 600,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let p = Arc::new(
+        ScriptedProvider::new("p")
+            .then(Step::fail(switchyard::ErrorKind::Timeout))
+            .then(Step::Reply(big)),
+    );
+    let gw = Gateway::builder()
+        .provider(ProviderSpec::new("p", p.clone()).price(one_dollar_per_mtok()))
+        .route(Route::new("main", &["p"]).budget(Money::from_usd(0.0015)))
+        .build()
+        .unwrap();
+    let req = ChatRequest::from_prompt("hi").with_max_tokens(990);
+    assert!(gw.chat("main", &req).await.is_err());
+    let books = gw.budget("main").await.unwrap();
+    assert_eq!((books.spent, books.reserved), (Money::ZERO, Money::ZERO));
+    gw.chat("main", &req).await.unwrap();
+    // spent $0.00061; another $0.001 estimate would pass the $0.0015 limit
+    assert_eq!(
+        gw.budget("main").await.unwrap().spent,
+        Money::from_picos(610 * 1_000_000)
+    );
+    let e = gw.chat("main", &req).await.unwrap_err();
+    assert!(matches!(e, GatewayError::BudgetExceeded { .. }), "{e}");
+    assert_eq!(p.calls(), 2);
+}
+
+/// An unpriced provider under a budget is skipped and recorded as such.
+#[tokio::test(start_paused = true)]
+async fn unpriced_provider_under_a_budget_is_skipped() {
+    let unknown = Arc::new(ScriptedProvider::new("my-private-finetune"));
+    let known = Arc::new(ScriptedProvider::new("k"));
+    let gw = Gateway::builder()
+        .provider(ProviderSpec::new("unknown", unknown.clone()))
+        .provider(priced("known", &known))
+        .route(Route::new("main", &["unknown", "known"]).budget(Money::from_usd(1.0)))
+        .build()
+        .unwrap();
+    let reply = gw.complete("x").await.unwrap();
+    assert_eq!(reply.provider, "known");
+    assert_eq!(reply.attempts[0].outcome.label(), "skipped:unpriced");
+    assert_eq!(unknown.calls(), 0);
+    assert!(reply.failed_over);
+}
+
+/// Unknown prices are `None`, never $0, and counted as unpriced calls.
+#[tokio::test(start_paused = true)]
+async fn unknown_price_is_none_and_counted() {
+    let unknown = Arc::new(ScriptedProvider::new("my-private-finetune"));
+    let gw = Gateway::builder()
+        .provider(ProviderSpec::new("unknown", unknown))
+        .route(Route::new("main", &["unknown"]))
+        .build()
+        .unwrap();
+    let reply = gw.complete("x").await.unwrap();
+    assert_eq!(reply.cost, None);
+    let row = gw.ledger().summary().remove("unknown").unwrap();
+    assert_eq!(
+        (row.calls, row.unpriced_calls, row.cost),
+        (1, 1, Money::ZERO)
+    );
+}
+
+/// `cheapest` ranks by a nominal 1k/1k call and puts unpriced providers last.
+#[tokio::test(start_paused = true)]
+async fn cheapest_puts_unpriced_last() {
+    let unknown = Arc::new(
+        ScriptedProvider::new("my-private-finetune")
+            .otherwise(Step::fail(switchyard::ErrorKind::Server)),
+    );
+    let dear = Arc::new(
+        ScriptedProvider::new("dear").otherwise(Step::fail(switchyard::ErrorKind::Server)),
+    );
+    let cheap = Arc::new(
+        ScriptedProvider::new("cheap").otherwise(Step::fail(switchyard::ErrorKind::Server)),
+    );
+    let gw = Gateway::builder()
+        .provider(ProviderSpec::new("unknown", unknown).max_attempts(1))
+        .provider(
+            ProviderSpec::new("dear", dear)
+                .max_attempts(1)
+                .price(Price::from_usd_per_mtok(10.0, 30.0, None, None).unwrap()),
+        )
+        .provider(
+            ProviderSpec::new("cheap", cheap)
+                .max_attempts(1)
+                .price(Price::from_usd_per_mtok(0.1, 0.4, None, None).unwrap()),
+        )
+        .route(Route::new("main", &["unknown", "dear", "cheap"]).order(Order::Cheapest))
+        .build()
+        .unwrap();
+    let Err(GatewayError::AllFailed { errors, .. }) = gw.complete("x").await else {
+        panic!("all fail");
+    };
+    let order: Vec<_> = errors.iter().map(|e| e.provider.as_str()).collect();
+    assert_eq!(order, ["cheap", "dear", "unknown"]);
+}
+
+/// Failed attempts are not billed; the ledger counts calls, tokens, cost and failures.
+#[tokio::test(start_paused = true)]
+async fn ledger_counts_successes_and_failures() {
+    let p = Arc::new(ScriptedProvider::new("p").then(Step::fail(switchyard::ErrorKind::Server)));
+    let gw = Gateway::builder()
+        .provider(priced("p", &p))
+        .route(Route::new("main", &["p"]))
+        .build()
+        .unwrap();
+    let reply = gw.complete("x").await.unwrap();
+    let row = gw.ledger().summary().remove("p").unwrap();
+    assert_eq!(row.calls, 1);
+    assert_eq!(row.failures.get(&switchyard::ErrorKind::Server), Some(&1));
+    assert_eq!(row.input_tokens, 10);
+    assert_eq!(Some(row.cost), reply.cost);
+    // 10 in at $1 + len("ok from p") out at $2 per MTok
+    assert_eq!(row.cost, Money::from_picos(10 * 1_000_000 + 9 * 2_000_000));
+}
