@@ -332,9 +332,13 @@ pub enum GatewayError {
         /// The full trail, tries and skips.
         attempts: Vec<Attempt>,
     },
-    /// The caller went away.
+    /// The caller went away. A stream cancelled after its commit point carries what was
+    /// delivered and used so far, so spend is still recorded.
     #[error("request cancelled")]
-    Cancelled,
+    Cancelled {
+        /// The partial completion of a committed stream.
+        partial: Option<Box<crate::chat::ChatResponse>>,
+    },
 }
 
 fn summarize(errors: &[AttemptError], attempts: &[Attempt]) -> String {
@@ -365,7 +369,8 @@ impl GatewayError {
             | Self::DeadlineExceeded { attempts, .. }
             | Self::Provider { attempts, .. }
             | Self::AllFailed { attempts, .. } => attempts,
-            Self::UnknownRoute { .. } | Self::InvalidRequest(_) | Self::Cancelled => &[],
+            Self::UnknownRoute { .. } | Self::InvalidRequest(_) => &[],
+            Self::Cancelled { partial } => partial.as_ref().map_or(&[], |p| &p.attempts),
         }
     }
 
@@ -379,7 +384,7 @@ impl GatewayError {
             Self::DeadlineExceeded { .. } => "deadline_exceeded",
             Self::Provider { error, .. } => error.kind.label(),
             Self::AllFailed { .. } => "all_failed",
-            Self::Cancelled => "cancelled",
+            Self::Cancelled { .. } => "cancelled",
         }
     }
 }

@@ -7,6 +7,7 @@
 //! (observers, ledger) watch; they never steer.
 
 mod run;
+mod stream;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,6 +25,8 @@ use crate::observe::{Ledger, Observer};
 use crate::provider::Provider;
 use crate::route::Route;
 use crate::state::{MemoryState, SharedState};
+
+pub use stream::{ChatStream, StreamEvent};
 
 /// One provider as the gateway runs it: the adapter plus per-provider settings.
 #[derive(Clone)]
@@ -84,6 +87,21 @@ impl ProviderSpec {
     #[must_use]
     pub fn max_attempts(mut self, n: u32) -> Self {
         self.max_attempts = Some(n);
+        self
+    }
+
+    /// Builder: first-token and stall timeouts for streams.
+    #[must_use]
+    pub fn stream_timeouts(mut self, first_token: Duration, stall: Duration) -> Self {
+        self.first_token_timeout = first_token;
+        self.stall_timeout = stall;
+        self
+    }
+
+    /// Builder: the upstream accepts an assistant prefill (stream rescue by continuation).
+    #[must_use]
+    pub fn supports_prefill(mut self, yes: bool) -> Self {
+        self.supports_prefill = yes;
         self
     }
 
@@ -223,7 +241,7 @@ impl GatewayBuilder {
         let routes = self
             .routes
             .into_iter()
-            .map(|r| (r.name.clone(), r))
+            .map(|r| (r.name.clone(), Arc::new(r)))
             .collect();
         let ledger = Arc::new(Ledger::new());
         let mut observers = self.observers;
@@ -297,7 +315,7 @@ impl GatewayBuilder {
 struct Inner {
     slots: Vec<Slot>,
     by_name: HashMap<String, usize>,
-    routes: HashMap<String, Route>,
+    routes: HashMap<String, Arc<Route>>,
     /// Route names in registration order; the first is the default.
     route_order: Vec<String>,
     state: Arc<dyn SharedState>,
@@ -378,7 +396,7 @@ impl Gateway {
                 "messages must not be empty".to_owned(),
             ))
         } else {
-            run::Run::new(self, route, req).execute().await
+            run::Run::new(self, route).execute(req).await
         };
         for o in &self.inner.observers {
             o.on_complete(&route.name, result.as_ref());
@@ -407,7 +425,7 @@ impl Gateway {
         self.inner
             .route_order
             .iter()
-            .filter_map(|n| self.inner.routes.get(n))
+            .filter_map(|n| self.inner.routes.get(n).map(AsRef::as_ref))
             .collect()
     }
 
@@ -416,6 +434,10 @@ impl Gateway {
     /// # Errors
     /// [`GatewayError::UnknownRoute`] listing the configured routes.
     pub fn route(&self, name: &str) -> Result<&Route, GatewayError> {
+        self.route_arc(name).map(AsRef::as_ref)
+    }
+
+    fn route_arc(&self, name: &str) -> Result<&Arc<Route>, GatewayError> {
         self.inner
             .routes
             .get(name)

@@ -3,48 +3,88 @@
 //! For each planned candidate: budget-unpriced check → breaker admission → reservation →
 //! the retry loop under the deadline → breaker verdict → settle or release → answer, fail
 //! over, or return. Guards give back a probe lease and a reservation if the caller drops
-//! the request mid-flight.
+//! the request mid-flight. Streams use the same turn, with "answered" meaning "the first
+//! content chunk arrived" (the commit point); `stream.rs` takes over from there.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::StreamExt as _;
 use tokio::time::Instant;
 
 use super::{budget_scope, Gateway, Slot};
 use crate::breaker::{Admission, Now, Op, SkipReason};
-use crate::chat::{ChatRequest, ChatResponse, ProviderReply};
+use crate::chat::{ChatChunk, ChatRequest, ChatResponse, ProviderReply};
 use crate::cost::{estimate_cost, BudgetState, Money, Price};
 use crate::error::{AttemptError, ErrorKind, GatewayError, ProviderError};
 use crate::observe::{Attempt, Outcome};
+use crate::provider::ChunkStream;
 use crate::retry::{self, Backoff, Decision};
 use crate::route::{plan, Candidate, Route};
 use crate::state::{Cleanup, SharedState};
 
 /// How one provider's turn ended.
-enum TurnEnd {
-    Answered(Box<ChatResponse>),
+#[allow(clippy::large_enum_variant)] // short-lived, on the stack
+pub(super) enum TurnEnd {
+    Answered(Won),
     Skipped,
     Failed(ProviderError),
     Refused(BudgetState),
 }
 
+/// What kind of call a turn makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Call {
+    Send,
+    Stream,
+}
+
+/// Why a request stops before trying every candidate.
+pub(super) enum Stop {
+    /// The budget refused before dispatch.
+    Refused(BudgetState),
+    /// An error the route does not fail over, returned as itself.
+    Returned {
+        provider: String,
+        error: ProviderError,
+    },
+}
+
+/// A successful call's result.
+pub(super) enum Answer {
+    Reply(ProviderReply),
+    /// A stream that reached its first content chunk (or its finish signal).
+    Opened {
+        stream: ChunkStream,
+        /// Chunks received up to and including the first content chunk.
+        head: Vec<ChatChunk>,
+    },
+}
+
+/// A turn that got an answer, with what settling it needs.
+pub(super) struct Won {
+    pub answer: Answer,
+    pub latency: Duration,
+    pub attempt: u32,
+    pub reservation: Option<Reservation>,
+}
+
 /// One request in flight.
 pub(super) struct Run<'a> {
-    gw: &'a Gateway,
-    route: &'a Route,
-    req: &'a ChatRequest,
-    started: Instant,
-    deadline: Instant,
-    request_index: u64,
-    attempts: Vec<Attempt>,
-    errors: Vec<AttemptError>,
+    pub gw: &'a Gateway,
+    pub route: &'a Route,
+    pub started: Instant,
+    pub deadline: Instant,
+    pub request_index: u64,
+    pub attempts: Vec<Attempt>,
+    pub errors: Vec<AttemptError>,
     /// Set when the deadline cut a turn short or left candidates untried.
-    deadline_hit: bool,
+    pub deadline_hit: bool,
     rng: fastrand::Rng,
 }
 
 impl<'a> Run<'a> {
-    pub(super) fn new(gw: &'a Gateway, route: &'a Route, req: &'a ChatRequest) -> Self {
+    pub(super) fn new(gw: &'a Gateway, route: &'a Route) -> Self {
         let started = gw.inner.clock.now();
         let request_index = gw
             .inner
@@ -59,7 +99,6 @@ impl<'a> Run<'a> {
         Self {
             gw,
             route,
-            req,
             started,
             deadline: started + route.deadline,
             request_index,
@@ -70,43 +109,110 @@ impl<'a> Run<'a> {
         }
     }
 
-    pub(super) async fn execute(mut self) -> Result<ChatResponse, GatewayError> {
-        for i in self.plan() {
-            let slot = &self.gw.inner.slots[i];
-            if self.time_left().is_zero() {
-                self.deadline_hit = true;
-                break;
-            }
-            match self.turn(slot).await {
-                TurnEnd::Answered(resp) => return Ok(*resp),
-                TurnEnd::Skipped => {}
-                TurnEnd::Refused(books) => return Err(self.refused(books)),
-                TurnEnd::Failed(err) => {
-                    if !self.route.policy_for(err.kind).fail_over {
-                        return Err(GatewayError::Provider {
-                            provider: slot.spec.name.clone(),
-                            error: err,
-                            attempts: self.attempts,
-                        });
-                    }
-                }
-            }
+    /// Continue a request's run (stream rescue) with its trail so far.
+    pub(super) fn resume(
+        gw: &'a Gateway,
+        route: &'a Route,
+        started: Instant,
+        deadline: Instant,
+        request_index: u64,
+    ) -> Self {
+        let rng = fastrand::Rng::with_seed(request_index);
+        Self {
+            gw,
+            route,
+            started,
+            deadline,
+            request_index,
+            attempts: Vec::new(),
+            errors: Vec::new(),
+            deadline_hit: false,
+            rng,
         }
-        Err(if self.deadline_hit {
-            GatewayError::DeadlineExceeded {
-                deadline: self.route.deadline,
-                errors: self.errors,
-                attempts: self.attempts,
-            }
-        } else {
-            GatewayError::AllFailed {
-                errors: self.errors,
-                attempts: self.attempts,
-            }
-        })
     }
 
-    fn plan(&self) -> Vec<usize> {
+    /// A non-streaming request, start to finish.
+    pub(super) async fn execute(mut self, req: &ChatRequest) -> Result<ChatResponse, GatewayError> {
+        for i in self.plan() {
+            let slot = &self.gw.inner.slots[i];
+            match self.candidate(slot, req, Call::Send).await {
+                Ok(Some(won)) => {
+                    let Answer::Reply(reply) = won.answer else {
+                        unreachable!("a send turn answers with a reply")
+                    };
+                    return Ok(self
+                        .answer(slot, reply, won.latency, won.attempt, won.reservation)
+                        .await);
+                }
+                Ok(None) => {}
+                Err(stop) => return Err(self.stopped(stop)),
+            }
+        }
+        Err(self.exhausted())
+    }
+
+    /// One candidate's turn, mapped to: an answer, "try the next one" (`None`), or a stop
+    /// that ends the request.
+    pub(super) async fn candidate(
+        &mut self,
+        slot: &Slot,
+        req: &ChatRequest,
+        call: Call,
+    ) -> Result<Option<Won>, Stop> {
+        if self.time_left().is_zero() {
+            self.deadline_hit = true;
+            return Ok(None);
+        }
+        match self.turn(slot, req, call).await {
+            TurnEnd::Answered(won) => Ok(Some(won)),
+            TurnEnd::Skipped => Ok(None),
+            TurnEnd::Refused(books) => Err(Stop::Refused(books)),
+            TurnEnd::Failed(err) if !self.route.policy_for(err.kind).fail_over => {
+                Err(Stop::Returned {
+                    provider: slot.spec.name.clone(),
+                    error: err,
+                })
+            }
+            TurnEnd::Failed(_) => Ok(None),
+        }
+    }
+
+    /// The error for a stop, carrying the trail so far.
+    pub(super) fn stopped(&mut self, stop: Stop) -> GatewayError {
+        let attempts = std::mem::take(&mut self.attempts);
+        match stop {
+            Stop::Refused(books) => GatewayError::BudgetExceeded {
+                scope: budget_scope(&self.route.name),
+                limit: books.limit,
+                spent: books.spent,
+                reserved: books.reserved,
+                attempts,
+            },
+            Stop::Returned { provider, error } => GatewayError::Provider {
+                provider,
+                error,
+                attempts,
+            },
+        }
+    }
+
+    /// The error once every candidate has been tried or skipped.
+    pub(super) fn exhausted(&mut self) -> GatewayError {
+        let errors = std::mem::take(&mut self.errors);
+        let attempts = std::mem::take(&mut self.attempts);
+        if self.deadline_hit {
+            GatewayError::DeadlineExceeded {
+                deadline: self.route.deadline,
+                errors,
+                attempts,
+            }
+        } else {
+            GatewayError::AllFailed { errors, attempts }
+        }
+    }
+
+    /// Slot indices in the order the route tries them.
+    pub(super) fn plan(&self) -> Vec<usize> {
         let slots: Vec<usize> = self
             .route
             .providers
@@ -129,12 +235,12 @@ impl<'a> Run<'a> {
             .collect()
     }
 
-    fn time_left(&self) -> Duration {
+    pub(super) fn time_left(&self) -> Duration {
         self.deadline
             .saturating_duration_since(self.gw.inner.clock.now())
     }
 
-    fn now(&self) -> Now {
+    pub(super) fn now(&self) -> Now {
         Now {
             ms: self.gw.inner.clock.unix_ms(),
             request: self.request_index,
@@ -145,7 +251,7 @@ impl<'a> Run<'a> {
         &self.gw.inner.state
     }
 
-    async fn breaker(&self, slot: &Slot, op: Op) -> crate::breaker::Applied {
+    pub(super) async fn breaker(&self, slot: &Slot, op: Op) -> crate::breaker::Applied {
         let applied = self
             .state()
             .breaker_op(&slot.spec.name, &self.route.breaker, self.now(), op)
@@ -158,7 +264,7 @@ impl<'a> Run<'a> {
         applied
     }
 
-    fn record(&mut self, attempt: Attempt) {
+    pub(super) fn record(&mut self, attempt: Attempt) {
         for o in &self.gw.inner.observers {
             o.on_attempt(&self.route.name, &attempt);
         }
@@ -172,13 +278,12 @@ impl<'a> Run<'a> {
     }
 
     /// One provider's turn: admission, reservation, the retry loop, the verdict.
-    async fn turn(&mut self, slot: &Slot) -> TurnEnd {
+    async fn turn(&mut self, slot: &Slot, req: &ChatRequest, call: Call) -> TurnEnd {
         if self.route.budget.is_some() && slot.price.is_none() && !self.route.allow_unpriced {
             return self.skip(slot, SkipReason::Unpriced);
         }
         let lease_for = slot.spec.timeout.min(self.time_left());
-        let admission = self.breaker(slot, Op::Admit { lease_for }).await.admission;
-        let lease = match admission {
+        let lease = match self.breaker(slot, Op::Admit { lease_for }).await.admission {
             Admission::Reject(reason) => return self.skip(slot, reason),
             Admission::Admit => None,
             Admission::Probe { lease } => Some(lease),
@@ -192,47 +297,50 @@ impl<'a> Run<'a> {
                 },
             )
         });
-        let reservation = match self.reserve(slot).await {
+        let reservation = match self.reserve(slot, req).await {
             Ok(r) => r,
             Err(books) => return TurnEnd::Refused(books),
         };
-        let end = self.attempts_loop(slot, lease).await;
+        let end = self.attempts_loop(slot, req, call, lease).await;
         if let Some(p) = probe.as_mut() {
-            p.disarm(); // the breaker has its verdict (or has released the lease itself)
+            p.disarm(); // the breaker gets its verdict below (or releases the lease itself)
         }
         match end {
-            Ok((reply, latency, attempt)) => {
-                let resp = self
-                    .answer(slot, reply, latency, attempt, reservation)
-                    .await;
+            Ok((answer, latency, attempt)) => {
                 self.breaker(slot, Op::Succeeded { lease }).await;
-                TurnEnd::Answered(Box::new(resp))
+                TurnEnd::Answered(Won {
+                    answer,
+                    latency,
+                    attempt,
+                    reservation,
+                })
             }
             Err(err) => {
                 if let Some(mut r) = reservation {
                     r.release_now();
                 }
                 let effect = self.route.policy_for(err.kind).breaker;
-                self.breaker(
-                    slot,
-                    Op::TurnFailed {
-                        kind: err.kind,
-                        effect,
-                        lease,
-                    },
-                )
-                .await;
+                let op = Op::TurnFailed {
+                    kind: err.kind,
+                    effect,
+                    lease,
+                };
+                self.breaker(slot, op).await;
                 TurnEnd::Failed(err)
             }
         }
     }
 
     /// Reserve the request's estimated cost against the route's budget.
-    async fn reserve(&self, slot: &Slot) -> Result<Option<Reservation>, BudgetState> {
+    async fn reserve(
+        &self,
+        slot: &Slot,
+        req: &ChatRequest,
+    ) -> Result<Option<Reservation>, BudgetState> {
         let Some(limit) = self.route.budget else {
             return Ok(None);
         };
-        let amount = estimate_cost(self.req, &slot.price.unwrap_or_default());
+        let amount = estimate_cost(req, &slot.price.unwrap_or_default());
         let scope = budget_scope(&self.route.name);
         self.state().reserve(&scope, limit, amount).await?;
         Ok(Some(Reservation {
@@ -248,22 +356,14 @@ impl<'a> Run<'a> {
         }))
     }
 
-    fn refused(self, books: BudgetState) -> GatewayError {
-        GatewayError::BudgetExceeded {
-            scope: budget_scope(&self.route.name),
-            limit: books.limit,
-            spent: books.spent,
-            reserved: books.reserved,
-            attempts: self.attempts,
-        }
-    }
-
     /// The retry loop: attempts on one provider until success, a stop, or the deadline.
     async fn attempts_loop(
         &mut self,
         slot: &Slot,
+        req: &ChatRequest,
+        call: Call,
         lease: Option<u64>,
-    ) -> Result<(ProviderReply, Duration, u32), ProviderError> {
+    ) -> Result<(Answer, Duration, u32), ProviderError> {
         let max_attempts = slot
             .spec
             .max_attempts
@@ -276,51 +376,30 @@ impl<'a> Run<'a> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let time_left = self.time_left();
-            let timeout = slot.spec.timeout.min(time_left);
+            let timeout = slot.spec.timeout.min(self.time_left());
             if let Some(lease) = lease {
                 let until_ms = self.now().ms + crate::clock::duration_ms(timeout);
                 self.breaker(slot, Op::Renew { lease, until_ms }).await;
             }
             let started = self.gw.inner.clock.now();
-            let result = tokio::time::timeout(timeout, slot.spec.provider.send(self.req)).await;
+            let result = self.attempt(slot, req, call, timeout).await;
             let latency = self.gw.inner.clock.now() - started;
             let err = match result {
-                Ok(Ok(reply)) => return Ok((reply, latency, attempt)),
-                Ok(Err(e)) => e,
-                Err(_) => {
-                    if timeout < slot.spec.timeout {
-                        self.deadline_hit = true;
-                    }
-                    ProviderError::new(
-                        ErrorKind::Timeout,
-                        format!("no response within {}ms", timeout.as_millis()),
-                    )
-                }
+                Ok(answer) => return Ok((answer, latency, attempt)),
+                Err(e) => e,
             };
             self.record_failure(slot, attempt, &err, latency);
             let policy = self.route.policy_for(err.kind);
-            self.breaker(
-                slot,
-                Op::AttemptFailed {
-                    kind: err.kind,
-                    effect: policy.breaker,
-                    retry_after: err.retry_after,
-                    lease,
-                },
-            )
-            .await;
+            let op = Op::AttemptFailed {
+                kind: err.kind,
+                effect: policy.breaker,
+                retry_after: err.retry_after,
+                lease,
+            };
+            self.breaker(slot, op).await;
             let wait = backoff.next().unwrap_or_default();
-            let time_left = self.time_left();
-            match retry::decide(
-                &policy,
-                &self.route.retry,
-                max_attempts,
-                attempt,
-                &err,
-                wait,
-                time_left,
-            ) {
+            let (retry, left) = (&self.route.retry, self.time_left());
+            match retry::decide(&policy, retry, max_attempts, attempt, &err, wait, left) {
                 Decision::Retry(wait) => tokio::time::sleep(wait).await,
                 Decision::Stop(reason) => {
                     if reason == retry::StopReason::NoTimeLeft {
@@ -332,7 +411,48 @@ impl<'a> Run<'a> {
         }
     }
 
-    fn record_failure(
+    /// One attempt, bounded by `timeout` (and, for streams, the first-token timeout).
+    async fn attempt(
+        &mut self,
+        slot: &Slot,
+        req: &ChatRequest,
+        call: Call,
+        timeout: Duration,
+    ) -> Result<Answer, ProviderError> {
+        let clamped = timeout < slot.spec.timeout;
+        let provider = &slot.spec.provider;
+        let result = match call {
+            Call::Send => tokio::time::timeout(timeout, provider.send(req))
+                .await
+                .map(|r| r.map(Answer::Reply)),
+            Call::Stream => {
+                let first = slot.spec.first_token_timeout.min(self.time_left());
+                let clamped = clamped || first < slot.spec.first_token_timeout;
+                let opened =
+                    tokio::time::timeout(first, open_stream(provider.as_ref(), req, timeout)).await;
+                if opened.is_err() && clamped {
+                    self.deadline_hit = true;
+                }
+                return opened.unwrap_or_else(|_| {
+                    Err(ProviderError::new(
+                        ErrorKind::Timeout,
+                        format!("no first token within {}ms", first.as_millis()),
+                    ))
+                });
+            }
+        };
+        result.unwrap_or_else(|_| {
+            if clamped {
+                self.deadline_hit = true;
+            }
+            Err(ProviderError::new(
+                ErrorKind::Timeout,
+                format!("no response within {}ms", timeout.as_millis()),
+            ))
+        })
+    }
+
+    pub(super) fn record_failure(
         &mut self,
         slot: &Slot,
         attempt: u32,
@@ -378,18 +498,17 @@ impl<'a> Run<'a> {
             status: None,
             latency,
         });
-        let cost = cost_of(&reply, slot.price);
+        let cost = cost_of(reply.reported_cost, reply.usage.as_ref(), slot.price);
         if let Some(r) = reservation {
             r.settle(self.state().as_ref(), cost).await;
         }
-        let failed_over = self.attempts.iter().any(|a| a.provider != slot.spec.name);
         ChatResponse {
             text: reply.text,
             tool_calls: reply.tool_calls,
             finish_reason: reply.finish_reason,
             provider: slot.spec.name.clone(),
             model,
-            failed_over,
+            failed_over: self.failed_over(&slot.spec.name),
             usage: reply.usage.unwrap_or_default(),
             cost,
             attempts: std::mem::take(&mut self.attempts),
@@ -397,18 +516,61 @@ impl<'a> Run<'a> {
             provider_latency: reply.reported_latency,
         }
     }
+
+    /// True when any provider other than `answering` was tried or skipped.
+    pub(super) fn failed_over(&self, answering: &str) -> bool {
+        self.attempts.iter().any(|a| a.provider != answering)
+    }
 }
 
-/// The exact cost of a reply: what the provider billed, else usage × price; `None` when
+/// Open a stream and read up to its first content chunk (or its finish signal). The
+/// connection must be accepted within `timeout`.
+async fn open_stream(
+    provider: &dyn crate::provider::Provider,
+    req: &ChatRequest,
+    timeout: Duration,
+) -> Result<Answer, ProviderError> {
+    let mut stream = tokio::time::timeout(timeout, provider.stream(req))
+        .await
+        .map_err(|_| {
+            ProviderError::new(
+                ErrorKind::Timeout,
+                format!("no response within {}ms", timeout.as_millis()),
+            )
+        })??;
+    let mut head = Vec::new();
+    loop {
+        match stream.next().await {
+            Some(Ok(chunk)) => {
+                let commit = chunk.has_content() || chunk.finish_reason.is_some();
+                head.push(chunk);
+                if commit {
+                    return Ok(Answer::Opened { stream, head });
+                }
+            }
+            Some(Err(e)) => return Err(e),
+            None => {
+                return Err(ProviderError::new(
+                    ErrorKind::Malformed,
+                    "stream closed before any content or finish signal",
+                ))
+            }
+        }
+    }
+}
+
+/// The exact cost of a call: what the provider billed, else usage × price; `None` when
 /// either is unknown.
-fn cost_of(reply: &ProviderReply, price: Option<Price>) -> Option<Money> {
-    reply
-        .reported_cost
-        .or_else(|| Some(price?.cost(reply.usage.as_ref()?)))
+pub(super) fn cost_of(
+    reported: Option<Money>,
+    usage: Option<&crate::chat::Usage>,
+    price: Option<Price>,
+) -> Option<Money> {
+    reported.or_else(|| Some(price?.cost(usage?)))
 }
 
 /// Runs a [`Cleanup`] when dropped unless disarmed: what a cancelled request still owes.
-struct Guard {
+pub(super) struct Guard {
     state: Arc<dyn SharedState>,
     cleanup: Option<Cleanup>,
 }
@@ -439,22 +601,33 @@ impl Drop for Guard {
 }
 
 /// A budget reservation, released on drop unless settled.
-struct Reservation {
+pub(super) struct Reservation {
     scope: String,
     amount: Money,
     guard: Guard,
 }
 
 impl Reservation {
-    async fn settle(mut self, state: &dyn SharedState, cost: Option<Money>) {
+    /// Replace the reservation by the real cost; an unknown cost keeps the estimate.
+    pub(super) async fn settle(mut self, state: &dyn SharedState, cost: Option<Money>) {
         self.guard.disarm();
-        // Unknown cost (unpriced but allowed, or no usage reported): keep the estimate.
         state
             .settle(&self.scope, self.amount, cost.unwrap_or(self.amount))
             .await;
     }
 
-    fn release_now(&mut self) {
+    /// Settle without waiting (from a stream's poll or `Drop`): the store applies it.
+    pub(super) fn settle_detached(mut self, state: &dyn SharedState, cost: Option<Money>) {
+        self.guard.disarm();
+        state.cleanup(Cleanup::SettleBudget {
+            scope: std::mem::take(&mut self.scope),
+            reserved: self.amount,
+            actual: cost.unwrap_or(self.amount),
+        });
+    }
+
+    /// Give the reservation back now (the call failed: nothing is billed).
+    pub(super) fn release_now(&mut self) {
         self.guard.fire();
     }
 }

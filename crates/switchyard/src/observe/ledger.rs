@@ -72,7 +72,13 @@ impl Observer for Ledger {
     }
 
     fn on_complete(&self, _route: &str, result: Result<&ChatResponse, &GatewayError>) {
-        let Ok(resp) = result else { return };
+        let resp = match result {
+            Ok(resp) => resp,
+            Err(GatewayError::Cancelled {
+                partial: Some(partial),
+            }) => partial,
+            Err(_) => return,
+        };
         self.with_row(&resp.provider, |row| {
             row.calls += 1;
             row.input_tokens += resp.usage.input_tokens;

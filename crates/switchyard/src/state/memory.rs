@@ -109,6 +109,15 @@ impl SharedState for MemoryState {
                 }
             }
             Cleanup::ReleaseBudget { scope, amount } => self.release(&scope, amount),
+            Cleanup::SettleBudget {
+                scope,
+                reserved,
+                actual,
+            } => {
+                if let Ok(mut budgets) = self.budgets.lock() {
+                    budgets.entry(scope).or_default().settle(reserved, actual);
+                }
+            }
         }
     }
 }

@@ -26,6 +26,15 @@ pub enum Cleanup {
         /// The lease.
         lease: u64,
     },
+    /// Replace a reservation by the real cost.
+    SettleBudget {
+        /// Budget scope (route or key).
+        scope: String,
+        /// The amount reserved.
+        reserved: Money,
+        /// What was actually spent.
+        actual: Money,
+    },
     /// Give a budget reservation back.
     ReleaseBudget {
         /// Budget scope (route or key).

@@ -1,11 +1,17 @@
 //! Pipeline tests: the real gateway over scripted providers, under paused tokio time.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods, missing_docs)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    missing_docs
+)]
 
 mod budget;
 mod deadline;
 mod errors;
 mod probe;
 mod seeds;
+mod stream;
 
 use std::sync::Arc;
 use std::time::Duration;

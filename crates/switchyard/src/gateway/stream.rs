@@ -1,0 +1,640 @@
+//! Streaming: the commit point, and honest rescue after it.
+//!
+//! [`Gateway::stream`] runs the same turns as a plain request, but a turn "answers" when
+//! the first content chunk arrives: everything before that (connect errors, error
+//! statuses, an error as the first event, the first-token timeout) fails over invisibly.
+//! From the first chunk on the stream is *committed*. Each later chunk must arrive within
+//! the stall timeout; the stream is complete at the vendor's finish signal. A cut, stall or
+//! malformed chunk after commit is rescued when it honestly can be:
+//! 1. continuation: a later provider that declares prefill support gets the original
+//!    messages plus the text already sent as an assistant prefill; its output is appended;
+//! 2. restart and splice: a later provider gets the original request; its output is held
+//!    until it has reproduced exactly what was sent, then the rest streams on (a restart
+//!    that diverges cannot be spliced);
+//! 3. otherwise the stream ends with [`StreamEvent::Failed`] carrying the original
+//!    failure — never a rescue's own error (such as a prefill rejection).
+//!
+//! Dropping the stream cancels the upstream call; what was used is still reported.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures_util::{Stream, StreamExt as _};
+use tokio::time::Instant;
+
+use super::run::{cost_of, Answer, Call, Reservation, Run, Won};
+use super::Gateway;
+use crate::chat::{
+    ChatChunk, ChatRequest, ChatResponse, FinishReason, Message, ToolCall, ToolCallDelta, Usage,
+};
+use crate::cost::Money;
+use crate::error::{AttemptError, ErrorKind, GatewayError, ProviderError};
+use crate::observe::{Attempt, Outcome};
+use crate::provider::ChunkStream;
+use crate::route::Route;
+
+/// One item of a committed stream.
+#[derive(Debug, Clone)]
+pub enum StreamEvent {
+    /// Content (text or tool-call deltas), and on the last chunk the finish reason.
+    Chunk(ChatChunk),
+    /// The stream finished; the whole completion (text, usage, cost, trail).
+    Done(Box<ChatResponse>),
+    /// The stream broke after commit and could not be rescued. Nothing follows.
+    Failed(Box<GatewayError>),
+}
+
+/// A committed stream: who committed it, and the events that follow.
+pub struct ChatStream {
+    /// The provider whose first chunk committed the stream.
+    pub provider: String,
+    /// Its model.
+    pub model: String,
+    /// Another provider was tried or skipped before it.
+    pub failed_over: bool,
+    /// The trail up to the commit point.
+    pub attempts: Vec<Attempt>,
+    inner: Pin<Box<dyn Stream<Item = StreamEvent> + Send>>,
+}
+
+impl std::fmt::Debug for ChatStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatStream")
+            .field("provider", &self.provider)
+            .field("failed_over", &self.failed_over)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Stream for ChatStream {
+    type Item = StreamEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<StreamEvent>> {
+        self.inner.as_mut().poll_next(cx)
+    }
+}
+
+impl Gateway {
+    /// Stream `req` through route `route`. Returns once the stream is committed (its first
+    /// content chunk has arrived); failures before that fail over invisibly.
+    ///
+    /// # Errors
+    /// As [`Gateway::chat`], for failures before the commit point.
+    pub async fn stream(&self, route: &str, req: ChatRequest) -> Result<ChatStream, GatewayError> {
+        let route = Arc::clone(self.route_arc(route)?);
+        let req = Arc::new(req);
+        let result = if req.messages.is_empty() {
+            Err(GatewayError::InvalidRequest(
+                "messages must not be empty".to_owned(),
+            ))
+        } else {
+            self.open(&route, &req).await
+        };
+        if let Err(e) = &result {
+            for o in &self.inner.observers {
+                o.on_complete(&route.name, Err(e));
+            }
+        }
+        result
+    }
+
+    async fn open(
+        &self,
+        route: &Arc<Route>,
+        req: &Arc<ChatRequest>,
+    ) -> Result<ChatStream, GatewayError> {
+        let mut run = Run::new(self, route);
+        let plan = run.plan();
+        for (pos, &i) in plan.iter().enumerate() {
+            let slot = &self.inner.slots[i];
+            match run.candidate(slot, req, Call::Stream).await {
+                Ok(Some(won)) => {
+                    let live = Live::commit(
+                        &mut run,
+                        Arc::clone(route),
+                        Arc::clone(req),
+                        plan.clone(),
+                        pos,
+                        won,
+                    );
+                    return Ok(live.into_stream());
+                }
+                Ok(None) => {}
+                Err(stop) => return Err(run.stopped(stop)),
+            }
+        }
+        Err(run.exhausted())
+    }
+}
+
+/// How upstream text is being passed on.
+enum Mode {
+    /// Straight through.
+    Pass,
+    /// A restart: hold text until it has reproduced `expect`, then pass the rest.
+    Splice { expect: String, got: String },
+}
+
+/// The restart did not reproduce what was sent.
+struct Diverged;
+
+/// Which rung of the rescue ladder to try next on a candidate.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rung {
+    Continuation,
+    Restart,
+}
+
+/// Everything a committed stream owns.
+struct Live {
+    gw: Gateway,
+    route: Arc<Route>,
+    req: Arc<ChatRequest>,
+    plan: Vec<usize>,
+    /// Position in `plan` of the provider currently streaming.
+    pos: usize,
+    upstream: Option<ChunkStream>,
+    reservation: Option<Reservation>,
+    mode: Mode,
+    queue: VecDeque<StreamEvent>,
+    /// Text already delivered to the client.
+    sent: String,
+    /// Tool-call deltas were delivered (a prefill cannot continue those).
+    sent_tools: bool,
+    tool_calls: Vec<ToolCall>,
+    /// Usage and cost of closed segments.
+    usage: Usage,
+    cost: Option<Money>,
+    /// The current segment's reported usage.
+    segment_usage: Option<Usage>,
+    /// Content chunks delivered (the usage estimate of a cancelled stream).
+    content_chunks: u64,
+    model: String,
+    finish: Option<FinishReason>,
+    /// The failure that broke the committed stream first: what the client hears if no
+    /// rescue works.
+    cause: Option<ProviderError>,
+    /// Next rescue candidate (position in `plan`) and rung.
+    next: (usize, Rung),
+    attempts: Vec<Attempt>,
+    errors: Vec<AttemptError>,
+    started: Instant,
+    segment_started: Instant,
+    deadline: Instant,
+    request_index: u64,
+    /// Set once observers have been told how the request ended.
+    reported: bool,
+}
+
+impl Live {
+    fn commit(
+        run: &mut Run<'_>,
+        route: Arc<Route>,
+        req: Arc<ChatRequest>,
+        plan: Vec<usize>,
+        pos: usize,
+        won: Won,
+    ) -> Live {
+        let slot = &run.gw.inner.slots[plan[pos]];
+        let Answer::Opened { stream, head } = won.answer else {
+            unreachable!("a stream turn answers with an opened stream")
+        };
+        let mut live = Live {
+            gw: run.gw.clone(),
+            route,
+            req,
+            plan,
+            pos,
+            upstream: Some(stream),
+            reservation: won.reservation,
+            mode: Mode::Pass,
+            queue: VecDeque::new(),
+            sent: String::new(),
+            sent_tools: false,
+            tool_calls: Vec::new(),
+            usage: Usage::default(),
+            cost: Some(Money::ZERO),
+            segment_usage: None,
+            content_chunks: 0,
+            model: slot.spec.provider.model().to_owned(),
+            finish: None,
+            cause: None,
+            next: (pos + 1, Rung::Continuation),
+            attempts: std::mem::take(&mut run.attempts),
+            errors: std::mem::take(&mut run.errors),
+            started: run.started,
+            segment_started: run.gw.inner.clock.now() - won.latency,
+            deadline: run.deadline,
+            request_index: run.request_index,
+            reported: false,
+        };
+        for chunk in head {
+            // the first segment passes straight through: it cannot diverge
+            let _ = live.take(chunk);
+        }
+        live
+    }
+
+    fn into_stream(self) -> ChatStream {
+        let provider = self.slot().spec.name.clone();
+        ChatStream {
+            failed_over: self.attempts.iter().any(|a| a.provider != provider),
+            provider,
+            model: self.model.clone(),
+            attempts: self.attempts.clone(),
+            inner: Box::pin(futures_util::stream::unfold(self, |mut live| async move {
+                let event = live.next_event().await?;
+                Some((event, live))
+            })),
+        }
+    }
+
+    fn slot(&self) -> &super::Slot {
+        &self.gw.inner.slots[self.plan[self.pos]]
+    }
+
+    async fn next_event(&mut self) -> Option<StreamEvent> {
+        loop {
+            if let Some(e) = self.queue.pop_front() {
+                return Some(e);
+            }
+            let stall = self.slot().spec.stall_timeout.min(self.time_left());
+            let upstream = self.upstream.as_mut()?;
+            match tokio::time::timeout(stall, upstream.next()).await {
+                Ok(Some(Ok(chunk))) => {
+                    if self.take(chunk).is_err() {
+                        self.diverged();
+                        self.rescue().await;
+                    }
+                }
+                Ok(Some(Err(e))) => self.broken(e).await,
+                Ok(None) => {
+                    let msg = "stream closed before the finish signal";
+                    self.broken(ProviderError::new(ErrorKind::Malformed, msg))
+                        .await;
+                }
+                Err(_) => {
+                    let msg = format!("stream stalled for {}ms", stall.as_millis());
+                    self.broken(ProviderError::new(ErrorKind::Timeout, msg))
+                        .await;
+                }
+            }
+        }
+    }
+
+    fn time_left(&self) -> Duration {
+        self.deadline
+            .saturating_duration_since(self.gw.inner.clock.now())
+    }
+
+    /// Pass a chunk on (through the splice, if one is running); finish on the signal.
+    fn take(&mut self, mut chunk: ChatChunk) -> Result<(), Diverged> {
+        if let Some(m) = &chunk.model {
+            self.model.clone_from(m);
+        }
+        if let Some(u) = chunk.usage {
+            self.segment_usage = Some(u);
+        }
+        if let Mode::Splice { expect, got } = &mut self.mode {
+            got.push_str(&chunk.text);
+            if got.len() < expect.len() {
+                if !expect.starts_with(got.as_str()) || chunk.finish_reason.is_some() {
+                    return Err(Diverged);
+                }
+                chunk.text.clear(); // held back: the client already has it
+                if chunk.tool_calls.is_empty() {
+                    return Ok(());
+                }
+            } else {
+                if !got.starts_with(expect.as_str()) {
+                    return Err(Diverged);
+                }
+                chunk.text = got[expect.len()..].to_owned();
+                self.mode = Mode::Pass;
+            }
+        }
+        let finish = chunk.finish_reason.clone();
+        if chunk.has_content() {
+            self.content_chunks += 1;
+            self.sent.push_str(&chunk.text);
+            self.sent_tools |= !chunk.tool_calls.is_empty();
+            merge_tool_deltas(&mut self.tool_calls, &chunk.tool_calls);
+        }
+        if chunk.has_content() || finish.is_some() {
+            self.queue.push_back(StreamEvent::Chunk(chunk));
+        }
+        if let Some(f) = finish {
+            self.finish = Some(f);
+            self.finished();
+        }
+        Ok(())
+    }
+
+    /// The finish signal arrived: record, settle, and queue the summary.
+    fn finished(&mut self) {
+        self.upstream = None;
+        let latency = self.gw.inner.clock.now() - self.segment_started;
+        self.slot().observe_latency(latency.as_secs_f64() * 1000.0);
+        let attempt = Attempt {
+            provider: self.slot().spec.name.clone(),
+            model: self.model.clone(),
+            attempt: self.tries_on_current(),
+            outcome: Outcome::Success,
+            status: None,
+            latency,
+        };
+        self.record(attempt);
+        self.close_segment(true);
+        let resp = self.response();
+        self.report(Ok(&resp));
+        self.queue.push_back(StreamEvent::Done(Box::new(resp)));
+    }
+
+    /// Tries on the current provider in this request (for the trail's attempt number).
+    fn tries_on_current(&self) -> u32 {
+        let name = &self.slot().spec.name;
+        let n = self
+            .attempts
+            .iter()
+            .filter(|a| &a.provider == name && matches!(a.outcome, Outcome::Failed { .. }))
+            .count();
+        u32::try_from(n + 1).unwrap_or(u32::MAX)
+    }
+
+    fn record(&mut self, attempt: Attempt) {
+        for o in &self.gw.inner.observers {
+            o.on_attempt(&self.route.name, &attempt);
+        }
+        self.attempts.push(attempt);
+    }
+
+    fn record_failed(&mut self, err: &ProviderError) {
+        let latency = self.gw.inner.clock.now() - self.segment_started;
+        self.errors.push(AttemptError {
+            provider: self.slot().spec.name.clone(),
+            error: err.clone(),
+        });
+        let attempt = Attempt {
+            provider: self.slot().spec.name.clone(),
+            model: self.model.clone(),
+            attempt: self.tries_on_current(),
+            outcome: Outcome::Failed {
+                kind: err.kind,
+                message: err.message.clone(),
+            },
+            status: err.status,
+            latency,
+        };
+        self.record(attempt);
+    }
+
+    /// Fold the current segment's usage and cost into the totals and settle its
+    /// reservation. A broken segment is billed only for usage the vendor reported.
+    fn close_segment(&mut self, finished: bool) {
+        let usage = self.segment_usage.take();
+        let billed = finished || usage.is_some();
+        let cost = cost_of(None, usage.as_ref(), self.slot().price);
+        if let Some(u) = usage {
+            self.usage = self.usage.plus(u);
+        }
+        if billed {
+            self.cost = self.cost.zip(cost).map(|(a, b)| a + b);
+        }
+        if let Some(mut r) = self.reservation.take() {
+            if billed {
+                r.settle_detached(self.gw.inner.state.as_ref(), cost);
+            } else {
+                r.release_now();
+            }
+        }
+    }
+
+    /// The committed stream broke: count it against the provider and climb the ladder.
+    async fn broken(&mut self, err: ProviderError) {
+        self.upstream = None;
+        self.record_failed(&err);
+        let policy = self.route.policy_for(err.kind);
+        let run = self.run();
+        let slot = self.slot();
+        let now_ops = [
+            crate::breaker::Op::AttemptFailed {
+                kind: err.kind,
+                effect: policy.breaker,
+                retry_after: err.retry_after,
+                lease: None,
+            },
+            crate::breaker::Op::TurnFailed {
+                kind: err.kind,
+                effect: policy.breaker,
+                lease: None,
+            },
+        ];
+        for op in now_ops {
+            run.breaker(slot, op).await;
+        }
+        self.close_segment(false);
+        self.cause.get_or_insert(err);
+        self.rescue().await;
+    }
+
+    /// A restart produced different text than was sent: it cannot be spliced. Not the
+    /// provider's fault, so the breaker is not told.
+    fn diverged(&mut self) {
+        self.upstream = None;
+        let err = ProviderError::new(
+            ErrorKind::Malformed,
+            "restart diverged from the text already sent; cannot splice",
+        );
+        self.record_failed(&err);
+        self.close_segment(false);
+        self.mode = Mode::Pass;
+    }
+
+    fn run(&self) -> Run<'_> {
+        Run::resume(
+            &self.gw,
+            &self.route,
+            self.started,
+            self.deadline,
+            self.request_index,
+        )
+    }
+
+    /// Climb the rescue ladder from `self.next`; on success a new upstream is live, else
+    /// the stream ends with the original failure.
+    async fn rescue(&mut self) {
+        if !self.sent_tools {
+            while let Some((pos, rung)) = self.next_rung() {
+                if self.try_rung(pos, rung).await {
+                    return;
+                }
+            }
+        }
+        let cause = self
+            .cause
+            .clone()
+            .unwrap_or_else(|| ProviderError::new(ErrorKind::Malformed, "stream broke"));
+        let err = GatewayError::Provider {
+            provider: self.slot().spec.name.clone(),
+            error: cause,
+            attempts: self.attempts.clone(),
+        };
+        self.report(Err(&err));
+        self.queue.push_back(StreamEvent::Failed(Box::new(err)));
+    }
+
+    /// The next (candidate, rung) to try, advancing the cursor.
+    fn next_rung(&mut self) -> Option<(usize, Rung)> {
+        let (pos, rung) = self.next;
+        let slot = self.gw.inner.slots.get(*self.plan.get(pos)?)?;
+        if rung == Rung::Continuation {
+            self.next = (pos, Rung::Restart);
+            if slot.spec.supports_prefill && !self.sent.is_empty() {
+                return Some((pos, Rung::Continuation));
+            }
+        }
+        self.next = (pos + 1, Rung::Continuation);
+        Some((pos, Rung::Restart))
+    }
+
+    /// Try one rung; true when a rescue stream is live and its head passed the splice.
+    async fn try_rung(&mut self, pos: usize, rung: Rung) -> bool {
+        if self.time_left().is_zero() {
+            return false;
+        }
+        let req = match rung {
+            Rung::Continuation => continuation_of(&self.req, &self.sent),
+            Rung::Restart => ChatRequest::clone(&self.req),
+        };
+        let slot_index = self.plan[pos];
+        let (won, attempts, errors) = {
+            let mut run = self.run();
+            let slot = &self.gw.inner.slots[slot_index];
+            let won = run.candidate(slot, &req, Call::Stream).await.ok().flatten();
+            (won, run.attempts, run.errors)
+        };
+        for a in attempts {
+            self.attempts.push(a); // observers already saw these
+        }
+        self.errors.extend(errors);
+        let Some(won) = won else { return false };
+        let Answer::Opened { stream, head } = won.answer else {
+            return false;
+        };
+        self.pos = pos;
+        self.upstream = Some(stream);
+        self.reservation = won.reservation;
+        self.segment_started = self.gw.inner.clock.now() - won.latency;
+        let method = match rung {
+            Rung::Continuation => "continuation",
+            Rung::Restart => "restart",
+        };
+        let attempt = Attempt {
+            provider: self.slot().spec.name.clone(),
+            model: self.slot().spec.provider.model().to_owned(),
+            attempt: won.attempt,
+            outcome: Outcome::Rescue {
+                method: method.to_owned(),
+            },
+            status: None,
+            latency: won.latency,
+        };
+        self.record(attempt);
+        self.mode = match rung {
+            Rung::Continuation => Mode::Pass,
+            Rung::Restart => Mode::Splice {
+                expect: self.sent.clone(),
+                got: String::new(),
+            },
+        };
+        for chunk in head {
+            if self.take(chunk).is_err() {
+                self.diverged();
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The completion so far.
+    fn response(&self) -> ChatResponse {
+        ChatResponse {
+            text: self.sent.clone(),
+            tool_calls: self.tool_calls.clone(),
+            finish_reason: self.finish.clone(),
+            provider: self.slot().spec.name.clone(),
+            model: self.model.clone(),
+            failed_over: self
+                .attempts
+                .iter()
+                .any(|a| a.provider != self.slot().spec.name),
+            usage: self.usage,
+            cost: self.cost,
+            attempts: self.attempts.clone(),
+            latency: self.gw.inner.clock.now() - self.started,
+            provider_latency: None,
+        }
+    }
+
+    fn report(&mut self, result: Result<&ChatResponse, &GatewayError>) {
+        if std::mem::replace(&mut self.reported, true) {
+            return;
+        }
+        for o in &self.gw.inner.observers {
+            o.on_complete(&self.route.name, result);
+        }
+    }
+}
+
+impl Drop for Live {
+    /// The client went away mid-stream: the upstream call is dropped with us; bill what
+    /// the vendor reported, or estimate one token per delivered content chunk.
+    fn drop(&mut self) {
+        if self.reported {
+            return;
+        }
+        if self.segment_usage.is_none() {
+            self.segment_usage = Some(Usage {
+                output_tokens: self.content_chunks,
+                ..Usage::default()
+            });
+        }
+        self.close_segment(true);
+        let err = GatewayError::Cancelled {
+            partial: Some(Box::new(self.response())),
+        };
+        self.report(Err(&err));
+    }
+}
+
+/// The original request plus the text already sent, as an assistant prefill.
+fn continuation_of(req: &ChatRequest, sent: &str) -> ChatRequest {
+    let mut next = req.clone();
+    next.messages.push(Message::assistant(sent));
+    next
+}
+
+/// Fold streamed tool-call fragments into whole calls, by index.
+fn merge_tool_deltas(calls: &mut Vec<ToolCall>, deltas: &[ToolCallDelta]) {
+    for d in deltas {
+        let i = d.index as usize;
+        while calls.len() <= i {
+            calls.push(ToolCall {
+                id: String::new(),
+                name: String::new(),
+                arguments: String::new(),
+            });
+        }
+        let call = &mut calls[i];
+        if let Some(id) = &d.id {
+            call.id.clone_from(id);
+        }
+        if let Some(name) = &d.name {
+            call.name.push_str(name);
+        }
+        call.arguments.push_str(&d.arguments);
+    }
+}
