@@ -4,8 +4,10 @@
 //! stream type, the scripted provider used by pipeline tests, and the simulated provider of
 //! the tutorial. Adapters translate and classify; they never retry, route or log.
 
+pub mod http;
 pub mod pyrandom;
 pub mod scripted;
+pub mod secret;
 pub mod simulated;
 
 use std::pin::Pin;
