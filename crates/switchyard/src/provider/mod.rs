@@ -9,6 +9,7 @@ pub mod pyrandom;
 pub mod scripted;
 pub mod secret;
 pub mod simulated;
+pub mod sse;
 
 use std::pin::Pin;
 

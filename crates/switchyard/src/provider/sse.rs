@@ -1,0 +1,711 @@
+//! Server-sent events, parsed incrementally.
+//!
+//! Owns [`SseParser`], a push parser that follows the WHATWG EventSource rules
+//! (<https://html.spec.whatwg.org/multipage/server-sent-events.html>, "Interpreting an event
+//! stream"), and [`SseStream`], which turns a stream of body bytes into a stream of
+//! [`SseEvent`]s. Bytes may arrive split anywhere: inside a line, between `\r` and `\n`,
+//! inside a UTF-8 character. The rules implemented:
+//! - lines end with `\r\n`, `\n` or `\r`; a leading UTF-8 BOM is dropped;
+//! - a blank line dispatches the event; several `data:` lines join with `\n`;
+//! - `event:` names the event (default `message`); `id:` sets the last event id (kept across
+//!   events; ignored if it contains NUL); `retry:` is kept when it is all ASCII digits;
+//! - lines starting with `:` are comments (keep-alives); unknown fields are ignored;
+//! - one space after the colon is removed; a line without a colon is a field with no value;
+//! - an event whose data buffer is empty is not dispatched (so `event:`-only blocks and
+//!   keep-alives produce nothing);
+//! - at end of input an unterminated event is discarded.
+//!
+//! Invalid UTF-8 is decoded with replacement characters, as the spec requires.
+//!
+//! Also owns the one completion rule every SSE adapter shares ([`into_chunks`]): an adapter
+//! turns each event into a [`Parsed`] and the stream ends at the vendor's *finish signal*,
+//! not at `[DONE]` — after a finish it waits a short grace only for a trailing usage event.
+//! Does not know any vendor's payloads: adapters interpret `data`.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt as _};
+
+use super::ChunkStream;
+use crate::chat::{ChatChunk, Usage};
+use crate::error::{ErrorKind, ProviderError};
+
+/// Default wait, after the finish signal, for a trailing usage event (OpenAI sends usage in
+/// a chunk after the one carrying `finish_reason`).
+pub const DEFAULT_USAGE_GRACE: Duration = Duration::from_millis(250);
+
+/// One dispatched event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event:` name, `message` when none was given.
+    pub event: String,
+    /// The `data:` lines joined with `\n`.
+    pub data: String,
+    /// The last event id seen so far in the stream (it persists across events).
+    pub id: Option<String>,
+    /// A `retry:` value (milliseconds) given in this event's block.
+    pub retry: Option<u64>,
+}
+
+impl SseEvent {
+    /// An event of type `message` with `data`.
+    #[must_use]
+    pub fn message(data: impl Into<String>) -> Self {
+        Self {
+            event: "message".to_owned(),
+            data: data.into(),
+            id: None,
+            retry: None,
+        }
+    }
+}
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// An incremental event-stream parser: feed it bytes with [`push`](Self::push) as they
+/// arrive, get back the events they complete.
+#[derive(Debug, Default)]
+pub struct SseParser {
+    /// Bytes of the line being read (no terminator yet). Lines are decoded whole, so a
+    /// UTF-8 character split across pushes is reassembled before decoding.
+    line: Vec<u8>,
+    /// The previous push ended on `\r`: a `\n` starting the next push belongs to it.
+    after_cr: bool,
+    /// How many bytes of a leading BOM have been matched (held back, not in `line`).
+    bom_seen: usize,
+    /// The BOM check is over (matched or not).
+    bom_done: bool,
+    /// The event being assembled.
+    data: String,
+    event: String,
+    retry: Option<u64>,
+    /// The last event id; persists across events, as the spec says.
+    last_id: Option<String>,
+}
+
+impl SseParser {
+    /// A parser at the start of a stream.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feed the next bytes; returns the events they complete, in order.
+    pub fn push(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
+        let mut events = Vec::new();
+        let mut rest = self.skip_bom(bytes);
+        if self.after_cr && !rest.is_empty() {
+            self.after_cr = false;
+            if rest[0] == b'\n' {
+                rest = &rest[1..];
+            }
+        }
+        while let Some(end) = rest.iter().position(|b| *b == b'\n' || *b == b'\r') {
+            self.line.extend_from_slice(&rest[..end]);
+            let line = std::mem::take(&mut self.line);
+            if let Some(event) = self.process_line(&line) {
+                events.push(event);
+            }
+            self.line = line;
+            self.line.clear();
+            let terminator = rest[end];
+            rest = &rest[end + 1..];
+            if terminator == b'\r' {
+                match rest.first() {
+                    Some(b'\n') => rest = &rest[1..],
+                    Some(_) => {}
+                    None => self.after_cr = true,
+                }
+            }
+        }
+        self.line.extend_from_slice(rest);
+        events
+    }
+
+    /// Bytes held for an event not yet complete (the unterminated line plus the data
+    /// gathered so far). Callers bound this to refuse a stream that never ends a line.
+    #[must_use]
+    pub fn buffered_len(&self) -> usize {
+        self.line.len() + self.data.len() + self.event.len()
+    }
+
+    /// Drop a leading BOM, holding back a partial match until it is decided.
+    fn skip_bom<'a>(&mut self, mut bytes: &'a [u8]) -> &'a [u8] {
+        while !self.bom_done && !bytes.is_empty() {
+            if bytes[0] == BOM[self.bom_seen] {
+                self.bom_seen += 1;
+                bytes = &bytes[1..];
+                self.bom_done = self.bom_seen == BOM.len();
+            } else {
+                self.line.extend_from_slice(&BOM[..self.bom_seen]);
+                self.bom_done = true;
+            }
+        }
+        bytes
+    }
+
+    /// Apply one complete line; a blank line may dispatch an event.
+    fn process_line(&mut self, line: &[u8]) -> Option<SseEvent> {
+        if line.is_empty() {
+            return self.dispatch();
+        }
+        if line[0] == b':' {
+            return None;
+        }
+        let line = String::from_utf8_lossy(line);
+        let (field, value) = match line.split_once(':') {
+            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+            None => (&*line, ""),
+        };
+        match field {
+            "event" => value.clone_into(&mut self.event),
+            "data" => {
+                self.data.push_str(value);
+                self.data.push('\n');
+            }
+            "id" if !value.contains('\0') => self.last_id = Some(value.to_owned()),
+            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                self.retry = value.parse().ok();
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// End of an event block: hand out the event if it has data, and reset.
+    fn dispatch(&mut self) -> Option<SseEvent> {
+        let retry = self.retry.take();
+        let event = std::mem::take(&mut self.event);
+        if self.data.is_empty() {
+            return None;
+        }
+        let mut data = std::mem::take(&mut self.data);
+        data.pop(); // the `\n` appended after the last data line
+        Some(SseEvent {
+            event: if event.is_empty() {
+                "message".to_owned()
+            } else {
+                event
+            },
+            data,
+            id: self.last_id.clone().filter(|id| !id.is_empty()),
+            retry,
+        })
+    }
+}
+
+/// A stream of [`SseEvent`]s read from a stream of body bytes.
+///
+/// Transport errors pass through and end the stream. An event that grows past
+/// `max_event_bytes` without completing ends the stream with `Malformed` (a server that
+/// never ends a line must not grow memory without bound). At the end of the bytes, an
+/// unterminated event is discarded, per the spec.
+pub struct SseStream<S> {
+    bytes: Option<S>,
+    parser: SseParser,
+    ready: VecDeque<SseEvent>,
+    max_event_bytes: usize,
+}
+
+impl<S> SseStream<S>
+where
+    S: Stream<Item = Result<Bytes, ProviderError>> + Unpin,
+{
+    /// Parse `bytes` into events, refusing any single event larger than `max_event_bytes`.
+    #[must_use]
+    pub fn new(bytes: S, max_event_bytes: usize) -> Self {
+        Self {
+            bytes: Some(bytes),
+            parser: SseParser::new(),
+            ready: VecDeque::new(),
+            max_event_bytes,
+        }
+    }
+}
+
+impl<S> Stream for SseStream<S>
+where
+    S: Stream<Item = Result<Bytes, ProviderError>> + Unpin,
+{
+    type Item = Result<SseEvent, ProviderError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        loop {
+            if let Some(event) = this.ready.pop_front() {
+                return Poll::Ready(Some(Ok(event)));
+            }
+            let Some(bytes) = this.bytes.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match Pin::new(bytes).poll_next(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => this.bytes = None,
+                Poll::Ready(Some(Err(e))) => {
+                    this.bytes = None;
+                    return Poll::Ready(Some(Err(e)));
+                }
+                Poll::Ready(Some(Ok(chunk))) => {
+                    this.ready.extend(this.parser.push(&chunk));
+                    if this.parser.buffered_len() > this.max_event_bytes {
+                        this.bytes = None;
+                        this.ready.clear();
+                        return Poll::Ready(Some(Err(ProviderError::new(
+                            ErrorKind::Malformed,
+                            format!(
+                                "server-sent event larger than {} bytes",
+                                this.max_event_bytes
+                            ),
+                        ))));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What an adapter made of one event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Parsed {
+    /// A piece of the completion. One carrying `finish_reason` is the vendor's finish
+    /// signal; `usage`, when present, is the usage so far (the latest one wins).
+    Chunk(ChatChunk),
+    /// The vendor's end-of-stream marker (`[DONE]`, `message_stop`).
+    Done,
+    /// Nothing for the caller (pings, role-only deltas, events of no interest).
+    Skip,
+}
+
+/// The chunks of a streamed completion, read from `events` with the adapter's `parse`.
+///
+/// The rule, for every vendor:
+/// - chunks with text or tool calls are yielded as they come; usage is taken off them and
+///   only the latest usage is reported, on the final chunk (so nobody sums it twice);
+/// - the chunk carrying the finish signal is held back: it is yielded, with the usage,
+///   when a usage-bearing chunk arrives (at once if the finish chunk itself carried usage),
+///   at `Done`, at the end of the body, after `grace`, or when anything else happens after
+///   the finish (an error after the finish cannot undo a complete answer). Then the stream
+///   ends: a missing `[DONE]` is never waited for;
+/// - before the finish signal: a `parse` error or transport error is yielded and ends the
+///   stream; `Done` or the end of the body yields `Malformed` ("stream closed before the
+///   finish signal"): a cut answer is never dressed as a complete one.
+pub fn into_chunks<S, F>(events: SseStream<S>, grace: Duration, parse: F) -> ChunkStream
+where
+    S: Stream<Item = Result<Bytes, ProviderError>> + Unpin + Send + 'static,
+    F: FnMut(&SseEvent) -> Result<Parsed, ProviderError> + Send + 'static,
+{
+    let driver = Driver {
+        events,
+        parse,
+        grace,
+        held: None,
+        usage: None,
+        ended: false,
+    };
+    Box::pin(futures_util::stream::unfold(driver, |mut d| async move {
+        let item = d.next().await?;
+        Some((item, d))
+    }))
+}
+
+/// The state of [`into_chunks`].
+struct Driver<S, F> {
+    events: SseStream<S>,
+    parse: F,
+    grace: Duration,
+    /// The finish chunk waiting for usage, and when to stop waiting.
+    held: Option<(ChatChunk, tokio::time::Instant)>,
+    /// The latest usage seen.
+    usage: Option<Usage>,
+    ended: bool,
+}
+
+impl<S, F> Driver<S, F>
+where
+    S: Stream<Item = Result<Bytes, ProviderError>> + Unpin,
+    F: FnMut(&SseEvent) -> Result<Parsed, ProviderError>,
+{
+    async fn next(&mut self) -> Option<Result<ChatChunk, ProviderError>> {
+        loop {
+            if self.ended {
+                return None;
+            }
+            if let Some((_, until)) = &self.held {
+                let until = *until;
+                let next = tokio::time::timeout_at(until, self.events.next()).await;
+                let parsed = match next {
+                    Ok(Some(Ok(event))) => (self.parse)(&event),
+                    _ => Ok(Parsed::Done),
+                };
+                match parsed {
+                    Ok(Parsed::Skip) => continue,
+                    Ok(Parsed::Chunk(c)) if c.usage.is_none() => continue,
+                    Ok(Parsed::Chunk(c)) => {
+                        self.usage = c.usage;
+                        return Some(Ok(self.finish()));
+                    }
+                    Ok(Parsed::Done) | Err(_) => return Some(Ok(self.finish())),
+                }
+            }
+            let parsed = match self.events.next().await {
+                None => Ok(Parsed::Done),
+                Some(Err(e)) => Err(e),
+                Some(Ok(event)) => (self.parse)(&event),
+            };
+            match parsed {
+                Ok(Parsed::Skip) => {}
+                Ok(Parsed::Done) => {
+                    self.ended = true;
+                    return Some(Err(ProviderError::new(
+                        ErrorKind::Malformed,
+                        "stream closed before the finish signal",
+                    )));
+                }
+                Err(e) => {
+                    self.ended = true;
+                    return Some(Err(e));
+                }
+                Ok(Parsed::Chunk(chunk)) => {
+                    if let Some(out) = self.take_chunk(chunk) {
+                        return Some(Ok(out));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Handle a chunk before the finish: what to yield now, if anything.
+    fn take_chunk(&mut self, mut chunk: ChatChunk) -> Option<ChatChunk> {
+        let had_usage = chunk.usage.is_some();
+        if let Some(usage) = chunk.usage.take() {
+            self.usage = Some(usage);
+        }
+        let Some(finish_reason) = chunk.finish_reason.take() else {
+            return chunk.has_content().then_some(chunk);
+        };
+        let finish = ChatChunk {
+            finish_reason: Some(finish_reason),
+            model: chunk.model.clone(),
+            ..ChatChunk::default()
+        };
+        let until = tokio::time::Instant::now() + self.grace;
+        self.held = Some((finish, until));
+        if had_usage {
+            // The finish chunk is complete: content, finish and usage in one.
+            let mut last = self.finish();
+            last.text = chunk.text;
+            last.tool_calls = chunk.tool_calls;
+            return Some(last);
+        }
+        chunk.has_content().then_some(chunk)
+    }
+
+    /// The held finish chunk with the latest usage; the stream ends after it.
+    fn finish(&mut self) -> ChatChunk {
+        self.ended = true;
+        let mut last = self.held.take().map(|(c, _)| c).unwrap_or_default();
+        last.usage = self.usage;
+        last
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::FinishReason;
+
+    fn parse_all(input: &[u8]) -> Vec<SseEvent> {
+        SseParser::new().push(input)
+    }
+
+    fn data(events: &[SseEvent]) -> Vec<&str> {
+        events.iter().map(|e| e.data.as_str()).collect()
+    }
+
+    #[test]
+    fn one_event_per_blank_line() {
+        let events = parse_all(b"data: one\n\ndata: two\n\n");
+        assert_eq!(data(&events), ["one", "two"]);
+        assert_eq!(events[0].event, "message");
+    }
+
+    #[test]
+    fn every_line_ending_works_and_mixes() {
+        for input in [
+            &b"data: a\n\ndata: b\n\n"[..],
+            b"data: a\r\n\r\ndata: b\r\n\r\n",
+            b"data: a\r\rdata: b\r\r",
+            b"data: a\r\n\ndata: b\n\r\n",
+        ] {
+            assert_eq!(data(&parse_all(input)), ["a", "b"], "{input:?}");
+        }
+    }
+
+    #[test]
+    fn multi_line_data_joins_with_newline() {
+        let events = parse_all(b"data: {\"a\":\ndata: 1}\n\n");
+        assert_eq!(data(&events), ["{\"a\":\n1}"]);
+        let events = parse_all(b"data\ndata\n\n");
+        assert_eq!(data(&events), ["\n"]);
+    }
+
+    #[test]
+    fn comments_keep_alives_and_empty_events_produce_nothing() {
+        let input = b": keep-alive\n\n:OPENROUTER PROCESSING\n\nevent: ping\n\n\n\ndata: x\n\n";
+        let events = parse_all(input);
+        assert_eq!(data(&events), ["x"]);
+        assert_eq!(
+            events[0].event, "message",
+            "event type resets after a block"
+        );
+    }
+
+    #[test]
+    fn event_names_id_and_retry() {
+        let events = parse_all(b"event: error\nid: 7\nretry: 1500\ndata: {}\n\ndata: next\n\n");
+        assert_eq!(events[0].event, "error");
+        assert_eq!(events[0].id.as_deref(), Some("7"));
+        assert_eq!(events[0].retry, Some(1500));
+        assert_eq!(events[1].event, "message");
+        assert_eq!(events[1].id.as_deref(), Some("7"), "the last id persists");
+        assert_eq!(events[1].retry, None);
+        let bad = parse_all(b"retry: 1.5\nid: a\0b\ndata: x\n\n");
+        assert_eq!((bad[0].retry, bad[0].id.clone()), (None, None));
+    }
+
+    #[test]
+    fn field_syntax_details() {
+        // only one leading space is removed; no space is fine; unknown fields ignored
+        let events = parse_all(b"data:  two spaces\ndata:none\nfoo: bar\ndata: a:b\n\n");
+        assert_eq!(events[0].data, " two spaces\nnone\na:b");
+        // `data:` with an empty value still dispatches an (empty) event
+        assert_eq!(data(&parse_all(b"data:\n\n")), [""]);
+    }
+
+    #[test]
+    fn bom_is_dropped_only_at_the_start() {
+        assert_eq!(data(&parse_all(b"\xEF\xBB\xBFdata: a\n\n")), ["a"]);
+        let mut p = SseParser::new();
+        assert!(p.push(b"\xEF").is_empty());
+        assert!(p.push(b"\xBB").is_empty());
+        assert_eq!(data(&p.push(b"\xBFdata: a\n\n")), ["a"]);
+        // a partial BOM that turns out not to be one is kept as (invalid) text
+        let events = parse_all(b"\xEFdata: a\n\n");
+        assert!(events.is_empty(), "the field name is not `data`");
+    }
+
+    #[test]
+    fn utf8_split_inside_a_character_is_reassembled() {
+        let text = "data: héllo → 世界\n\n".as_bytes();
+        for cut in 0..text.len() {
+            let mut p = SseParser::new();
+            let mut events = p.push(&text[..cut]);
+            events.extend(p.push(&text[cut..]));
+            assert_eq!(data(&events), ["héllo → 世界"], "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_is_replaced_not_fatal() {
+        assert_eq!(data(&parse_all(b"data: a\xFFb\n\n")), ["a\u{FFFD}b"]);
+    }
+
+    #[test]
+    fn cr_at_the_end_of_a_push_is_not_doubled() {
+        let mut p = SseParser::new();
+        assert!(p.push(b"data: a\r").is_empty());
+        assert!(p.push(b"\n").is_empty(), "the \\n belongs to the \\r");
+        assert_eq!(data(&p.push(b"\r\n")), ["a"]);
+    }
+
+    #[test]
+    fn unterminated_event_is_not_dispatched() {
+        let mut p = SseParser::new();
+        assert!(p.push(b"data: partial\n").is_empty());
+        assert!(p.buffered_len() > 0);
+    }
+
+    /// The same input split at every byte offset (and into single bytes) parses the same.
+    #[test]
+    fn every_split_gives_the_same_events() {
+        let input = "\u{FEFF}: hi\r\nevent: delta\r\ndata: {\"t\":\"é\"}\r\n\r\n\
+                     data: a\rdata: b\r\rid: 3\ndata: 世\n\n:ka\n\ndata: [DONE]\n\n"
+            .as_bytes();
+        let whole = parse_all(input);
+        assert_eq!(data(&whole), ["{\"t\":\"é\"}", "a\nb", "世", "[DONE]"]);
+        assert_eq!(whole[0].event, "delta");
+        for cut in 0..=input.len() {
+            let mut p = SseParser::new();
+            let mut events = p.push(&input[..cut]);
+            events.extend(p.push(&input[cut..]));
+            assert_eq!(events, whole, "split at {cut}");
+        }
+        for (a, b) in [(1, 5), (7, 8), (20, 40), (33, 34)] {
+            let mut p = SseParser::new();
+            let mut events = p.push(&input[..a]);
+            events.extend(p.push(&input[a..b]));
+            events.extend(p.push(&input[b..]));
+            assert_eq!(events, whole, "split at {a} and {b}");
+        }
+        let mut p = SseParser::new();
+        let bytewise: Vec<_> = input.iter().flat_map(|b| p.push(&[*b])).collect();
+        assert_eq!(bytewise, whole);
+    }
+
+    fn byte_stream(parts: &[&'static [u8]]) -> impl Stream<Item = Result<Bytes, ProviderError>> {
+        let items: Vec<_> = parts.iter().map(|p| Ok(Bytes::from_static(p))).collect();
+        futures_util::stream::iter(items)
+    }
+
+    #[tokio::test]
+    async fn stream_adapter_yields_events_across_chunks() {
+        let bytes = byte_stream(&[b"data: he", b"llo\n", b"\ndata: x\n\ndata: cut"]);
+        let events: Vec<_> = SseStream::new(bytes, 1024).collect().await;
+        let events: Vec<_> = events.into_iter().map(Result::unwrap).collect();
+        assert_eq!(
+            data(&events),
+            ["hello", "x"],
+            "the unterminated event is dropped"
+        );
+    }
+
+    #[tokio::test]
+    async fn stream_adapter_passes_errors_and_bounds_events() {
+        let items = vec![
+            Ok(Bytes::from_static(b"data: a\n\n")),
+            Err(ProviderError::new(ErrorKind::Connection, "reset")),
+            Ok(Bytes::from_static(b"data: never\n\n")),
+        ];
+        let out: Vec<_> = SseStream::new(futures_util::stream::iter(items), 64)
+            .collect()
+            .await;
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[1].as_ref().unwrap_err().kind, ErrorKind::Connection);
+
+        let huge: &'static [u8] = Box::leak(vec![b'x'; 100].into_boxed_slice());
+        let out: Vec<_> = SseStream::new(byte_stream(&[b"data: ", huge]), 64)
+            .collect()
+            .await;
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].as_ref().unwrap_err().kind, ErrorKind::Malformed);
+    }
+
+    /// A toy vendor: `t:text`, `f` (finish), `fu:N` (finish with usage), `u:N` (usage
+    /// only), `p` (ping), `e` (error), `[DONE]`.
+    fn toy(event: &SseEvent) -> Result<Parsed, ProviderError> {
+        let usage = |n: &str| {
+            Some(Usage {
+                output_tokens: n.parse().unwrap(),
+                ..Usage::default()
+            })
+        };
+        let chunk = match event.data.split_once(':') {
+            Some(("t", text)) => ChatChunk {
+                text: text.to_owned(),
+                ..ChatChunk::default()
+            },
+            Some(("u", n)) => ChatChunk {
+                usage: usage(n),
+                ..ChatChunk::default()
+            },
+            Some(("fu", n)) => ChatChunk {
+                finish_reason: Some(FinishReason::Stop),
+                usage: usage(n),
+                ..ChatChunk::default()
+            },
+            _ => match event.data.as_str() {
+                "f" => ChatChunk {
+                    finish_reason: Some(FinishReason::Stop),
+                    ..ChatChunk::default()
+                },
+                "p" => return Ok(Parsed::Skip),
+                "[DONE]" => return Ok(Parsed::Done),
+                _ => return Err(ProviderError::new(ErrorKind::Server, "boom")),
+            },
+        };
+        Ok(Parsed::Chunk(chunk))
+    }
+
+    /// The chunks of `events`, after which the body stays open (`hang`) or ends.
+    async fn run(events: &[&str], hang: bool) -> Vec<Result<ChatChunk, ProviderError>> {
+        let body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+        let first = futures_util::stream::iter([Ok(Bytes::from(body))]);
+        let bytes: Pin<Box<dyn Stream<Item = Result<Bytes, ProviderError>> + Send>> = if hang {
+            Box::pin(first.chain(futures_util::stream::pending()))
+        } else {
+            Box::pin(first)
+        };
+        into_chunks(SseStream::new(bytes, 1024), DEFAULT_USAGE_GRACE, toy)
+            .collect()
+            .await
+    }
+
+    fn texts(out: &[Result<ChatChunk, ProviderError>]) -> Vec<String> {
+        out.iter()
+            .map(|r| match r {
+                Ok(c) => format!(
+                    "{}{}{}",
+                    c.text,
+                    if c.finish_reason.is_some() {
+                        "|finish"
+                    } else {
+                        ""
+                    },
+                    c.usage
+                        .map_or(String::new(), |u| format!("|usage={}", u.output_tokens))
+                ),
+                Err(e) => format!("err:{}", e.kind),
+            })
+            .collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn usage_after_finish_is_folded_into_the_last_chunk() {
+        let out = run(&["p", "t:Hel", "t:lo", "f", "u:7", "[DONE]"], false).await;
+        assert_eq!(texts(&out), ["Hel", "lo", "|finish|usage=7"]);
+        // and the stream ends at the usage chunk, not at a [DONE] that never comes
+        let out = run(&["t:Hi", "f", "p", "u:7"], true).await;
+        assert_eq!(texts(&out), ["Hi", "|finish|usage=7"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_missing_done_or_usage_is_not_waited_for() {
+        let start = tokio::time::Instant::now();
+        let out = run(&["t:Hi", "f"], true).await;
+        assert_eq!(texts(&out), ["Hi", "|finish"]);
+        assert_eq!(start.elapsed(), DEFAULT_USAGE_GRACE);
+        let out = run(&["t:Hi", "fu:3"], true).await;
+        assert_eq!(
+            texts(&out),
+            ["Hi", "|finish|usage=3"],
+            "usage on the finish: no wait"
+        );
+        assert_eq!(start.elapsed(), DEFAULT_USAGE_GRACE);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_end_before_a_finish_is_malformed() {
+        assert_eq!(texts(&run(&["t:Hi"], false).await), ["Hi", "err:malformed"]);
+        assert_eq!(
+            texts(&run(&["t:Hi", "[DONE]", "t:more"], false).await),
+            ["Hi", "err:malformed"]
+        );
+        assert_eq!(texts(&run(&["e", "t:never"], false).await), ["err:server"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn after_the_finish_nothing_can_fail_the_stream() {
+        let out = run(&["t:Hi", "u:2", "f", "e"], false).await;
+        assert_eq!(
+            texts(&out),
+            ["Hi", "|finish|usage=2"],
+            "the earlier usage is kept"
+        );
+        let out = run(&["t:Hi", "f", "t:late"], false).await;
+        assert_eq!(texts(&out), ["Hi", "|finish"]);
+    }
+}
