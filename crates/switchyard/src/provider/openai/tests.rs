@@ -1,0 +1,541 @@
+//! Fixture tests: request mapping feature by feature, response / event parsing and
+//! classification from `tests/fixtures/openai/` (written from OpenAI's documented formats).
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::chat::Tool;
+use crate::provider::http::HttpFailure;
+use crate::provider::sse::SseParser;
+
+macro_rules! fixture {
+    ($name:literal) => {
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/openai/",
+            $name
+        ))
+    };
+}
+
+fn provider(config: OpenAiConfig) -> OpenAi {
+    OpenAi::new(config, &Transport::default()).unwrap()
+}
+
+fn body(req: &ChatRequest, stream: bool) -> Value {
+    body_with(OpenAiConfig::new("gpt-4o-mini"), req, stream)
+}
+
+fn body_with(config: OpenAiConfig, req: &ChatRequest, stream: bool) -> Value {
+    let bytes = provider(config).build_request(req, stream).unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+fn weather_tool() -> Tool {
+    Tool {
+        name: "get_weather".into(),
+        description: Some("Current weather for a city".into()),
+        parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+    }
+}
+
+#[test]
+fn plain_text_request_is_minimal() {
+    let req = ChatRequest::from_prompt("What is the capital of France?");
+    assert_eq!(
+        body(&req, false),
+        json!({
+            "model": "gpt-4o-mini",
+            "messages": [{"role": "user", "content": "What is the capital of France?"}]
+        })
+    );
+}
+
+#[test]
+fn system_and_turns_keep_their_order() {
+    let req = ChatRequest {
+        messages: vec![
+            Message::system("Answer in one word."),
+            Message::user("Capital of France?"),
+            Message::assistant("Paris."),
+            Message::user("And of Italy?"),
+        ],
+        ..ChatRequest::default()
+    };
+    let roles: Vec<_> = body(&req, false)["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            format!(
+                "{}:{}",
+                m["role"].as_str().unwrap(),
+                m["content"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            "system:Answer in one word.",
+            "user:Capital of France?",
+            "assistant:Paris.",
+            "user:And of Italy?"
+        ]
+    );
+}
+
+#[test]
+fn images_become_image_url_parts() {
+    let mut message = Message::user("What is in these images?");
+    message.content.push(ContentPart::Image {
+        source: ImageSource::Url {
+            url: "https://example.com/cat.png".into(),
+        },
+        detail: Some("low".into()),
+    });
+    message.content.push(ContentPart::Image {
+        source: ImageSource::Base64 {
+            media_type: "image/png".into(),
+            data: "iVBORw0KGgo=".into(),
+        },
+        detail: None,
+    });
+    let req = ChatRequest {
+        messages: vec![message],
+        ..ChatRequest::default()
+    };
+    assert_eq!(
+        body(&req, false)["messages"][0]["content"],
+        json!([
+            {"type": "text", "text": "What is in these images?"},
+            {"type": "image_url", "image_url": {"url": "https://example.com/cat.png", "detail": "low"}},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+        ])
+    );
+}
+
+#[test]
+fn an_image_alone_is_still_sent() {
+    let mut message = Message::user("");
+    message.content = vec![ContentPart::Image {
+        source: ImageSource::Url {
+            url: "https://example.com/cat.png".into(),
+        },
+        detail: None,
+    }];
+    let req = ChatRequest {
+        messages: vec![message],
+        ..ChatRequest::default()
+    };
+    assert_eq!(
+        body(&req, false)["messages"][0]["content"],
+        json!([{"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}])
+    );
+}
+
+#[test]
+fn sampling_stop_user_and_response_formats() {
+    let mut req = ChatRequest::from_prompt("hi").with_max_tokens(64);
+    req.temperature = Some(0.5);
+    req.top_p = Some(0.25);
+    req.stop = vec!["\n\n".into(), "END".into()];
+    req.user = Some("user-42".into());
+    req.response_format = Some(ResponseFormat::JsonObject);
+    let b = body(&req, false);
+    assert_eq!(b["temperature"], json!(0.5));
+    assert_eq!(b["top_p"], json!(0.25));
+    assert_eq!(b["stop"], json!(["\n\n", "END"]));
+    assert_eq!(b["user"], json!("user-42"));
+    assert_eq!(b["max_completion_tokens"], json!(64));
+    assert!(b.get("max_tokens").is_none());
+    assert_eq!(b["response_format"], json!({"type": "json_object"}));
+
+    req.response_format = Some(ResponseFormat::JsonSchema {
+        name: "answer".into(),
+        schema: json!({"type": "object"}),
+        strict: Some(true),
+    });
+    assert_eq!(
+        body(&req, false)["response_format"],
+        json!({"type": "json_schema", "json_schema": {"name": "answer", "schema": {"type": "object"}, "strict": true}})
+    );
+    req.response_format = Some(ResponseFormat::Text);
+    assert_eq!(
+        body(&req, false)["response_format"],
+        json!({"type": "text"})
+    );
+}
+
+#[test]
+fn use_max_tokens_switches_the_field_name() {
+    let req = ChatRequest::from_prompt("hi").with_max_tokens(64);
+    let config = OpenAiConfig {
+        use_max_tokens: true,
+        ..OpenAiConfig::new("llama3")
+    };
+    let b = body_with(config, &req, false);
+    assert_eq!(b["max_tokens"], json!(64));
+    assert!(b.get("max_completion_tokens").is_none());
+}
+
+#[test]
+fn tools_and_every_tool_choice() {
+    let mut req = ChatRequest::from_prompt("Weather in Paris?");
+    req.tools = vec![weather_tool()];
+    let b = body(&req, false);
+    assert_eq!(
+        b["tools"],
+        json!([{"type": "function", "function": {
+            "name": "get_weather",
+            "description": "Current weather for a city",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+        }}])
+    );
+    assert!(b.get("tool_choice").is_none());
+    let cases = [
+        (ToolChoice::Auto, json!("auto")),
+        (ToolChoice::None, json!("none")),
+        (ToolChoice::Required, json!("required")),
+        (
+            ToolChoice::Tool("get_weather".into()),
+            json!({"type": "function", "function": {"name": "get_weather"}}),
+        ),
+    ];
+    for (choice, expected) in cases {
+        req.tool_choice = Some(choice);
+        assert_eq!(body(&req, false)["tool_choice"], expected);
+    }
+}
+
+#[test]
+fn tool_history_round_trips() {
+    let mut assistant = Message::assistant("");
+    assistant.content.clear();
+    assistant.tool_calls = vec![ToolCall {
+        id: "call_1".into(),
+        name: "get_weather".into(),
+        arguments: r#"{"city":"Paris"}"#.into(),
+    }];
+    let req = ChatRequest {
+        messages: vec![
+            Message::user("Weather in Paris?"),
+            assistant,
+            Message::tool_result("call_1", "get_weather", r#"{"temp_c":18}"#),
+        ],
+        tools: vec![weather_tool()],
+        ..ChatRequest::default()
+    };
+    let b = body(&req, false);
+    assert_eq!(
+        b["messages"][1],
+        json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}
+        ]})
+    );
+    assert_eq!(
+        b["messages"][2],
+        json!({"role": "tool", "content": "{\"temp_c\":18}", "tool_call_id": "call_1"})
+    );
+
+    let mut orphan = Message::tool_result("x", "get_weather", "{}");
+    orphan.tool_call_id = None;
+    let bad = ChatRequest {
+        messages: vec![orphan],
+        ..ChatRequest::default()
+    };
+    let err = provider(OpenAiConfig::new("m"))
+        .build_request(&bad, false)
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::BadRequest);
+}
+
+#[test]
+fn streaming_requests_ask_for_usage() {
+    let b = body(&ChatRequest::from_prompt("hi"), true);
+    assert_eq!(b["stream"], json!(true));
+    assert_eq!(b["stream_options"], json!({"include_usage": true}));
+    let b = body(&ChatRequest::from_prompt("hi"), false);
+    assert!(b.get("stream").is_none() && b.get("stream_options").is_none());
+}
+
+#[test]
+fn config_errors_are_reported_and_never_show_the_key() {
+    let bad = |c: OpenAiConfig| OpenAi::new(c, &Transport::default()).unwrap_err();
+    assert!(bad(OpenAiConfig::new("m").base_url("localhost:8000/v1"))
+        .0
+        .contains("base_url"));
+    assert!(bad(OpenAiConfig::new("m").api_key(Secret::new("")))
+        .0
+        .contains("empty"));
+    let err = bad(OpenAiConfig::new("m").api_key(Secret::new("sk-bad\nkey")));
+    assert!(!err.0.contains("sk-bad"), "{err}");
+    assert!(bad(OpenAiConfig::new("m").header("bad header", "v"))
+        .0
+        .contains("header"));
+    let p = provider(OpenAiConfig::new("m").api_key(Secret::new("sk-visible-nowhere")));
+    assert!(!format!("{p:?}").contains("sk-visible-nowhere"));
+}
+
+#[test]
+fn text_completion_with_cached_tokens() {
+    let reply = parse_response(fixture!("completion_text.json").as_bytes()).unwrap();
+    assert_eq!(
+        reply.text,
+        "The capital of France is Paris (Île-de-France)."
+    );
+    assert_eq!(reply.finish_reason, Some(FinishReason::Stop));
+    assert_eq!(reply.model.as_deref(), Some("gpt-4o-mini-2024-07-18"));
+    assert_eq!(
+        reply.usage,
+        Some(Usage {
+            input_tokens: 25,
+            output_tokens: 12,
+            cached_input_tokens: 5,
+            cache_write_tokens: 0,
+            reasoning_tokens: 0,
+        })
+    );
+    assert_eq!(reply.reported_cost, None);
+}
+
+#[test]
+fn tool_call_completion() {
+    let reply = parse_response(fixture!("completion_tool_call.json").as_bytes()).unwrap();
+    assert_eq!(reply.text, "");
+    assert_eq!(reply.finish_reason, Some(FinishReason::ToolCalls));
+    assert_eq!(
+        reply.tool_calls,
+        [ToolCall {
+            id: "call_sy0002".into(),
+            name: "get_weather".into(),
+            arguments: r#"{"city":"Paris"}"#.into(),
+        }]
+    );
+}
+
+#[test]
+fn reasoning_tokens_stay_inside_output_and_cached_inside_input() {
+    let reply = parse_response(fixture!("completion_reasoning.json").as_bytes()).unwrap();
+    let usage = reply.usage.unwrap();
+    assert_eq!(
+        (usage.input_tokens, usage.cached_input_tokens),
+        (2048, 1920)
+    );
+    assert_eq!((usage.output_tokens, usage.reasoning_tokens), (900, 896));
+    assert_eq!(usage.uncached_input_tokens(), 128);
+    assert_eq!(reply.finish_reason, Some(FinishReason::Length));
+}
+
+#[test]
+fn openrouter_cost_is_reported() {
+    let reply = parse_response(fixture!("completion_openrouter_cost.json").as_bytes()).unwrap();
+    assert_eq!(reply.reported_cost, Some(Money::from_usd(0.000_003_3)));
+}
+
+#[test]
+fn a_refusal_is_the_text() {
+    let reply = parse_response(fixture!("completion_refusal.json").as_bytes()).unwrap();
+    assert_eq!(reply.text, "I'm sorry, I can't help with that.");
+}
+
+#[test]
+fn odd_but_valid_shapes_from_compatible_servers() {
+    let body = json!({"choices": [{"message": {"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+        "tool_calls": [{"function": {"name": "f", "arguments": {"x": 1}}}]}, "finish_reason": "eos"}]});
+    let reply = parse_response(body.to_string().as_bytes()).unwrap();
+    assert_eq!(reply.text, "ab");
+    assert_eq!(reply.tool_calls[0].arguments, r#"{"x":1}"#);
+    assert_eq!(reply.tool_calls[0].id, "call_0");
+    assert_eq!(reply.finish_reason, Some(FinishReason::Other("eos".into())));
+    assert_eq!(reply.usage, None);
+}
+
+#[test]
+fn malformed_bodies_are_never_empty_completions() {
+    let cases: Vec<Value> = serde_json::from_str(fixture!("malformed.json")).unwrap();
+    let mut bodies: Vec<String> = cases
+        .iter()
+        .map(|c| c["body"].as_str().unwrap().to_owned())
+        .collect();
+    bodies.extend([
+        String::new(),
+        "  \n".into(),
+        "<html><body>Bad gateway</body></html>".into(),
+    ]);
+    for body in bodies {
+        let err = parse_response(body.as_bytes()).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Malformed, "{body:?}: {err}");
+    }
+}
+
+#[test]
+fn an_error_inside_a_200_is_classified() {
+    let quota = json!({"error": {"message": "You exceeded your current quota", "type": "insufficient_quota", "code": "insufficient_quota"}});
+    let err = parse_response(quota.to_string().as_bytes()).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::QuotaExhausted);
+    assert_eq!(err.vendor_code.as_deref(), Some("insufficient_quota"));
+    let vllm = json!({"object": "error", "message": "This model's maximum context length is 4096 tokens.", "type": "BadRequestError", "code": 400});
+    assert_eq!(
+        parse_response(vllm.to_string().as_bytes())
+            .unwrap_err()
+            .kind,
+        ErrorKind::ContextLength
+    );
+}
+
+/// Every event of a fixture, parsed.
+fn events(sse: &str) -> Vec<Result<Parsed, ProviderError>> {
+    SseParser::new()
+        .push(sse.as_bytes())
+        .iter()
+        .map(parse_event)
+        .collect()
+}
+
+#[test]
+fn stream_fixture_text_finish_and_usage() {
+    let parsed: Vec<Parsed> = events(fixture!("stream_text.sse"))
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let text: String = parsed
+        .iter()
+        .filter_map(|p| match p {
+            Parsed::Chunk(c) => Some(c.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "The capital of France is Paris (Île-de-France).");
+    let n = parsed.len();
+    let Parsed::Chunk(finish) = &parsed[n - 3] else {
+        panic!("{parsed:?}")
+    };
+    assert_eq!(finish.finish_reason, Some(FinishReason::Stop));
+    let Parsed::Chunk(usage) = &parsed[n - 2] else {
+        panic!("{parsed:?}")
+    };
+    assert_eq!(
+        usage
+            .usage
+            .map(|u| (u.input_tokens, u.output_tokens, u.cached_input_tokens)),
+        Some((25, 12, 5))
+    );
+    assert!(usage.finish_reason.is_none() && usage.text.is_empty());
+    assert_eq!(parsed[n - 1], Parsed::Done);
+}
+
+#[test]
+fn stream_fixture_tool_call_deltas() {
+    let deltas: Vec<ToolCallDelta> = events(fixture!("stream_tool_call.sse"))
+        .into_iter()
+        .filter_map(|p| match p.unwrap() {
+            Parsed::Chunk(c) => Some(c.tool_calls),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(deltas[0].id.as_deref(), Some("call_sy0102"));
+    assert_eq!(deltas[0].name.as_deref(), Some("get_weather"));
+    assert!(deltas.iter().all(|d| d.index == 0));
+    let args: String = deltas.iter().map(|d| d.arguments.as_str()).collect();
+    assert_eq!(args, r#"{"city":"Paris"}"#);
+}
+
+#[test]
+fn stream_errors_and_garbage() {
+    let first = events(fixture!("stream_error_first.sse"));
+    assert_eq!(first[0].as_ref().unwrap_err().kind, ErrorKind::Server);
+
+    let garbage = parse_event(&SseEvent::message("{\"choices\": [")).unwrap_err();
+    assert_eq!(garbage.kind, ErrorKind::Malformed);
+    let html = parse_event(&SseEvent::message("<html>")).unwrap_err();
+    assert_eq!(html.kind, ErrorKind::Malformed);
+
+    let openrouter_mid_stream = json!({"id": "gen-1", "object": "chat.completion.chunk",
+        "error": {"code": 502, "message": "Provider disconnected"},
+        "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}]});
+    let err = parse_event(&SseEvent::message(openrouter_mid_stream.to_string())).unwrap_err();
+    assert_eq!((err.kind, err.status), (ErrorKind::Server, None));
+
+    let named = SseEvent {
+        event: "error".into(),
+        ..SseEvent::message(r#"{"message": "rate limited", "code": "rate_limit_exceeded"}"#)
+    };
+    assert_eq!(
+        parse_event(&named).unwrap_err().kind,
+        ErrorKind::RateLimited
+    );
+}
+
+#[test]
+fn usage_chunk_with_null_choices_is_accepted() {
+    let vllm = json!({"id": "x", "object": "chat.completion.chunk", "choices": null,
+        "usage": {"prompt_tokens": 3, "completion_tokens": 4}});
+    let Parsed::Chunk(chunk) = parse_event(&SseEvent::message(vllm.to_string())).unwrap() else {
+        panic!()
+    };
+    assert_eq!(chunk.usage.map(|u| u.output_tokens), Some(4));
+}
+
+#[test]
+fn finish_reasons_are_normalised() {
+    let cases = [
+        ("stop", FinishReason::Stop),
+        ("length", FinishReason::Length),
+        ("tool_calls", FinishReason::ToolCalls),
+        ("function_call", FinishReason::ToolCalls),
+        ("content_filter", FinishReason::ContentFilter),
+        ("eos", FinishReason::Other("eos".into())),
+    ];
+    for (wire, ours) in cases {
+        assert_eq!(finish_reason(wire), ours);
+    }
+}
+
+/// errors.json, straight through `classify` (the shared suite runs it over HTTP too).
+#[test]
+fn error_table_classifies() {
+    let now = httpdate::parse_http_date("Sun, 29 Nov 2026 10:00:00 GMT").unwrap();
+    let cases: Vec<Value> = serde_json::from_str(fixture!("errors.json")).unwrap();
+    for case in cases {
+        let mut headers = reqwest::header::HeaderMap::new();
+        for (k, v) in case["headers"].as_object().into_iter().flatten() {
+            http::insert_header(&mut headers, k, v.as_str().unwrap()).unwrap();
+        }
+        let body = match case.get("body_text") {
+            Some(text) => text.as_str().unwrap().to_owned(),
+            None => case["body"].to_string(),
+        };
+        let failure = HttpFailure {
+            status: u16::try_from(case["status"].as_u64().unwrap()).unwrap(),
+            headers,
+            body: body.into(),
+        };
+        let err = classify(&failure, now);
+        let name = case["name"].as_str().unwrap();
+        assert_eq!(
+            err.kind.label(),
+            case["kind"].as_str().unwrap(),
+            "{name}: {err}"
+        );
+        assert_eq!(err.status, Some(failure.status), "{name}");
+        let expected = case["retry_after_ms"].as_u64().map(Duration::from_millis);
+        assert_eq!(err.retry_after, expected, "{name}");
+        assert!(
+            !err.message.is_empty() && err.message.chars().count() <= 501,
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn a_numeric_code_stands_in_for_the_status() {
+    let err = classify_value(
+        &json!({"error": {"code": "429", "message": "Requests exceeded. Please retry after 6 seconds."}}),
+    );
+    assert_eq!(err.kind, ErrorKind::RateLimited);
+    assert_eq!(err.retry_after, Some(Duration::from_secs(6)));
+}

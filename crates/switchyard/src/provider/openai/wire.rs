@@ -1,0 +1,256 @@
+//! Chat Completions on the wire: the serde types of requests, responses, stream chunks and
+//! usage, as OpenAI documents them. Requests borrow from the shared shape (no copies of
+//! message text); responses are lenient where OpenAI-compatible servers differ (`null`
+//! lists, numeric error codes, arguments sent as objects).
+
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `POST /chat/completions` body.
+#[derive(Debug, Serialize)]
+pub(super) struct Request<'a> {
+    pub model: &'a str,
+    pub messages: Vec<Message<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f32>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub stop: &'a [String],
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolDef<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<&'a str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_options: Option<StreamOptions>,
+}
+
+/// `stream_options`: ask for the final usage chunk.
+#[derive(Debug, Serialize)]
+pub(super) struct StreamOptions {
+    pub include_usage: bool,
+}
+
+/// One entry of `messages`.
+#[derive(Debug, Serialize)]
+pub(super) struct Message<'a> {
+    pub role: &'static str,
+    /// `null` only for an assistant message that just calls tools.
+    pub content: Option<Content<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCallOut<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<&'a str>,
+}
+
+/// A string for plain text (what every compatible server takes), parts otherwise.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(super) enum Content<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<Part<'a>>),
+}
+
+/// A content part.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum Part<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: ImageUrl<'a> },
+}
+
+/// `image_url`: an https URL or a `data:` URL.
+#[derive(Debug, Serialize)]
+pub(super) struct ImageUrl<'a> {
+    pub url: Cow<'a, str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<&'a str>,
+}
+
+/// An assistant's earlier tool call, sent back in history.
+#[derive(Debug, Serialize)]
+pub(super) struct ToolCallOut<'a> {
+    pub id: &'a str,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub function: FunctionCallOut<'a>,
+}
+
+/// The function half of a tool call.
+#[derive(Debug, Serialize)]
+pub(super) struct FunctionCallOut<'a> {
+    pub name: &'a str,
+    pub arguments: &'a str,
+}
+
+/// One entry of `tools`.
+#[derive(Debug, Serialize)]
+pub(super) struct ToolDef<'a> {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub function: FunctionDef<'a>,
+}
+
+/// A function declaration.
+#[derive(Debug, Serialize)]
+pub(super) struct FunctionDef<'a> {
+    pub name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<&'a str>,
+    pub parameters: &'a Value,
+}
+
+/// A `chat.completion` object, or an error object some servers return with a 200.
+#[derive(Debug, Deserialize)]
+pub(super) struct Completion {
+    /// Absent means this is not a completion (checked, never defaulted).
+    pub choices: Option<Vec<Choice>>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub usage: Option<Usage>,
+    #[serde(default)]
+    pub error: Option<Value>,
+    /// vLLM's older top-level error shape: `{"object": "error", "message": ...}`.
+    #[serde(default)]
+    pub object: Option<String>,
+}
+
+/// One choice of a completion.
+#[derive(Debug, Deserialize)]
+pub(super) struct Choice {
+    #[serde(default)]
+    pub index: u32,
+    pub message: ResponseMessage,
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+}
+
+/// The assistant message of a choice.
+#[derive(Debug, Deserialize)]
+pub(super) struct ResponseMessage {
+    /// A string, `null`, or (some servers) a list of text parts.
+    #[serde(default)]
+    pub content: Option<Value>,
+    #[serde(default)]
+    pub refusal: Option<String>,
+    #[serde(default)]
+    pub tool_calls: Option<Vec<ResponseToolCall>>,
+}
+
+/// A tool call in a response.
+#[derive(Debug, Deserialize)]
+pub(super) struct ResponseToolCall {
+    #[serde(default)]
+    pub id: Option<String>,
+    pub function: ResponseFunction,
+}
+
+/// The function half of a response tool call.
+#[derive(Debug, Deserialize)]
+pub(super) struct ResponseFunction {
+    pub name: String,
+    /// JSON text per the spec; some servers send an object.
+    #[serde(default)]
+    pub arguments: Option<Value>,
+}
+
+/// A `chat.completion.chunk` object (or an error event).
+#[derive(Debug, Deserialize)]
+pub(super) struct Chunk {
+    /// Empty (or `null`, or absent) on the final usage chunk.
+    #[serde(default)]
+    pub choices: Option<Vec<StreamChoice>>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub usage: Option<Usage>,
+    #[serde(default)]
+    pub error: Option<Value>,
+    #[serde(default)]
+    pub object: Option<String>,
+}
+
+/// One choice of a chunk.
+#[derive(Debug, Deserialize)]
+pub(super) struct StreamChoice {
+    #[serde(default)]
+    pub index: u32,
+    #[serde(default)]
+    pub delta: Option<Delta>,
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+}
+
+/// What a chunk adds.
+#[derive(Debug, Deserialize)]
+pub(super) struct Delta {
+    #[serde(default)]
+    pub content: Option<String>,
+    #[serde(default)]
+    pub refusal: Option<String>,
+    #[serde(default)]
+    pub tool_calls: Option<Vec<DeltaToolCall>>,
+}
+
+/// A tool-call fragment: `id` and `name` on the first, `arguments` pieces after.
+#[derive(Debug, Deserialize)]
+pub(super) struct DeltaToolCall {
+    #[serde(default)]
+    pub index: u32,
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub function: Option<DeltaFunction>,
+}
+
+/// The function half of a tool-call fragment.
+#[derive(Debug, Deserialize)]
+pub(super) struct DeltaFunction {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub arguments: Option<String>,
+}
+
+/// `usage`. `prompt_tokens` already includes cached tokens; `completion_tokens` already
+/// includes reasoning tokens. `cost` is OpenRouter's billed amount in USD.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+pub(super) struct Usage {
+    #[serde(default)]
+    pub prompt_tokens: Option<u64>,
+    #[serde(default)]
+    pub completion_tokens: Option<u64>,
+    #[serde(default)]
+    pub prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    pub completion_tokens_details: Option<CompletionDetails>,
+    #[serde(default)]
+    pub cost: Option<f64>,
+}
+
+/// `usage.prompt_tokens_details`.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+pub(super) struct PromptDetails {
+    #[serde(default)]
+    pub cached_tokens: Option<u64>,
+}
+
+/// `usage.completion_tokens_details`.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+pub(super) struct CompletionDetails {
+    #[serde(default)]
+    pub reasoning_tokens: Option<u64>,
+}
