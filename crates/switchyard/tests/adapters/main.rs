@@ -1,0 +1,22 @@
+//! The shared adapter suite: every vendor adapter against a wiremock server (and a raw
+//! socket where a mock cannot hold a stream open), checking paths, headers, bodies and call
+//! counts. No test calls a real vendor.
+//!
+//! `suite.rs` holds the cases and the [`suite::VendorHarness`] trait; `raw.rs` the sockets a
+//! mock cannot fake. Each vendor has a file here implementing the harness (plus that
+//! vendor's own HTTP-level tests) and fixtures under `tests/fixtures/<vendor>/`.
+//!
+//! To add a vendor: write `<vendor>.rs` with a `Harness`, add its fixtures (the table at
+//! the top of `suite.rs`), declare the module below and add one `adapter_suite!` line. Run
+//! one vendor with `cargo test -p switchyard --test adapters <vendor>_suite`.
+
+// A test crate: helpers outside `#[test]` fns panic on purpose when a fixture is wrong.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[macro_use]
+mod suite;
+
+mod openai;
+mod raw;
+
+adapter_suite!(openai_suite, crate::openai::Harness);
