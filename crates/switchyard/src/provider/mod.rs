@@ -4,6 +4,7 @@
 //! stream type, the scripted provider used by pipeline tests, and the simulated provider of
 //! the tutorial. Adapters translate and classify; they never retry, route or log.
 
+pub mod anthropic;
 pub mod http;
 pub mod openai;
 pub mod pyrandom;

@@ -16,7 +16,9 @@
 #[macro_use]
 mod suite;
 
+mod anthropic;
 mod openai;
 mod raw;
 
+adapter_suite!(anthropic_suite, crate::anthropic::Harness);
 adapter_suite!(openai_suite, crate::openai::Harness);

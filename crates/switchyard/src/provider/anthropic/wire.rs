@@ -1,0 +1,265 @@
+//! The Messages API on the wire: the serde types of requests, responses, stream events and
+//! usage, as Anthropic documents them. Requests borrow from the shared shape where they can;
+//! responses are lenient about fields Anthropic adds over time (unknown content blocks,
+//! deltas and events are kept as `Other` and ignored, per Anthropic's versioning policy).
+
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `POST /v1/messages` body.
+#[derive(Debug, Serialize)]
+pub(super) struct Request<'a> {
+    pub model: &'a str,
+    /// Always sent: Anthropic requires it.
+    pub max_tokens: u32,
+    pub messages: Vec<Turn<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f32>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub stop_sequences: &'a [String],
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolDef<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Metadata<'a>>,
+    /// Structured outputs (`{"format": {"type": "json_schema", "schema": …}}`), opt-in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_config: Option<Value>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stream: bool,
+}
+
+/// One entry of `messages`: a role and its content blocks. Roles alternate.
+#[derive(Debug, Serialize)]
+pub(super) struct Turn<'a> {
+    pub role: &'static str,
+    pub content: Vec<Block<'a>>,
+}
+
+/// A content block of a request turn.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum Block<'a> {
+    Text {
+        text: Cow<'a, str>,
+    },
+    Image {
+        source: ImageSource<'a>,
+    },
+    /// An assistant's earlier tool call; `input` is the parsed arguments object.
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: Value,
+    },
+    /// A tool's answer, in a `user` turn.
+    ToolResult {
+        tool_use_id: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        content: Option<ToolResultContent<'a>>,
+    },
+}
+
+impl Block<'_> {
+    /// True for a `tool_result` block (they must lead their user turn).
+    pub fn is_tool_result(&self) -> bool {
+        matches!(self, Self::ToolResult { .. })
+    }
+}
+
+/// Where an image comes from.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum ImageSource<'a> {
+    Base64 {
+        media_type: Cow<'a, str>,
+        data: Cow<'a, str>,
+    },
+    Url {
+        url: &'a str,
+    },
+}
+
+/// A tool result's content: plain text, or blocks when it carries images.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(super) enum ToolResultContent<'a> {
+    Text(Cow<'a, str>),
+    Blocks(Vec<Block<'a>>),
+}
+
+/// One entry of `tools`.
+#[derive(Debug, Serialize)]
+pub(super) struct ToolDef<'a> {
+    pub name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<&'a str>,
+    pub input_schema: &'a Value,
+}
+
+/// `tool_choice`.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum ToolChoice<'a> {
+    Auto,
+    Any,
+    None,
+    Tool { name: &'a str },
+}
+
+/// `metadata`.
+#[derive(Debug, Serialize)]
+pub(super) struct Metadata<'a> {
+    pub user_id: &'a str,
+}
+
+/// A `message` object, or an error object returned with a 200.
+#[derive(Debug, Deserialize)]
+pub(super) struct Message {
+    /// `message`; `error` for an error object. Absent means neither.
+    #[serde(rename = "type", default)]
+    pub kind: Option<String>,
+    /// Absent means this is not a message (checked, never defaulted).
+    #[serde(default)]
+    pub content: Option<Vec<ContentBlock>>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub stop_reason: Option<String>,
+    #[serde(default)]
+    pub usage: Option<Usage>,
+}
+
+/// A content block of a response. Thinking, server-tool and future block types are `Other`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum ContentBlock {
+    Text {
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        #[serde(default)]
+        input: Value,
+    },
+    #[serde(other)]
+    Other,
+}
+
+/// `usage`. `input_tokens` excludes cache reads and writes (unlike OpenAI's
+/// `prompt_tokens`); every field may be absent or `null`. In a stream the counts are
+/// cumulative: a later event's value replaces an earlier one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub(super) struct Usage {
+    #[serde(default)]
+    pub input_tokens: Option<u64>,
+    #[serde(default)]
+    pub output_tokens: Option<u64>,
+    #[serde(default)]
+    pub cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub cache_read_input_tokens: Option<u64>,
+}
+
+impl Usage {
+    /// `newer`'s counts where it has them, these otherwise.
+    pub fn updated(self, newer: Usage) -> Usage {
+        Usage {
+            input_tokens: newer.input_tokens.or(self.input_tokens),
+            output_tokens: newer.output_tokens.or(self.output_tokens),
+            cache_creation_input_tokens: newer
+                .cache_creation_input_tokens
+                .or(self.cache_creation_input_tokens),
+            cache_read_input_tokens: newer
+                .cache_read_input_tokens
+                .or(self.cache_read_input_tokens),
+        }
+    }
+}
+
+/// One server-sent event's data, by its `type`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum Event {
+    MessageStart {
+        message: StartMessage,
+    },
+    ContentBlockStart {
+        index: u32,
+        content_block: StartBlock,
+    },
+    ContentBlockDelta {
+        index: u32,
+        delta: Delta,
+    },
+    ContentBlockStop {
+        index: u32,
+    },
+    MessageDelta {
+        delta: MessageDeltaBody,
+        #[serde(default)]
+        usage: Option<Usage>,
+    },
+    MessageStop,
+    Ping,
+    Error,
+    #[serde(other)]
+    Other,
+}
+
+/// The `message` of `message_start` (content still empty).
+#[derive(Debug, Deserialize)]
+pub(super) struct StartMessage {
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub usage: Option<Usage>,
+}
+
+/// The `content_block` of `content_block_start`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum StartBlock {
+    Text {
+        #[serde(default)]
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        #[serde(default)]
+        input: Value,
+    },
+    #[serde(other)]
+    Other,
+}
+
+/// The `delta` of `content_block_delta`. Thinking, signature and citation deltas are `Other`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum Delta {
+    #[serde(rename = "text_delta")]
+    Text { text: String },
+    #[serde(rename = "input_json_delta")]
+    InputJson {
+        #[serde(default)]
+        partial_json: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+/// The `delta` of `message_delta`: top-level changes to the message.
+#[derive(Debug, Deserialize)]
+pub(super) struct MessageDeltaBody {
+    #[serde(default)]
+    pub stop_reason: Option<String>,
+}
