@@ -5,6 +5,7 @@
 //! the tutorial. Adapters translate and classify; they never retry, route or log.
 
 pub mod anthropic;
+pub mod gemini;
 pub mod http;
 pub mod openai;
 pub mod pyrandom;
