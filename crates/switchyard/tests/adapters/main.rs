@@ -17,8 +17,10 @@
 mod suite;
 
 mod anthropic;
+mod gemini;
 mod openai;
 mod raw;
 
 adapter_suite!(anthropic_suite, crate::anthropic::Harness);
+adapter_suite!(gemini_suite, crate::gemini::Harness);
 adapter_suite!(openai_suite, crate::openai::Harness);
