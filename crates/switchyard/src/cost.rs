@@ -143,7 +143,8 @@ pub fn usd_per_mtok_to_micros(value: f64) -> Result<u64, PriceError> {
         return Err(PriceError { value });
     }
     let rounded = scaled.round();
-    if (scaled - rounded).abs() > 1e-6 * scaled.max(1.0) {
+    // only float noise may separate the value from whole micro-dollars
+    if (scaled - rounded).abs() > scaled.max(1.0) * 8.0 * f64::EPSILON {
         return Err(PriceError { value });
     }
     Ok(rounded as u64)
@@ -457,6 +458,8 @@ mod tests {
     fn prices_with_too_many_decimals_are_rejected() {
         assert_eq!(usd_per_mtok_to_micros(0.075), Ok(75_000));
         assert!(usd_per_mtok_to_micros(0.000_000_1).is_err());
+        assert!(usd_per_mtok_to_micros(1_000.000_000_1).is_err());
+        assert_eq!(usd_per_mtok_to_micros(12_000.0), Ok(12_000_000_000));
         assert!(usd_per_mtok_to_micros(-1.0).is_err());
     }
 

@@ -11,7 +11,8 @@
 //! - [`cost`] — exact money, prices (`prices.json`), budget arithmetic.
 //! - [`observe`] — the attempt trail, observers, the ledger.
 //! - [`state`] — where breaker and budget state lives (memory; shared stores).
-//! - [`provider`] — the `Provider` trait; scripted and simulated providers.
+//! - [`provider`] — the `Provider` trait; the HTTP transport, SSE parser and `Secret`; the
+//!   OpenAI, Anthropic and Gemini adapters; scripted and simulated providers.
 //! - [`blocking`] — a blocking wrapper for callers without a runtime.
 //!
 //! ```
@@ -48,6 +49,11 @@ pub mod provider;
 pub mod retry;
 pub mod route;
 pub mod state;
+
+/// The README's library example, compiled and run as a doc test.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
 
 pub use chat::{ChatChunk, ChatRequest, ChatResponse, Message, ProviderReply, Role, Usage};
 pub use cost::{Money, Price, PriceTable};

@@ -26,7 +26,7 @@ use crate::provider::Provider;
 use crate::route::Route;
 use crate::state::{MemoryState, SharedState};
 
-pub use stream::{ChatStream, StreamEvent};
+pub use stream::{CancelSlot, ChatStream, StreamEvent};
 
 /// One provider as the gateway runs it: the adapter plus per-provider settings.
 #[derive(Clone)]

@@ -57,7 +57,35 @@ pub struct ChatStream {
     pub failed_over: bool,
     /// The trail up to the commit point.
     pub attempts: Vec<Attempt>,
+    cancelled: CancelSlot,
     inner: Pin<Box<dyn Stream<Item = StreamEvent> + Send>>,
+}
+
+/// Where a stream dropped before its end leaves its partial completion (what was
+/// delivered and used), for callers that log it after dropping the stream.
+#[derive(Debug, Clone, Default)]
+pub struct CancelSlot(Arc<std::sync::Mutex<Option<ChatResponse>>>);
+
+impl CancelSlot {
+    /// The partial completion, once the stream has been dropped unfinished.
+    #[must_use]
+    pub fn take(&self) -> Option<ChatResponse> {
+        self.0.lock().ok().and_then(|mut p| p.take())
+    }
+
+    fn put(&self, resp: ChatResponse) {
+        if let Ok(mut p) = self.0.lock() {
+            *p = Some(resp);
+        }
+    }
+}
+
+impl ChatStream {
+    /// A handle that receives the partial completion if this stream is dropped unfinished.
+    #[must_use]
+    pub fn cancel_slot(&self) -> CancelSlot {
+        self.cancelled.clone()
+    }
 }
 
 impl std::fmt::Debug for ChatStream {
@@ -187,6 +215,7 @@ struct Live {
     request_index: u64,
     /// Set once observers have been told how the request ended.
     reported: bool,
+    cancelled: CancelSlot,
 }
 
 impl Live {
@@ -230,6 +259,7 @@ impl Live {
             deadline: run.deadline,
             request_index: run.request_index,
             reported: false,
+            cancelled: CancelSlot::default(),
         };
         for chunk in head {
             // the first segment passes straight through: it cannot diverge
@@ -245,6 +275,7 @@ impl Live {
             provider,
             model: self.model.clone(),
             attempts: self.attempts.clone(),
+            cancelled: self.cancelled.clone(),
             inner: Box::pin(futures_util::stream::unfold(self, |mut live| async move {
                 let event = live.next_event().await?;
                 Some((event, live))
@@ -603,8 +634,10 @@ impl Drop for Live {
             });
         }
         self.close_segment(true);
+        let partial = self.response();
+        self.cancelled.put(partial.clone());
         let err = GatewayError::Cancelled {
-            partial: Some(Box::new(self.response())),
+            partial: Some(Box::new(partial)),
         };
         self.report(Err(&err));
     }

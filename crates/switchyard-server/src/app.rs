@@ -1,0 +1,56 @@
+//! The route table and the state every handler shares. No logic lives here.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use axum::routing::{get, post};
+use axum::Router;
+use switchyard::Gateway;
+
+use crate::keys::KeyStore;
+use crate::log::RequestLog;
+use crate::metrics::Metrics;
+use crate::routes;
+
+/// Default largest request body.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// What handlers share: small, cheap to clone.
+#[derive(Clone)]
+pub struct AppState(pub Arc<Shared>);
+
+/// The shared parts.
+pub struct Shared {
+    /// The gateway.
+    pub gateway: Gateway,
+    /// Client keys (empty: open, loopback only).
+    pub keys: KeyStore,
+    /// Prometheus metrics (also a gateway observer).
+    pub metrics: Arc<Metrics>,
+    /// The request log.
+    pub log: RequestLog,
+    /// Largest accepted body.
+    pub max_body_bytes: usize,
+    /// False while starting up or shutting down (`/readyz`).
+    pub ready: AtomicBool,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// The HTTP surface.
+pub fn app(state: AppState) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(routes::chat::completions))
+        .route("/v1/models", get(routes::models::list))
+        .route("/healthz", get(routes::admin::healthz))
+        .route("/readyz", get(routes::admin::readyz))
+        .route("/admin/health", get(routes::admin::health))
+        .route("/metrics", get(routes::admin::metrics))
+        .fallback(routes::not_found)
+        .with_state(state)
+}

@@ -1,0 +1,217 @@
+//! From a validated config to a running [`Gateway`]: providers with their keys, routes
+//! with their policies, defaults filled in, and warnings for what may not work.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchyard::breaker::{BreakerConfig, Cooldown};
+use switchyard::clock::Clock;
+use switchyard::error::KindPolicy;
+use switchyard::observe::Observer;
+use switchyard::provider::http::{Transport, TransportConfig};
+use switchyard::provider::simulated::{SimulatedConfig, SimulatedProvider};
+use switchyard::retry::RetryPolicy;
+use switchyard::{ErrorKind, Gateway, Money, Provider, ProviderSpec, Route};
+
+use super::{duration, Config, ProviderToml, RouteToml};
+use crate::providers;
+
+/// Looks an environment variable up (injectable so tests need not touch the process env).
+pub type KeyLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// A gateway and what the operator should hear about it.
+pub struct Built {
+    /// The gateway.
+    pub gateway: Gateway,
+    /// Things that will not work as configured (missing keys, unpriced models under a
+    /// budget).
+    pub warnings: Vec<String>,
+}
+
+/// The env var whose value is `prov`'s key: the configured one, else the vendor's
+/// conventional one **only** for the vendor's own endpoint. An ambient key is never sent
+/// to a custom `base_url` it was not configured for.
+#[must_use]
+pub fn resolve_key(prov: &ProviderToml) -> Option<String> {
+    if let Some(env) = &prov.api_key_env {
+        return Some(env.clone());
+    }
+    if prov.base_url.is_some() {
+        return None;
+    }
+    match prov.kind.as_str() {
+        "openai" => Some("OPENAI_API_KEY".to_owned()),
+        "anthropic" => Some("ANTHROPIC_API_KEY".to_owned()),
+        "gemini" => Some("GEMINI_API_KEY".to_owned()),
+        _ => None,
+    }
+}
+
+/// Build the gateway for a validated config.
+///
+/// # Errors
+/// A provider that cannot be constructed (e.g. an HTTP client that fails to start), or
+/// the gateway's own checks.
+pub fn build_gateway(
+    config: &Config,
+    env: KeyLookup<'_>,
+    serving: bool,
+    observers: Vec<Arc<dyn Observer>>,
+) -> Result<Built, String> {
+    let mut warnings = Vec::new();
+    let mut builder = Gateway::builder();
+    let transport = Transport::new(TransportConfig::default());
+    let clock = Clock::system();
+    builder = builder.clock(clock);
+    for o in observers {
+        builder = builder.observer(o);
+    }
+    for prov in &config.providers {
+        let (provider, warning) = provider(prov, env, serving, &transport, clock)?;
+        warnings.extend(warning);
+        builder = builder.provider(spec(prov, provider)?);
+    }
+    for r in &config.routes {
+        builder = builder.route(route(r)?);
+    }
+    let gateway = builder.build().map_err(|e| e.to_string())?;
+    for r in gateway.routes() {
+        if r.budget.is_some() && !r.allow_unpriced {
+            for name in &r.providers {
+                if gateway.price_of(name).is_none() {
+                    warnings.push(format!(
+                        "route {:?}: provider {name:?} has no known price and will be skipped under the budget (set a price or allow_unpriced)",
+                        r.name
+                    ));
+                }
+            }
+        }
+    }
+    Ok(Built { gateway, warnings })
+}
+
+fn provider(
+    prov: &ProviderToml,
+    env: KeyLookup<'_>,
+    serving: bool,
+    transport: &Transport,
+    clock: Clock,
+) -> Result<(Arc<dyn Provider>, Option<String>), String> {
+    if prov.kind == "simulated" {
+        let (lo, hi) = prov
+            .latency_range_ms
+            .map_or((150.0, 300.0), |[a, b]| (a, b));
+        let scale = prov.latency_scale.unwrap_or(1.0);
+        let sim = SimulatedProvider::new(SimulatedConfig {
+            name: prov.name.clone(),
+            failure_rate: prov.failure_rate.unwrap_or(0.0),
+            latency_range_ms: (lo, hi),
+            cost_per_1k_tokens: prov.cost_per_1k_tokens.unwrap_or(0.0),
+            seed: prov.seed.unwrap_or(0),
+            sleep_scale: serving.then_some(scale),
+        });
+        return Ok((Arc::new(sim), None));
+    }
+    let mut warning = None;
+    let key = match resolve_key(prov) {
+        Some(var) => match env(&var) {
+            Some(v) if !v.is_empty() => Some(switchyard::provider::secret::Secret::new(v)),
+            _ => {
+                warning = Some(format!(
+                    "provider {:?}: environment variable {var} is not set; calls will fail with auth errors",
+                    prov.name
+                ));
+                None
+            }
+        },
+        None => None,
+    };
+    let built = providers::remote(prov, key, transport, clock)?;
+    Ok((built, warning))
+}
+
+fn spec(prov: &ProviderToml, provider: Arc<dyn Provider>) -> Result<ProviderSpec, String> {
+    let price = match (&prov.price, prov.kind.as_str()) {
+        (Some(p), _) => Some(p.to_price().map_err(|e| e.to_string())?),
+        (None, "simulated") => {
+            let c = prov.cost_per_1k_tokens.unwrap_or(0.0);
+            Some(
+                switchyard::Price::from_usd_per_mtok(0.0, c * 1000.0, None, None)
+                    .map_err(|e| e.to_string())?,
+            )
+        }
+        (None, _) => None,
+    };
+    let d = |v: &Option<String>, default: u64| -> Result<Duration, String> {
+        v.as_deref()
+            .map_or(Ok(Duration::from_secs(default)), duration)
+    };
+    let mut spec = ProviderSpec::new(&prov.name, provider)
+        .timeout(d(&prov.timeout, 30)?)
+        .stream_timeouts(
+            d(&prov.first_token_timeout, 10)?,
+            d(&prov.stall_timeout, 15)?,
+        )
+        .supports_prefill(prov.supports_prefill.unwrap_or(false));
+    spec.max_attempts = prov.max_attempts;
+    spec.price = price;
+    Ok(spec)
+}
+
+fn route(r: &RouteToml) -> Result<Route, String> {
+    let names: Vec<&str> = r.providers.iter().map(String::as_str).collect();
+    let mut route = Route::new(&r.name, &names)
+        .order(r.order.unwrap_or_default())
+        .deadline(opt(r.deadline.as_deref(), Duration::from_secs(60))?)
+        .retry(retry(r)?)
+        .breaker(breaker(r)?)
+        .allow_unpriced(r.allow_unpriced.unwrap_or(false));
+    if let Some(b) = r.budget_usd {
+        route = route.budget(Money::from_usd(b));
+    }
+    for (label, p) in &r.policy {
+        let kind = ErrorKind::from_label(label).ok_or_else(|| format!("unknown kind {label}"))?;
+        let d = kind.default_policy();
+        route = route.policy(
+            kind,
+            KindPolicy {
+                retry: p.retry.unwrap_or(d.retry),
+                breaker: p.breaker.unwrap_or(d.breaker),
+                fail_over: p.fail_over.unwrap_or(d.fail_over),
+            },
+        );
+    }
+    Ok(route)
+}
+
+fn opt(v: Option<&str>, default: Duration) -> Result<Duration, String> {
+    v.map_or(Ok(default), duration)
+}
+
+fn retry(r: &RouteToml) -> Result<RetryPolicy, String> {
+    let d = RetryPolicy::default();
+    let Some(t) = &r.retry else { return Ok(d) };
+    Ok(RetryPolicy {
+        max_attempts: t.max_attempts.unwrap_or(d.max_attempts),
+        base_delay: opt(t.base_delay.as_deref(), d.base_delay)?,
+        max_delay: opt(t.max_delay.as_deref(), d.max_delay)?,
+        max_retry_after: opt(t.max_retry_after.as_deref(), d.max_retry_after)?,
+    })
+}
+
+fn breaker(r: &RouteToml) -> Result<BreakerConfig, String> {
+    let d = BreakerConfig::default();
+    let Cooldown::Time { base, max } = d.cooldown else {
+        return Ok(d);
+    };
+    let Some(t) = &r.breaker else { return Ok(d) };
+    let base = opt(t.cooldown.as_deref(), base)?;
+    Ok(BreakerConfig {
+        failure_threshold: t.failure_threshold.unwrap_or(d.failure_threshold),
+        cooldown: Cooldown::Time {
+            base,
+            // an unset max never shortens a configured cooldown
+            max: opt(t.max_cooldown.as_deref(), max.max(base))?,
+        },
+    })
+}

@@ -1,0 +1,419 @@
+//! The configuration file: schema, loading, and validation.
+//!
+//! Owns the TOML contract with users (`[server]`, `[[providers]]`, `[[routes]]`,
+//! `[[keys]]`, `[state]`, names as in DESIGN) and turns a file into a checked [`Config`]:
+//! unknown fields are rejected by serde; everything else (durations, references, prices,
+//! names) is checked here, and *every* problem is reported at once with its path, e.g.
+//! `routes[1].providers[2]: no provider named "gtp"`. Secrets appear only as env-var names.
+//! Building providers and the gateway from a valid config is `build`'s job.
+
+mod build;
+mod schema;
+
+use std::collections::HashSet;
+use std::fmt;
+use std::time::Duration;
+
+#[cfg(test)]
+pub use build::resolve_key;
+pub use build::{build_gateway, KeyLookup};
+pub use schema::{BreakerToml, Config, KeyToml, ProviderToml, RetryToml, RouteToml};
+
+/// The config compiled into the binary: simulated providers, no keys needed.
+pub const EMBEDDED_DEFAULT: &str = include_str!("../default.toml");
+
+/// Why a config was refused: every problem, each with its path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// Where the config came from (a path, or "embedded default").
+    pub source: String,
+    /// `path: problem`, one per line.
+    pub problems: Vec<String>,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{}: {} problem(s)", self.source, self.problems.len())?;
+        for p in &self.problems {
+            writeln!(f, "  {p}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Read and validate a config file.
+///
+/// # Errors
+/// Unreadable file, TOML or schema errors, or validation problems (all of them).
+pub fn load(path: &std::path::Path) -> Result<Config, ConfigError> {
+    let source = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        source: source.clone(),
+        problems: vec![format!("cannot read: {e}")],
+    })?;
+    parse(&text, &source)
+}
+
+/// Parse and validate config text.
+///
+/// # Errors
+/// TOML or schema errors (serde stops at the first), or validation problems (all).
+pub fn parse(text: &str, source: &str) -> Result<Config, ConfigError> {
+    let config: Config = toml::from_str(text).map_err(|e| ConfigError {
+        source: source.to_owned(),
+        problems: vec![e.to_string().trim_end().replace('\n', "\n    ")],
+    })?;
+    let problems = validate(&config);
+    if problems.is_empty() {
+        Ok(config)
+    } else {
+        Err(ConfigError {
+            source: source.to_owned(),
+            problems,
+        })
+    }
+}
+
+/// Parse a duration like `"250ms"`, `"30s"`, `"5m"`.
+///
+/// # Errors
+/// A message saying what was expected.
+pub fn duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text.trim())
+        .map_err(|e| format!("{text:?} is not a duration like \"250ms\", \"30s\" or \"5m\" ({e})"))
+}
+
+/// The provider kinds the server can build.
+pub const KINDS: [&str; 4] = ["openai", "anthropic", "gemini", "simulated"];
+
+/// Every problem in `config`, with paths.
+#[must_use]
+pub fn validate(config: &Config) -> Vec<String> {
+    let mut p = Problems::default();
+    validate_server(config, &mut p);
+    let names = validate_providers(config, &mut p);
+    let routes = validate_routes(config, &names, &mut p);
+    validate_keys(config, &routes, &mut p);
+    validate_state(config, &mut p);
+    p.0
+}
+
+#[derive(Default)]
+struct Problems(Vec<String>);
+
+impl Problems {
+    fn add(&mut self, path: impl fmt::Display, msg: impl fmt::Display) {
+        self.0.push(format!("{path}: {msg}"));
+    }
+
+    fn duration(&mut self, path: impl fmt::Display, value: Option<&str>) -> Option<Duration> {
+        let text = value?;
+        match duration(text) {
+            Ok(d) if d.is_zero() => {
+                self.add(path, "must be greater than zero");
+                None
+            }
+            Ok(d) => Some(d),
+            Err(e) => {
+                self.add(path, e);
+                None
+            }
+        }
+    }
+}
+
+fn validate_server(config: &Config, p: &mut Problems) {
+    let s = &config.server;
+    if let Some(listen) = &s.listen {
+        if listen.parse::<std::net::SocketAddr>().is_err() {
+            p.add(
+                "server.listen",
+                format!("{listen:?} is not an address like \"127.0.0.1:4000\""),
+            );
+        }
+    }
+    p.duration("server.shutdown_grace", s.shutdown_grace.as_deref());
+    if s.max_body_bytes == Some(0) {
+        p.add("server.max_body_bytes", "must be greater than zero");
+    }
+}
+
+fn validate_providers(config: &Config, p: &mut Problems) -> HashSet<String> {
+    let mut names = HashSet::new();
+    for (i, prov) in config.providers.iter().enumerate() {
+        let at = format!("providers[{i}]");
+        if prov.name.trim().is_empty() {
+            p.add(format!("{at}.name"), "must not be empty");
+        } else if !names.insert(prov.name.clone()) {
+            p.add(
+                format!("{at}.name"),
+                format!("provider {:?} is defined twice", prov.name),
+            );
+        }
+        if !KINDS.contains(&prov.kind.as_str()) {
+            p.add(
+                format!("{at}.kind"),
+                format!("{:?} is not one of {}", prov.kind, KINDS.join(", ")),
+            );
+            continue;
+        }
+        for (field, value) in [
+            ("timeout", &prov.timeout),
+            ("first_token_timeout", &prov.first_token_timeout),
+            ("stall_timeout", &prov.stall_timeout),
+            ("connect_timeout", &prov.connect_timeout),
+        ] {
+            p.duration(format!("{at}.{field}"), value.as_deref());
+        }
+        if prov.max_attempts == Some(0) {
+            p.add(format!("{at}.max_attempts"), "must be at least 1");
+        }
+        if let Some(price) = &prov.price {
+            if let Err(e) = price.to_price() {
+                p.add(format!("{at}.price"), e);
+            }
+        }
+        if let Some(env) = &prov.api_key_env {
+            if env.trim().is_empty() || env.contains('=') {
+                p.add(
+                    format!("{at}.api_key_env"),
+                    "must be the NAME of an environment variable (never the key itself)",
+                );
+            }
+        }
+        if prov.kind == "simulated" {
+            validate_simulated(prov, &at, p);
+        } else {
+            validate_remote(prov, &at, p);
+        }
+    }
+    names
+}
+
+fn validate_simulated(prov: &ProviderToml, at: &str, p: &mut Problems) {
+    let rate = prov.failure_rate.unwrap_or(0.0);
+    if !(0.0..=1.0).contains(&rate) {
+        p.add(format!("{at}.failure_rate"), "must be between 0 and 1");
+    }
+    if let Some([lo, hi]) = prov.latency_range_ms {
+        if !(lo >= 0.0 && lo <= hi) {
+            p.add(
+                format!("{at}.latency_range_ms"),
+                "must be [lo, hi] with 0 <= lo <= hi",
+            );
+        }
+    }
+    if let Some(c) = prov.cost_per_1k_tokens {
+        if switchyard::cost::usd_per_mtok_to_micros(c * 1000.0).is_err() {
+            p.add(
+                format!("{at}.cost_per_1k_tokens"),
+                "must be >= 0 with at most 9 decimal places",
+            );
+        }
+    }
+    if let Some(s) = prov.latency_scale {
+        if !(s >= 0.0 && s.is_finite()) {
+            p.add(format!("{at}.latency_scale"), "must be a number >= 0");
+        }
+    }
+    for (field, set) in [
+        ("model", prov.model.is_some()),
+        ("api_key_env", prov.api_key_env.is_some()),
+        ("base_url", prov.base_url.is_some()),
+    ] {
+        if set {
+            p.add(
+                format!("{at}.{field}"),
+                "does not apply to simulated providers",
+            );
+        }
+    }
+}
+
+fn validate_remote(prov: &ProviderToml, at: &str, p: &mut Problems) {
+    match &prov.model {
+        Some(m) if !m.trim().is_empty() => {}
+        _ => p.add(
+            format!("{at}.model"),
+            format!("is required for kind {:?}", prov.kind),
+        ),
+    }
+    if let Some(url) = &prov.base_url {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            p.add(
+                format!("{at}.base_url"),
+                format!("{url:?} must start with http:// or https://"),
+            );
+        }
+    }
+    for (field, set) in [
+        ("failure_rate", prov.failure_rate.is_some()),
+        ("latency_range_ms", prov.latency_range_ms.is_some()),
+        ("cost_per_1k_tokens", prov.cost_per_1k_tokens.is_some()),
+        ("seed", prov.seed.is_some()),
+        ("latency_scale", prov.latency_scale.is_some()),
+    ] {
+        if set {
+            p.add(
+                format!("{at}.{field}"),
+                "applies to simulated providers only",
+            );
+        }
+    }
+}
+
+fn validate_routes(
+    config: &Config,
+    providers: &HashSet<String>,
+    p: &mut Problems,
+) -> HashSet<String> {
+    let mut names = HashSet::new();
+    if config.routes.is_empty() {
+        p.add("routes", "at least one [[routes]] entry is required");
+    }
+    for (i, r) in config.routes.iter().enumerate() {
+        let at = format!("routes[{i}]");
+        if r.name.trim().is_empty() {
+            p.add(format!("{at}.name"), "must not be empty");
+        } else if !names.insert(r.name.clone()) {
+            p.add(
+                format!("{at}.name"),
+                format!("route {:?} is defined twice", r.name),
+            );
+        }
+        if r.providers.is_empty() {
+            p.add(format!("{at}.providers"), "must list at least one provider");
+        }
+        for (j, name) in r.providers.iter().enumerate() {
+            if !providers.contains(name) {
+                p.add(
+                    format!("{at}.providers[{j}]"),
+                    format!("no provider named {name:?}"),
+                );
+            }
+        }
+        p.duration(format!("{at}.deadline"), r.deadline.as_deref());
+        validate_retry(r.retry.as_ref(), &at, p);
+        validate_breaker(r.breaker.as_ref(), &at, p);
+        if let Some(b) = r.budget_usd {
+            if !(b.is_finite() && b >= 0.0) {
+                p.add(format!("{at}.budget_usd"), "must be a number >= 0");
+            }
+        }
+        for kind in r.policy.keys() {
+            if switchyard::ErrorKind::from_label(kind).is_none() {
+                p.add(format!("{at}.policy.{kind}"), "is not an error kind (timeout, connection, server, overloaded, malformed, rate_limited, quota_exhausted, auth, model_not_found, context_length, content_filtered, bad_request)");
+            }
+        }
+    }
+    names
+}
+
+fn validate_retry(retry: Option<&RetryToml>, at: &str, p: &mut Problems) {
+    let Some(r) = retry else { return };
+    if r.max_attempts == Some(0) {
+        p.add(format!("{at}.retry.max_attempts"), "must be at least 1");
+    }
+    let base = r.base_delay.as_deref().map(duration);
+    if let Some(Err(e)) = &base {
+        p.add(format!("{at}.retry.base_delay"), e);
+    }
+    let max = r.max_delay.as_deref().map(duration);
+    if let Some(Err(e)) = &max {
+        p.add(format!("{at}.retry.max_delay"), e);
+    }
+    if let (Some(Ok(b)), Some(Ok(m))) = (&base, &max) {
+        if b > m {
+            p.add(
+                format!("{at}.retry.base_delay"),
+                "must not exceed max_delay",
+            );
+        }
+    }
+    if let Some(Err(e)) = r.max_retry_after.as_deref().map(duration) {
+        p.add(format!("{at}.retry.max_retry_after"), e);
+    }
+}
+
+fn validate_breaker(breaker: Option<&BreakerToml>, at: &str, p: &mut Problems) {
+    let Some(b) = breaker else { return };
+    if b.failure_threshold == Some(0) {
+        p.add(
+            format!("{at}.breaker.failure_threshold"),
+            "must be at least 1",
+        );
+    }
+    let cool = p.duration(format!("{at}.breaker.cooldown"), b.cooldown.as_deref());
+    let max = p.duration(
+        format!("{at}.breaker.max_cooldown"),
+        b.max_cooldown.as_deref(),
+    );
+    if let (Some(c), Some(m)) = (cool, max) {
+        if c > m {
+            p.add(
+                format!("{at}.breaker.cooldown"),
+                "must not exceed max_cooldown",
+            );
+        }
+    }
+}
+
+fn validate_keys(config: &Config, routes: &HashSet<String>, p: &mut Problems) {
+    let mut names = HashSet::new();
+    let mut hashes = HashSet::new();
+    for (i, k) in config.keys.iter().enumerate() {
+        let at = format!("keys[{i}]");
+        if k.name.trim().is_empty() {
+            p.add(format!("{at}.name"), "must not be empty");
+        } else if !names.insert(k.name.clone()) {
+            p.add(
+                format!("{at}.name"),
+                format!("key {:?} is defined twice", k.name),
+            );
+        }
+        let hex = k.sha256.to_ascii_lowercase();
+        if hex.len() != 64 || !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
+            p.add(
+                format!("{at}.sha256"),
+                "must be 64 hex characters (run `switchyard keys new NAME`)",
+            );
+        } else if !hashes.insert(hex) {
+            p.add(
+                format!("{at}.sha256"),
+                "the same token hash is used by two keys",
+            );
+        }
+        for (j, r) in k.routes.iter().enumerate() {
+            if r != "*" && !routes.contains(r) {
+                p.add(format!("{at}.routes[{j}]"), format!("no route named {r:?}"));
+            }
+        }
+    }
+}
+
+fn validate_state(config: &Config, p: &mut Problems) {
+    let Some(s) = &config.state else { return };
+    match s.backend.as_deref().unwrap_or("memory") {
+        "memory" => {}
+        "redis" => {
+            if s.url
+                .as_deref()
+                .is_none_or(|u| !u.starts_with("redis://") && !u.starts_with("rediss://"))
+            {
+                p.add(
+                    "state.url",
+                    "is required for backend \"redis\" and must start with redis://",
+                );
+            }
+        }
+        other => p.add(
+            "state.backend",
+            format!("{other:?} is not one of memory, redis"),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,203 @@
+//! The TOML schema, field for field. Durations stay strings here so that validation can
+//! report every bad one at once.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use switchyard::error::BreakerEffect;
+use switchyard::Price;
+
+/// A whole config file.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// `[server]`.
+    #[serde(default)]
+    pub server: ServerToml,
+    /// `[[providers]]`.
+    #[serde(default)]
+    pub providers: Vec<ProviderToml>,
+    /// `[[routes]]`.
+    #[serde(default)]
+    pub routes: Vec<RouteToml>,
+    /// `[[keys]]`: client keys (without any, only loopback listening is allowed).
+    #[serde(default)]
+    pub keys: Vec<KeyToml>,
+    /// `[state]`.
+    pub state: Option<StateToml>,
+}
+
+/// `[server]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerToml {
+    /// Address to listen on (default `127.0.0.1:4000`).
+    pub listen: Option<String>,
+    /// Path of the JSON-lines request log (off when absent).
+    pub request_log: Option<String>,
+    /// Largest request body accepted (default 4 MiB).
+    pub max_body_bytes: Option<usize>,
+    /// How long in-flight requests may take to finish after SIGTERM (default `"10s"`).
+    pub shutdown_grace: Option<String>,
+}
+
+/// `[[providers]]`: one upstream.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderToml {
+    /// Unique name: breaker and ledger key.
+    pub name: String,
+    /// `openai`, `anthropic`, `gemini` or `simulated`.
+    pub kind: String,
+    /// The vendor's model id.
+    pub model: Option<String>,
+    /// The environment variable holding the key (never the key itself).
+    pub api_key_env: Option<String>,
+    /// Endpoint; for `openai`, any OpenAI-compatible server.
+    pub base_url: Option<String>,
+    /// Per-attempt timeout (default `"30s"`).
+    pub timeout: Option<String>,
+    /// Streams: longest wait for the first token (default `"10s"`).
+    pub first_token_timeout: Option<String>,
+    /// Streams: longest gap between chunks (default `"15s"`).
+    pub stall_timeout: Option<String>,
+    /// TCP connect timeout (default `"5s"`).
+    pub connect_timeout: Option<String>,
+    /// Overrides the route's `retry.max_attempts`.
+    pub max_attempts: Option<u32>,
+    /// Overrides the shipped price table.
+    pub price: Option<PriceToml>,
+    /// The upstream accepts an assistant prefill (used to continue a broken stream).
+    pub supports_prefill: Option<bool>,
+    /// Extra HTTP headers sent with every call (no secrets: use `api_key_env`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// `openai`: send `max_tokens` instead of `max_completion_tokens`.
+    pub use_max_tokens: Option<bool>,
+    /// `anthropic`: `max_tokens` when the caller gives none.
+    pub default_max_tokens: Option<u32>,
+    /// Simulated: probability of failure per call.
+    pub failure_rate: Option<f64>,
+    /// Simulated: latency range in ms.
+    pub latency_range_ms: Option<[f64; 2]>,
+    /// Simulated: dollars per 1k `max_tokens`.
+    pub cost_per_1k_tokens: Option<f64>,
+    /// Simulated: seed of its generator.
+    pub seed: Option<u64>,
+    /// Simulated: really wait `latency × scale` (default 1.0 when serving).
+    pub latency_scale: Option<f64>,
+}
+
+/// A price override, dollars per million tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriceToml {
+    /// Input tokens.
+    pub input_per_mtok: f64,
+    /// Output tokens.
+    pub output_per_mtok: f64,
+    /// Cached input tokens (defaults to the input price).
+    pub cached_input_per_mtok: Option<f64>,
+    /// Cache writes (defaults to the input price).
+    pub cache_write_per_mtok: Option<f64>,
+}
+
+impl PriceToml {
+    /// The exact price.
+    ///
+    /// # Errors
+    /// A value that is negative or has more than 6 decimal places.
+    pub fn to_price(self) -> Result<Price, switchyard::cost::PriceError> {
+        Price::from_usd_per_mtok(
+            self.input_per_mtok,
+            self.output_per_mtok,
+            self.cached_input_per_mtok,
+            self.cache_write_per_mtok,
+        )
+    }
+}
+
+/// `[[routes]]`: what clients ask for as `model`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteToml {
+    /// The name clients send.
+    pub name: String,
+    /// Provider names, in order.
+    pub providers: Vec<String>,
+    /// `ordered`, `cheapest` or `fastest`.
+    pub order: Option<switchyard::Order>,
+    /// End-to-end deadline (default `"60s"`).
+    pub deadline: Option<String>,
+    /// Retry settings.
+    pub retry: Option<RetryToml>,
+    /// Breaker settings.
+    pub breaker: Option<BreakerToml>,
+    /// Spend limit in dollars.
+    pub budget_usd: Option<f64>,
+    /// Call unpriced providers under the budget anyway.
+    pub allow_unpriced: Option<bool>,
+    /// Per-error-kind overrides, e.g. `policy.content_filtered = { fail_over = true }`.
+    #[serde(default)]
+    pub policy: BTreeMap<String, PolicyToml>,
+}
+
+/// `retry = { ... }`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryToml {
+    /// Attempts per provider turn (default 2).
+    pub max_attempts: Option<u32>,
+    /// Backoff base (default `"250ms"`).
+    pub base_delay: Option<String>,
+    /// Backoff cap (default `"4s"`).
+    pub max_delay: Option<String>,
+    /// Longest Retry-After worth waiting for (default `"5s"`).
+    pub max_retry_after: Option<String>,
+}
+
+/// `breaker = { ... }`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerToml {
+    /// Consecutive failed turns that open the circuit (default 3).
+    pub failure_threshold: Option<u32>,
+    /// First cooldown (default `"30s"`).
+    pub cooldown: Option<String>,
+    /// Longest cooldown (default `"5m"`).
+    pub max_cooldown: Option<String>,
+}
+
+/// One kind's policy override; unset fields keep DESIGN's default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyToml {
+    /// Retry on the same provider.
+    pub retry: Option<bool>,
+    /// `ignore`, `count_failure`, `open_now` or `cool_for_retry_after`.
+    pub breaker: Option<BreakerEffect>,
+    /// Move on to the next provider.
+    pub fail_over: Option<bool>,
+}
+
+/// `[[keys]]`: a client key, stored as a hash.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyToml {
+    /// Who holds it (appears in logs).
+    pub name: String,
+    /// Hex SHA-256 of the bearer token.
+    pub sha256: String,
+    /// Routes it may use (`"*"` for all).
+    pub routes: Vec<String>,
+}
+
+/// `[state]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateToml {
+    /// `memory` (default) or `redis`.
+    pub backend: Option<String>,
+    /// `redis://host:port` for the redis backend.
+    pub url: Option<String>,
+}

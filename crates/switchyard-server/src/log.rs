@@ -1,0 +1,137 @@
+//! The request log: one JSON line per request, written off the request path.
+//!
+//! Owns [`LogEntry`] (the line's schema, which `switchyard report` reads back) and
+//! [`RequestLog`], a bounded channel drained by one tracked writer task. A full channel
+//! drops the line and counts it — logging never slows or fails a request. When the last
+//! handle is dropped (after the server has drained) the writer flushes what it has and ends.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use switchyard::observe::Attempt;
+use switchyard::Usage;
+use tokio::io::AsyncWriteExt as _;
+use tokio::sync::mpsc;
+
+use crate::shutdown::Tasks;
+
+/// Lines that may wait for the writer before new ones are dropped.
+const CHANNEL_CAPACITY: usize = 8192;
+
+/// One request, as logged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogEntry {
+    /// The request id (also the `x-request-id` header).
+    pub id: String,
+    /// Wall time the request arrived, ms since the Unix epoch.
+    pub time_ms: u64,
+    /// The route (`model` the client sent).
+    pub route: String,
+    /// The client key's name, when keys are configured.
+    pub key: Option<String>,
+    /// Was it a streamed request.
+    pub stream: bool,
+    /// HTTP status returned (499: the client went away).
+    pub status: u16,
+    /// The provider that answered.
+    pub provider: Option<String>,
+    /// The model that answered.
+    pub model: Option<String>,
+    /// Another provider was tried or skipped first.
+    pub failed_over: bool,
+    /// Every try and skip.
+    pub attempts: Vec<Attempt>,
+    /// Token usage of the answer.
+    pub usage: Option<Usage>,
+    /// Exact cost in dollars; absent when unknown (never 0 for unknown).
+    pub cost_usd: Option<f64>,
+    /// Time inside the gateway, ms.
+    pub latency_ms: f64,
+    /// Time to first token for streams, ms.
+    pub ttft_ms: Option<f64>,
+    /// Error label for failures (`all_failed`, `budget_exceeded`, ...).
+    pub error: Option<String>,
+}
+
+/// Handle to the request log (cheap to clone).
+#[derive(Debug, Clone, Default)]
+pub struct RequestLog {
+    tx: Option<mpsc::Sender<LogEntry>>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl RequestLog {
+    /// A log that writes nothing.
+    #[must_use]
+    pub fn disabled() -> Self {
+        Self::default()
+    }
+
+    /// Open (append to) `path` and start the writer task.
+    ///
+    /// # Errors
+    /// When the file cannot be opened.
+    pub async fn open(path: &Path, tasks: &Tasks) -> std::io::Result<Self> {
+        let file = tokio::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .await?;
+        let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
+        tasks.spawn(write_lines(file, rx));
+        Ok(Self {
+            tx: Some(tx),
+            dropped: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// Queue a line; drops (and counts) it if the writer is behind.
+    pub fn write(&self, entry: LogEntry) {
+        if let Some(tx) = &self.tx {
+            if tx.try_send(entry).is_err() {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Lines dropped because the writer was behind.
+    #[must_use]
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+async fn write_lines(file: tokio::fs::File, mut rx: mpsc::Receiver<LogEntry>) {
+    let mut out = tokio::io::BufWriter::new(file);
+    while let Some(entry) = rx.recv().await {
+        let Ok(mut line) = serde_json::to_vec(&entry) else {
+            continue;
+        };
+        line.push(b'\n');
+        if out.write_all(&line).await.is_err() {
+            break;
+        }
+        if rx.is_empty() && out.flush().await.is_err() {
+            break;
+        }
+    }
+    let _ = out.flush().await;
+}
+
+/// Read a request log back (for `report`), skipping nothing silently.
+///
+/// # Errors
+/// An unreadable file, or a line that is not a log entry (with its line number).
+pub fn read(path: &Path) -> Result<Vec<LogEntry>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .map_err(|e| format!("{}:{}: not a request-log line: {e}", path.display(), i + 1))
+        })
+        .collect()
+}

@@ -1,0 +1,324 @@
+//! `POST /v1/chat/completions`: OpenAI's request in, the gateway in the middle, OpenAI's
+//! response (or SSE stream) out — plus who answered, in headers and a `switchyard` object.
+//!
+//! Order of checks: client key (401) → body size (413) → JSON and fields (400) → route
+//! (404) → key's routes (403) → gateway. Streams hold their headers until the gateway
+//! commits (first content chunk), so failures before that get honest statuses.
+
+mod sse;
+pub mod wire;
+
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use switchyard::{ChatResponse, GatewayError, Money};
+use tokio::time::Instant;
+
+use crate::app::AppState;
+use crate::error::ApiError;
+use crate::log::LogEntry;
+use wire::{wire_tool_calls, WireToolCall, WireUsage};
+
+/// What a request carries through its life, for headers, the log and metrics.
+#[derive(Debug, Clone)]
+pub(crate) struct Ctx {
+    pub id: String,
+    pub route: String,
+    /// The route as a metrics label: configured name or "unknown".
+    pub route_label: String,
+    pub key: Option<String>,
+    pub time_ms: u64,
+    pub started: Instant,
+    pub stream: bool,
+}
+
+impl Ctx {
+    fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// The log line for a finished request.
+    pub(crate) fn entry(&self, status: u16) -> LogEntry {
+        LogEntry {
+            id: self.id.clone(),
+            time_ms: self.time_ms,
+            route: self.route.clone(),
+            key: self.key.clone(),
+            stream: self.stream,
+            status,
+            provider: None,
+            model: None,
+            failed_over: false,
+            attempts: Vec::new(),
+            usage: None,
+            cost_usd: None,
+            latency_ms: self.elapsed().as_secs_f64() * 1000.0,
+            ttft_ms: None,
+            error: None,
+        }
+    }
+}
+
+/// The handler.
+pub async fn completions(State(state): State<AppState>, request: Request) -> Response {
+    let clock = *state.gateway.clock();
+    let mut ctx = Ctx {
+        id: request_id(request.headers()),
+        route: String::new(),
+        route_label: "unknown".to_owned(),
+        key: None,
+        time_ms: clock.unix_ms(),
+        started: clock.now(),
+        stream: false,
+    };
+    match handle(&state, &mut ctx, request).await {
+        Ok(resp) => resp,
+        Err(err) => {
+            let status = err.status.as_u16();
+            let mut entry = ctx.entry(status);
+            entry.attempts.clone_from(&err.attempts);
+            entry.error = Some(err.code.unwrap_or(err.kind).to_owned());
+            state.log.write(entry);
+            state
+                .metrics
+                .request(&ctx.route_label, status, ctx.stream, ctx.elapsed());
+            let mut resp = err.into_response();
+            set(resp.headers_mut(), "x-request-id", &ctx.id);
+            resp
+        }
+    }
+}
+
+async fn handle(state: &AppState, ctx: &mut Ctx, request: Request) -> Result<Response, ApiError> {
+    let caller = state.keys.authenticate(request.headers())?;
+    ctx.key = caller.as_ref().map(|c| c.name.clone());
+    let body = read_body(request.into_body(), state.max_body_bytes).await?;
+    let wire = wire::parse(&body)?;
+    ctx.route.clone_from(&wire.model);
+    ctx.stream = wire.stream;
+    let route = state.gateway.route(&wire.model).map_err(ApiError::from)?;
+    ctx.route_label.clone_from(&route.name);
+    if let Some(c) = &caller {
+        if !c.allows(&route.name) {
+            return Err(ApiError::forbidden(format!(
+                "key {:?} may not use route {:?}",
+                c.name, route.name
+            )));
+        }
+    }
+    let req = wire.to_chat()?;
+    if wire.stream {
+        let include_usage = wire
+            .stream_options
+            .as_ref()
+            .is_some_and(|o| o.include_usage);
+        let stream = state.gateway.stream(&ctx.route, req).await?;
+        return Ok(sse::respond(
+            state.clone(),
+            ctx.clone(),
+            stream,
+            include_usage,
+        ));
+    }
+    let resp = state.gateway.chat(&ctx.route, &req).await?;
+    Ok(completed(state, ctx, &resp))
+}
+
+async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let too_large = std::error::Error::source(&e)
+            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+        if too_large {
+            ApiError::too_large(limit)
+        } else {
+            ApiError::bad_request(None, format!("could not read the request body: {e}"))
+        }
+    })
+}
+
+/// A non-streaming completion: body, headers, log line, metrics.
+fn completed(state: &AppState, ctx: &Ctx, resp: &ChatResponse) -> Response {
+    let body = CompletionBody::new(ctx, resp);
+    let bytes = serde_json::to_vec(&body).unwrap_or_default();
+    let mut out = (
+        StatusCode::OK,
+        [("content-type", "application/json")],
+        bytes,
+    )
+        .into_response();
+    who_answered(
+        out.headers_mut(),
+        ctx,
+        &resp.provider,
+        resp.attempts.len(),
+        resp.failed_over,
+        Some(resp.cost),
+    );
+    let elapsed = ctx.elapsed();
+    if let [only] = resp.attempts.as_slice() {
+        state.metrics.overhead(elapsed.saturating_sub(only.latency));
+    }
+    log_completion(state, ctx, resp, 200, None);
+    state.metrics.request(&ctx.route_label, 200, false, elapsed);
+    if resp.failed_over {
+        state.metrics.failover(&ctx.route_label);
+    }
+    out
+}
+
+/// Write the log line for a request that got an answer (or a partial one).
+pub(crate) fn log_completion(
+    state: &AppState,
+    ctx: &Ctx,
+    resp: &ChatResponse,
+    status: u16,
+    ttft: Option<Duration>,
+) {
+    let mut entry = ctx.entry(status);
+    entry.provider = Some(resp.provider.clone());
+    entry.model = Some(resp.model.clone());
+    entry.failed_over = resp.failed_over;
+    entry.attempts.clone_from(&resp.attempts);
+    entry.usage = Some(resp.usage);
+    entry.cost_usd = resp.cost.map(Money::to_usd);
+    entry.ttft_ms = ttft.map(|d| d.as_secs_f64() * 1000.0);
+    state.log.write(entry);
+}
+
+/// The `x-switchyard-*` and `x-request-id` headers.
+pub(crate) fn who_answered(
+    headers: &mut HeaderMap,
+    ctx: &Ctx,
+    provider: &str,
+    attempts: usize,
+    failed_over: bool,
+    cost: Option<Option<Money>>,
+) {
+    set(headers, "x-request-id", &ctx.id);
+    set(headers, "x-switchyard-provider", provider);
+    set(headers, "x-switchyard-attempts", &attempts.to_string());
+    set(
+        headers,
+        "x-switchyard-failed-over",
+        if failed_over { "true" } else { "false" },
+    );
+    if let Some(cost) = cost {
+        set(
+            headers,
+            "x-switchyard-cost-usd",
+            &cost.map_or_else(|| "unknown".to_owned(), usd),
+        );
+    }
+}
+
+fn set(headers: &mut HeaderMap, name: &'static str, value: &str) {
+    if let Ok(v) = HeaderValue::from_str(value) {
+        headers.insert(HeaderName::from_static(name), v);
+    }
+}
+
+/// Exact dollars as a plain decimal (`0.000123`).
+pub(crate) fn usd(m: Money) -> String {
+    m.to_string().replacen('$', "", 1)
+}
+
+/// The client's `x-request-id` if it is sane, else a fresh one.
+fn request_id(headers: &HeaderMap) -> String {
+    if let Some(v) = headers.get("x-request-id").and_then(|v| v.to_str().ok()) {
+        if !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()) {
+            return v.to_owned();
+        }
+    }
+    format!("req_{:016x}{:08x}", fastrand::u64(..), fastrand::u32(..))
+}
+
+/// The `switchyard` object in response bodies.
+#[derive(Debug, Serialize)]
+pub(crate) struct Trail<'a> {
+    provider: &'a str,
+    failed_over: bool,
+    cost_usd: Option<f64>,
+    attempts: &'a [switchyard::observe::Attempt],
+}
+
+impl<'a> Trail<'a> {
+    pub(crate) fn of(resp: &'a ChatResponse) -> Self {
+        Self {
+            provider: &resp.provider,
+            failed_over: resp.failed_over,
+            cost_usd: resp.cost.map(Money::to_usd),
+            attempts: &resp.attempts,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct CompletionBody<'a> {
+    id: String,
+    object: &'static str,
+    created: u64,
+    model: &'a str,
+    choices: [Choice<'a>; 1],
+    usage: WireUsage,
+    switchyard: Trail<'a>,
+}
+
+#[derive(Serialize)]
+struct Choice<'a> {
+    index: u32,
+    message: AssistantMessage<'a>,
+    finish_reason: Option<&'a str>,
+    logprobs: Option<()>,
+}
+
+#[derive(Serialize)]
+struct AssistantMessage<'a> {
+    role: &'static str,
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<WireToolCall>,
+    refusal: Option<()>,
+}
+
+impl<'a> CompletionBody<'a> {
+    fn new(ctx: &Ctx, resp: &'a ChatResponse) -> Self {
+        let content =
+            (!resp.text.is_empty() || resp.tool_calls.is_empty()).then_some(resp.text.as_str());
+        Self {
+            id: completion_id(ctx),
+            object: "chat.completion",
+            created: ctx.time_ms / 1000,
+            model: &resp.model,
+            choices: [Choice {
+                index: 0,
+                message: AssistantMessage {
+                    role: "assistant",
+                    content,
+                    tool_calls: wire_tool_calls(&resp.tool_calls),
+                    refusal: None,
+                },
+                finish_reason: resp
+                    .finish_reason
+                    .as_ref()
+                    .map(switchyard::chat::FinishReason::as_openai),
+                logprobs: None,
+            }],
+            usage: WireUsage::from(&resp.usage),
+            switchyard: Trail::of(resp),
+        }
+    }
+}
+
+/// `chatcmpl-<request id>`.
+pub(crate) fn completion_id(ctx: &Ctx) -> String {
+    format!("chatcmpl-{}", ctx.id.trim_start_matches("req_"))
+}
+
+/// Map a gateway error to the response an SSE client gets after commit.
+pub(crate) fn error_event(err: &GatewayError) -> serde_json::Value {
+    ApiError::from(err.clone()).body()
+}

@@ -1,0 +1,296 @@
+//! The streamed response: OpenAI `chat.completion.chunk` events ending in `data: [DONE]`,
+//! or — when a committed stream breaks and cannot be rescued — an `error` event and no
+//! `[DONE]`, so no client mistakes a truncated answer for a finished one. A client that
+//! goes away drops the body, which drops the gateway stream and cancels the upstream call;
+//! the partial usage is still logged.
+
+use std::convert::Infallible;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt as _;
+use serde::Serialize;
+use serde_json::json;
+use switchyard::gateway::{CancelSlot, ChatStream, StreamEvent};
+use switchyard::{ChatChunk, ChatResponse};
+
+use super::wire::{WireFunctionCall, WireUsage};
+use super::{completion_id, error_event, log_completion, who_answered, Ctx, Trail};
+use crate::app::AppState;
+
+/// Turn a committed gateway stream into the HTTP response.
+pub(super) fn respond(
+    state: AppState,
+    ctx: Ctx,
+    stream: ChatStream,
+    include_usage: bool,
+) -> Response {
+    let ttft = ctx.started.elapsed();
+    state.metrics.ttft(&ctx.route_label, ttft);
+    let mut headers = axum::http::HeaderMap::new();
+    who_answered(
+        &mut headers,
+        &ctx,
+        &stream.provider,
+        stream.attempts.len(),
+        stream.failed_over,
+        None,
+    );
+    let body =
+        Body::from_stream(Writer::new(state, ctx, stream, include_usage, ttft).into_stream());
+    let mut resp = (StatusCode::OK, body).into_response();
+    resp.headers_mut().extend(headers);
+    let h = resp.headers_mut();
+    h.insert(
+        "content-type",
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert("cache-control", HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    resp
+}
+
+/// Writes events for one stream and logs how it ended (also when dropped early).
+struct Writer {
+    state: AppState,
+    ctx: Ctx,
+    stream: Option<ChatStream>,
+    cancel: CancelSlot,
+    include_usage: bool,
+    ttft: std::time::Duration,
+    id: String,
+    model: String,
+    started_role: bool,
+    /// Set once the request's log line is written.
+    logged: bool,
+}
+
+impl Writer {
+    fn new(
+        state: AppState,
+        ctx: Ctx,
+        stream: ChatStream,
+        include_usage: bool,
+        ttft: std::time::Duration,
+    ) -> Self {
+        Self {
+            id: completion_id(&ctx),
+            model: stream.model.clone(),
+            cancel: stream.cancel_slot(),
+            stream: Some(stream),
+            state,
+            ctx,
+            include_usage,
+            ttft,
+            started_role: false,
+            logged: false,
+        }
+    }
+
+    fn into_stream(self) -> impl futures_util::Stream<Item = Result<Bytes, Infallible>> + Send {
+        futures_util::stream::unfold(self, |mut w| async move {
+            let bytes = w.next_bytes().await?;
+            Some((Ok(bytes), w))
+        })
+    }
+
+    async fn next_bytes(&mut self) -> Option<Bytes> {
+        if !self.started_role {
+            self.started_role = true;
+            let delta = Delta {
+                role: Some("assistant"),
+                content: Some(""),
+                tool_calls: Vec::new(),
+            };
+            return Some(self.chunk(delta, None, None, None));
+        }
+        let event = self.stream.as_mut()?.next().await?;
+        Some(match event {
+            StreamEvent::Chunk(c) => self.content(&c),
+            StreamEvent::Done(resp) => self.done(&resp),
+            StreamEvent::Failed(err) => {
+                self.stream = None;
+                let mut entry = self.ctx.entry(200);
+                entry.attempts = err.attempts().to_vec();
+                entry.error = Some(format!("stream_failed:{}", err.label()));
+                entry.ttft_ms = Some(self.ttft.as_secs_f64() * 1000.0);
+                self.state.log.write(entry);
+                self.logged = true;
+                self.state.metrics.request(
+                    &self.ctx.route_label,
+                    200,
+                    true,
+                    self.ctx.started.elapsed(),
+                );
+                event_bytes(&error_event(&err))
+            }
+        })
+    }
+
+    /// A content chunk; a finish reason goes in its own chunk, as OpenAI sends it.
+    fn content(&mut self, c: &ChatChunk) -> Bytes {
+        if let Some(m) = &c.model {
+            self.model.clone_from(m);
+        }
+        let mut out = Vec::new();
+        if c.has_content() {
+            let delta = Delta {
+                role: None,
+                content: (!c.text.is_empty()).then_some(c.text.as_str()),
+                tool_calls: c
+                    .tool_calls
+                    .iter()
+                    .map(|t| ToolDelta {
+                        index: t.index,
+                        id: t.id.as_deref(),
+                        kind: t.id.as_ref().map(|_| "function"),
+                        function: WireFunctionCall {
+                            name: t.name.clone().unwrap_or_default(),
+                            arguments: t.arguments.clone(),
+                        },
+                    })
+                    .collect(),
+            };
+            out.extend_from_slice(&self.chunk(delta, None, None, None));
+        }
+        // a finish reason is written by `done`, which always follows it
+        Bytes::from(out)
+    }
+
+    /// The finish chunk, the usage chunk (if asked for), `[DONE]`; log and count.
+    fn done(&mut self, resp: &ChatResponse) -> Bytes {
+        self.stream = None;
+        let finish = resp
+            .finish_reason
+            .as_ref()
+            .map_or("stop", switchyard::chat::FinishReason::as_openai);
+        let trail = Trail::of(resp);
+        let mut out = Vec::new();
+        let empty = Delta {
+            role: None,
+            content: None,
+            tool_calls: Vec::new(),
+        };
+        if self.include_usage {
+            out.extend_from_slice(&self.chunk(empty, Some(finish), None, None));
+            out.extend_from_slice(&self.usage_chunk(&WireUsage::from(&resp.usage), &trail));
+        } else {
+            out.extend_from_slice(&self.chunk(empty, Some(finish), None, Some(&trail)));
+        }
+        out.extend_from_slice(b"data: [DONE]\n\n");
+        log_completion(&self.state, &self.ctx, resp, 200, Some(self.ttft));
+        self.logged = true;
+        self.state
+            .metrics
+            .request(&self.ctx.route_label, 200, true, self.ctx.started.elapsed());
+        if resp.failed_over {
+            self.state.metrics.failover(&self.ctx.route_label);
+        }
+        Bytes::from(out)
+    }
+
+    fn chunk(
+        &self,
+        delta: Delta<'_>,
+        finish: Option<&str>,
+        usage: Option<&WireUsage>,
+        trail: Option<&Trail<'_>>,
+    ) -> Bytes {
+        let body = ChunkBody {
+            id: &self.id,
+            object: "chat.completion.chunk",
+            created: self.ctx.time_ms / 1000,
+            model: &self.model,
+            choices: vec![ChunkChoice {
+                index: 0,
+                delta,
+                finish_reason: finish,
+                logprobs: None,
+            }],
+            usage,
+            switchyard: trail,
+        };
+        event_bytes(&body)
+    }
+
+    fn usage_chunk(&self, usage: &WireUsage, trail: &Trail<'_>) -> Bytes {
+        event_bytes(&json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.ctx.time_ms / 1000,
+            "model": self.model,
+            "choices": [],
+            "usage": usage,
+            "switchyard": trail,
+        }))
+    }
+}
+
+impl Drop for Writer {
+    /// The client went away before the end: drop the gateway stream (cancelling the
+    /// upstream call) and log what was delivered and used.
+    fn drop(&mut self) {
+        if self.logged {
+            return;
+        }
+        drop(self.stream.take());
+        let Some(partial) = self.cancel.take() else {
+            return;
+        };
+        log_completion(&self.state, &self.ctx, &partial, 499, Some(self.ttft));
+        self.state
+            .metrics
+            .request(&self.ctx.route_label, 499, true, self.ctx.started.elapsed());
+    }
+}
+
+fn event_bytes<T: Serialize>(value: &T) -> Bytes {
+    let mut out = b"data: ".to_vec();
+    if serde_json::to_writer(&mut out, value).is_err() {
+        out.extend_from_slice(b"{}");
+    }
+    out.extend_from_slice(b"\n\n");
+    Bytes::from(out)
+}
+
+#[derive(Serialize)]
+struct ChunkBody<'a> {
+    id: &'a str,
+    object: &'static str,
+    created: u64,
+    model: &'a str,
+    choices: Vec<ChunkChoice<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<&'a WireUsage>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    switchyard: Option<&'a Trail<'a>>,
+}
+
+#[derive(Serialize)]
+struct ChunkChoice<'a> {
+    index: u32,
+    delta: Delta<'a>,
+    finish_reason: Option<&'a str>,
+    logprobs: Option<()>,
+}
+
+#[derive(Serialize)]
+struct Delta<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    role: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<ToolDelta<'a>>,
+}
+
+#[derive(Serialize)]
+struct ToolDelta<'a> {
+    index: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    kind: Option<&'static str>,
+    function: WireFunctionCall,
+}

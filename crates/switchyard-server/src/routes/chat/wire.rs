@@ -1,0 +1,484 @@
+//! OpenAI's Chat Completions JSON, as clients send and expect it, and its mapping to and
+//! from switchyard's shared shape. Inbound: every field a client may send that the shared
+//! shape carries; others are ignored (documented in the README), except ones whose meaning
+//! we cannot honour (`n > 1`), which are refused by name.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use switchyard::chat::{
+    ContentPart, ImageSource, Message, ResponseFormat, Tool, ToolCall, ToolChoice,
+};
+use switchyard::{ChatRequest, Role, Usage};
+
+use crate::error::ApiError;
+
+/// The request body.
+#[derive(Debug, Deserialize)]
+pub struct WireRequest {
+    /// The route.
+    pub model: String,
+    /// The conversation.
+    pub messages: Vec<WireMessage>,
+    /// Server-sent events.
+    #[serde(default)]
+    pub stream: bool,
+    /// `{"include_usage": true}`.
+    pub stream_options: Option<StreamOptions>,
+    max_tokens: Option<u32>,
+    max_completion_tokens: Option<u32>,
+    temperature: Option<f32>,
+    top_p: Option<f32>,
+    stop: Option<OneOrMany>,
+    tools: Option<Vec<WireTool>>,
+    tool_choice: Option<WireToolChoice>,
+    response_format: Option<WireResponseFormat>,
+    user: Option<String>,
+    n: Option<u32>,
+}
+
+/// `stream_options`.
+#[derive(Debug, Default, Deserialize)]
+pub struct StreamOptions {
+    /// Send a final chunk with usage.
+    #[serde(default)]
+    pub include_usage: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+/// One message.
+#[derive(Debug, Deserialize)]
+pub struct WireMessage {
+    role: String,
+    content: Option<WireContent>,
+    tool_calls: Option<Vec<WireToolCall>>,
+    tool_call_id: Option<String>,
+    name: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum WireContent {
+    Text(String),
+    Parts(Vec<WirePart>),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WirePart {
+    Text { text: String },
+    ImageUrl { image_url: WireImage },
+}
+
+#[derive(Debug, Deserialize)]
+struct WireImage {
+    url: String,
+    detail: Option<String>,
+}
+
+/// A tool call, in and out.
+#[derive(Debug, Deserialize, Serialize)]
+pub struct WireToolCall {
+    /// Call id.
+    pub id: String,
+    /// Always `function`.
+    #[serde(rename = "type", default = "function_type")]
+    pub kind: String,
+    /// Name and arguments.
+    pub function: WireFunctionCall,
+}
+
+fn function_type() -> String {
+    "function".to_owned()
+}
+
+/// `function` of a tool call.
+#[derive(Debug, Deserialize, Serialize)]
+pub struct WireFunctionCall {
+    /// Function name.
+    pub name: String,
+    /// JSON arguments text.
+    pub arguments: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireTool {
+    #[serde(rename = "type")]
+    kind: String,
+    function: WireFunction,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireFunction {
+    name: String,
+    description: Option<String>,
+    parameters: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum WireToolChoice {
+    Mode(String),
+    Named { function: NamedFunction },
+}
+
+#[derive(Debug, Deserialize)]
+struct NamedFunction {
+    name: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WireResponseFormat {
+    Text,
+    JsonObject,
+    JsonSchema { json_schema: WireJsonSchema },
+}
+
+#[derive(Debug, Deserialize)]
+struct WireJsonSchema {
+    name: String,
+    schema: Option<Value>,
+    strict: Option<bool>,
+}
+
+/// Parse a body, naming the field at fault.
+///
+/// # Errors
+/// 400 with `param` set to the JSON path of the bad field.
+pub fn parse(body: &[u8]) -> Result<WireRequest, ApiError> {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            return ApiError::bad_request(None, format!("request body is not valid JSON: {inner}"));
+        }
+        let param = (path != ".").then_some(path);
+        let msg = match &param {
+            Some(p) => format!("invalid field `{p}`: {inner}"),
+            None => format!("invalid request body: {inner}"),
+        };
+        ApiError::bad_request(param, msg)
+    })
+}
+
+fn bad(param: &str, msg: impl Into<String>) -> ApiError {
+    ApiError::bad_request(Some(param.to_owned()), msg)
+}
+
+impl WireRequest {
+    /// The shared shape, checking what serde cannot.
+    ///
+    /// # Errors
+    /// 400 naming the field.
+    pub fn to_chat(&self) -> Result<ChatRequest, ApiError> {
+        if self.messages.is_empty() {
+            return Err(bad(
+                "messages",
+                "`messages` must contain at least one message",
+            ));
+        }
+        if self.n.is_some_and(|n| n != 1) {
+            return Err(bad("n", "only n = 1 is supported"));
+        }
+        if self.temperature.is_some_and(|t| !(0.0..=2.0).contains(&t)) {
+            return Err(bad("temperature", "`temperature` must be between 0 and 2"));
+        }
+        if self.top_p.is_some_and(|t| !(0.0..=1.0).contains(&t)) {
+            return Err(bad("top_p", "`top_p` must be between 0 and 1"));
+        }
+        let max_tokens = self.max_completion_tokens.or(self.max_tokens);
+        if max_tokens == Some(0) {
+            return Err(bad("max_tokens", "`max_tokens` must be at least 1"));
+        }
+        let messages = self
+            .messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| m.to_message(i))
+            .collect::<Result<_, _>>()?;
+        Ok(ChatRequest {
+            messages,
+            max_tokens,
+            temperature: self.temperature,
+            top_p: self.top_p,
+            stop: match &self.stop {
+                None => Vec::new(),
+                Some(OneOrMany::One(s)) => vec![s.clone()],
+                Some(OneOrMany::Many(v)) => v.clone(),
+            },
+            tools: self.tools()?,
+            tool_choice: self.tool_choice()?,
+            response_format: self.response_format.as_ref().map(|f| match f {
+                WireResponseFormat::Text => ResponseFormat::Text,
+                WireResponseFormat::JsonObject => ResponseFormat::JsonObject,
+                WireResponseFormat::JsonSchema { json_schema } => ResponseFormat::JsonSchema {
+                    name: json_schema.name.clone(),
+                    schema: json_schema
+                        .schema
+                        .clone()
+                        .unwrap_or(Value::Object(Default::default())),
+                    strict: json_schema.strict,
+                },
+            }),
+            user: self.user.clone(),
+        })
+    }
+
+    fn tools(&self) -> Result<Vec<Tool>, ApiError> {
+        let Some(tools) = &self.tools else {
+            return Ok(Vec::new());
+        };
+        tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                if t.kind != "function" {
+                    return Err(bad(
+                        &format!("tools[{i}].type"),
+                        "only `function` tools are supported",
+                    ));
+                }
+                Ok(Tool {
+                    name: t.function.name.clone(),
+                    description: t.function.description.clone(),
+                    parameters: t
+                        .function
+                        .parameters
+                        .clone()
+                        .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
+                })
+            })
+            .collect()
+    }
+
+    fn tool_choice(&self) -> Result<Option<ToolChoice>, ApiError> {
+        Ok(match &self.tool_choice {
+            None => None,
+            Some(WireToolChoice::Mode(m)) => Some(match m.as_str() {
+                "auto" => ToolChoice::Auto,
+                "none" => ToolChoice::None,
+                "required" => ToolChoice::Required,
+                other => {
+                    return Err(bad(
+                        "tool_choice",
+                        format!(
+                            "{other:?} is not one of auto, none, required, or a named function"
+                        ),
+                    ))
+                }
+            }),
+            Some(WireToolChoice::Named { function }) => {
+                Some(ToolChoice::Tool(function.name.clone()))
+            }
+        })
+    }
+}
+
+impl WireMessage {
+    fn to_message(&self, i: usize) -> Result<Message, ApiError> {
+        let role = match self.role.as_str() {
+            "system" | "developer" => Role::System,
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "tool" => Role::Tool,
+            other => {
+                return Err(bad(
+                    &format!("messages[{i}].role"),
+                    format!("{other:?} is not one of system, developer, user, assistant, tool"),
+                ))
+            }
+        };
+        let content = match &self.content {
+            None => Vec::new(),
+            Some(WireContent::Text(t)) => vec![ContentPart::Text { text: t.clone() }],
+            Some(WireContent::Parts(parts)) => parts.iter().map(part).collect(),
+        };
+        if role == Role::Tool && self.tool_call_id.is_none() {
+            return Err(bad(
+                &format!("messages[{i}].tool_call_id"),
+                "a tool message needs `tool_call_id`",
+            ));
+        }
+        if content.is_empty() && self.tool_calls.as_ref().is_none_or(Vec::is_empty) {
+            return Err(bad(
+                &format!("messages[{i}].content"),
+                "a message needs content or tool calls",
+            ));
+        }
+        Ok(Message {
+            role,
+            content,
+            tool_calls: self
+                .tool_calls
+                .iter()
+                .flatten()
+                .map(|c| ToolCall {
+                    id: c.id.clone(),
+                    name: c.function.name.clone(),
+                    arguments: c.function.arguments.clone(),
+                })
+                .collect(),
+            tool_call_id: self.tool_call_id.clone(),
+            name: self.name.clone(),
+        })
+    }
+}
+
+fn part(p: &WirePart) -> ContentPart {
+    match p {
+        WirePart::Text { text } => ContentPart::Text { text: text.clone() },
+        WirePart::ImageUrl { image_url } => ContentPart::Image {
+            source: image_source(&image_url.url),
+            detail: image_url.detail.clone(),
+        },
+    }
+}
+
+/// `data:<media>;base64,<data>` URLs become inline images (every vendor takes those);
+/// anything else stays a URL.
+fn image_source(url: &str) -> ImageSource {
+    if let Some(rest) = url.strip_prefix("data:") {
+        if let Some((media, data)) = rest.split_once(";base64,") {
+            return ImageSource::Base64 {
+                media_type: media.to_owned(),
+                data: data.to_owned(),
+            };
+        }
+    }
+    ImageSource::Url {
+        url: url.to_owned(),
+    }
+}
+
+/// OpenAI's usage object.
+#[derive(Debug, Serialize)]
+pub struct WireUsage {
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    total_tokens: u64,
+    prompt_tokens_details: CachedTokens,
+    completion_tokens_details: ReasoningTokens,
+}
+
+#[derive(Debug, Serialize)]
+struct CachedTokens {
+    cached_tokens: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct ReasoningTokens {
+    reasoning_tokens: u64,
+}
+
+impl From<&Usage> for WireUsage {
+    fn from(u: &Usage) -> Self {
+        Self {
+            prompt_tokens: u.input_tokens,
+            completion_tokens: u.output_tokens,
+            total_tokens: u.input_tokens + u.output_tokens,
+            prompt_tokens_details: CachedTokens {
+                cached_tokens: u.cached_input_tokens,
+            },
+            completion_tokens_details: ReasoningTokens {
+                reasoning_tokens: u.reasoning_tokens,
+            },
+        }
+    }
+}
+
+/// Tool calls in OpenAI's response shape.
+#[must_use]
+pub fn wire_tool_calls(calls: &[ToolCall]) -> Vec<WireToolCall> {
+    calls
+        .iter()
+        .map(|c| WireToolCall {
+            id: c.id.clone(),
+            kind: function_type(),
+            function: WireFunctionCall {
+                name: c.name.clone(),
+                arguments: c.arguments.clone(),
+            },
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(body: &str) -> Result<ChatRequest, ApiError> {
+        parse(body.as_bytes())?.to_chat()
+    }
+
+    #[test]
+    fn maps_the_openai_request() {
+        let r = req(r#"{"model":"smart","messages":[
+            {"role":"developer","content":"be brief"},
+            {"role":"user","content":[{"type":"text","text":"what is this?"},
+              {"type":"image_url","image_url":{"url":"data:image/png;base64,iVBOR","detail":"low"}}]},
+            {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
+            {"role":"tool","tool_call_id":"c1","content":"42"}],
+            "max_tokens":50,"max_completion_tokens":60,"stop":"END","temperature":0.2,
+            "tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],
+            "tool_choice":{"type":"function","function":{"name":"f"}},
+            "response_format":{"type":"json_object"},"user":"u1","seed":7}"#)
+        .unwrap();
+        assert_eq!(r.messages[0].role, Role::System);
+        assert_eq!(r.max_tokens, Some(60), "max_completion_tokens wins");
+        assert_eq!(r.stop, ["END"]);
+        assert!(
+            matches!(&r.messages[1].content[1], ContentPart::Image { source: ImageSource::Base64 { media_type, .. }, .. } if media_type == "image/png")
+        );
+        assert_eq!(r.messages[2].tool_calls[0].name, "f");
+        assert_eq!(r.messages[3].tool_call_id.as_deref(), Some("c1"));
+        assert_eq!(r.tool_choice, Some(ToolChoice::Tool("f".into())));
+        assert_eq!(r.response_format, Some(ResponseFormat::JsonObject));
+    }
+
+    #[test]
+    fn bad_fields_are_named() {
+        let cases = [
+            (
+                r#"{"model":"m","messages":[{"role":"wizard","content":"x"}]}"#,
+                "messages[0].role",
+            ),
+            (
+                r#"{"model":"m","messages":[{"role":"user","content":5}]}"#,
+                "messages[0].content",
+            ),
+            (r#"{"model":"m","messages":[]}"#, "messages"),
+            (
+                r#"{"model":"m","messages":[{"role":"user","content":"x"}],"temperature":9}"#,
+                "temperature",
+            ),
+            (
+                r#"{"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":"lots"}"#,
+                "max_tokens",
+            ),
+            (
+                r#"{"model":"m","messages":[{"role":"user","content":"x"}],"n":3}"#,
+                "n",
+            ),
+            (r#"{"messages":[{"role":"user","content":"x"}]}"#, "model"),
+        ];
+        for (body, param) in cases {
+            let e = req(body).unwrap_err();
+            assert_eq!(e.status, 400, "{body}");
+            let got = e.param.clone().unwrap_or_default();
+            assert!(
+                got == param || (param == "model" && e.message.contains("model")),
+                "{body}: {got:?} / {}",
+                e.message
+            );
+        }
+        let e = req("{not json").unwrap_err();
+        assert!(e.message.contains("not valid JSON"));
+    }
+}

@@ -1,0 +1,179 @@
+//! `switchyard serve`: load the config, build the gateway, listen, and shut down cleanly.
+//!
+//! Owns startup (config or the embedded default, the loopback-without-keys refusal,
+//! warnings, the request log, `TCP_NODELAY`) and the shutdown sequence: on SIGTERM / Ctrl-C
+//! stop accepting, mark not-ready, give in-flight requests the grace period, then wait for
+//! the request log to flush.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::serve::ListenerExt as _;
+use tokio::net::TcpListener;
+
+use crate::app::{app, AppState, Shared, DEFAULT_MAX_BODY_BYTES};
+use crate::config::{self, Config, EMBEDDED_DEFAULT};
+use crate::keys::KeyStore;
+use crate::log::RequestLog;
+use crate::metrics::Metrics;
+use crate::shutdown::{self, Tasks};
+
+/// `switchyard serve` options.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Config file (TOML). Without it, the embedded default: simulated providers, no keys.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Override `[server] listen` (e.g. `127.0.0.1:0` for any free port).
+    #[arg(long)]
+    pub listen: Option<String>,
+}
+
+/// Load the config named by `path`, or the embedded default.
+///
+/// # Errors
+/// Every problem in the file.
+pub fn load(path: Option<&std::path::Path>) -> Result<(Config, String), String> {
+    match path {
+        Some(p) => Ok((
+            config::load(p).map_err(|e| e.to_string())?,
+            p.display().to_string(),
+        )),
+        None => Ok((
+            config::parse(EMBEDDED_DEFAULT, "embedded default").map_err(|e| e.to_string())?,
+            "embedded default (simulated providers)".to_owned(),
+        )),
+    }
+}
+
+/// Run the server until a shutdown signal.
+///
+/// # Errors
+/// Bad config, a refused listen address, or a socket that cannot be bound.
+pub fn run(args: &ServeArgs) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(serve(args))
+}
+
+async fn serve(args: &ServeArgs) -> Result<(), String> {
+    let (config, source) = load(args.config.as_deref())?;
+    let listen = listen_address(&config, args.listen.as_deref())?;
+    let tasks = Tasks::new();
+    let metrics = Arc::new(Metrics::new());
+    let env = |name: &str| std::env::var(name).ok();
+    let built = config::build_gateway(&config, &env, true, vec![metrics.clone()])?;
+    for w in &built.warnings {
+        eprintln!("switchyard: warning: {w}");
+    }
+    let log = match &config.server.request_log {
+        Some(path) => RequestLog::open(path.as_ref(), &tasks)
+            .await
+            .map_err(|e| format!("request log {path}: {e}"))?,
+        None => RequestLog::disabled(),
+    };
+    let state = AppState(Arc::new(Shared {
+        gateway: built.gateway,
+        keys: KeyStore::new(&config.keys),
+        metrics,
+        log,
+        max_body_bytes: config
+            .server
+            .max_body_bytes
+            .unwrap_or(DEFAULT_MAX_BODY_BYTES),
+        ready: AtomicBool::new(false),
+    }));
+    let listener = TcpListener::bind(listen)
+        .await
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    let routes: Vec<&str> = state
+        .gateway
+        .routes()
+        .iter()
+        .map(|r| r.name.as_str())
+        .collect();
+    println!(
+        "switchyard listening on http://{local} ({source}; routes: {})",
+        routes.join(", ")
+    );
+    state.ready.store(true, Ordering::SeqCst);
+    let grace = grace_period(&config)?;
+    drain(listener, state, grace).await;
+    if !tasks.close(grace).await {
+        eprintln!("switchyard: warning: background tasks did not finish within {grace:?}");
+    }
+    Ok(())
+}
+
+/// Serve until the signal, then give in-flight requests `grace` to finish.
+async fn drain(
+    listener: impl axum::serve::Listener<Addr = SocketAddr>,
+    state: AppState,
+    grace: Duration,
+) {
+    let stopping = Arc::new(tokio::sync::Notify::new());
+    let notify = Arc::clone(&stopping);
+    let ready_state = state.clone();
+    let server = axum::serve(listener, app(state)).with_graceful_shutdown(async move {
+        shutdown::signal().await;
+        ready_state.ready.store(false, Ordering::SeqCst);
+        eprintln!("switchyard: shutting down; in-flight requests have {grace:?}");
+        notify.notify_one();
+    });
+    tokio::select! {
+        r = server => {
+            if let Err(e) = r {
+                eprintln!("switchyard: server error: {e}");
+            }
+        }
+        () = async { stopping.notified().await; tokio::time::sleep(grace).await } => {
+            eprintln!("switchyard: grace period over; dropping remaining connections");
+        }
+    }
+}
+
+fn listen_address(config: &Config, cli: Option<&str>) -> Result<SocketAddr, String> {
+    let text = cli
+        .or(config.server.listen.as_deref())
+        .unwrap_or("127.0.0.1:4000");
+    let addr: SocketAddr = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not an address like 127.0.0.1:4000"))?;
+    if !addr.ip().is_loopback() && config.keys.is_empty() {
+        return Err(format!(
+            "refusing to listen on {addr} without client keys: add [[keys]] (see `switchyard keys new NAME`) or listen on 127.0.0.1"
+        ));
+    }
+    Ok(addr)
+}
+
+fn grace_period(config: &Config) -> Result<Duration, String> {
+    config
+        .server
+        .shutdown_grace
+        .as_deref()
+        .map_or(Ok(Duration::from_secs(10)), config::duration)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_non_loopback_without_keys() {
+        let (config, _) = load(None).unwrap();
+        let e = listen_address(&config, Some("0.0.0.0:4000")).unwrap_err();
+        assert!(e.contains("without client keys"), "{e}");
+        assert!(listen_address(&config, Some("127.0.0.1:0")).is_ok());
+        assert!(listen_address(&config, Some("[::1]:4000")).is_ok());
+    }
+}

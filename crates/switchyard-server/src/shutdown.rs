@@ -1,0 +1,68 @@
+//! Shutdown: the one place that spawns, and the signal that stops everything.
+//!
+//! Owns the [`Tasks`] tracker (background work — the request-log writer, health checks —
+//! is spawned only through it, so shutdown can wait for it) and [`signal`], which resolves
+//! on SIGTERM or Ctrl-C. `serve` stops accepting on the signal, gives in-flight requests
+//! the grace period, then closes the tracker and waits for background work to flush.
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// Tracks every background task and tells them when to stop.
+#[derive(Clone, Debug, Default)]
+pub struct Tasks {
+    tracker: TaskTracker,
+    stop: CancellationToken,
+}
+
+impl Tasks {
+    /// A fresh tracker.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Run `fut` in the background, tracked.
+    #[allow(clippy::disallowed_methods)] // the one sanctioned spawn
+    pub fn spawn<F>(&self, fut: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.tracker.spawn(fut);
+    }
+
+    /// Begin shutdown and wait (at most `grace`) for every tracked task to finish.
+    /// Returns false if some were still running at the deadline.
+    pub async fn close(&self, grace: Duration) -> bool {
+        self.stop.cancel();
+        self.tracker.close();
+        tokio::time::timeout(grace, self.tracker.wait())
+            .await
+            .is_ok()
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}
