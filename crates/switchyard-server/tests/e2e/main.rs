@@ -1,0 +1,34 @@
+//! End-to-end tests: the built `switchyard` binary as a child process, driven over real
+//! sockets on 127.0.0.1, with wiremock servers standing in for OpenAI upstreams.
+//!
+//! One file per area:
+//! - `proxy.rs`: a plain and a streamed completion relayed through the proxy;
+//! - `failover.rs`: 503 → fallback; a 401 opens the circuit at once;
+//! - `errors.rs`: every error status the proxy itself returns (400 401 403 404 413 402 502 504);
+//! - `rescue.rs`: a stream cut mid-answer, rescued by restart-and-splice or ended with an
+//!   error event;
+//! - `lifecycle.rs`: request log + `report`, graceful shutdown, `check`, `keys new`, the
+//!   non-loopback refusal;
+//! - `python_sdk.rs`: the official `openai` Python SDK against the proxy
+//!   (`tests/python/test_openai_sdk.py`, interpreter from `$SWITCHYARD_PYTHON`).
+//!
+//! `support.rs` is the harness, `upstream.rs` the mock upstreams. Run with
+//! `SWITCHYARD_PYTHON=.venv/bin/python cargo test -p switchyard-server --test e2e`.
+
+// A test crate: failing loudly is the point, and the harness blocks on child processes.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    missing_docs
+)]
+
+mod support;
+mod upstream;
+
+mod errors;
+mod failover;
+mod lifecycle;
+mod proxy;
+mod python_sdk;
+mod rescue;

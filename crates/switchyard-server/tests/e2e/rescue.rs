@@ -1,0 +1,189 @@
+//! A committed stream cut mid-answer (some chunks, then the connection ends with no finish
+//! signal and no `[DONE]`): rescued by restart-and-splice when the fallback reproduces the
+//! same text, else ended with an explicit `error` event and no `[DONE]`.
+
+use serde_json::Value;
+
+use crate::support::{
+    key_env, openai_provider, route, sse_data, stream_body, streamed_text, Reply, Scratch, Server,
+    ANSWER, UPSTREAM_KEY,
+};
+use crate::upstream::{calls, ok_stream, sse, upstream, RawUpstream};
+
+/// The cut primary: the first 30 characters of [`ANSWER`], then the connection ends.
+const SENT: &str = "The capital of France is Paris";
+
+/// A route of a primary that cuts its stream and a fallback answering `fallback_pieces`.
+async fn cut_then(fallback_pieces: &[&str], tag: &str) -> (Server, Reply) {
+    let primary = upstream(ok_stream(sse(
+        &["The capital of France", " is Paris"],
+        false,
+    )))
+    .await;
+    let fallback = upstream(ok_stream(sse(fallback_pieces, true))).await;
+    let retry = "retry = { max_attempts = 1 }";
+    let config = format!(
+        "{}{}{}",
+        openai_provider("primary", &primary.uri(), ""),
+        openai_provider("fallback", &fallback.uri(), ""),
+        route("smart", &["primary", "fallback"], retry)
+    );
+    let server = Server::start(Scratch::new(tag), &config, &key_env());
+    let reply = server
+        .chat(&stream_body("smart", "Capital of France?"))
+        .await;
+    assert_eq!(calls(&primary).await.len(), 1);
+    assert_eq!(calls(&fallback).await.len(), 1);
+    (server, reply)
+}
+
+fn chunks(events: &[String]) -> Vec<Value> {
+    events
+        .iter()
+        .filter(|e| e.as_str() != "[DONE]")
+        .map(|e| serde_json::from_str(e).unwrap_or_else(|err| panic!("{err}: {e}")))
+        .collect()
+}
+
+#[tokio::test]
+async fn cut_stream_is_rescued_by_restart_and_splice() {
+    // The restart says the same words in different pieces.
+    let (_server, reply) = cut_then(
+        &["The capital", " of France is", " Paris (Île-de-France)."],
+        "splice",
+    )
+    .await;
+    reply.expect_status(200);
+    assert_eq!(
+        reply.header("x-switchyard-provider"),
+        "primary",
+        "it committed"
+    );
+
+    let events = sse_data(&reply.text);
+    assert_eq!(streamed_text(&events), ANSWER, "the full text exactly once");
+    assert_eq!(
+        events.last().map(String::as_str),
+        Some("[DONE]"),
+        "{}",
+        reply.text
+    );
+    assert_eq!(events.iter().filter(|e| *e == "[DONE]").count(), 1);
+    let chunks = chunks(&events);
+    assert!(
+        chunks.iter().all(|c| c.get("error").is_none()),
+        "{}",
+        reply.text
+    );
+    let finishes: Vec<&Value> = chunks
+        .iter()
+        .filter(|c| c["choices"][0]["finish_reason"].is_string())
+        .collect();
+    assert_eq!(finishes.len(), 1, "{}", reply.text);
+    assert_eq!(finishes[0]["choices"][0]["finish_reason"], "stop");
+
+    // The trail says what happened: the primary broke, the fallback restarted.
+    let trail = chunks
+        .iter()
+        .find_map(|c| c.get("switchyard"))
+        .unwrap_or_else(|| panic!("a trail on the last chunks: {}", reply.text));
+    let attempts = trail["attempts"].as_array().unwrap();
+    assert!(
+        attempts
+            .iter()
+            .any(|a| a["provider"] == "primary" && a["outcome"] == "failed"),
+        "{trail}"
+    );
+    assert!(
+        attempts.iter().any(|a| a["provider"] == "fallback"
+            && a["outcome"] == "rescue"
+            && a["method"] == "restart"),
+        "{trail}"
+    );
+    assert!(!reply.everything().contains(UPSTREAM_KEY));
+}
+
+#[tokio::test]
+async fn unrescuable_cut_ends_with_an_error_event_and_no_done() {
+    // The restart says something else: splicing it would garble the answer.
+    let (_server, reply) = cut_then(&["Lyon is", " lovely in spring."], "diverge").await;
+    reply.expect_status(200);
+
+    let events = sse_data(&reply.text);
+    assert!(
+        events.iter().all(|e| e != "[DONE]"),
+        "a broken stream must not look finished: {}",
+        reply.text
+    );
+    assert_eq!(streamed_text(&events), SENT, "only what the primary sent");
+    let last: Value = serde_json::from_str(events.last().unwrap()).unwrap();
+    let error = &last["error"];
+    assert!(error.is_object(), "the last event is an error: {last}");
+    let message = error["message"].as_str().unwrap();
+    assert!(!message.is_empty(), "{error}");
+    assert!(
+        !message.contains("diverged"),
+        "the client hears the original failure, not the rescue's: {message}"
+    );
+    let chunks = chunks(&events);
+    assert!(
+        chunks
+            .iter()
+            .all(|c| !c["choices"][0]["finish_reason"].is_string()),
+        "no finish reason on a broken stream: {}",
+        reply.text
+    );
+    assert!(
+        !streamed_text(&events).contains("Lyon"),
+        "nothing of the diverging restart reaches the client"
+    );
+}
+
+#[tokio::test]
+async fn stalled_stream_is_rescued_by_restart_and_splice() {
+    // Two chunks, then the primary goes quiet with the connection open.
+    let primary = RawUpstream::start(RawUpstream::sse_head(&sse(
+        &["The capital of France", " is Paris"],
+        false,
+    )))
+    .await;
+    let fallback = upstream(ok_stream(sse(&[ANSWER], true))).await;
+    let config = format!(
+        "{}{}{}",
+        openai_provider("primary", &primary.uri, "stall_timeout = \"300ms\""),
+        openai_provider("fallback", &fallback.uri(), ""),
+        route(
+            "smart",
+            &["primary", "fallback"],
+            "retry = { max_attempts = 1 }"
+        )
+    );
+    let server = Server::start(Scratch::new("stall"), &config, &key_env());
+    let reply = server
+        .chat(&stream_body("smart", "Capital of France?"))
+        .await;
+    reply.expect_status(200);
+    assert_eq!(reply.header("x-switchyard-provider"), "primary");
+    let events = sse_data(&reply.text);
+    assert_eq!(streamed_text(&events), ANSWER, "the full text exactly once");
+    assert_eq!(
+        events.last().map(String::as_str),
+        Some("[DONE]"),
+        "{}",
+        reply.text
+    );
+    let trail = chunks(&events)
+        .into_iter()
+        .find_map(|c| c.get("switchyard").cloned())
+        .unwrap_or_else(|| panic!("a trail on the last chunks: {}", reply.text));
+    let stalled = trail["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["provider"] == "primary" && a["outcome"] == "failed")
+        .cloned()
+        .unwrap_or_else(|| panic!("the stall is in the trail: {trail}"));
+    assert_eq!(stalled["kind"], "timeout", "{stalled}");
+    assert_eq!(primary.hits(), 1);
+    assert_eq!(calls(&fallback).await.len(), 1);
+}
