@@ -410,6 +410,29 @@ impl Breaker {
         })
     }
 
+    /// The part of the state a fleet shares: everything but this replica's probe lease
+    /// (fleet-wide probe uniqueness is the shared store's own lease).
+    #[must_use]
+    pub fn shared(&self) -> Breaker {
+        Breaker {
+            probe: None,
+            ..*self
+        }
+    }
+
+    /// Take the fleet's view of the state, keeping this replica's probe lease if the
+    /// circuit is still the one that lease was taken on (open, same opening).
+    pub fn merge_shared(&mut self, shared: Breaker) {
+        let probe = (shared.state == StateTag::Open && shared.open_until == self.open_until)
+            .then_some(self.probe)
+            .flatten();
+        *self = Breaker {
+            probe,
+            lease_seq: self.lease_seq.max(shared.lease_seq),
+            ..shared
+        };
+    }
+
     /// A read-only view as of `now`.
     #[must_use]
     pub fn snapshot(&self, cfg: &BreakerConfig, now: Now) -> BreakerSnapshot {

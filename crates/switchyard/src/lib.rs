@@ -10,7 +10,8 @@
 //! - [`clock`] — the one time source.
 //! - [`cost`] — exact money, prices (`prices.json`), budget arithmetic.
 //! - [`observe`] — the attempt trail, observers, the ledger.
-//! - [`state`] — where breaker and budget state lives (memory; shared stores).
+//! - [`ratelimit`] — per-minute rate limits (GCRA), as pure arithmetic.
+//! - [`state`] — where breaker, budget and rate-limit state lives (memory; Redis).
 //! - [`provider`] — the `Provider` trait; the HTTP transport, SSE parser and `Secret`; the
 //!   OpenAI, Anthropic and Gemini adapters; scripted and simulated providers.
 //! - [`blocking`] — a blocking wrapper for callers without a runtime.
@@ -46,6 +47,7 @@ pub mod error;
 pub mod gateway;
 pub mod observe;
 pub mod provider;
+pub mod ratelimit;
 pub mod retry;
 pub mod route;
 pub mod state;

@@ -390,13 +390,26 @@ impl Gateway {
     /// [`GatewayError`]: unknown route, budget refused, deadline passed, a non-failover
     /// error returned as itself, or every candidate failed (each error kept in order).
     pub async fn chat(&self, route: &str, req: &ChatRequest) -> Result<ChatResponse, GatewayError> {
+        self.chat_with(route, req, &CallOptions::default()).await
+    }
+
+    /// [`Gateway::chat`] with per-call options (the caller's budgets).
+    ///
+    /// # Errors
+    /// As [`Gateway::chat`].
+    pub async fn chat_with(
+        &self,
+        route: &str,
+        req: &ChatRequest,
+        opts: &CallOptions,
+    ) -> Result<ChatResponse, GatewayError> {
         let route = self.route(route)?;
         let result = if req.messages.is_empty() {
             Err(GatewayError::InvalidRequest(
                 "messages must not be empty".to_owned(),
             ))
         } else {
-            run::Run::new(self, route).execute(req).await
+            run::Run::new(self, route, opts).execute(req).await
         };
         for o in &self.inner.observers {
             o.on_complete(&route.name, result.as_ref());
@@ -549,6 +562,22 @@ impl Gateway {
             request: self.inner.requests.load(Ordering::SeqCst),
         }
     }
+}
+
+/// A budget a request spends against, besides its route's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Budget {
+    /// The scope's key in the state store (e.g. `key:backend-team:2026-11`).
+    pub scope: String,
+    /// The most that may be spent in that scope.
+    pub limit: Money,
+}
+
+/// Per-call options.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallOptions {
+    /// Budgets to reserve against in addition to the route's (all must have room).
+    pub budgets: Vec<Budget>,
 }
 
 /// The budget scope of a route.

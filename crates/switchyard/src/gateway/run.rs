@@ -12,7 +12,7 @@ use std::time::Duration;
 use futures_util::StreamExt as _;
 use tokio::time::Instant;
 
-use super::{budget_scope, Gateway, Slot};
+use super::{budget_scope, Budget, CallOptions, Gateway, Slot};
 use crate::breaker::{Admission, Now, Op, SkipReason};
 use crate::chat::{ChatChunk, ChatRequest, ChatResponse, ProviderReply};
 use crate::cost::{estimate_cost, BudgetState, Money, Price};
@@ -29,7 +29,7 @@ pub(super) enum TurnEnd {
     Answered(Won),
     Skipped,
     Failed(ProviderError),
-    Refused(BudgetState),
+    Refused(String, BudgetState),
 }
 
 /// What kind of call a turn makes.
@@ -41,8 +41,8 @@ pub(super) enum Call {
 
 /// Why a request stops before trying every candidate.
 pub(super) enum Stop {
-    /// The budget refused before dispatch.
-    Refused(BudgetState),
+    /// A budget (scope, books) refused before dispatch.
+    Refused(String, BudgetState),
     /// An error the route does not fail over, returned as itself.
     Returned {
         provider: String,
@@ -80,11 +80,13 @@ pub(super) struct Run<'a> {
     pub errors: Vec<AttemptError>,
     /// Set when the deadline cut a turn short or left candidates untried.
     pub deadline_hit: bool,
+    /// Every budget this request spends against: the route's, then the caller's.
+    pub budgets: Vec<Budget>,
     rng: fastrand::Rng,
 }
 
 impl<'a> Run<'a> {
-    pub(super) fn new(gw: &'a Gateway, route: &'a Route) -> Self {
+    pub(super) fn new(gw: &'a Gateway, route: &'a Route, opts: &CallOptions) -> Self {
         let started = gw.inner.clock.now();
         let request_index = gw
             .inner
@@ -105,6 +107,7 @@ impl<'a> Run<'a> {
             attempts: Vec::new(),
             errors: Vec::new(),
             deadline_hit: false,
+            budgets: budgets_of(route, opts),
             rng,
         }
     }
@@ -116,6 +119,7 @@ impl<'a> Run<'a> {
         started: Instant,
         deadline: Instant,
         request_index: u64,
+        budgets: Vec<Budget>,
     ) -> Self {
         let rng = fastrand::Rng::with_seed(request_index);
         Self {
@@ -127,6 +131,7 @@ impl<'a> Run<'a> {
             attempts: Vec::new(),
             errors: Vec::new(),
             deadline_hit: false,
+            budgets,
             rng,
         }
     }
@@ -166,7 +171,7 @@ impl<'a> Run<'a> {
         match self.turn(slot, req, call).await {
             TurnEnd::Answered(won) => Ok(Some(won)),
             TurnEnd::Skipped => Ok(None),
-            TurnEnd::Refused(books) => Err(Stop::Refused(books)),
+            TurnEnd::Refused(scope, books) => Err(Stop::Refused(scope, books)),
             TurnEnd::Failed(err) if !self.route.policy_for(err.kind).fail_over => {
                 Err(Stop::Returned {
                     provider: slot.spec.name.clone(),
@@ -181,8 +186,8 @@ impl<'a> Run<'a> {
     pub(super) fn stopped(&mut self, stop: Stop) -> GatewayError {
         let attempts = std::mem::take(&mut self.attempts);
         match stop {
-            Stop::Refused(books) => GatewayError::BudgetExceeded {
-                scope: budget_scope(&self.route.name),
+            Stop::Refused(scope, books) => GatewayError::BudgetExceeded {
+                scope,
                 limit: books.limit,
                 spent: books.spent,
                 reserved: books.reserved,
@@ -279,7 +284,7 @@ impl<'a> Run<'a> {
 
     /// One provider's turn: admission, reservation, the retry loop, the verdict.
     async fn turn(&mut self, slot: &Slot, req: &ChatRequest, call: Call) -> TurnEnd {
-        if self.route.budget.is_some() && slot.price.is_none() && !self.route.allow_unpriced {
+        if !self.budgets.is_empty() && slot.price.is_none() && !self.route.allow_unpriced {
             return self.skip(slot, SkipReason::Unpriced);
         }
         let lease_for = slot.spec.timeout.min(self.time_left());
@@ -299,7 +304,7 @@ impl<'a> Run<'a> {
         });
         let reservation = match self.reserve(slot, req).await {
             Ok(r) => r,
-            Err(books) => return TurnEnd::Refused(books),
+            Err((scope, books)) => return TurnEnd::Refused(scope, books),
         };
         let end = self.attempts_loop(slot, req, call, lease).await;
         if let Some(p) = probe.as_mut() {
@@ -331,29 +336,38 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Reserve the request's estimated cost against the route's budget.
+    /// Reserve the request's estimated cost against every budget that applies (the
+    /// route's, the caller's); all or nothing.
     async fn reserve(
         &self,
         slot: &Slot,
         req: &ChatRequest,
-    ) -> Result<Option<Reservation>, BudgetState> {
-        let Some(limit) = self.route.budget else {
+    ) -> Result<Option<Reservation>, (String, BudgetState)> {
+        if self.budgets.is_empty() {
             return Ok(None);
-        };
+        }
         let amount = estimate_cost(req, &slot.price.unwrap_or_default());
-        let scope = budget_scope(&self.route.name);
-        self.state().reserve(&scope, limit, amount).await?;
-        Ok(Some(Reservation {
-            amount,
-            guard: Guard::new(
-                self.state(),
-                Cleanup::ReleaseBudget {
-                    scope: scope.clone(),
-                    amount,
-                },
-            ),
-            scope,
-        }))
+        // a lapsed reservation must not free money a live request may still spend
+        let lease = self.time_left() + RESERVATION_SLACK;
+        let mut holds = Vec::with_capacity(self.budgets.len());
+        for b in &self.budgets {
+            let id = self
+                .state()
+                .reserve(&b.scope, b.limit, amount, lease)
+                .await
+                .map_err(|books| (b.scope.clone(), books))?;
+            let cleanup = Cleanup::ReleaseBudget {
+                scope: b.scope.clone(),
+                id,
+                amount,
+            };
+            holds.push(Hold {
+                scope: b.scope.clone(),
+                id,
+                guard: Guard::new(self.state(), cleanup),
+            });
+        }
+        Ok(Some(Reservation { amount, holds }))
     }
 
     /// The retry loop: attempts on one provider until success, a stop, or the deadline.
@@ -523,6 +537,19 @@ impl<'a> Run<'a> {
     }
 }
 
+/// The route's budget (if any) followed by the caller's.
+fn budgets_of(route: &Route, opts: &CallOptions) -> Vec<Budget> {
+    let mut budgets = Vec::with_capacity(1 + opts.budgets.len());
+    if let Some(limit) = route.budget {
+        budgets.push(Budget {
+            scope: budget_scope(&route.name),
+            limit,
+        });
+    }
+    budgets.extend(opts.budgets.iter().cloned());
+    budgets
+}
+
 /// Open a stream and read up to its first content chunk (or its finish signal). The
 /// connection must be accepted within `timeout`.
 async fn open_stream(
@@ -600,34 +627,51 @@ impl Drop for Guard {
     }
 }
 
-/// A budget reservation, released on drop unless settled.
-pub(super) struct Reservation {
+/// Extra time a reservation outlives its request's deadline before a shared store may
+/// reclaim it (its holder is presumed dead by then).
+const RESERVATION_SLACK: Duration = Duration::from_secs(60);
+
+/// One scope's part of a reservation.
+pub(super) struct Hold {
     scope: String,
-    amount: Money,
+    id: u64,
     guard: Guard,
+}
+
+/// A budget reservation across every applicable scope, released on drop unless settled.
+pub(super) struct Reservation {
+    amount: Money,
+    holds: Vec<Hold>,
 }
 
 impl Reservation {
     /// Replace the reservation by the real cost; an unknown cost keeps the estimate.
     pub(super) async fn settle(mut self, state: &dyn SharedState, cost: Option<Money>) {
-        self.guard.disarm();
-        state
-            .settle(&self.scope, self.amount, cost.unwrap_or(self.amount))
-            .await;
+        let actual = cost.unwrap_or(self.amount);
+        for h in &mut self.holds {
+            h.guard.disarm();
+            state.settle(&h.scope, h.id, self.amount, actual).await;
+        }
     }
 
     /// Settle without waiting (from a stream's poll or `Drop`): the store applies it.
     pub(super) fn settle_detached(mut self, state: &dyn SharedState, cost: Option<Money>) {
-        self.guard.disarm();
-        state.cleanup(Cleanup::SettleBudget {
-            scope: std::mem::take(&mut self.scope),
-            reserved: self.amount,
-            actual: cost.unwrap_or(self.amount),
-        });
+        let actual = cost.unwrap_or(self.amount);
+        for h in &mut self.holds {
+            h.guard.disarm();
+            state.cleanup(Cleanup::SettleBudget {
+                scope: std::mem::take(&mut h.scope),
+                id: h.id,
+                reserved: self.amount,
+                actual,
+            });
+        }
     }
 
     /// Give the reservation back now (the call failed: nothing is billed).
     pub(super) fn release_now(&mut self) {
-        self.guard.fire();
+        for h in &mut self.holds {
+            h.guard.fire();
+        }
     }
 }

@@ -112,6 +112,20 @@ impl Gateway {
     /// # Errors
     /// As [`Gateway::chat`], for failures before the commit point.
     pub async fn stream(&self, route: &str, req: ChatRequest) -> Result<ChatStream, GatewayError> {
+        self.stream_with(route, req, &super::CallOptions::default())
+            .await
+    }
+
+    /// [`Gateway::stream`] with per-call options (the caller's budgets).
+    ///
+    /// # Errors
+    /// As [`Gateway::chat`], for failures before the commit point.
+    pub async fn stream_with(
+        &self,
+        route: &str,
+        req: ChatRequest,
+        opts: &super::CallOptions,
+    ) -> Result<ChatStream, GatewayError> {
         let route = Arc::clone(self.route_arc(route)?);
         let req = Arc::new(req);
         let result = if req.messages.is_empty() {
@@ -119,7 +133,7 @@ impl Gateway {
                 "messages must not be empty".to_owned(),
             ))
         } else {
-            self.open(&route, &req).await
+            self.open(&route, &req, opts).await
         };
         if let Err(e) = &result {
             for o in &self.inner.observers {
@@ -133,8 +147,9 @@ impl Gateway {
         &self,
         route: &Arc<Route>,
         req: &Arc<ChatRequest>,
+        opts: &super::CallOptions,
     ) -> Result<ChatStream, GatewayError> {
-        let mut run = Run::new(self, route);
+        let mut run = Run::new(self, route, opts);
         let plan = run.plan();
         for (pos, &i) in plan.iter().enumerate() {
             let slot = &self.inner.slots[i];
@@ -216,6 +231,7 @@ struct Live {
     /// Set once observers have been told how the request ended.
     reported: bool,
     cancelled: CancelSlot,
+    budgets: Vec<super::Budget>,
 }
 
 impl Live {
@@ -260,6 +276,7 @@ impl Live {
             request_index: run.request_index,
             reported: false,
             cancelled: CancelSlot::default(),
+            budgets: run.budgets.clone(),
         };
         for chunk in head {
             // the first segment passes straight through: it cannot diverge
@@ -491,6 +508,7 @@ impl Live {
             self.started,
             self.deadline,
             self.request_index,
+            self.budgets.clone(),
         )
     }
 

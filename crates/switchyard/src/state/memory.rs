@@ -1,19 +1,25 @@
 //! In-process state: one mutex-guarded map per concern, never held across an await.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::{Cleanup, SharedState};
-use crate::breaker::{Applied, Breaker, BreakerConfig, Now, Op};
+use super::{Cleanup, SharedState, StateStatus};
+use crate::breaker::{Admission, Applied, Breaker, BreakerConfig, Now, Op};
+use crate::clock::UnixMillis;
 use crate::cost::{BudgetState, Money};
+use crate::ratelimit::Gcra;
 
-/// The default store: this process only.
+/// The default store: this process only. Also the local half of a fleet store.
 #[derive(Debug, Default)]
 pub struct MemoryState {
     breakers: Mutex<HashMap<String, Breaker>>,
     budgets: Mutex<HashMap<String, BudgetState>>,
+    windows: Mutex<HashMap<String, Gcra>>,
+    next_id: AtomicU64,
 }
 
 impl MemoryState {
@@ -23,30 +29,130 @@ impl MemoryState {
         Self::default()
     }
 
-    /// Start a budget's books with spend already settled (restored after a restart).
+    /// Add settled spend to a budget's books (restored after a restart, or synced from a
+    /// shared store).
     pub fn restore_spend(&self, scope: &str, spent: Money) {
         if let Ok(mut b) = self.budgets.lock() {
             b.entry(scope.to_owned()).or_default().spent += spent;
         }
     }
 
-    fn with_budget<R>(
+    /// Replace a breaker's state (synced from a shared store).
+    pub fn put_breaker(&self, provider: &str, breaker: Breaker) {
+        if let Ok(mut map) = self.breakers.lock() {
+            map.insert(provider.to_owned(), breaker);
+        }
+    }
+
+    /// Every breaker, by provider.
+    #[must_use]
+    pub fn breakers(&self) -> HashMap<String, Breaker> {
+        self.breakers.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+
+    /// Every budget's books, by scope.
+    #[must_use]
+    pub fn budgets(&self) -> HashMap<String, BudgetState> {
+        self.budgets.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+
+    /// Apply `op` locally (also used by fleet stores while degraded).
+    pub fn apply(&self, provider: &str, cfg: &BreakerConfig, now: Now, op: Op) -> Applied {
+        let Ok(mut map) = self.breakers.lock() else {
+            // A poisoned map means a panic elsewhere; admit rather than fail requests.
+            return Applied {
+                admission: Admission::Admit,
+                transition: None,
+            };
+        };
+        map.entry(provider.to_owned())
+            .or_default()
+            .apply(cfg, now, op)
+    }
+
+    fn with_budget<R>(&self, scope: &str, f: impl FnOnce(&mut BudgetState) -> R) -> Option<R> {
+        let mut budgets = self.budgets.lock().ok()?;
+        Some(f(budgets.entry(scope.to_owned()).or_default()))
+    }
+
+    /// Reserve locally.
+    ///
+    /// # Errors
+    /// The books, when the reservation does not fit.
+    pub fn reserve_local(
         &self,
         scope: &str,
         limit: Money,
-        f: impl FnOnce(&mut BudgetState) -> R,
-    ) -> Option<R> {
-        let mut budgets = self.budgets.lock().ok()?;
-        let b = budgets.entry(scope.to_owned()).or_default();
-        b.limit = limit;
-        Some(f(b))
+        amount: Money,
+    ) -> Result<u64, BudgetState> {
+        let fits = self
+            .with_budget(scope, |b| {
+                b.limit = limit;
+                if b.try_reserve(amount) {
+                    Ok(())
+                } else {
+                    Err(*b)
+                }
+            })
+            .unwrap_or(Err(BudgetState::new(limit)));
+        fits.map(|()| self.next_id.fetch_add(1, Ordering::Relaxed) + 1)
     }
 
-    fn release(&self, scope: &str, amount: Money) {
-        if let Ok(mut budgets) = self.budgets.lock() {
-            if let Some(b) = budgets.get_mut(scope) {
-                b.release(amount);
+    /// Settle locally.
+    pub fn settle_local(&self, scope: &str, reserved: Money, actual: Money) {
+        self.with_budget(scope, |b| b.settle(reserved, actual));
+    }
+
+    /// Release locally.
+    pub fn release_local(&self, scope: &str, amount: Money) {
+        self.with_budget(scope, |b| b.release(amount));
+    }
+
+    /// Rate-limit locally.
+    ///
+    /// # Errors
+    /// The wait, when over the limit.
+    pub fn rate_local(
+        &self,
+        bucket: &str,
+        limit: u64,
+        cost: u64,
+        now: UnixMillis,
+    ) -> Result<(), Duration> {
+        let Ok(mut w) = self.windows.lock() else {
+            return Ok(());
+        };
+        w.entry(bucket.to_owned())
+            .or_default()
+            .admit(limit, cost, now)
+    }
+
+    /// Count usage locally.
+    pub fn rate_add_local(&self, bucket: &str, limit: u64, amount: u64, now: UnixMillis) {
+        if let Ok(mut w) = self.windows.lock() {
+            w.entry(bucket.to_owned())
+                .or_default()
+                .add(limit, amount, now);
+        }
+    }
+
+    /// Run a cleanup locally.
+    pub fn cleanup_local(&self, cleanup: Cleanup) {
+        match cleanup {
+            Cleanup::ReleaseProbe { provider, lease } => {
+                if let Ok(mut map) = self.breakers.lock() {
+                    if let Some(b) = map.get_mut(&provider) {
+                        b.release(lease);
+                    }
+                }
             }
+            Cleanup::ReleaseBudget { scope, amount, .. } => self.release_local(&scope, amount),
+            Cleanup::SettleBudget {
+                scope,
+                reserved,
+                actual,
+                ..
+            } => self.settle_local(&scope, reserved, actual),
         }
     }
 }
@@ -54,16 +160,7 @@ impl MemoryState {
 #[async_trait]
 impl SharedState for MemoryState {
     async fn breaker_op(&self, provider: &str, cfg: &BreakerConfig, now: Now, op: Op) -> Applied {
-        let Ok(mut map) = self.breakers.lock() else {
-            // A poisoned map means a panic elsewhere; admit rather than fail requests.
-            return Applied {
-                admission: crate::breaker::Admission::Admit,
-                transition: None,
-            };
-        };
-        map.entry(provider.to_owned())
-            .or_default()
-            .apply(cfg, now, op)
+        self.apply(provider, cfg, now, op)
     }
 
     async fn breaker(&self, provider: &str) -> Breaker {
@@ -74,50 +171,53 @@ impl SharedState for MemoryState {
             .unwrap_or_default()
     }
 
-    async fn reserve(&self, scope: &str, limit: Money, amount: Money) -> Result<(), BudgetState> {
-        self.with_budget(scope, limit, |b| {
-            if b.try_reserve(amount) {
-                Ok(())
-            } else {
-                Err(*b)
-            }
-        })
-        .unwrap_or(Err(BudgetState::new(limit)))
+    async fn reserve(
+        &self,
+        scope: &str,
+        limit: Money,
+        amount: Money,
+        _lease: Duration,
+    ) -> Result<u64, BudgetState> {
+        // In one process a reservation cannot outlive its holder: drop guards release it.
+        self.reserve_local(scope, limit, amount)
     }
 
-    async fn settle(&self, scope: &str, reserved: Money, actual: Money) {
-        if let Ok(mut budgets) = self.budgets.lock() {
-            budgets
-                .entry(scope.to_owned())
-                .or_default()
-                .settle(reserved, actual);
-        }
+    async fn settle(&self, scope: &str, _id: u64, reserved: Money, actual: Money) {
+        self.settle_local(scope, reserved, actual);
     }
 
     async fn budget(&self, scope: &str, limit: Money) -> BudgetState {
-        self.with_budget(scope, limit, |b| *b)
-            .unwrap_or_else(|| BudgetState::new(limit))
+        self.with_budget(scope, |b| {
+            b.limit = limit;
+            *b
+        })
+        .unwrap_or_else(|| BudgetState::new(limit))
+    }
+
+    async fn rate(
+        &self,
+        bucket: &str,
+        limit: u64,
+        cost: u64,
+        now: UnixMillis,
+    ) -> Result<(), Duration> {
+        self.rate_local(bucket, limit, cost, now)
+    }
+
+    async fn rate_add(&self, bucket: &str, limit: u64, amount: u64, now: UnixMillis) {
+        self.rate_add_local(bucket, limit, amount, now);
     }
 
     fn cleanup(&self, cleanup: Cleanup) {
-        match cleanup {
-            Cleanup::ReleaseProbe { provider, lease } => {
-                if let Ok(mut map) = self.breakers.lock() {
-                    if let Some(b) = map.get_mut(&provider) {
-                        b.release(lease);
-                    }
-                }
-            }
-            Cleanup::ReleaseBudget { scope, amount } => self.release(&scope, amount),
-            Cleanup::SettleBudget {
-                scope,
-                reserved,
-                actual,
-            } => {
-                if let Ok(mut budgets) = self.budgets.lock() {
-                    budgets.entry(scope).or_default().settle(reserved, actual);
-                }
-            }
+        self.cleanup_local(cleanup);
+    }
+
+    fn status(&self) -> StateStatus {
+        StateStatus {
+            backend: "memory",
+            connected: true,
+            degraded_since_ms: None,
+            last_error: None,
         }
     }
 }

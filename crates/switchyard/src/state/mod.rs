@@ -1,17 +1,23 @@
-//! Where breaker and budget state lives.
+//! Where breaker, budget and rate-limit state lives.
 //!
-//! Owns the narrow [`SharedState`] trait the gateway talks to: apply a breaker [`Op`]
-//! atomically, reserve / settle / release budget money, and read both back. Decisions are
-//! the pure functions in `breaker` and `cost`; a store only makes them atomic. The memory
-//! store is the default; a Redis store (fleet mode) implements the same trait.
+//! Owns the narrow [`SharedState`] trait the gateway and server talk to: apply a breaker
+//! [`Op`] atomically; reserve / settle / release budget money; count against a rate-limit
+//! window; read all of it back; and say whether the store is healthy. Decisions are the
+//! pure functions in `breaker`, `cost` and `ratelimit` (GCRA); a store only makes them atomic.
+//! The memory store is the default; the Redis store (fleet mode) implements the same trait
+//! and degrades to a local memory store when Redis is away.
 
 mod memory;
 
+use std::time::Duration;
+
 use async_trait::async_trait;
+use serde::Serialize;
 
 pub use memory::MemoryState;
 
 use crate::breaker::{Applied, Breaker, BreakerConfig, Now, Op};
+use crate::clock::UnixMillis;
 use crate::cost::{BudgetState, Money};
 
 /// Work that must happen even when the request that owed it was dropped (a cancelled
@@ -30,6 +36,8 @@ pub enum Cleanup {
     SettleBudget {
         /// Budget scope (route or key).
         scope: String,
+        /// The reservation.
+        id: u64,
         /// The amount reserved.
         reserved: Money,
         /// What was actually spent.
@@ -39,12 +47,28 @@ pub enum Cleanup {
     ReleaseBudget {
         /// Budget scope (route or key).
         scope: String,
+        /// The reservation.
+        id: u64,
         /// The amount reserved.
         amount: Money,
     },
 }
 
-/// Breaker and budget state, local or shared by a fleet.
+/// How a store is doing, for health endpoints and metrics.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StateStatus {
+    /// `memory` or `redis`.
+    pub backend: &'static str,
+    /// True when decisions are shared with the fleet (always true for memory: there is no
+    /// fleet to disagree with).
+    pub connected: bool,
+    /// Since when the store has been running on local state only.
+    pub degraded_since_ms: Option<UnixMillis>,
+    /// The last error talking to the shared store (never a credential).
+    pub last_error: Option<String>,
+}
+
+/// Breaker, budget and rate-limit state, local or shared by a fleet.
 #[async_trait]
 pub trait SharedState: Send + Sync {
     /// Apply `op` to `provider`'s breaker atomically and return what it produced.
@@ -54,15 +78,40 @@ pub trait SharedState: Send + Sync {
     async fn breaker(&self, provider: &str) -> Breaker;
 
     /// Reserve `amount` of the budget `scope` (limit `limit`) if spend plus reservations
-    /// plus it stays within the limit; otherwise return the books as they stand.
-    async fn reserve(&self, scope: &str, limit: Money, amount: Money) -> Result<(), BudgetState>;
+    /// plus it stays within the limit. The reservation lapses by itself after `lease` if
+    /// its holder never settles or releases it (a replica that died). Returns the
+    /// reservation's id, or the books as they stand.
+    async fn reserve(
+        &self,
+        scope: &str,
+        limit: Money,
+        amount: Money,
+        lease: Duration,
+    ) -> Result<u64, BudgetState>;
 
-    /// Replace a reservation by the real cost.
-    async fn settle(&self, scope: &str, reserved: Money, actual: Money);
+    /// Replace reservation `id` by the real cost.
+    async fn settle(&self, scope: &str, id: u64, reserved: Money, actual: Money);
 
     /// The books of `scope` (limit as given).
     async fn budget(&self, scope: &str, limit: Money) -> BudgetState;
 
+    /// Count `cost` against `bucket` (a GCRA of `limit` per minute) if it fits (a `cost`
+    /// of 0 only checks that the limit is not reached); otherwise the wait.
+    async fn rate(
+        &self,
+        bucket: &str,
+        limit: u64,
+        cost: u64,
+        now: UnixMillis,
+    ) -> Result<(), Duration>;
+
+    /// Count `amount` against `bucket` (limit `limit` per minute) unconditionally
+    /// (tokens, known after the call).
+    async fn rate_add(&self, bucket: &str, limit: u64, amount: u64, now: UnixMillis);
+
     /// Run `cleanup` without making the caller wait (called from `Drop`).
     fn cleanup(&self, cleanup: Cleanup);
+
+    /// How the store is doing.
+    fn status(&self) -> StateStatus;
 }

@@ -33,7 +33,8 @@ pub(super) fn respond(
         &mut headers,
         &ctx,
         &stream.provider,
-        stream.attempts.len(),
+        // the trail up to the commit point lacks the try that committed the stream
+        stream.attempts.len() + 1,
         stream.failed_over,
         None,
     );
