@@ -33,7 +33,7 @@ pub fn run(args: &CheckArgs) -> Result<(), String> {
 /// The config's problems.
 pub fn report(path: &std::path::Path, env: config::KeyLookup<'_>) -> Result<String, String> {
     let cfg = config::load(path).map_err(|e| e.to_string())?;
-    let built = config::build_gateway(&cfg, env, false, Vec::new())?;
+    let built = config::build_gateway(&cfg, env, false, config::Wiring::default())?;
     let gw = &built.gateway;
     let mut out = String::new();
     let _ = writeln!(out, "{}: ok", path.display());

@@ -79,6 +79,18 @@ impl ApiError {
         Self::new(StatusCode::FORBIDDEN, "permission_error", message).code("route_not_allowed")
     }
 
+    /// 429: the client key is over its rate limit; retry after `wait` (whole seconds,
+    /// rounded up, never less than 1).
+    #[must_use]
+    pub fn rate_limited(message: impl Into<String>, wait: std::time::Duration) -> Self {
+        let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        Self {
+            retry_after: Some(secs.max(1)),
+            ..Self::new(StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", message)
+                .code("rate_limit_exceeded")
+        }
+    }
+
     /// 413: body over the limit.
     #[must_use]
     pub fn too_large(limit: usize) -> Self {

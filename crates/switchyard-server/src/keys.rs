@@ -11,8 +11,11 @@ use axum::http::HeaderMap;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use switchyard::Money;
+
 use crate::config::KeyToml;
 use crate::error::ApiError;
+use crate::limits::{KeyLimits, Period};
 
 /// One configured client key.
 #[derive(Debug, Clone)]
@@ -21,6 +24,7 @@ struct Key {
     hash: [u8; 32],
     /// `None`: every route (`"*"`).
     routes: Option<HashSet<String>>,
+    limits: KeyLimits,
 }
 
 /// The caller a request was authenticated as.
@@ -29,6 +33,8 @@ pub struct Caller {
     /// The key's configured name.
     pub name: String,
     routes: Option<HashSet<String>>,
+    /// Its budget and rate limits.
+    pub limits: KeyLimits,
 }
 
 impl Caller {
@@ -59,6 +65,7 @@ impl KeyStore {
                     name: k.name.clone(),
                     hash,
                     routes,
+                    limits: limits_of(k),
                 })
             })
             .collect();
@@ -90,7 +97,23 @@ impl KeyStore {
         Ok(Some(Caller {
             name: key.name.clone(),
             routes: key.routes.clone(),
+            limits: key.limits,
         }))
+    }
+}
+
+/// The limits a `[[keys]]` entry sets.
+#[must_use]
+pub fn limits_of(k: &KeyToml) -> KeyLimits {
+    let period = k
+        .budget_period
+        .as_deref()
+        .and_then(Period::parse)
+        .unwrap_or_default();
+    KeyLimits {
+        budget: k.budget_usd.map(|b| (Money::from_usd(b), period)),
+        rpm: k.rpm,
+        tpm: k.tpm,
     }
 }
 
@@ -157,11 +180,13 @@ mod tests {
                 name: "team-a".into(),
                 sha256: hash_token("sy-alpha"),
                 routes: vec!["smart".into()],
+                ..KeyToml::default()
             },
             KeyToml {
                 name: "ops".into(),
                 sha256: hash_token("sy-omega").to_uppercase(),
                 routes: vec!["*".into()],
+                ..KeyToml::default()
             },
         ])
     }

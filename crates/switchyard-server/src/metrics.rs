@@ -31,6 +31,7 @@ use prometheus_client::registry::Registry;
 use switchyard::breaker::{CircuitState, Transition};
 use switchyard::chat::ChatResponse;
 use switchyard::observe::{Attempt, Observer, Outcome};
+use switchyard::state::StateStatus;
 use switchyard::{GatewayError, Money, ProviderHealth};
 
 /// `Content-Type` of [`Metrics::render`]'s output (Prometheus text format 0.0.4).
@@ -401,11 +402,16 @@ impl Metrics {
     /// `health` (breaker state, consecutive failures, latency average) and the request
     /// log's dropped-line count.
     #[must_use]
-    pub fn render(&self, health: &[ProviderHealth], log_dropped: u64) -> String {
+    pub fn render(
+        &self,
+        health: &[ProviderHealth],
+        log_dropped: u64,
+        store: &StateStatus,
+    ) -> String {
         let mut out = String::with_capacity(16 * 1024);
         // Writing to a `String` cannot fail.
         let _ = prometheus_text::encode(&mut out, &self.registry);
-        let _ = prometheus_text::encode(&mut out, &scrape_registry(health, log_dropped));
+        let _ = prometheus_text::encode(&mut out, &scrape_registry(health, log_dropped, store));
         out
     }
 
@@ -519,6 +525,8 @@ struct HealthGauges {
     consecutive_failures: Family<ProviderLabels, Gauge>,
     latency: Family<ProviderLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
     log_dropped: Counter,
+    state_connected: Gauge,
+    state_shared: Gauge,
 }
 
 /// `(switchyard_breaker_state, switchyard_breaker_auth_failed)` for a health state.
@@ -532,8 +540,10 @@ fn state_gauges(state: &str) -> (i64, i64) {
 }
 
 /// A throwaway registry of the scrape-time gauges.
-fn scrape_registry(health: &[ProviderHealth], log_dropped: u64) -> Registry {
+fn scrape_registry(health: &[ProviderHealth], log_dropped: u64, store: &StateStatus) -> Registry {
     let g = HealthGauges::default();
+    g.state_connected.set(i64::from(store.connected));
+    g.state_shared.set(i64::from(store.backend != "memory"));
     for h in health {
         let labels = ProviderLabels {
             provider: h.name.clone(),
@@ -579,6 +589,16 @@ impl HealthGauges {
             "Request-log lines dropped because the writer was behind",
             self.log_dropped,
         );
+        r.register(
+            "switchyard_state_connected",
+            "1 while breaker, budget and rate-limit state is shared with the fleet (always 1 for the memory backend); 0 while degraded to local state",
+            self.state_connected,
+        );
+        r.register(
+            "switchyard_state_shared",
+            "1 when a shared store (Redis) is configured",
+            self.state_shared,
+        );
         r
     }
 }
@@ -588,6 +608,10 @@ mod tests {
     use super::*;
     use switchyard::breaker::SkipReason;
     use switchyard::{ErrorKind, Usage};
+
+    fn memory_status() -> StateStatus {
+        switchyard::state::SharedState::status(&switchyard::state::MemoryState::new())
+    }
 
     /// Every line of `expect` appears in `text`, exactly.
     fn assert_lines(text: &str, expect: &[&str]) {
@@ -674,7 +698,7 @@ mod tests {
             "smart",
             &attempt("borealis", Outcome::Rescue { method }, 100),
         );
-        let text = metrics.render(&[], 0);
+        let text = metrics.render(&[], 0, &memory_status());
         let expect = [
             r#"switchyard_attempts_total{provider="aurora",outcome="failed",kind="timeout"} 2"#,
             r#"switchyard_attempts_total{provider="aurora",outcome="success",kind=""} 1"#,
@@ -700,7 +724,7 @@ mod tests {
         metrics.on_transition("aurora", &t(CircuitState::Closed, CircuitState::Open));
         metrics.on_transition("aurora", &t(CircuitState::Open, CircuitState::HalfOpen));
         metrics.on_transition("aurora", &t(CircuitState::HalfOpen, CircuitState::Open));
-        let text = metrics.render(&[], 0);
+        let text = metrics.render(&[], 0, &memory_status());
         assert_lines(
             &text,
             &[
@@ -727,7 +751,7 @@ mod tests {
             attempts: Vec::new(),
         };
         metrics.on_complete("smart", Err(&failed));
-        let text = metrics.render(&[], 0);
+        let text = metrics.render(&[], 0, &memory_status());
         let expect = [
             // 0.1 + 0.1 + 0.1 is 0.30000000000000004 in f64; the exact sum is 0.3.
             r#"switchyard_cost_usd_total{provider="aurora"} 0.3"#,
@@ -752,7 +776,7 @@ mod tests {
         metrics.failover("smart");
         metrics.ttft("smart", Duration::from_millis(400));
         metrics.overhead(Duration::from_micros(30));
-        let text = metrics.render(&[], 0);
+        let text = metrics.render(&[], 0, &memory_status());
         let expect = [
             r#"switchyard_requests_total{route="smart",status="200",stream="false"} 2"#,
             r#"switchyard_requests_total{route="smart",status="502",stream="true"} 1"#,
@@ -777,7 +801,7 @@ mod tests {
             health("claude", "auth_failed", 1, None),
             health("gpt", "half_open", 2, Some(80.0)),
         ];
-        let text = Metrics::new().render(&health, 7);
+        let text = Metrics::new().render(&health, 7, &memory_status());
         let expect = [
             r#"switchyard_breaker_state{provider="aurora"} 1"#,
             r#"switchyard_breaker_state{provider="borealis"} 0"#,
@@ -805,7 +829,7 @@ mod tests {
             "smart",
             &attempt("aurora", failed(ErrorKind::Auth, message), 5),
         );
-        let text = metrics.render(&[], 0);
+        let text = metrics.render(&[], 0, &memory_status());
         for fragment in ["sk-live", "req_987", "upstream said"] {
             assert!(!text.contains(fragment), "{fragment}");
         }
@@ -821,7 +845,7 @@ mod tests {
             let method = method.to_owned();
             metrics.on_attempt("smart", &attempt("aurora", Outcome::Rescue { method }, 1));
         }
-        let text = metrics.render(&[], 0);
+        let text = metrics.render(&[], 0, &memory_status());
         let series =
             r#"switchyard_attempts_total{provider="aurora",outcome="rescue",kind="other"} 3"#;
         assert_lines(&text, &[series]);

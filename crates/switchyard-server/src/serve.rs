@@ -15,10 +15,14 @@ use axum::serve::ListenerExt as _;
 use tokio::net::TcpListener;
 
 use crate::app::{app, AppState, Shared, DEFAULT_MAX_BODY_BYTES};
-use crate::config::{self, Config, EMBEDDED_DEFAULT};
+use switchyard::clock::Clock;
+use switchyard::state::{MemoryState, SharedState};
+
+use crate::config::{self, Config, Wiring, EMBEDDED_DEFAULT};
 use crate::keys::KeyStore;
 use crate::log::RequestLog;
 use crate::metrics::Metrics;
+use crate::restore;
 use crate::shutdown::{self, Tasks};
 
 /// `switchyard serve` options.
@@ -67,7 +71,14 @@ async fn serve(args: &ServeArgs) -> Result<(), String> {
     let tasks = Tasks::new();
     let metrics = Arc::new(Metrics::new());
     let env = |name: &str| std::env::var(name).ok();
-    let built = config::build_gateway(&config, &env, true, vec![metrics.clone()])?;
+    let clock = Clock::system();
+    let store = state_store(&config, clock)?;
+    let wiring = Wiring {
+        observers: vec![metrics.clone()],
+        store: Some(store),
+        clock: Some(clock),
+    };
+    let built = config::build_gateway(&config, &env, true, wiring)?;
     for w in &built.warnings {
         eprintln!("switchyard: warning: {w}");
     }
@@ -139,6 +150,37 @@ async fn drain(
             eprintln!("switchyard: grace period over; dropping remaining connections");
         }
     }
+}
+
+/// The state store `[state]` asks for. The memory backend gets back the spend its
+/// request log recorded, so budgets survive restarts.
+fn state_store(config: &Config, clock: Clock) -> Result<Arc<dyn SharedState>, String> {
+    let backend = config
+        .state
+        .as_ref()
+        .and_then(|s| s.backend.as_deref())
+        .unwrap_or("memory");
+    if backend == "redis" {
+        return Err("the redis state backend is not available in this build".to_owned());
+    }
+    let memory = Arc::new(MemoryState::new());
+    if let Some(path) = &config.server.request_log {
+        let (entries, skipped) = restore::read_tolerant(path.as_ref());
+        let r = restore::replay(config, &entries, &memory, clock.unix_ms());
+        if r.entries > 0 || skipped > 0 {
+            eprintln!(
+                "switchyard: restored {} of spend from {} request-log line(s) in {path}{}",
+                r.spend,
+                r.entries,
+                if skipped > 0 {
+                    format!(" ({skipped} unreadable line(s) skipped)")
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+    Ok(memory)
 }
 
 fn listen_address(config: &Config, cli: Option<&str>) -> Result<SocketAddr, String> {

@@ -11,6 +11,7 @@ use switchyard::observe::Observer;
 use switchyard::provider::http::{Transport, TransportConfig};
 use switchyard::provider::simulated::{SimulatedConfig, SimulatedProvider};
 use switchyard::retry::RetryPolicy;
+use switchyard::state::SharedState;
 use switchyard::{ErrorKind, Gateway, Money, Provider, ProviderSpec, Route};
 
 use super::{duration, Config, ProviderToml, RouteToml};
@@ -26,6 +27,17 @@ pub struct Built {
     /// Things that will not work as configured (missing keys, unpriced models under a
     /// budget).
     pub warnings: Vec<String>,
+}
+
+/// What the running process plugs into the gateway.
+#[derive(Default)]
+pub struct Wiring {
+    /// Observers besides the built-in ledger (metrics).
+    pub observers: Vec<Arc<dyn Observer>>,
+    /// The state store (default: in memory).
+    pub store: Option<Arc<dyn SharedState>>,
+    /// The clock (default: the system clock).
+    pub clock: Option<Clock>,
 }
 
 /// The env var whose value is `prov`'s key: the configured one, else the vendor's
@@ -56,14 +68,17 @@ pub fn build_gateway(
     config: &Config,
     env: KeyLookup<'_>,
     serving: bool,
-    observers: Vec<Arc<dyn Observer>>,
+    wiring: Wiring,
 ) -> Result<Built, String> {
     let mut warnings = Vec::new();
     let mut builder = Gateway::builder();
     let transport = Transport::new(TransportConfig::default());
-    let clock = Clock::system();
+    let clock = wiring.clock.unwrap_or_else(Clock::system);
     builder = builder.clock(clock);
-    for o in observers {
+    if let Some(store) = wiring.store {
+        builder = builder.state(store);
+    }
+    for o in wiring.observers {
         builder = builder.observer(o);
     }
     for prov in &config.providers {

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 #[cfg(test)]
 pub use build::resolve_key;
-pub use build::{build_gateway, KeyLookup};
+pub use build::{build_gateway, KeyLookup, Wiring};
 pub use schema::{BreakerToml, Config, KeyToml, ProviderToml, RetryToml, RouteToml};
 
 /// The config compiled into the binary: simulated providers, no keys needed.
@@ -390,6 +390,36 @@ fn validate_keys(config: &Config, routes: &HashSet<String>, p: &mut Problems) {
                 p.add(format!("{at}.routes[{j}]"), format!("no route named {r:?}"));
             }
         }
+        validate_key_limits(k, &at, p);
+    }
+}
+
+fn validate_key_limits(k: &KeyToml, at: &str, p: &mut Problems) {
+    if let Some(b) = k.budget_usd {
+        if !(b.is_finite() && b >= 0.0) {
+            p.add(format!("{at}.budget_usd"), "must be a number >= 0");
+        }
+    }
+    if let Some(period) = &k.budget_period {
+        if crate::limits::Period::parse(period).is_none() {
+            p.add(
+                format!("{at}.budget_period"),
+                format!("{period:?} is not one of total, day, month"),
+            );
+        } else if k.budget_usd.is_none() {
+            p.add(
+                format!("{at}.budget_period"),
+                "has no effect without budget_usd",
+            );
+        }
+    }
+    for (field, v) in [("rpm", k.rpm), ("tpm", k.tpm)] {
+        if v == Some(0) {
+            p.add(
+                format!("{at}.{field}"),
+                "must be at least 1 (omit it for no limit)",
+            );
+        }
     }
 }
 
@@ -413,6 +443,7 @@ fn validate_state(config: &Config, p: &mut Problems) {
             format!("{other:?} is not one of memory, redis"),
         ),
     }
+    p.duration("state.timeout", s.timeout.as_deref());
 }
 
 #[cfg(test)]

@@ -190,6 +190,14 @@ pub struct KeyToml {
     pub sha256: String,
     /// Routes it may use (`"*"` for all).
     pub routes: Vec<String>,
+    /// Spend limit for this key, in dollars, per `budget_period`.
+    pub budget_usd: Option<f64>,
+    /// `total` (default), `day` or `month` (UTC calendar periods).
+    pub budget_period: Option<String>,
+    /// Requests per minute.
+    pub rpm: Option<u64>,
+    /// Tokens (input + output) per minute.
+    pub tpm: Option<u64>,
 }
 
 /// `[state]`.
@@ -200,4 +208,8 @@ pub struct StateToml {
     pub backend: Option<String>,
     /// `redis://host:port` for the redis backend.
     pub url: Option<String>,
+    /// Longest any request waits on Redis before using local state (default `"50ms"`).
+    pub timeout: Option<String>,
+    /// Key prefix in Redis, so fleets can share one server (default `"switchyard"`).
+    pub prefix: Option<String>,
 }

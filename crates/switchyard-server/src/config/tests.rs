@@ -19,7 +19,7 @@ fn the_example_file_parses() {
 #[test]
 fn the_embedded_default_parses_and_builds() {
     let config = parse(EMBEDDED_DEFAULT, "embedded default").unwrap();
-    let built = build_gateway(&config, &|_| None, false, Vec::new()).unwrap();
+    let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
     assert!(built.warnings.is_empty(), "{:?}", built.warnings);
     assert_eq!(built.gateway.default_route(), "default");
     assert!(config.keys.is_empty());
@@ -149,7 +149,7 @@ fn the_example_file_builds_every_adapter_and_warns_of_missing_keys() {
     let text = include_str!("../../../../switchyard.example.toml");
     let config = parse(text, "switchyard.example.toml").unwrap();
     let env = |name: &str| (name == "OPENAI_API_KEY").then(|| "sk-test".to_owned());
-    let built = build_gateway(&config, &env, false, Vec::new()).unwrap();
+    let built = build_gateway(&config, &env, false, Wiring::default()).unwrap();
     let kinds: Vec<_> = built
         .gateway
         .providers()

@@ -60,13 +60,15 @@ pub async fn health(
         "ledger": ledger,
         "budgets": budgets,
         "request_log_dropped": state.log.dropped(),
+        "state": state.gateway.state().status(),
     })))
 }
 
 /// `GET /metrics`: the Prometheus text exposition.
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     let health = state.gateway.health().await;
-    let body = state.metrics.render(&health, state.log.dropped());
+    let store = state.gateway.state().status();
+    let body = state.metrics.render(&health, state.log.dropped(), &store);
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], body)
 }
 
@@ -122,6 +124,7 @@ mod tests {
             name: "ops".into(),
             sha256: hash_token("sy-ops"),
             routes: vec!["*".into()],
+            ..KeyToml::default()
         }])
     }
 

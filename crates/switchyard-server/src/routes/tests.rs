@@ -206,6 +206,7 @@ async fn keys_gate_access_and_routes() {
         name: "team".into(),
         sha256: hash_token("sy-good"),
         routes: vec!["other".into()],
+        ..KeyToml::default()
     }];
     let f = fixture(
         ScriptedProvider::new("p"),
@@ -489,4 +490,100 @@ async fn admin_health_and_metrics_report_breakers_and_attempts() {
     .await;
     assert!(metrics.contains("switchyard_attempts_total"), "{metrics}");
     assert!(metrics.contains("auth"), "{metrics}");
+}
+
+fn keyed_request(token: &str) -> Request<Body> {
+    Request::post("/v1/chat/completions")
+        .header("authorization", format!("Bearer {token}"))
+        .body(Body::from(chat("smart").to_string()))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn key_rate_limits_answer_429_with_retry_after() {
+    let keys = [KeyToml {
+        name: "tight".into(),
+        sha256: hash_token("sy-tight"),
+        routes: vec!["*".into()],
+        rpm: Some(1),
+        ..KeyToml::default()
+    }];
+    let f = fixture(
+        ScriptedProvider::new("p"),
+        ScriptedProvider::new("b"),
+        &keys,
+        Route::new("smart", &["primary", "backup"]),
+    );
+    assert_eq!(
+        call(&f.state, keyed_request("sy-tight")).await.status(),
+        StatusCode::OK
+    );
+    let resp = call(&f.state, keyed_request("sy-tight")).await;
+    assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+    let wait: u64 = header(&resp, "retry-after").parse().unwrap();
+    assert!((1..=60).contains(&wait), "{wait}");
+    assert_eq!(
+        json_body(resp).await["error"]["code"],
+        "rate_limit_exceeded"
+    );
+    assert_eq!(
+        f.primary.calls(),
+        1,
+        "the limited request never reached a provider"
+    );
+}
+
+#[tokio::test]
+async fn key_token_limits_count_what_calls_used() {
+    let keys = [KeyToml {
+        name: "tokens".into(),
+        sha256: hash_token("sy-tokens"),
+        routes: vec!["*".into()],
+        tpm: Some(15),
+        ..KeyToml::default()
+    }];
+    let f = fixture(
+        ScriptedProvider::new("p"),
+        ScriptedProvider::new("b"),
+        &keys,
+        Route::new("smart", &["primary", "backup"]),
+    );
+    // the scripted answer ("ok from p") uses 10 input + 9 output tokens: over 15 after one call
+    assert_eq!(
+        call(&f.state, keyed_request("sy-tokens")).await.status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        call(&f.state, keyed_request("sy-tokens")).await.status(),
+        StatusCode::TOO_MANY_REQUESTS
+    );
+}
+
+#[tokio::test]
+async fn key_budgets_refuse_with_402_before_dispatch() {
+    let keys = [KeyToml {
+        name: "frugal".into(),
+        sha256: hash_token("sy-frugal"),
+        routes: vec!["*".into()],
+        budget_usd: Some(0.000_001),
+        budget_period: Some("day".into()),
+        ..KeyToml::default()
+    }];
+    let f = fixture(
+        ScriptedProvider::new("p"),
+        ScriptedProvider::new("b"),
+        &keys,
+        Route::new("smart", &["primary", "backup"]),
+    );
+    let resp = call(&f.state, keyed_request("sy-frugal")).await;
+    assert_eq!(resp.status(), StatusCode::PAYMENT_REQUIRED);
+    let body = json_body(resp).await;
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("key:frugal:day:"),
+        "{body}"
+    );
+    assert_eq!(f.primary.calls() + f.backup.calls(), 0);
 }

@@ -20,7 +20,9 @@ use tokio::time::Instant;
 
 use crate::app::AppState;
 use crate::error::ApiError;
+use crate::limits;
 use crate::log::LogEntry;
+use switchyard::gateway::CallOptions;
 use wire::{wire_tool_calls, WireToolCall, WireUsage};
 
 /// What a request carries through its life, for headers, the log and metrics.
@@ -31,6 +33,8 @@ pub(crate) struct Ctx {
     /// The route as a metrics label: configured name or "unknown".
     pub route_label: String,
     pub key: Option<String>,
+    /// The key's limits (tokens used are counted against its `tpm`).
+    pub limits: Option<crate::limits::KeyLimits>,
     pub time_ms: u64,
     pub started: Instant,
     pub stream: bool,
@@ -71,6 +75,7 @@ pub async fn completions(State(state): State<AppState>, request: Request) -> Res
         route: String::new(),
         route_label: "unknown".to_owned(),
         key: None,
+        limits: None,
         time_ms: clock.unix_ms(),
         started: clock.now(),
         stream: false,
@@ -111,12 +116,20 @@ async fn handle(state: &AppState, ctx: &mut Ctx, request: Request) -> Result<Res
         }
     }
     let req = wire.to_chat()?;
+    let opts = match &caller {
+        Some(c) => {
+            ctx.limits = Some(c.limits);
+            let now = state.gateway.clock().unix_ms();
+            limits::admit(state.gateway.state().as_ref(), &c.name, &c.limits, now).await?
+        }
+        None => CallOptions::default(),
+    };
     if wire.stream {
         let include_usage = wire
             .stream_options
             .as_ref()
             .is_some_and(|o| o.include_usage);
-        let stream = state.gateway.stream(&ctx.route, req).await?;
+        let stream = state.gateway.stream_with(&ctx.route, req, &opts).await?;
         return Ok(sse::respond(
             state.clone(),
             ctx.clone(),
@@ -124,8 +137,17 @@ async fn handle(state: &AppState, ctx: &mut Ctx, request: Request) -> Result<Res
             include_usage,
         ));
     }
-    let resp = state.gateway.chat(&ctx.route, &req).await?;
+    let resp = state.gateway.chat_with(&ctx.route, &req, &opts).await?;
+    record_tokens(state, ctx, &resp.usage).await;
     Ok(completed(state, ctx, &resp))
+}
+
+/// Count a finished call's tokens against its key's `tpm`.
+pub(crate) async fn record_tokens(state: &AppState, ctx: &Ctx, usage: &switchyard::Usage) {
+    if let (Some(key), Some(l)) = (&ctx.key, &ctx.limits) {
+        let now = state.gateway.clock().unix_ms();
+        limits::record(state.gateway.state().as_ref(), key, l, usage, now).await;
+    }
 }
 
 async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {

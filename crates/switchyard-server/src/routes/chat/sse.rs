@@ -109,7 +109,10 @@ impl Writer {
         let event = self.stream.as_mut()?.next().await?;
         Some(match event {
             StreamEvent::Chunk(c) => self.content(&c),
-            StreamEvent::Done(resp) => self.done(&resp),
+            StreamEvent::Done(resp) => {
+                super::record_tokens(&self.state, &self.ctx, &resp.usage).await;
+                self.done(&resp)
+            }
             StreamEvent::Failed(err) => {
                 self.stream = None;
                 let mut entry = self.ctx.entry(200);
