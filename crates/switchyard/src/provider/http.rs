@@ -344,6 +344,79 @@ impl UpstreamResponse {
     }
 }
 
+/// A vendor's classifier of a non-2xx response (`classify` in each adapter).
+pub type Classify = fn(&HttpFailure, SystemTime) -> ProviderError;
+
+/// How an adapter turns transport outcomes into its errors: its own classifier for
+/// non-2xx answers, and its key, scrubbed from every message. One per adapter instance.
+#[derive(Clone)]
+pub struct ErrorPolicy {
+    /// The vendor's classifier.
+    pub classify: Classify,
+    /// The adapter's key, if any.
+    pub key: Option<Secret>,
+    /// Time for relative Retry-After dates.
+    pub clock: crate::clock::Clock,
+}
+
+impl std::fmt::Debug for ErrorPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ErrorPolicy").finish_non_exhaustive()
+    }
+}
+
+impl ErrorPolicy {
+    /// `error` with the key scrubbed out.
+    #[must_use]
+    pub fn redact(&self, error: ProviderError) -> ProviderError {
+        redact(self.key.as_ref(), error)
+    }
+
+    /// A request's result, checked: transport errors scrubbed; a non-2xx answer read,
+    /// classified by the vendor's rules and scrubbed; a 2xx answer passed on.
+    ///
+    /// # Errors
+    /// The classified, scrubbed error.
+    pub async fn checked(
+        &self,
+        sent: Result<UpstreamResponse, ProviderError>,
+    ) -> Result<UpstreamResponse, ProviderError> {
+        let response = sent.map_err(|e| self.redact(e))?;
+        if response.is_success() {
+            return Ok(response);
+        }
+        let failure = response.into_failure().await;
+        Err(self.redact((self.classify)(&failure, self.clock.system_time())))
+    }
+}
+
+/// `error` with every occurrence of `key` scrubbed from its message and vendor code.
+#[must_use]
+pub fn redact(key: Option<&Secret>, mut error: ProviderError) -> ProviderError {
+    if let Some(key) = key {
+        error.message = key.scrub(&error.message);
+        error.vendor_code = error.vendor_code.map(|c| key.scrub(&c));
+    }
+    error
+}
+
+/// The start of a body for an error message: whitespace collapsed, at most 120 chars.
+#[must_use]
+pub fn snippet(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    truncate(&collapsed, 120)
+}
+
+/// `text` cut to at most `max` characters, with `…` when cut.
+#[must_use]
+pub fn truncate(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
+    }
+}
+
 /// A non-2xx response, read for classification.
 #[derive(Debug, Clone)]
 pub struct HttpFailure {

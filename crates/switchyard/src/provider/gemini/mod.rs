@@ -45,7 +45,10 @@ use reqwest::header::HeaderMap;
 use reqwest::Url;
 use serde_json::Value;
 
-use super::http::{self, ConfigError, HttpClient, HttpSettings, Transport, UpstreamResponse};
+use super::http::{
+    self, redact, snippet, truncate, ConfigError, ErrorPolicy, HttpClient, HttpSettings, Transport,
+    UpstreamResponse,
+};
 use super::secret::Secret;
 use super::sse::{self, Parsed, SseEvent, SseStream};
 use super::{reply_as_chunk, ChunkStream, Provider};
@@ -127,6 +130,8 @@ impl GeminiConfig {
 pub struct Gemini {
     model: String,
     api_key: Option<Secret>,
+    /// Classifies non-2xx answers and scrubs the key from every error.
+    errors: ErrorPolicy,
     http: HttpClient,
     generate_url: Url,
     /// `…:streamGenerateContent?alt=sse` (without `alt=sse` Google streams one JSON array).
@@ -137,7 +142,6 @@ pub struct Gemini {
     /// The same with `Accept: text/event-stream`.
     sse_headers: HeaderMap,
     usage_grace: Duration,
-    clock: Clock,
 }
 
 impl Gemini {
@@ -172,6 +176,11 @@ impl Gemini {
         Ok(Self {
             http: transport.client(config.http)?,
             model: config.model,
+            errors: ErrorPolicy {
+                classify,
+                key: config.api_key.clone(),
+                clock: config.clock,
+            },
             api_key: config.api_key,
             generate_url,
             stream_url,
@@ -179,7 +188,6 @@ impl Gemini {
             json_headers,
             sse_headers,
             usage_grace: config.usage_grace,
-            clock: config.clock,
         })
     }
 
@@ -196,13 +204,7 @@ impl Gemini {
 
     /// Scrub the key out of an error's text.
     fn redact(&self, error: ProviderError) -> ProviderError {
-        redact(self.api_key.as_ref(), error)
-    }
-
-    /// Classify a non-2xx response.
-    async fn failure(&self, response: UpstreamResponse) -> ProviderError {
-        let failure = response.into_failure().await;
-        self.redact(classify(&failure, self.clock.system_time()))
+        self.errors.redact(error)
     }
 
     async fn post(&self, body: Vec<u8>, stream: bool) -> Result<UpstreamResponse, ProviderError> {
@@ -211,16 +213,8 @@ impl Gemini {
         } else {
             (&self.generate_url, &self.json_headers)
         };
-        let response = self
-            .http
-            .post_json(url, headers, body)
-            .await
-            .map_err(|e| self.redact(e))?;
-        if response.is_success() {
-            Ok(response)
-        } else {
-            Err(self.failure(response).await)
-        }
+        let sent = self.http.post_json(url, headers, body).await;
+        self.errors.checked(sent).await
     }
 
     /// A stream call answered with JSON instead of events: Google's non-SSE stream format
@@ -291,14 +285,8 @@ impl Provider for Gemini {
 
     /// `GET {base_url}/models`: free, and proves the key and the endpoint.
     async fn check_health(&self) -> Result<(), ProviderError> {
-        let response = self
-            .http
-            .get(&self.models_url, &self.json_headers)
-            .await
-            .map_err(|e| self.redact(e))?;
-        if !response.is_success() {
-            return Err(self.failure(response).await);
-        }
+        let sent = self.http.get(&self.models_url, &self.json_headers).await;
+        let response = self.errors.checked(sent).await?;
         response.body().await.map_err(|e| self.redact(e))?;
         Ok(())
     }
@@ -555,33 +543,10 @@ fn endpoint(base_url: &str, path: &str) -> Result<Url, ConfigError> {
     Ok(url)
 }
 
-fn redact(key: Option<&Secret>, mut error: ProviderError) -> ProviderError {
-    if let Some(key) = key {
-        error.message = key.scrub(&error.message);
-        error.vendor_code = error.vendor_code.map(|c| key.scrub(&c));
-    }
-    error
-}
-
 fn malformed(message: impl Into<String>) -> ProviderError {
     ProviderError::new(ErrorKind::Malformed, message)
 }
 
 fn bad_request(message: impl Into<String>) -> ProviderError {
     ProviderError::new(ErrorKind::BadRequest, message)
-}
-
-/// The start of a body for an error message: whitespace collapsed, at most 120 chars.
-fn snippet(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
-    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    truncate(&collapsed, 120)
-}
-
-/// `text` cut to at most `max` characters, with `…` when cut.
-fn truncate(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_owned(),
-    }
 }

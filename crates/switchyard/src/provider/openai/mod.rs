@@ -33,7 +33,10 @@ use reqwest::header::HeaderMap;
 use reqwest::Url;
 use serde_json::{json, Value};
 
-use super::http::{self, ConfigError, HttpClient, HttpSettings, Transport, UpstreamResponse};
+use super::http::{
+    self, redact, snippet, truncate, ConfigError, ErrorPolicy, HttpClient, HttpSettings, Transport,
+    UpstreamResponse,
+};
 use super::secret::Secret;
 use super::sse::{self, Parsed, SseEvent, SseStream};
 use super::{reply_as_chunk, ChunkStream, Provider};
@@ -125,6 +128,8 @@ pub struct OpenAi {
     model: String,
     use_max_tokens: bool,
     api_key: Option<Secret>,
+    /// Classifies non-2xx answers and scrubs the key from every error.
+    errors: ErrorPolicy,
     http: HttpClient,
     chat_url: Url,
     models_url: Url,
@@ -133,7 +138,6 @@ pub struct OpenAi {
     /// The same with `Accept: text/event-stream`.
     sse_headers: HeaderMap,
     usage_grace: Duration,
-    clock: Clock,
 }
 
 impl OpenAi {
@@ -168,13 +172,17 @@ impl OpenAi {
             http: transport.client(config.http)?,
             model: config.model,
             use_max_tokens: config.use_max_tokens,
+            errors: ErrorPolicy {
+                classify,
+                key: config.api_key.clone(),
+                clock: config.clock,
+            },
             api_key: config.api_key,
             chat_url,
             models_url,
             json_headers,
             sse_headers,
             usage_grace: config.usage_grace,
-            clock: config.clock,
         })
     }
 
@@ -224,13 +232,7 @@ impl OpenAi {
 
     /// Scrub the key out of an error's text.
     fn redact(&self, error: ProviderError) -> ProviderError {
-        redact(self.api_key.as_ref(), error)
-    }
-
-    /// Classify a non-2xx response.
-    async fn failure(&self, response: UpstreamResponse) -> ProviderError {
-        let failure = response.into_failure().await;
-        self.redact(classify(&failure, self.clock.system_time()))
+        self.errors.redact(error)
     }
 
     async fn post(&self, body: Vec<u8>, stream: bool) -> Result<UpstreamResponse, ProviderError> {
@@ -239,16 +241,8 @@ impl OpenAi {
         } else {
             &self.json_headers
         };
-        let response = self
-            .http
-            .post_json(&self.chat_url, headers, body)
-            .await
-            .map_err(|e| self.redact(e))?;
-        if response.is_success() {
-            Ok(response)
-        } else {
-            Err(self.failure(response).await)
-        }
+        let sent = self.http.post_json(&self.chat_url, headers, body).await;
+        self.errors.checked(sent).await
     }
 }
 
@@ -305,14 +299,8 @@ impl Provider for OpenAi {
 
     /// `GET {base_url}/models`: free, and proves the key and the endpoint.
     async fn check_health(&self) -> Result<(), ProviderError> {
-        let response = self
-            .http
-            .get(&self.models_url, &self.json_headers)
-            .await
-            .map_err(|e| self.redact(e))?;
-        if !response.is_success() {
-            return Err(self.failure(response).await);
-        }
+        let sent = self.http.get(&self.models_url, &self.json_headers).await;
+        let response = self.errors.checked(sent).await?;
         response.body().await.map_err(|e| self.redact(e))?;
         Ok(())
     }
@@ -586,29 +574,6 @@ fn processing_time(response: &UpstreamResponse) -> Option<Duration> {
     (ms.is_finite() && ms >= 0.0).then(|| Duration::from_secs_f64(ms / 1000.0))
 }
 
-fn redact(key: Option<&Secret>, mut error: ProviderError) -> ProviderError {
-    if let Some(key) = key {
-        error.message = key.scrub(&error.message);
-        error.vendor_code = error.vendor_code.map(|c| key.scrub(&c));
-    }
-    error
-}
-
 fn malformed(message: impl Into<String>) -> ProviderError {
     ProviderError::new(ErrorKind::Malformed, message)
-}
-
-/// The start of a body for an error message: whitespace collapsed, at most 120 chars.
-pub(crate) fn snippet(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
-    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    truncate(&collapsed, 120)
-}
-
-/// `text` cut to at most `max` characters, with `…` when cut.
-pub(crate) fn truncate(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_owned(),
-    }
 }
