@@ -7,6 +7,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use switchyard::Gateway;
 
+use crate::insight::Insight;
 use crate::keys::KeyStore;
 use crate::log::RequestLog;
 use crate::metrics::Metrics;
@@ -29,6 +30,8 @@ pub struct Shared {
     pub metrics: Arc<Metrics>,
     /// The request log.
     pub log: RequestLog,
+    /// Recent history for the dashboard (also a gateway observer and the log's tap).
+    pub insight: Arc<Insight>,
     /// Largest accepted body.
     pub max_body_bytes: usize,
     /// False while starting up or shutting down (`/readyz`).
@@ -51,6 +54,12 @@ pub fn app(state: AppState) -> Router {
         .route("/readyz", get(routes::admin::readyz))
         .route("/admin/health", get(routes::admin::health))
         .route("/metrics", get(routes::admin::metrics))
+        .route("/", get(routes::dashboard::page))
+        .route("/dashboard/{asset}", get(routes::dashboard::asset))
+        .route("/admin/overview", get(routes::dashboard::overview))
+        .route("/admin/transitions", get(routes::dashboard::transitions))
+        .route("/admin/requests", get(routes::dashboard::requests))
+        .route("/admin/requests/{id}", get(routes::dashboard::request))
         .fallback(routes::not_found)
         .with_state(state)
 }

@@ -2,12 +2,13 @@
 //!
 //! Owns the [`KeyStore`] built from `[[keys]]` (SHA-256 hashes only; tokens are never
 //! stored), request authentication (`Authorization: Bearer <token>` or `x-api-key`, hashed
-//! and compared in constant time against every stored hash), and `switchyard keys new`,
-//! which prints a fresh token once together with the config lines to paste.
+//! and compared in constant time against every stored hash), admin authorization (a key
+//! with `admin = true` reads `/admin/*`), and `switchyard keys new`, which prints a fresh
+//! token once together with the config lines to paste.
 
 use std::collections::HashSet;
 
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
@@ -25,6 +26,7 @@ struct Key {
     /// `None`: every route (`"*"`).
     routes: Option<HashSet<String>>,
     limits: KeyLimits,
+    admin: bool,
 }
 
 /// The caller a request was authenticated as.
@@ -35,6 +37,8 @@ pub struct Caller {
     routes: Option<HashSet<String>>,
     /// Its budget and rate limits.
     pub limits: KeyLimits,
+    /// May read the admin endpoints and the dashboard's data.
+    pub admin: bool,
 }
 
 impl Caller {
@@ -66,6 +70,7 @@ impl KeyStore {
                     hash,
                     routes,
                     limits: limits_of(k),
+                    admin: k.admin.unwrap_or(false),
                 })
             })
             .collect();
@@ -98,7 +103,34 @@ impl KeyStore {
             name: key.name.clone(),
             routes: key.routes.clone(),
             limits: key.limits,
+            admin: key.admin,
         }))
+    }
+
+    /// Authorize an admin request: open when no keys are configured, else an admin key.
+    ///
+    /// # Errors
+    /// 401 without a key or with an unknown one; 403 for a key without `admin = true`.
+    pub fn authorize_admin(&self, headers: &HeaderMap) -> Result<(), ApiError> {
+        match self.authenticate(headers)? {
+            Some(caller) if !caller.admin => Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "permission_error",
+                format!(
+                    "key {:?} is not an admin key (set `admin = true` on it in [[keys]])",
+                    caller.name
+                ),
+            )
+            .code("admin_key_required")),
+            _ => Ok(()),
+        }
+    }
+
+    /// Every key's name, limits and admin flag, in config order (no hashes).
+    pub fn list(&self) -> impl Iterator<Item = (&str, &KeyLimits, bool)> {
+        self.keys
+            .iter()
+            .map(|k| (k.name.as_str(), &k.limits, k.admin))
     }
 }
 
@@ -225,6 +257,43 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.status, 401);
         assert!(!e.message.contains("sy-nope"), "the token is never echoed");
+    }
+
+    #[test]
+    fn admin_needs_an_admin_key() {
+        let mut keys = vec![KeyToml {
+            name: "root".into(),
+            sha256: hash_token("sy-root"),
+            admin: Some(true),
+            ..KeyToml::default()
+        }];
+        let s = KeyStore::new(&keys);
+        assert!(s
+            .authorize_admin(&headers("authorization", "Bearer sy-root"))
+            .is_ok());
+        keys.push(KeyToml {
+            name: "team".into(),
+            sha256: hash_token("sy-team"),
+            ..KeyToml::default()
+        });
+        let s = KeyStore::new(&keys);
+        let e = s
+            .authorize_admin(&headers("x-api-key", "sy-team"))
+            .unwrap_err();
+        assert_eq!(e.status, 403);
+        assert_eq!(
+            s.authorize_admin(&HeaderMap::new()).unwrap_err().status,
+            401
+        );
+        let e = s
+            .authorize_admin(&headers("authorization", "Bearer sy-x"))
+            .unwrap_err();
+        assert_eq!(e.status, 401);
+        assert!(KeyStore::default()
+            .authorize_admin(&HeaderMap::new())
+            .is_ok());
+        let admins: Vec<_> = s.list().map(|(n, _, a)| (n, a)).collect();
+        assert_eq!(admins, [("root", true), ("team", false)]);
     }
 
     #[test]

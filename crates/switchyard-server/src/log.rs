@@ -4,6 +4,8 @@
 //! [`RequestLog`], a bounded channel drained by one tracked writer task. A full channel
 //! drops the line and counts it — logging never slows or fails a request. When the last
 //! handle is dropped (after the server has drained) the writer flushes what it has and ends.
+//! An optional [`LogTap`] sees every entry as it is written (the dashboard's recent
+//! requests), whether or not a file is configured.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -55,11 +57,29 @@ pub struct LogEntry {
     pub error: Option<String>,
 }
 
+/// Sees each finished request's entry; must be quick and must never block or fail.
+pub trait LogTap: Send + Sync {
+    /// One request finished.
+    fn record(&self, entry: &LogEntry);
+}
+
 /// Handle to the request log (cheap to clone).
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct RequestLog {
     tx: Option<mpsc::Sender<LogEntry>>,
     dropped: Arc<AtomicU64>,
+    /// Told of every entry before it is queued for the file.
+    tap: Option<Arc<dyn LogTap>>,
+}
+
+impl std::fmt::Debug for RequestLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestLog")
+            .field("file", &self.tx.is_some())
+            .field("dropped", &self.dropped())
+            .field("tap", &self.tap.is_some())
+            .finish()
+    }
 }
 
 impl RequestLog {
@@ -84,11 +104,22 @@ impl RequestLog {
         Ok(Self {
             tx: Some(tx),
             dropped: Arc::new(AtomicU64::new(0)),
+            tap: None,
         })
+    }
+
+    /// Builder: tell `tap` of every entry.
+    #[must_use]
+    pub fn with_tap(mut self, tap: Arc<dyn LogTap>) -> Self {
+        self.tap = Some(tap);
+        self
     }
 
     /// Queue a line; drops (and counts) it if the writer is behind.
     pub fn write(&self, entry: LogEntry) {
+        if let Some(tap) = &self.tap {
+            tap.record(&entry);
+        }
         if let Some(tx) = &self.tx {
             if tx.try_send(entry).is_err() {
                 self.dropped.fetch_add(1, Ordering::Relaxed);

@@ -10,8 +10,10 @@
 mod app;
 mod check;
 mod config;
+mod dashboard;
 mod demo;
 mod error;
+mod insight;
 mod keys;
 mod limits;
 mod log;

@@ -19,6 +19,7 @@ use switchyard::clock::Clock;
 use switchyard::state::{MemoryState, SharedState};
 
 use crate::config::{self, Config, Wiring, EMBEDDED_DEFAULT};
+use crate::insight::Insight;
 use crate::keys::KeyStore;
 use crate::log::RequestLog;
 use crate::metrics::Metrics;
@@ -73,8 +74,9 @@ async fn serve(args: &ServeArgs) -> Result<(), String> {
     let env = |name: &str| std::env::var(name).ok();
     let clock = Clock::system();
     let store = state_store(&config, clock)?;
+    let insight = Arc::new(Insight::new(clock));
     let wiring = Wiring {
-        observers: vec![metrics.clone()],
+        observers: vec![metrics.clone(), insight.clone()],
         store: Some(store),
         clock: Some(clock),
     };
@@ -87,12 +89,14 @@ async fn serve(args: &ServeArgs) -> Result<(), String> {
             .await
             .map_err(|e| format!("request log {path}: {e}"))?,
         None => RequestLog::disabled(),
-    };
+    }
+    .with_tap(insight.clone());
     let state = AppState(Arc::new(Shared {
         gateway: built.gateway,
         keys: KeyStore::new(&config.keys),
         metrics,
         log,
+        insight,
         max_body_bytes: config
             .server
             .max_body_bytes

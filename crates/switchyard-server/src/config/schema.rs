@@ -198,6 +198,8 @@ pub struct KeyToml {
     pub rpm: Option<u64>,
     /// Tokens (input + output) per minute.
     pub tpm: Option<u64>,
+    /// May read `/admin/*` and the dashboard's data (default false).
+    pub admin: Option<bool>,
 }
 
 /// `[state]`.

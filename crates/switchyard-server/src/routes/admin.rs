@@ -1,7 +1,8 @@
 //! Operations endpoints: `/healthz`, `/readyz`, `/admin/health` and `/metrics`.
 //!
 //! Owns what an operator or an orchestrator reads: liveness, readiness, the breakers and
-//! books as JSON, and the Prometheus exposition. Does not own the numbers themselves
+//! books as JSON (behind an admin key when keys are configured), and the Prometheus
+//! exposition (open, like the probes). Does not own the numbers themselves
 //! (the gateway's health and ledger, [`Metrics`](crate::metrics::Metrics)) nor the
 //! readiness flag's life cycle (`serve` sets and clears it).
 
@@ -41,12 +42,12 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
 /// amounts.
 ///
 /// # Errors
-/// 401 when client keys are configured and the request carries no valid one.
+/// When client keys are configured: 401 without a valid key, 403 for a non-admin key.
 pub async fn health(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
-    state.keys.authenticate(&headers)?;
+    state.keys.authorize_admin(&headers)?;
     let providers = state.gateway.health().await;
     let ledger = state.gateway.ledger().summary();
     let mut budgets = BTreeMap::new();
@@ -72,7 +73,8 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], body)
 }
 
-fn budget_json(b: &BudgetState) -> Value {
+/// A budget's books in dollars.
+pub(crate) fn budget_json(b: &BudgetState) -> Value {
     json!({
         "limit_usd": b.limit.to_usd(),
         "spent_usd": b.spent.to_usd(),
@@ -114,18 +116,30 @@ mod tests {
             keys,
             metrics,
             log: RequestLog::disabled(),
+            insight: Arc::new(crate::insight::Insight::new(
+                switchyard::clock::Clock::system(),
+            )),
             max_body_bytes: crate::app::DEFAULT_MAX_BODY_BYTES,
             ready: AtomicBool::new(ready),
         }))
     }
 
     fn keyed() -> KeyStore {
-        KeyStore::new(&[KeyToml {
-            name: "ops".into(),
-            sha256: hash_token("sy-ops"),
-            routes: vec!["*".into()],
-            ..KeyToml::default()
-        }])
+        KeyStore::new(&[
+            KeyToml {
+                name: "ops".into(),
+                sha256: hash_token("sy-ops"),
+                routes: vec!["*".into()],
+                admin: Some(true),
+                ..KeyToml::default()
+            },
+            KeyToml {
+                name: "team".into(),
+                sha256: hash_token("sy-team"),
+                routes: vec!["*".into()],
+                ..KeyToml::default()
+            },
+        ])
     }
 
     async fn body(resp: axum::response::Response) -> (StatusCode, String) {
@@ -180,11 +194,17 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn health_needs_a_client_key_when_keys_are_configured() {
+    async fn health_needs_an_admin_key_when_keys_are_configured() {
         let err = health(State(state(keyed(), true)), HeaderMap::new())
             .await
             .unwrap_err();
         assert_eq!(err.status, StatusCode::UNAUTHORIZED);
+        let mut headers = HeaderMap::new();
+        headers.insert("authorization", "Bearer sy-team".parse().unwrap());
+        let err = health(State(state(keyed(), true)), headers)
+            .await
+            .unwrap_err();
+        assert_eq!(err.status, StatusCode::FORBIDDEN);
         let mut headers = HeaderMap::new();
         headers.insert("authorization", "Bearer sy-ops".parse().unwrap());
         assert!(health(State(state(keyed(), true)), headers).await.is_ok());

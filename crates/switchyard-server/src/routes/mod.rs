@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod chat;
+pub mod dashboard;
 pub mod models;
 
 #[cfg(test)]

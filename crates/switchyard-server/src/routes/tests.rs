@@ -55,6 +55,9 @@ fn fixture(
         keys: KeyStore::new(keys),
         metrics,
         log: RequestLog::disabled(),
+        insight: Arc::new(crate::insight::Insight::new(
+            switchyard::clock::Clock::system(),
+        )),
         max_body_bytes: 2048,
         ready: AtomicBool::new(true),
     }));
