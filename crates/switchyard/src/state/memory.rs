@@ -44,6 +44,16 @@ impl MemoryState {
         }
     }
 
+    /// Take the fleet's view of a breaker atomically, keeping this replica's probe lease
+    /// when it still applies (see [`Breaker::merge_shared`]; used by fleet stores).
+    pub fn merge_breaker(&self, provider: &str, shared: Breaker) {
+        if let Ok(mut map) = self.breakers.lock() {
+            map.entry(provider.to_owned())
+                .or_default()
+                .merge_shared(shared);
+        }
+    }
+
     /// Every breaker, by provider.
     #[must_use]
     pub fn breakers(&self) -> HashMap<String, Breaker> {
