@@ -8,12 +8,16 @@
 //! and degrades to a local memory store when Redis is away.
 
 mod memory;
+#[cfg(feature = "redis")]
+pub mod redis;
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Serialize;
 
+#[cfg(feature = "redis")]
+pub use self::redis::{RedisConfig, RedisState};
 pub use memory::MemoryState;
 
 use crate::breaker::{Applied, Breaker, BreakerConfig, Now, Op};

@@ -1,0 +1,266 @@
+//! Fleet budgets and rate limits: Lua scripts while connected, local books while not.
+//!
+//! Owns the budget scripts' callers (reserve, settle/release, read), what this replica
+//! knows that Redis does not (spend and reservations from an outage, pushed on resync),
+//! the local enforcement while degraded, and the GCRA call.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{MutexGuard, PoisonError};
+use std::time::Duration;
+
+use ::redis::aio::MultiplexedConnection;
+
+use super::scripts::{GCRA, RESERVE, SETTLE};
+use super::Inner;
+use crate::clock::{duration_ms, UnixMillis};
+use crate::cost::{BudgetState, Money};
+use crate::ratelimit::{spacing_us, PERIOD};
+
+/// Set in the ids of reservations made locally while degraded: Redis never saw them, so
+/// settling one only adds spend.
+pub(super) const LOCAL_ID: u64 = 1 << 63;
+
+/// Keeps the GCRA's Lua arithmetic (doubles) exact.
+const MAX_EXACT_US: u64 = 1 << 52;
+
+/// The Redis reservation behind `id`, unless it was made locally.
+pub(super) fn remote_id(id: u64) -> Option<u64> {
+    (id & LOCAL_ID == 0).then_some(id)
+}
+
+/// What this replica knows of one budget beyond Redis.
+#[derive(Debug, Default)]
+pub(super) struct Books {
+    /// Settled spend as Redis last reported it.
+    known_spent: Money,
+    /// Spend settled here and not yet in Redis.
+    pending: Money,
+    /// Held by reservations made here while degraded (Redis never saw them).
+    local_reserved: Money,
+    /// Redis reservations settled or released here whose removal has not reached Redis.
+    drop: Vec<u64>,
+}
+
+/// The books as a budget script returns them.
+#[derive(Debug, Clone, Copy)]
+struct Remote {
+    spent: Money,
+    reserved: Money,
+}
+
+fn money(s: &str) -> Option<Money> {
+    s.parse().ok().map(Money::from_picos)
+}
+
+impl Inner {
+    pub(super) async fn reserve(
+        &self,
+        scope: &str,
+        limit: Money,
+        amount: Money,
+        lease: Duration,
+    ) -> Result<u64, BudgetState> {
+        let now = self.clock.unix_ms();
+        let extra = self.with_books(scope, |b| b.pending + b.local_reserved);
+        let mut inv = RESERVE.prepare_invoke();
+        inv.key(self.keys.books(scope))
+            .key(self.keys.leases(scope))
+            .arg(now)
+            .arg(limit.picos())
+            .arg(amount.picos())
+            .arg(extra.picos())
+            .arg(now.saturating_add(duration_ms(lease)));
+        let reply: Option<(u64, String, String)> = self
+            .link
+            .call("budget reserve", |mut c| async move {
+                inv.invoke_async(&mut c).await
+            })
+            .await;
+        let parsed = reply.and_then(|(id, s, r)| Some((id, self.note(scope, &s, &r)?)));
+        match parsed {
+            Some((0, remote)) => Err(self.view(scope, limit, Some(remote))),
+            Some((id, _)) => Ok(id),
+            None => self.reserve_local(scope, limit, amount),
+        }
+    }
+
+    fn reserve_local(&self, scope: &str, limit: Money, amount: Money) -> Result<u64, BudgetState> {
+        let mut books = self.books();
+        let b = books.entry(scope.to_owned()).or_default();
+        let state = BudgetState {
+            limit,
+            spent: b.known_spent + b.pending,
+            reserved: b.local_reserved,
+        };
+        if state.spent + state.reserved + amount > limit {
+            return Err(state);
+        }
+        b.local_reserved += amount;
+        Ok(LOCAL_ID | (self.local_ids.fetch_add(1, Ordering::Relaxed) + 1))
+    }
+
+    pub(super) async fn settle(&self, scope: &str, id: u64, reserved: Money, actual: Money) {
+        let remote = self.release_now(scope, id, reserved);
+        self.push_or_keep(scope, actual, remote).await;
+    }
+
+    pub(super) async fn budget(&self, scope: &str, limit: Money) -> BudgetState {
+        let remote = self.push(scope, Money::ZERO, Vec::new()).await;
+        self.view(scope, limit, remote)
+    }
+
+    /// The books as this replica sees them: Redis's (or the last known spend) plus what
+    /// Redis has not heard of yet.
+    fn view(&self, scope: &str, limit: Money, remote: Option<Remote>) -> BudgetState {
+        self.with_books(scope, |b| BudgetState {
+            limit,
+            spent: remote.map_or(b.known_spent, |r| r.spent) + b.pending,
+            reserved: remote.map_or(Money::ZERO, |r| r.reserved) + b.local_reserved,
+        })
+    }
+
+    /// Give back a local reservation at once; returns the Redis reservation id otherwise.
+    pub(super) fn release_now(&self, scope: &str, id: u64, amount: Money) -> Option<u64> {
+        let remote = remote_id(id);
+        if remote.is_none() {
+            self.with_books(scope, |b| {
+                b.local_reserved = b.local_reserved.saturating_sub(amount);
+            });
+        }
+        remote
+    }
+
+    /// Add spend and drop a reservation in Redis, or keep both for the resync.
+    pub(super) async fn push_or_keep(&self, scope: &str, spend: Money, id: Option<u64>) {
+        let ids = id.into_iter().collect();
+        if self.push(scope, spend, ids).await.is_none() {
+            self.keep_pending(scope, spend, id);
+        }
+    }
+
+    pub(super) fn keep_pending(&self, scope: &str, spend: Money, id: Option<u64>) {
+        self.with_books(scope, |b| {
+            b.pending += spend;
+            b.drop.extend(id);
+        });
+    }
+
+    async fn push(&self, scope: &str, spend: Money, ids: Vec<u64>) -> Option<Remote> {
+        let conn = self.link.conn()?;
+        self.push_on(&conn, scope, spend, ids).await
+    }
+
+    async fn push_on(
+        &self,
+        conn: &MultiplexedConnection,
+        scope: &str,
+        spend: Money,
+        ids: Vec<u64>,
+    ) -> Option<Remote> {
+        let mut inv = SETTLE.prepare_invoke();
+        inv.key(self.keys.books(scope))
+            .key(self.keys.leases(scope))
+            .arg(self.clock.unix_ms())
+            .arg(spend.picos())
+            .arg(ids);
+        let (s, r): (String, String) = self
+            .link
+            .call_on(conn, "budget settle", |mut c| async move {
+                inv.invoke_async(&mut c).await
+            })
+            .await?;
+        self.note(scope, &s, &r)
+    }
+
+    /// Push spend and reservation drops kept during an outage. `None` if Redis failed.
+    pub(super) async fn sync_budgets(&self, conn: &MultiplexedConnection) -> Option<()> {
+        let owed: Vec<(String, Money, Vec<u64>)> = self
+            .books()
+            .iter()
+            .filter(|(_, b)| b.pending != Money::ZERO || !b.drop.is_empty())
+            .map(|(scope, b)| (scope.clone(), b.pending, b.drop.clone()))
+            .collect();
+        for (scope, spend, ids) in owed {
+            self.push_on(conn, &scope, spend, ids.clone()).await?;
+            self.with_books(&scope, |b| {
+                b.pending = b.pending - spend;
+                b.drop.retain(|id| !ids.contains(id));
+            });
+        }
+        Some(())
+    }
+
+    /// Spend not yet in Redis, by scope.
+    pub(super) fn pending_spend(&self) -> HashMap<String, Money> {
+        self.books()
+            .iter()
+            .filter(|(_, b)| b.pending != Money::ZERO)
+            .map(|(scope, b)| (scope.clone(), b.pending))
+            .collect()
+    }
+
+    /// Remember what Redis said (the spend enforced while degraded).
+    fn note(&self, scope: &str, spent: &str, reserved: &str) -> Option<Remote> {
+        let remote = Remote {
+            spent: money(spent)?,
+            reserved: money(reserved)?,
+        };
+        self.with_books(scope, |b| b.known_spent = remote.spent);
+        Some(remote)
+    }
+
+    fn books(&self) -> MutexGuard<'_, HashMap<String, Books>> {
+        // The books stay usable after a panic elsewhere: every update is one assignment.
+        self.books.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn with_books<R>(&self, scope: &str, f: impl FnOnce(&mut Books) -> R) -> R {
+        f(self.books().entry(scope.to_owned()).or_default())
+    }
+
+    pub(super) async fn rate(
+        &self,
+        bucket: &str,
+        limit: u64,
+        cost: u64,
+        now: UnixMillis,
+    ) -> Result<(), Duration> {
+        match self.gcra(bucket, limit, cost, now, true).await {
+            Some(0) => Ok(()),
+            Some(wait_us) => Err(Duration::from_micros(wait_us)),
+            None => self.mirror.rate_local(bucket, limit, cost, now),
+        }
+    }
+
+    pub(super) async fn rate_add(&self, bucket: &str, limit: u64, amount: u64, now: UnixMillis) {
+        if self.gcra(bucket, limit, amount, now, false).await.is_none() {
+            self.mirror.rate_add_local(bucket, limit, amount, now);
+        }
+    }
+
+    /// One GCRA call: `Some(0)` admitted (or added), `Some(wait µs)`, `None` if degraded.
+    async fn gcra(
+        &self,
+        bucket: &str,
+        limit: u64,
+        cost: u64,
+        now: UnixMillis,
+        check: bool,
+    ) -> Option<u64> {
+        let t = spacing_us(limit);
+        let period_us = u64::try_from(PERIOD.as_micros()).unwrap_or(u64::MAX);
+        let mut inv = GCRA.prepare_invoke();
+        inv.key(self.keys.rate(bucket))
+            .arg(now.saturating_mul(1000))
+            .arg(cost.max(1).saturating_mul(t).min(MAX_EXACT_US))
+            .arg(cost.saturating_mul(t).min(MAX_EXACT_US))
+            .arg(period_us.max(t))
+            .arg(if check { "1" } else { "0" });
+        self.link
+            .call("rate limit", |mut c| async move {
+                inv.invoke_async(&mut c).await
+            })
+            .await
+    }
+}

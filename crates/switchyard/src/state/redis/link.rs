@@ -1,0 +1,307 @@
+//! The connection to Redis, the time bound on every call, and the store's health.
+//!
+//! Owns the one command connection (a multiplexed connection shared by all requests),
+//! what "connected" means (the last call answered in time), when the store degraded and
+//! why, and keeping the URL's password out of every message. Does not reconnect by
+//! itself: the background task does (`sync`).
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use ::redis::aio::{MultiplexedConnection, PubSub};
+use ::redis::{AsyncConnectionConfig, Client, RedisResult};
+use tokio::sync::Notify;
+
+use crate::clock::{Clock, UnixMillis};
+use crate::state::StateStatus;
+
+/// Redis as one replica sees it.
+pub(super) struct Link {
+    /// `None` when the URL does not parse (the store then stays degraded).
+    client: Option<Client>,
+    /// The command connection while connected; `None` while degraded.
+    conn: Mutex<Option<MultiplexedConnection>>,
+    /// Mirrors `conn.is_some()` for the hot path's check.
+    connected: AtomicBool,
+    health: Mutex<Health>,
+    op_timeout: Duration,
+    connect_timeout: Duration,
+    /// Strings scrubbed from every error message (the password, raw and decoded).
+    secrets: Vec<String>,
+    clock: Clock,
+    /// Woken when a call fails, so the background task reconnects at once.
+    pub(super) lost: Notify,
+}
+
+#[derive(Debug, Default)]
+struct Health {
+    degraded_since_ms: Option<UnixMillis>,
+    last_error: Option<String>,
+}
+
+impl Link {
+    pub(super) fn new(
+        url: &str,
+        op_timeout: Duration,
+        connect_timeout: Duration,
+        clock: Clock,
+    ) -> Link {
+        let secrets = password(url)
+            .map(|p| vec![percent_decode(&p), p])
+            .unwrap_or_default();
+        let client = Client::open(url);
+        let link = Link {
+            client: client.as_ref().ok().cloned(),
+            conn: Mutex::new(None),
+            connected: AtomicBool::new(false),
+            health: Mutex::default(),
+            op_timeout,
+            connect_timeout,
+            secrets,
+            clock,
+            lost: Notify::new(),
+        };
+        if let Err(e) = client {
+            link.fail(&format!("invalid Redis URL {}: {e}", redact_url(url)));
+        }
+        link
+    }
+
+    /// True while calls go to Redis.
+    pub(super) fn is_connected(&self) -> bool {
+        self.connected.load(Ordering::Acquire)
+    }
+
+    /// Run one call against the current connection, bounded by `op_timeout`. `None` when
+    /// degraded, or when the call errs or is late (the store then degrades).
+    pub(super) async fn call<T, F, Fut>(&self, what: &str, f: F) -> Option<T>
+    where
+        F: FnOnce(MultiplexedConnection) -> Fut,
+        Fut: Future<Output = RedisResult<T>>,
+    {
+        let conn = self.conn()?;
+        self.call_on(&conn, what, f).await
+    }
+
+    /// [`call`](Self::call) on a given connection (a resync before it is published).
+    pub(super) async fn call_on<T, F, Fut>(
+        &self,
+        conn: &MultiplexedConnection,
+        what: &str,
+        f: F,
+    ) -> Option<T>
+    where
+        F: FnOnce(MultiplexedConnection) -> Fut,
+        Fut: Future<Output = RedisResult<T>>,
+    {
+        match tokio::time::timeout(self.op_timeout, f(conn.clone())).await {
+            Ok(Ok(v)) => Some(v),
+            Ok(Err(e)) => {
+                self.fail(&format!("{what}: {e}"));
+                None
+            }
+            Err(_) => {
+                let ms = self.op_timeout.as_millis();
+                self.fail(&format!("{what}: no answer within {ms} ms"));
+                None
+            }
+        }
+    }
+
+    /// The command connection, while connected.
+    pub(super) fn conn(&self) -> Option<MultiplexedConnection> {
+        if !self.is_connected() {
+            return None;
+        }
+        self.conn.lock().ok()?.clone()
+    }
+
+    /// Open a command connection and check it answers (bounded by the connect timeout).
+    pub(super) async fn open(&self) -> Option<MultiplexedConnection> {
+        let client = self.client.as_ref()?;
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.connect_timeout))
+            .set_response_timeout(None);
+        let opened = tokio::time::timeout(self.connect_timeout, async {
+            let mut conn = client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await?;
+            ::redis::cmd("PING")
+                .query_async::<String>(&mut conn)
+                .await?;
+            Ok::<_, ::redis::RedisError>(conn)
+        })
+        .await;
+        self.opened("connect", opened)
+    }
+
+    /// Open a pub/sub connection subscribed to `channel`.
+    pub(super) async fn subscribe(&self, channel: &str) -> Option<PubSub> {
+        let client = self.client.as_ref()?;
+        let opened = tokio::time::timeout(self.connect_timeout, async {
+            let mut pubsub = client.get_async_pubsub().await?;
+            pubsub.subscribe(channel).await?;
+            Ok::<_, ::redis::RedisError>(pubsub)
+        })
+        .await;
+        self.opened("subscribe", opened)
+    }
+
+    fn opened<T>(
+        &self,
+        what: &str,
+        r: Result<RedisResult<T>, tokio::time::error::Elapsed>,
+    ) -> Option<T> {
+        match r {
+            Ok(Ok(v)) => Some(v),
+            Ok(Err(e)) => {
+                self.fail(&format!("{what}: {e}"));
+                None
+            }
+            Err(_) => {
+                let ms = self.connect_timeout.as_millis();
+                self.fail(&format!("{what}: no answer within {ms} ms"));
+                None
+            }
+        }
+    }
+
+    /// Publish a working connection: calls go to Redis again.
+    pub(super) fn up(&self, conn: MultiplexedConnection) {
+        if let Ok(mut slot) = self.conn.lock() {
+            *slot = Some(conn);
+        }
+        if let Ok(mut h) = self.health.lock() {
+            if let Some(since) = h.degraded_since_ms.take() {
+                let down_ms = self.clock.unix_ms().saturating_sub(since);
+                tracing::info!(down_ms, "shared state: Redis reachable again, resynced");
+            }
+        }
+        self.connected.store(true, Ordering::Release);
+    }
+
+    /// Record a failure and degrade: calls are answered locally until `up`.
+    pub(super) fn fail(&self, error: &str) {
+        let error = self.scrub(error);
+        self.connected.store(false, Ordering::Release);
+        if let Ok(mut slot) = self.conn.lock() {
+            *slot = None;
+        }
+        if let Ok(mut h) = self.health.lock() {
+            if h.degraded_since_ms.is_none() {
+                h.degraded_since_ms = Some(self.clock.unix_ms());
+                tracing::warn!(error = %error, "shared state: Redis unavailable, serving from local state");
+            }
+            h.last_error = Some(error);
+        }
+        self.lost.notify_one();
+    }
+
+    /// Health for `/admin/health` and metrics.
+    pub(super) fn status(&self) -> StateStatus {
+        let (degraded_since_ms, last_error) = self
+            .health
+            .lock()
+            .map(|h| (h.degraded_since_ms, h.last_error.clone()))
+            .unwrap_or_default();
+        StateStatus {
+            backend: "redis",
+            connected: self.is_connected(),
+            degraded_since_ms,
+            last_error,
+        }
+    }
+
+    fn scrub(&self, message: &str) -> String {
+        self.secrets
+            .iter()
+            .filter(|s| !s.is_empty())
+            .fold(message.to_owned(), |m, s| m.replace(s.as_str(), "***"))
+    }
+}
+
+/// The `user:password@` part of a URL's authority, split at the first `:`.
+fn userinfo(url: &str) -> Option<(usize, &str)> {
+    let start = url.find("://")? + 3;
+    let rest = &url[start..];
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let at = rest[..end].rfind('@')?;
+    Some((start, &rest[..at]))
+}
+
+/// The password in a `redis://user:password@host` URL, if any.
+fn password(url: &str) -> Option<String> {
+    let (_, info) = userinfo(url)?;
+    let (_, pw) = info.split_once(':')?;
+    (!pw.is_empty()).then(|| pw.to_owned())
+}
+
+/// The URL with its password replaced by `***`.
+pub(super) fn redact_url(url: &str) -> String {
+    let Some((start, info)) = userinfo(url) else {
+        return url.to_owned();
+    };
+    let Some((user, _)) = info.split_once(':') else {
+        return url.to_owned();
+    };
+    let after = start + info.len();
+    format!("{}{user}:***{}", &url[..start], &url[after..])
+}
+
+/// `%XX` escapes decoded (what a password looks like once parsed from a URL).
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = s
+            .get(i + 1..i + 3)
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_found_and_redacted() {
+        let url = "redis://:s3cr%21t@10.0.0.1:6379/2";
+        assert_eq!(password(url).as_deref(), Some("s3cr%21t"));
+        assert_eq!(percent_decode("s3cr%21t"), "s3cr!t");
+        assert_eq!(redact_url(url), "redis://:***@10.0.0.1:6379/2");
+        assert_eq!(redact_url("redis://app:pw@host"), "redis://app:***@host");
+        assert_eq!(redact_url("redis://host:6379"), "redis://host:6379");
+        assert_eq!(password("redis://user@host"), None);
+    }
+
+    #[tokio::test]
+    async fn errors_never_carry_the_password() {
+        let link = Link::new(
+            "redis://:hunter2@127.0.0.1:1",
+            Duration::from_millis(50),
+            Duration::from_millis(200),
+            Clock::system(),
+        );
+        link.fail("connect to redis://:hunter2@127.0.0.1:1 failed (hunter2)");
+        let status = link.status();
+        assert!(!status.connected);
+        assert!(status.degraded_since_ms.is_some());
+        let err = status.last_error.unwrap();
+        assert!(!err.contains("hunter2"), "{err}");
+        assert!(err.contains("***"), "{err}");
+    }
+}

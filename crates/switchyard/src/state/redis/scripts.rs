@@ -1,0 +1,230 @@
+//! The Redis key layout and the Lua scripts that make each change atomic.
+//!
+//! Keys (all under the configured prefix `P`):
+//! - `P:breaker:{provider}` — string, JSON `{"v": version, "b": Breaker::shared()}`; TTL
+//!   [`BREAKER_TTL`], refreshed on every write.
+//! - `P:breakers` — set of provider names with a breaker key (so a poll reads them all
+//!   in one call); same TTL; members whose key expired are removed by the poll.
+//! - `P:breaker` — pub/sub channel: JSON `{"p": provider, "v": version, "b": breaker}`
+//!   for every write.
+//! - `P:probe:{provider}` — string `{replica}:{lease}`, the fleet's one half-open probe;
+//!   `SET NX PX lease`, deleted only by its holder (value checked).
+//! - `P:budget:{scope}` — hash: `spent` and `reserved` (integer pico-dollars), `next_id`,
+//!   and `r:{id}` = the amount of each outstanding reservation. No TTL: spend persists.
+//! - `P:leases:{scope}` — sorted set: reservation id scored by its expiry (Unix ms);
+//!   lapsed ones are purged by every budget script.
+//! - `P:rate:{bucket}` — string: the GCRA's TAT in µs; TTL = how far it is ahead + 60 s.
+//!
+//! Money is never a float: amounts travel as decimal strings and are added by Redis's
+//! own 64-bit `HINCRBY`; "does it fit" is read from the sign of a headroom computed the
+//! same way.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use ::redis::Script;
+
+/// How long a breaker outlives its last write (an idle provider's state is forgotten).
+pub(super) const BREAKER_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// Key and channel names under one prefix.
+#[derive(Debug, Clone)]
+pub(super) struct Keys {
+    prefix: String,
+}
+
+impl Keys {
+    pub(super) fn new(prefix: &str) -> Keys {
+        Keys {
+            prefix: prefix.to_owned(),
+        }
+    }
+
+    pub(super) fn breaker(&self, provider: &str) -> String {
+        format!("{}:breaker:{provider}", self.prefix)
+    }
+
+    /// The prefix of every breaker key (the poll script appends provider names).
+    pub(super) fn breaker_prefix(&self) -> String {
+        format!("{}:breaker:", self.prefix)
+    }
+
+    pub(super) fn breaker_index(&self) -> String {
+        format!("{}:breakers", self.prefix)
+    }
+
+    pub(super) fn channel(&self) -> String {
+        format!("{}:breaker", self.prefix)
+    }
+
+    pub(super) fn probe(&self, provider: &str) -> String {
+        format!("{}:probe:{provider}", self.prefix)
+    }
+
+    pub(super) fn books(&self, scope: &str) -> String {
+        format!("{}:budget:{scope}", self.prefix)
+    }
+
+    pub(super) fn leases(&self, scope: &str) -> String {
+        format!("{}:leases:{scope}", self.prefix)
+    }
+
+    pub(super) fn rate(&self, bucket: &str) -> String {
+        format!("{}:rate:{bucket}", self.prefix)
+    }
+}
+
+/// Write a breaker if nobody wrote it since it was read, index it and publish it.
+/// KEYS: breaker, index. ARGV: expected value ('' = absent), new value, TTL ms, channel,
+/// message, provider. Returns 1 when written, 0 on conflict.
+pub(super) static BREAKER_CAS: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local cur = redis.call('GET', KEYS[1]) or ''
+if cur ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+redis.call('SADD', KEYS[2], ARGV[6])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+redis.call('PUBLISH', ARGV[4], ARGV[5])
+return 1
+",
+    )
+});
+
+/// Every indexed breaker, as a flat list `[provider, value, ...]`; drops index members
+/// whose key expired. KEYS: index. ARGV: breaker key prefix.
+pub(super) static BREAKER_ALL: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local out = {}
+for _, name in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local v = redis.call('GET', ARGV[1] .. name)
+  if v then
+    out[#out + 1] = name
+    out[#out + 1] = v
+  else
+    redis.call('SREM', KEYS[1], name)
+  end
+end
+return out
+",
+    )
+});
+
+/// Delete the probe lease if this replica still holds it. KEYS: probe. ARGV: holder.
+pub(super) static PROBE_RELEASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+",
+    )
+});
+
+/// Extend the probe lease to at least ARGV[2] ms from now if this replica holds it.
+/// KEYS: probe. ARGV: holder, ms.
+pub(super) static PROBE_RENEW: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 1
+",
+    )
+});
+
+/// Shared by the budget scripts: negate a canonical decimal integer string; purge lapsed
+/// reservations; read the books.
+const BUDGET_LIB: &str = r"
+local function neg(s)
+  if s == '0' then return '0' end
+  if string.sub(s, 1, 1) == '-' then return string.sub(s, 2) end
+  return '-' .. s
+end
+local function drop(books, leases, id)
+  local amount = redis.call('HGET', books, 'r:' .. id)
+  if amount then
+    redis.call('HINCRBY', books, 'reserved', neg(amount))
+    redis.call('HDEL', books, 'r:' .. id)
+  end
+  redis.call('ZREM', leases, id)
+end
+local function purge(books, leases, now)
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', leases, '-inf', now)) do
+    drop(books, leases, id)
+  end
+end
+local function field(books, name)
+  return redis.call('HGET', books, name) or '0'
+end
+";
+
+/// Reserve if spend + reservations + extra + amount ≤ limit, where `extra` is what this
+/// replica knows Redis does not (spend and reservations from an outage).
+/// KEYS: books, leases. ARGV: now ms, limit, amount, extra, expiry ms.
+/// Returns `{id or 0, spent, reserved}` (amounts as decimal strings).
+pub(super) static RESERVE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        r"{BUDGET_LIB}
+local books, leases = KEYS[1], KEYS[2]
+purge(books, leases, ARGV[1])
+redis.call('HSET', books, 'headroom', ARGV[2])
+redis.call('HINCRBY', books, 'headroom', neg(field(books, 'spent')))
+redis.call('HINCRBY', books, 'headroom', neg(field(books, 'reserved')))
+redis.call('HINCRBY', books, 'headroom', neg(ARGV[4]))
+local headroom = redis.call('HINCRBY', books, 'headroom', neg(ARGV[3]))
+redis.call('HDEL', books, 'headroom')
+if headroom < 0 then
+  return {{0, field(books, 'spent'), field(books, 'reserved')}}
+end
+local id = string.format('%d', redis.call('HINCRBY', books, 'next_id', 1))
+redis.call('HINCRBY', books, 'reserved', ARGV[3])
+redis.call('HSET', books, 'r:' .. id, ARGV[3])
+redis.call('ZADD', leases, ARGV[5], id)
+return {{tonumber(id), field(books, 'spent'), field(books, 'reserved')}}
+"
+    ))
+});
+
+/// Drop reservations (settled or released) and add spend; with no ids and 0 it only
+/// purges and reads. KEYS: books, leases. ARGV: now ms, spend delta, ids...
+/// Returns `{spent, reserved}` (decimal strings).
+pub(super) static SETTLE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        r"{BUDGET_LIB}
+local books, leases = KEYS[1], KEYS[2]
+purge(books, leases, ARGV[1])
+for i = 3, #ARGV do drop(books, leases, ARGV[i]) end
+if ARGV[2] ~= '0' then redis.call('HINCRBY', books, 'spent', ARGV[2]) end
+return {{field(books, 'spent'), field(books, 'reserved')}}
+"
+    ))
+});
+
+/// The GCRA of `ratelimit::Gcra`, in integer µs (exact below 2⁵³).
+/// KEYS: bucket. ARGV: now µs, step = max(cost, 1) × spacing, add = cost × spacing,
+/// burst = max(period, spacing), check (1: admit if it fits; 0: add unconditionally).
+/// Returns 0 when admitted, otherwise the wait in µs.
+pub(super) static GCRA: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local now = tonumber(ARGV[1])
+local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tat < now then tat = now end
+if ARGV[5] == '1' then
+  local ahead = tat + tonumber(ARGV[2]) - now
+  local burst = tonumber(ARGV[4])
+  if ahead > burst then return ahead - burst end
+end
+local add = tonumber(ARGV[3])
+if add > 0 then
+  local new = tat + add
+  local ttl = math.floor((new - now) / 1000) + 60000
+  redis.call('SET', KEYS[1], string.format('%.0f', new), 'PX', string.format('%.0f', ttl))
+end
+return 0
+",
+    )
+});
