@@ -16,7 +16,7 @@ use tokio::net::TcpListener;
 
 use crate::app::{app, AppState, Shared, DEFAULT_MAX_BODY_BYTES};
 use switchyard::clock::Clock;
-use switchyard::state::{MemoryState, SharedState};
+use switchyard::state::{MemoryState, RedisConfig, RedisState, SharedState};
 
 use crate::config::{self, Config, Wiring, EMBEDDED_DEFAULT};
 use crate::insight::Insight;
@@ -73,7 +73,7 @@ async fn serve(args: &ServeArgs) -> Result<(), String> {
     let metrics = Arc::new(Metrics::new());
     let env = |name: &str| std::env::var(name).ok();
     let clock = Clock::system();
-    let store = state_store(&config, clock)?;
+    let store = state_store(&config, clock, &tasks).await?;
     let insight = Arc::new(Insight::new(clock));
     let wiring = Wiring {
         observers: vec![metrics.clone(), insight.clone()],
@@ -158,14 +158,22 @@ async fn drain(
 
 /// The state store `[state]` asks for. The memory backend gets back the spend its
 /// request log recorded, so budgets survive restarts.
-fn state_store(config: &Config, clock: Clock) -> Result<Arc<dyn SharedState>, String> {
-    let backend = config
-        .state
-        .as_ref()
-        .and_then(|s| s.backend.as_deref())
-        .unwrap_or("memory");
-    if backend == "redis" {
-        return Err("the redis state backend is not available in this build".to_owned());
+async fn state_store(
+    config: &Config,
+    clock: Clock,
+    tasks: &Tasks,
+) -> Result<Arc<dyn SharedState>, String> {
+    if let Some(redis) = redis_config(config)? {
+        let store = RedisState::connect(redis, clock).await;
+        tasks.spawn(store.background(tasks.stopping()));
+        let status = store.status();
+        if !status.connected {
+            eprintln!(
+                "switchyard: warning: Redis is not answering ({}); serving on local state until it does",
+                status.last_error.unwrap_or_default()
+            );
+        }
+        return Ok(Arc::new(store));
     }
     let memory = Arc::new(MemoryState::new());
     if let Some(path) = &config.server.request_log {
@@ -185,6 +193,21 @@ fn state_store(config: &Config, clock: Clock) -> Result<Arc<dyn SharedState>, St
         }
     }
     Ok(memory)
+}
+
+/// The Redis settings, when `[state] backend = "redis"`.
+fn redis_config(config: &Config) -> Result<Option<RedisConfig>, String> {
+    let Some(state) = config.state.as_ref().filter(|s| s.backend.as_deref() == Some("redis")) else {
+        return Ok(None);
+    };
+    let mut cfg = RedisConfig::new(state.url.clone().unwrap_or_default());
+    if let Some(prefix) = &state.prefix {
+        cfg.prefix.clone_from(prefix);
+    }
+    if let Some(t) = &state.timeout {
+        cfg.op_timeout = config::duration(t)?;
+    }
+    Ok(Some(cfg))
 }
 
 fn listen_address(config: &Config, cli: Option<&str>) -> Result<SocketAddr, String> {

@@ -34,6 +34,12 @@ impl Tasks {
         self.tracker.spawn(fut);
     }
 
+    /// Cancelled when shutdown begins; long-running tasks select on it.
+    #[must_use]
+    pub fn stopping(&self) -> CancellationToken {
+        self.stop.clone()
+    }
+
     /// Begin shutdown and wait (at most `grace`) for every tracked task to finish.
     /// Returns false if some were still running at the deadline.
     pub async fn close(&self, grace: Duration) -> bool {
