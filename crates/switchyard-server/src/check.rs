@@ -92,6 +92,9 @@ pub fn report(path: &std::path::Path, env: config::KeyLookup<'_>) -> Result<Stri
             warnings.push(format!("provider {:?}: model {:?} has no known price: its cost will be reported as unknown", p.name, p.provider.model()));
         }
     }
+    if !cfg.keys.is_empty() && !cfg.keys.iter().any(|k| k.admin == Some(true)) {
+        warnings.push("no [[keys]] entry has admin = true: /admin/* and the dashboard will refuse every caller".to_owned());
+    }
     if !warnings.is_empty() {
         let _ = writeln!(out, "\nwarnings:");
         for w in warnings {
@@ -99,4 +102,43 @@ pub fn report(path: &std::path::Path, env: config::KeyLookup<'_>) -> Result<Stri
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warns_of_unpriced_models_missing_keys_and_no_admin_key() {
+        let dir = std::env::temp_dir().join(format!("sy-check-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.toml");
+        std::fs::write(
+            &path,
+            r#"
+            [[providers]]
+            name = "gpt"
+            kind = "openai"
+            model = "my-finetune"
+            api_key_env = "SY_CHECK_TEST_KEY"
+            [[routes]]
+            name = "r"
+            providers = ["gpt"]
+            [[keys]]
+            name = "team"
+            sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+            routes = ["*"]
+            "#,
+        )
+        .unwrap();
+        let text = report(&path, &|_| None).unwrap();
+        assert!(text.contains("r  order=Ordered"), "{text}");
+        assert!(text.contains("SY_CHECK_TEST_KEY is not set"), "{text}");
+        assert!(text.contains("has no known price"), "{text}");
+        assert!(
+            text.contains("no [[keys]] entry has admin = true"),
+            "{text}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
