@@ -74,6 +74,13 @@ pub enum Fault {
         /// Tokens sent before the broken event.
         after: usize,
     },
+    /// Streams: after `after` tokens an in-band error event (`data: {"error": {...}}`,
+    /// OpenAI's `server_error`), then the body ends. Plain requests: a 200 whose body is
+    /// that error object.
+    ErrorEvent {
+        /// Tokens sent before the error event (0: the first event is the error).
+        after: usize,
+    },
     /// Streams: the whole answer, the finish chunk and the usage chunk, then no `[DONE]`:
     /// the connection stays open until the client hangs up. Plain requests: healthy.
     NoDone,

@@ -83,6 +83,10 @@ async fn plain(ask: &Ask<'_>, fault: &Fault, pieces: &[&str], recorder: Recorder
             recorder.finish();
             json(StatusCode::OK, Bytes::from_static(wire::MALFORMED_BODY))
         }
+        Fault::ErrorEvent { .. } => {
+            recorder.finish();
+            json(StatusCode::OK, Bytes::from_static(wire::ERROR_BODY))
+        }
         Fault::Cut { after, .. } | Fault::Stall { after } => {
             let body = wire::completion(ask.model, pieces);
             let part = body.len() * after.min(pieces.len()) / pieces.len().max(1);
@@ -120,9 +124,10 @@ fn stream(ask: &Ask<'_>, fault: &Fault, pieces: &[&str], recorder: Recorder) -> 
     };
     plan.sleep(first);
     let upto = match *fault {
-        Fault::Cut { after, .. } | Fault::Stall { after } | Fault::Malformed { after } => {
-            after.min(pieces.len())
-        }
+        Fault::Cut { after, .. }
+        | Fault::Stall { after }
+        | Fault::Malformed { after }
+        | Fault::ErrorEvent { after } => after.min(pieces.len()),
         _ => pieces.len(),
     };
     let tokens = |plan: &mut Plan, from: usize, to: usize| {
@@ -138,6 +143,10 @@ fn stream(ask: &Ask<'_>, fault: &Fault, pieces: &[&str], recorder: Recorder) -> 
         Fault::Cut { abort: true, .. } => return sse(plan.end(Step::Abort), recorder),
         Fault::Cut { abort: false, .. } => return sse(plan.end(None), recorder),
         Fault::Stall { .. } => return sse(plan.end(Step::Hang), recorder),
+        Fault::ErrorEvent { .. } => {
+            plan.add(|out| out.extend_from_slice(wire::ERROR_EVENT));
+            return sse(plan.end(None), recorder);
+        }
         Fault::Malformed { .. } => {
             plan.add(|out| out.extend_from_slice(wire::MALFORMED_EVENT));
             tokens(&mut plan, upto, pieces.len());

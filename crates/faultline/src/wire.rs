@@ -168,6 +168,10 @@ fn token_tail(out: &mut Vec<u8>, text: &str) {
 pub(crate) const MALFORMED_EVENT: &[u8] = b"data: {not json\n\n";
 /// The end of a stream.
 pub(crate) const DONE_EVENT: &[u8] = b"data: [DONE]\n\n";
+/// An in-band error, as OpenAI sends one mid-stream.
+pub(crate) const ERROR_EVENT: &[u8] = b"data: {\"error\":{\"message\":\"The server had an error while processing your request.\",\"type\":\"server_error\",\"param\":null,\"code\":null}}\n\n";
+/// The same error object as a plain body.
+pub(crate) const ERROR_BODY: &[u8] = b"{\"error\":{\"message\":\"The server had an error while processing your request.\",\"type\":\"server_error\",\"param\":null,\"code\":null}}";
 /// A plain body that is not JSON.
 pub(crate) const MALFORMED_BODY: &[u8] = b"{not json";
 

@@ -487,6 +487,31 @@ async fn a_malformed_event_sits_between_good_ones() {
 }
 
 #[tokio::test]
+async fn an_error_event_ends_the_stream_in_band() {
+    let s = start().await;
+    s.script(
+        "m",
+        Script::queue(
+            [Fault::ErrorEvent { after: 0 }],
+            Fault::ErrorEvent { after: 10 },
+        ),
+    );
+    let r = post(&s, "/v1/chat/completions", &stream("m")).await;
+    assert_eq!((r.status, r.end), (Some(200), End::Complete));
+    let events = r.events();
+    assert_eq!(events.len(), 2, "role chunk, then the error: {events:?}");
+    let e: Value = serde_json::from_str(&events[1]).unwrap();
+    assert_eq!(e["error"]["type"], "server_error");
+    let r = post(&s, "/v1/chat/completions", &stream("m")).await;
+    assert_eq!(r.streamed_text(), faultline::prefix(10));
+    assert!(r.events().last().unwrap().contains("\"error\""));
+    assert!(!r.text().contains("[DONE]"));
+    let r = post(&s, "/v1/chat/completions", &chat("m")).await;
+    assert_eq!(r.status, Some(200));
+    assert_eq!(r.json()["error"]["type"], "server_error");
+}
+
+#[tokio::test]
 async fn no_done_finishes_then_holds_the_connection() {
     let s = start().await;
     s.script("m", Fault::NoDone);

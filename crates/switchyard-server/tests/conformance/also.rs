@@ -120,9 +120,9 @@ async fn also_exactly_one_half_open_probe_among_fifty() {
     );
 }
 
-/// 100 concurrent requests against a budget that fits 10 answers never overspend: at most
-/// 10 are answered, the rest get 402 before any dispatch, and the books stay within the
-/// limit.
+/// 100 concurrent requests (half plain, half streamed) against a budget that fits 10
+/// answers never overspend: at most 10 are answered, the rest get 402 before any
+/// dispatch, and the books stay within the limit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn also_a_budget_is_never_overspent_under_concurrency() {
     let up = upstream().await;
@@ -138,20 +138,32 @@ async fn also_a_budget_is_never_overspent_under_concurrency() {
         .fallback(price)
         .route(&format!("budget_usd = {budget}"));
     let gw = Gateway::start(&conf).await;
-    let ids: Vec<String> = (0..100).map(|i| format!("budget-{i}")).collect();
-    let replies = join_all(ids.iter().map(|id| gw.chat(id))).await;
-    let ok = replies.iter().filter(|r| r.status == 200).count();
-    let refused = replies.iter().filter(|r| r.status == 402).count();
+    let ids: Vec<String> = (0..50).map(|i| format!("budget-{i}")).collect();
+    let plain = join_all(ids.iter().map(|id| gw.chat(id)));
+    let streams = join_all(ids.iter().map(|id| gw.stream(id)));
+    let (plain, streams) = tokio::join!(plain, streams);
+    let ok = plain.iter().filter(|r| r.status == 200).count()
+        + streams.iter().filter(|s| s.status == 200).count();
+    let refused = plain.iter().filter(|r| r.status == 402).count()
+        + streams.iter().filter(|s| s.status == 402).count();
     assert_eq!(ok + refused, 100, "only answers and refusals");
     assert!(
         (1..=10).contains(&ok),
         "{ok} answered under a budget for 10"
     );
-    for r in replies.iter().filter(|r| r.status == 402) {
-        assert_eq!(r.json()["error"]["code"], "budget_exceeded", "{}", r.text);
+    for r in &plain {
+        if r.status == 200 {
+            r.assert_canonical();
+        } else {
+            assert_eq!(r.json()["error"]["code"], "budget_exceeded", "{}", r.text);
+        }
     }
-    for r in replies.iter().filter(|r| r.status == 200) {
-        r.assert_canonical();
+    for s in &streams {
+        if s.status == 200 {
+            s.assert_canonical();
+        } else {
+            assert!(s.raw.contains("budget_exceeded"), "{}", s.raw);
+        }
     }
     let dispatched = up.attempts("primary").len() + up.attempts("fallback").len();
     assert_eq!(

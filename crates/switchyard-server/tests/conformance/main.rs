@@ -16,7 +16,11 @@
 //! - `outage.rs`: 15 an outage ridden out, one probe per cooldown;
 //! - `accounting.rs`: 16 failover accounting across response, request log and ledger;
 //! - `also.rs`: bad requests keep circuits closed, exactly one half-open probe, budgets
-//!   under concurrency, a client disconnect cancels the upstream call.
+//!   under concurrency, a client disconnect cancels the upstream call (mid-stream, and
+//!   before the answer);
+//! - `design.rs`: more of DESIGN's promises — error events before and after the commit
+//!   point, a cancelled probe does not wedge the circuit, a committed stream still ends
+//!   at the deadline.
 //!
 //! Every test has its own faultline and its own server on port 0, so they run
 //! concurrently. Run with `cargo test -p switchyard-server --test conformance`.
@@ -34,6 +38,7 @@ mod support;
 
 mod accounting;
 mod also;
+mod design;
 mod failover;
 mod outage;
 mod retries;

@@ -46,10 +46,34 @@ async fn s07_a_late_first_token_fails_over_before_commit() {
 async fn s08_a_cut_stream_is_continued_to_the_whole_answer() {
     let up = upstream().await;
     up.script("primary", Script::once(Fault::cut(40)));
-    let conf = Conf::new(&up).fallback("supports_prefill = true");
+    let conf = Conf::new(&up)
+        .primary("price = { input_per_mtok = 1.0, output_per_mtok = 2.0 }")
+        .fallback("price = { input_per_mtok = 1.0, output_per_mtok = 2.0 }")
+        .fallback("supports_prefill = true");
     let gw = Gateway::start(&conf).await;
     let s = gw.stream("s08").await;
     s.assert_canonical();
+    // the books agree with what the client was told
+    let usage = s.usage_event().expect("a usage chunk");
+    let line = gw.log_line("s08").await;
+    assert_eq!(
+        line["usage"]["output_tokens"], usage["usage"]["completion_tokens"],
+        "{line}"
+    );
+    assert_eq!(
+        line["usage"]["input_tokens"], usage["usage"]["prompt_tokens"],
+        "{line}"
+    );
+    assert_eq!(line["cost_usd"], usage["switchyard"]["cost_usd"], "{line}");
+    let ledger = gw.health().await["ledger"].clone();
+    let billed: f64 = ledger
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|r| r["cost"].as_f64().unwrap())
+        .sum();
+    let cost = line["cost_usd"].as_f64().expect("a known cost");
+    assert!((billed - cost).abs() < 1e-12, "{ledger} vs {line}");
     let p = up.attempts("primary");
     let f = up.attempts("fallback");
     assert_eq!(p.len(), 1, "{p:#?}");
