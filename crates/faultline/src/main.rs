@@ -18,7 +18,8 @@ const USAGE: &str =
   --listen ADDR       address to bind (default 127.0.0.1:0: any free port)
   --threads N         runtime worker threads (default: one per core; 1 = single-threaded)
   --record-limit N    attempts kept per model for /control/attempts (default 100000)
-  --script JSON|@FILE a model's script, e.g. '{\"model\":\"m\",\"faults\":[{\"kind\":\"reset\"}]}'";
+  --script JSON|@FILE a model's script, e.g. '{\"model\":\"m\",\"faults\":[{\"kind\":\"reset\"}]}'
+                      (model \"*\": every model without a script of its own); repeatable";
 
 /// Parsed command line.
 struct Args {
@@ -31,6 +32,10 @@ struct Args {
 fn main() -> ExitCode {
     let args = match parse(std::env::args().skip(1)) {
         Ok(a) => a,
+        Err(e) if e == "help" => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
         Err(e) => {
             eprintln!("faultline: {e}\n{USAGE}");
             return ExitCode::from(2);
