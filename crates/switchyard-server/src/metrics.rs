@@ -494,6 +494,7 @@ impl Observer for Metrics {
             Ok(resp) => resp,
             Err(GatewayError::Cancelled {
                 partial: Some(partial),
+                ..
             }) => partial,
             Err(_) => return,
         };
@@ -745,7 +746,13 @@ mod tests {
         metrics.on_complete("smart", Ok(&response("borealis", None)));
         // A cancelled stream's partial counts; a failure counts nothing.
         let partial = Some(Box::new(response("borealis", None)));
-        metrics.on_complete("smart", Err(&GatewayError::Cancelled { partial }));
+        metrics.on_complete(
+            "smart",
+            Err(&GatewayError::Cancelled {
+                partial,
+                attempts: Vec::new(),
+            }),
+        );
         let failed = GatewayError::AllFailed {
             errors: Vec::new(),
             attempts: Vec::new(),

@@ -338,6 +338,9 @@ pub enum GatewayError {
     Cancelled {
         /// The partial completion of a committed stream.
         partial: Option<Box<crate::chat::ChatResponse>>,
+        /// The trail up to the cancellation, for a request cancelled before any answer
+        /// (a committed stream's trail is in `partial`).
+        attempts: Vec<Attempt>,
     },
 }
 
@@ -370,7 +373,9 @@ impl GatewayError {
             | Self::Provider { attempts, .. }
             | Self::AllFailed { attempts, .. } => attempts,
             Self::UnknownRoute { .. } | Self::InvalidRequest(_) => &[],
-            Self::Cancelled { partial } => partial.as_ref().map_or(&[], |p| &p.attempts),
+            Self::Cancelled { partial, attempts } => partial
+                .as_ref()
+                .map_or(attempts.as_slice(), |p| &p.attempts),
         }
     }
 

@@ -82,7 +82,26 @@ pub(super) struct Run<'a> {
     pub deadline_hit: bool,
     /// Every budget this request spends against: the route's, then the caller's.
     pub budgets: Vec<Budget>,
+    /// Set once the caller has (or will be given) the outcome. A run dropped before
+    /// that was abandoned by its caller: `Drop` tells observers, with the trail so far.
+    /// Rescue runs inside a committed stream start settled (the stream reports).
+    pub settled: bool,
     rng: fastrand::Rng,
+}
+
+impl Drop for Run<'_> {
+    fn drop(&mut self) {
+        if self.settled {
+            return;
+        }
+        let err = GatewayError::Cancelled {
+            partial: None,
+            attempts: std::mem::take(&mut self.attempts),
+        };
+        for o in &self.gw.inner.observers {
+            o.on_complete(&self.route.name, Err(&err));
+        }
+    }
 }
 
 impl<'a> Run<'a> {
@@ -108,6 +127,7 @@ impl<'a> Run<'a> {
             errors: Vec::new(),
             deadline_hit: false,
             budgets: budgets_of(route, opts),
+            settled: false,
             rng,
         }
     }
@@ -132,12 +152,19 @@ impl<'a> Run<'a> {
             errors: Vec::new(),
             deadline_hit: false,
             budgets,
+            settled: true,
             rng,
         }
     }
 
     /// A non-streaming request, start to finish.
     pub(super) async fn execute(mut self, req: &ChatRequest) -> Result<ChatResponse, GatewayError> {
+        let result = self.each_candidate(req).await;
+        self.settled = true;
+        result
+    }
+
+    async fn each_candidate(&mut self, req: &ChatRequest) -> Result<ChatResponse, GatewayError> {
         for i in self.plan() {
             let slot = &self.gw.inner.slots[i];
             match self.candidate(slot, req, Call::Send).await {

@@ -153,7 +153,11 @@ impl Gateway {
         let plan = run.plan();
         for (pos, &i) in plan.iter().enumerate() {
             let slot = &self.inner.slots[i];
-            match run.candidate(slot, req, Call::Stream).await {
+            let turn = run.candidate(slot, req, Call::Stream).await;
+            if !matches!(turn, Ok(None)) {
+                run.settled = true; // committed or stopped: the caller learns either way
+            }
+            match turn {
                 Ok(Some(won)) => {
                     let live = Live::commit(
                         &mut run,
@@ -169,6 +173,7 @@ impl Gateway {
                 Err(stop) => return Err(run.stopped(stop)),
             }
         }
+        run.settled = true;
         Err(run.exhausted())
     }
 }
@@ -324,6 +329,7 @@ impl Live {
                     self.broken(ProviderError::new(ErrorKind::Malformed, msg))
                         .await;
                 }
+                Err(_) if stall < self.slot().spec.stall_timeout => self.out_of_time(),
                 Err(_) => {
                     let msg = format!("stream stalled for {}ms", stall.as_millis());
                     self.broken(ProviderError::new(ErrorKind::Timeout, msg))
@@ -465,8 +471,6 @@ impl Live {
         self.upstream = None;
         self.record_failed(&err);
         let policy = self.route.policy_for(err.kind);
-        let run = self.run();
-        let slot = self.slot();
         let now_ops = [
             crate::breaker::Op::AttemptFailed {
                 kind: err.kind,
@@ -480,12 +484,36 @@ impl Live {
                 lease: None,
             },
         ];
-        for op in now_ops {
-            run.breaker(slot, op).await;
+        {
+            let run = self.run();
+            for op in now_ops {
+                run.breaker(self.slot(), op).await;
+            }
         }
         self.close_segment(false);
         self.cause.get_or_insert(err);
         self.rescue().await;
+    }
+
+    /// The request's deadline passed mid-stream. That is the caller's limit, not the
+    /// provider's fault: no breaker verdict, no rescue (there is no time left for one);
+    /// the stream ends with `DeadlineExceeded` and no `[DONE]`.
+    fn out_of_time(&mut self) {
+        self.upstream = None;
+        let deadline = self.route.deadline;
+        let msg = format!(
+            "the route's deadline of {}ms passed mid-stream",
+            deadline.as_millis()
+        );
+        self.record_failed(&ProviderError::new(ErrorKind::Timeout, msg));
+        self.close_segment(false);
+        let err = GatewayError::DeadlineExceeded {
+            deadline,
+            errors: self.errors.clone(),
+            attempts: self.attempts.clone(),
+        };
+        self.report(Err(&err));
+        self.queue.push_back(StreamEvent::Failed(Box::new(err)));
     }
 
     /// A restart produced different text than was sent: it cannot be spliced. Not the
@@ -563,7 +591,11 @@ impl Live {
             let mut run = self.run();
             let slot = &self.gw.inner.slots[slot_index];
             let won = run.candidate(slot, &req, Call::Stream).await.ok().flatten();
-            (won, run.attempts, run.errors)
+            (
+                won,
+                std::mem::take(&mut run.attempts),
+                std::mem::take(&mut run.errors),
+            )
         };
         for a in attempts {
             self.attempts.push(a); // observers already saw these
@@ -656,6 +688,7 @@ impl Drop for Live {
         self.cancelled.put(partial.clone());
         let err = GatewayError::Cancelled {
             partial: Some(Box::new(partial)),
+            attempts: Vec::new(),
         };
         self.report(Err(&err));
     }

@@ -76,6 +76,7 @@ impl Observer for Ledger {
             Ok(resp) => resp,
             Err(GatewayError::Cancelled {
                 partial: Some(partial),
+                ..
             }) => partial,
             Err(_) => return,
         };

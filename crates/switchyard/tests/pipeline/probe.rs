@@ -130,3 +130,44 @@ async fn failed_probe_doubles_the_cooldown() {
     let now = gw.clock().unix_ms();
     assert_eq!(p.open_until_ms, Some(now + 60_000));
 }
+
+/// Collects how requests ended.
+#[derive(Default)]
+struct Outcomes(std::sync::Mutex<Vec<String>>);
+
+impl switchyard::observe::Observer for Outcomes {
+    fn on_complete(
+        &self,
+        _route: &str,
+        result: Result<&switchyard::ChatResponse, &switchyard::GatewayError>,
+    ) {
+        let line = match result {
+            Ok(r) => format!("ok:{}", r.provider),
+            Err(e) => format!("{}:{}", e.label(), e.attempts().len()),
+        };
+        self.0.lock().unwrap().push(line);
+    }
+}
+
+/// A request its caller abandons mid-flight is still reported, with its trail so far.
+#[tokio::test(start_paused = true)]
+async fn an_abandoned_request_is_reported_as_cancelled_with_its_trail() {
+    let primary = Arc::new(ScriptedProvider::new("p").then(Step::fail(ErrorKind::Timeout)));
+    let backup = Arc::new(ScriptedProvider::new("b").otherwise(Step::Hang));
+    let outcomes = Arc::new(Outcomes::default());
+    let gw = switchyard::Gateway::builder()
+        .provider(super::priced("primary", &primary))
+        .provider(super::priced("backup", &backup))
+        .route(route(&["primary", "backup"]))
+        .observer(outcomes.clone())
+        .build()
+        .unwrap();
+    let gave_up = tokio::time::timeout(Duration::from_secs(1), gw.complete("x")).await;
+    assert!(gave_up.is_err());
+    assert_eq!(backup.in_flight(), 0);
+    assert_eq!(
+        *outcomes.0.lock().unwrap(),
+        ["cancelled:1"],
+        "one failed try before the caller left"
+    );
+}

@@ -263,3 +263,47 @@ async fn streamed_spend_is_settled_against_the_budget() {
         switchyard::Money::from_picos(10 * 1_000_000 + 6 * 2_000_000)
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_mid_stream_is_reported_as_the_deadline_not_a_stall() {
+    let steady: Vec<StreamStep> = WORDS
+        .iter()
+        .flat_map(|w| {
+            [
+                StreamStep::Chunk(switchyard::ChatChunk {
+                    text: (*w).into(),
+                    ..Default::default()
+                }),
+                StreamStep::Wait(Duration::from_secs(1)),
+            ]
+        })
+        .collect();
+    let primary = Arc::new(ScriptedProvider::new("p").then(Step::Stream(steady)));
+    let backup = Arc::new(ScriptedProvider::new("b"));
+    let gw = Gateway::builder()
+        .provider(
+            priced("primary", &primary)
+                .stream_timeouts(Duration::from_secs(10), Duration::from_secs(5)),
+        )
+        .provider(priced("backup", &backup))
+        .route(route(&["primary", "backup"]).deadline(Duration::from_millis(3_500)))
+        .build()
+        .unwrap();
+    let start = tokio::time::Instant::now();
+    let (text, end) = drain(gw.stream("main", req()).await.unwrap()).await;
+    assert_eq!(start.elapsed(), Duration::from_millis(3_500));
+    assert_eq!(text, "The quick brown fox ");
+    let StreamEvent::Failed(err) = end else {
+        panic!("{end:?}")
+    };
+    assert!(
+        matches!(*err, switchyard::GatewayError::DeadlineExceeded { .. }),
+        "{err}"
+    );
+    assert_eq!(backup.calls(), 0, "no rescue without time for one");
+    assert_eq!(
+        gw.health_states().await["primary"],
+        "closed",
+        "the caller's deadline is not the provider's failure"
+    );
+}

@@ -70,17 +70,25 @@ impl Ctx {
 /// The handler.
 pub async fn completions(State(state): State<AppState>, request: Request) -> Response {
     let clock = *state.gateway.clock();
-    let mut ctx = Ctx {
-        id: request_id(request.headers()),
-        route: String::new(),
-        route_label: "unknown".to_owned(),
-        key: None,
-        limits: None,
-        time_ms: clock.unix_ms(),
-        started: clock.now(),
-        stream: false,
+    let mut guard = Abandoned {
+        state: state.clone(),
+        ctx: Ctx {
+            id: request_id(request.headers()),
+            route: String::new(),
+            route_label: "unknown".to_owned(),
+            key: None,
+            limits: None,
+            time_ms: clock.unix_ms(),
+            started: clock.now(),
+            stream: false,
+        },
+        armed: true,
     };
-    match handle(&state, &mut ctx, request).await {
+    let outcome = handle(&state, &mut guard.ctx, request).await;
+    // From here the request has an answer (a streamed body logs its own end).
+    guard.armed = false;
+    let ctx = &guard.ctx;
+    match outcome {
         Ok(resp) => resp,
         Err(err) => {
             let status = err.status.as_u16();
@@ -95,6 +103,30 @@ pub async fn completions(State(state): State<AppState>, request: Request) -> Res
             set(resp.headers_mut(), "x-request-id", &ctx.id);
             resp
         }
+    }
+}
+
+/// Logs a request whose client went away before any answer (status 499, like nginx):
+/// hyper drops the handler's future, and this guard's `Drop` is all that runs.
+struct Abandoned {
+    state: AppState,
+    ctx: Ctx,
+    /// Cleared once the handler has an answer to give.
+    armed: bool,
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let ctx = &self.ctx;
+        let mut entry = ctx.entry(499);
+        entry.error = Some("cancelled".to_owned());
+        self.state.log.write(entry);
+        self.state
+            .metrics
+            .request(&ctx.route_label, 499, ctx.stream, ctx.elapsed());
     }
 }
 
