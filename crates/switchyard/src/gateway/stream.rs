@@ -218,8 +218,10 @@ struct Live {
     cost: Option<Money>,
     /// The current segment's reported usage.
     segment_usage: Option<Usage>,
-    /// Content chunks delivered (the usage estimate of a cancelled stream).
-    content_chunks: u64,
+    /// Content chunks the current segment's provider produced (delivered or held back
+    /// by a splice): the output estimate of a segment that broke or was cancelled
+    /// before the vendor reported usage (about one token per chunk).
+    segment_chunks: u64,
     model: String,
     finish: Option<FinishReason>,
     /// The failure that broke the committed stream first: what the client hears if no
@@ -268,7 +270,7 @@ impl Live {
             usage: Usage::default(),
             cost: Some(Money::ZERO),
             segment_usage: None,
-            content_chunks: 0,
+            segment_chunks: 0,
             model: slot.spec.provider.model().to_owned(),
             finish: None,
             cause: None,
@@ -352,6 +354,9 @@ impl Live {
         if let Some(u) = chunk.usage {
             self.segment_usage = Some(u);
         }
+        if chunk.has_content() {
+            self.segment_chunks += 1;
+        }
         if let Mode::Splice { expect, got } = &mut self.mode {
             got.push_str(&chunk.text);
             if got.len() < expect.len() {
@@ -372,7 +377,6 @@ impl Live {
         }
         let finish = chunk.finish_reason.clone();
         if chunk.has_content() {
-            self.content_chunks += 1;
             self.sent.push_str(&chunk.text);
             self.sent_tools |= !chunk.tool_calls.is_empty();
             merge_tool_deltas(&mut self.tool_calls, &chunk.tool_calls);
@@ -446,9 +450,18 @@ impl Live {
     }
 
     /// Fold the current segment's usage and cost into the totals and settle its
-    /// reservation. A broken segment is billed only for usage the vendor reported.
+    /// reservation. A finished segment is billed for the usage the vendor reported (an
+    /// unreported one has unknown cost); a broken or cancelled one for what it reported,
+    /// else one output token per chunk it produced — the vendor billed those too.
     fn close_segment(&mut self, finished: bool) {
-        let usage = self.segment_usage.take();
+        let chunks = std::mem::take(&mut self.segment_chunks);
+        let usage = self.segment_usage.take().or_else(|| {
+            // a broken segment was billed for what it produced; estimate it
+            (!finished && chunks > 0).then(|| Usage {
+                output_tokens: chunks,
+                ..Usage::default()
+            })
+        });
         let billed = finished || usage.is_some();
         let cost = cost_of(None, usage.as_ref(), self.slot().price);
         if let Some(u) = usage {
@@ -672,18 +685,12 @@ impl Live {
 
 impl Drop for Live {
     /// The client went away mid-stream: the upstream call is dropped with us; bill what
-    /// the vendor reported, or estimate one token per delivered content chunk.
+    /// the vendor reported, or estimate one token per content chunk it produced.
     fn drop(&mut self) {
         if self.reported {
             return;
         }
-        if self.segment_usage.is_none() {
-            self.segment_usage = Some(Usage {
-                output_tokens: self.content_chunks,
-                ..Usage::default()
-            });
-        }
-        self.close_segment(true);
+        self.close_segment(false);
         let partial = self.response();
         self.cancelled.put(partial.clone());
         let err = GatewayError::Cancelled {
