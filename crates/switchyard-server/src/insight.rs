@@ -499,7 +499,7 @@ mod tests {
             provider: "b".into(),
             model: "m".into(),
             failed_over: true,
-            usage: switchyard::Usage::default(),
+            usage: Some(switchyard::Usage::default()),
             cost: None,
             attempts: trail.to_vec(),
             latency: Duration::ZERO,

@@ -499,7 +499,7 @@ impl Observer for Metrics {
             Err(_) => return,
         };
         let p = self.provider(&resp.provider);
-        let u = &resp.usage;
+        let u = resp.usage.unwrap_or_default();
         let counts = [
             u.input_tokens,
             u.output_tokens,
@@ -655,7 +655,7 @@ mod tests {
             provider: provider.to_owned(),
             model: "m".to_owned(),
             failed_over: false,
-            usage,
+            usage: Some(usage),
             cost,
             attempts: Vec::new(),
             latency: Duration::from_millis(200),

@@ -197,7 +197,11 @@ async fn state_store(
 
 /// The Redis settings, when `[state] backend = "redis"`.
 fn redis_config(config: &Config) -> Result<Option<RedisConfig>, String> {
-    let Some(state) = config.state.as_ref().filter(|s| s.backend.as_deref() == Some("redis")) else {
+    let Some(state) = config
+        .state
+        .as_ref()
+        .filter(|s| s.backend.as_deref() == Some("redis"))
+    else {
         return Ok(None);
     };
     let mut cfg = RedisConfig::new(state.url.clone().unwrap_or_default());

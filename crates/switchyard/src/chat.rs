@@ -372,8 +372,8 @@ pub struct ChatResponse {
     pub model: String,
     /// True when an earlier provider in the route was tried, skipped or failed first.
     pub failed_over: bool,
-    /// Token usage (zeroes when the vendor reported none).
-    pub usage: Usage,
+    /// Token usage; `None` when the vendor reported none (never invented as zeros).
+    pub usage: Option<Usage>,
     /// Exact cost; `None` when the model has no known price.
     pub cost: Option<Money>,
     /// Every try and every skip, in order.

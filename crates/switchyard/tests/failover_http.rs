@@ -104,7 +104,7 @@ async fn anthropic_overloaded_fails_over_to_openai() {
     assert_eq!(reply.attempts[0].status, Some(529));
     assert_eq!(calls(&claude.received_requests().await.unwrap()), 2);
     assert!(
-        reply.usage.input_tokens > 0,
+        reply.usage.unwrap().input_tokens > 0,
         "usage comes from the fallback's response"
     );
 }

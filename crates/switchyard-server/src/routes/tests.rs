@@ -590,3 +590,38 @@ async fn key_budgets_refuse_with_402_before_dispatch() {
     );
     assert_eq!(f.primary.calls() + f.backup.calls(), 0);
 }
+
+#[tokio::test]
+async fn usage_the_vendor_did_not_report_is_absent_not_zero() {
+    let no_usage = switchyard::ProviderReply {
+        text: "hi".into(),
+        finish_reason: Some(switchyard::chat::FinishReason::Stop),
+        ..Default::default()
+    };
+    let chunk = switchyard::ChatChunk {
+        text: "hi".into(),
+        finish_reason: Some(switchyard::chat::FinishReason::Stop),
+        ..Default::default()
+    };
+    let f = fixture(
+        ScriptedProvider::new("p")
+            .then(Step::Reply(no_usage))
+            .then(Step::Stream(vec![StreamStep::Chunk(chunk)])),
+        ScriptedProvider::new("b"),
+        &[],
+        Route::new("smart", &["primary", "backup"]),
+    );
+    let resp = call(&f.state, post(&chat("smart"))).await;
+    assert_eq!(header(&resp, "x-switchyard-cost-usd"), "unknown");
+    let body = json_body(resp).await;
+    assert!(body.get("usage").is_none(), "{body}");
+    assert_eq!(body["switchyard"]["cost_usd"], Value::Null);
+
+    let mut req = chat("smart");
+    req["stream"] = json!(true);
+    req["stream_options"] = json!({"include_usage": true});
+    let ev = events(&text_body(call(&f.state, post(&req)).await).await);
+    let last: Value = serde_json::from_str(&ev[ev.len() - 2]).unwrap();
+    assert_eq!(last["usage"], Value::Null, "{last}");
+    assert_eq!(last["switchyard"]["cost_usd"], Value::Null, "{last}");
+}

@@ -550,7 +550,7 @@ impl<'a> Run<'a> {
             provider: slot.spec.name.clone(),
             model,
             failed_over: self.failed_over(&slot.spec.name),
-            usage: reply.usage.unwrap_or_default(),
+            usage: reply.usage,
             cost,
             attempts: std::mem::take(&mut self.attempts),
             latency: self.gw.inner.clock.now() - self.started,

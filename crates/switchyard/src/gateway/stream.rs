@@ -213,8 +213,9 @@ struct Live {
     /// Tool-call deltas were delivered (a prefill cannot continue those).
     sent_tools: bool,
     tool_calls: Vec<ToolCall>,
-    /// Usage and cost of closed segments.
-    usage: Usage,
+    /// Usage and cost of closed segments (`None` until some segment reported or was
+    /// estimated).
+    usage: Option<Usage>,
     cost: Option<Money>,
     /// The current segment's reported usage.
     segment_usage: Option<Usage>,
@@ -267,7 +268,7 @@ impl Live {
             sent: String::new(),
             sent_tools: false,
             tool_calls: Vec::new(),
-            usage: Usage::default(),
+            usage: None,
             cost: Some(Money::ZERO),
             segment_usage: None,
             segment_chunks: 0,
@@ -465,7 +466,7 @@ impl Live {
         let billed = finished || usage.is_some();
         let cost = cost_of(None, usage.as_ref(), self.slot().price);
         if let Some(u) = usage {
-            self.usage = self.usage.plus(u);
+            self.usage = Some(self.usage.map_or(u, |total| total.plus(u)));
         }
         if billed {
             self.cost = self.cost.zip(cost).map(|(a, b)| a + b);

@@ -82,8 +82,10 @@ impl Observer for Ledger {
         };
         self.with_row(&resp.provider, |row| {
             row.calls += 1;
-            row.input_tokens += resp.usage.input_tokens;
-            row.output_tokens += resp.usage.output_tokens;
+            if let Some(u) = resp.usage {
+                row.input_tokens += u.input_tokens;
+                row.output_tokens += u.output_tokens;
+            }
             match resp.cost {
                 Some(cost) => row.cost += cost,
                 None => row.unpriced_calls += 1,

@@ -170,13 +170,13 @@ async fn handle(state: &AppState, ctx: &mut Ctx, request: Request) -> Result<Res
         ));
     }
     let resp = state.gateway.chat_with(&ctx.route, &req, &opts).await?;
-    record_tokens(state, ctx, &resp.usage).await;
+    record_tokens(state, ctx, resp.usage.as_ref()).await;
     Ok(completed(state, ctx, &resp))
 }
 
 /// Count a finished call's tokens against its key's `tpm`.
-pub(crate) async fn record_tokens(state: &AppState, ctx: &Ctx, usage: &switchyard::Usage) {
-    if let (Some(key), Some(l)) = (&ctx.key, &ctx.limits) {
+pub(crate) async fn record_tokens(state: &AppState, ctx: &Ctx, usage: Option<&switchyard::Usage>) {
+    if let (Some(key), Some(l), Some(usage)) = (&ctx.key, &ctx.limits, usage) {
         let now = state.gateway.clock().unix_ms();
         limits::record(state.gateway.state().as_ref(), key, l, usage, now).await;
     }
@@ -237,7 +237,7 @@ pub(crate) fn log_completion(
     entry.model = Some(resp.model.clone());
     entry.failed_over = resp.failed_over;
     entry.attempts.clone_from(&resp.attempts);
-    entry.usage = Some(resp.usage);
+    entry.usage = resp.usage;
     entry.cost_usd = resp.cost.map(Money::to_usd);
     entry.ttft_ms = ttft.map(|d| d.as_secs_f64() * 1000.0);
     state.log.write(entry);
@@ -317,7 +317,9 @@ struct CompletionBody<'a> {
     created: u64,
     model: &'a str,
     choices: [Choice<'a>; 1],
-    usage: WireUsage,
+    /// Absent when the vendor reported none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<WireUsage>,
     switchyard: Trail<'a>,
 }
 
@@ -361,7 +363,7 @@ impl<'a> CompletionBody<'a> {
                     .map(switchyard::chat::FinishReason::as_openai),
                 logprobs: None,
             }],
-            usage: WireUsage::from(&resp.usage),
+            usage: resp.usage.as_ref().map(WireUsage::from),
             switchyard: Trail::of(resp),
         }
     }

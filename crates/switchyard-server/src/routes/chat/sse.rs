@@ -110,7 +110,7 @@ impl Writer {
         Some(match event {
             StreamEvent::Chunk(c) => self.content(&c),
             StreamEvent::Done(resp) => {
-                super::record_tokens(&self.state, &self.ctx, &resp.usage).await;
+                super::record_tokens(&self.state, &self.ctx, resp.usage.as_ref()).await;
                 self.done(&resp)
             }
             StreamEvent::Failed(err) => {
@@ -178,7 +178,9 @@ impl Writer {
         };
         if self.include_usage {
             out.extend_from_slice(&self.chunk(empty, Some(finish), None, None));
-            out.extend_from_slice(&self.usage_chunk(&WireUsage::from(&resp.usage), &trail));
+            out.extend_from_slice(
+                &self.usage_chunk(resp.usage.as_ref().map(WireUsage::from), &trail),
+            );
         } else {
             out.extend_from_slice(&self.chunk(empty, Some(finish), None, Some(&trail)));
         }
@@ -218,7 +220,8 @@ impl Writer {
         event_bytes(&body)
     }
 
-    fn usage_chunk(&self, usage: &WireUsage, trail: &Trail<'_>) -> Bytes {
+    /// The final usage chunk; `usage` is null when the vendor reported none.
+    fn usage_chunk(&self, usage: Option<WireUsage>, trail: &Trail<'_>) -> Bytes {
         event_bytes(&json!({
             "id": self.id,
             "object": "chat.completion.chunk",
