@@ -191,7 +191,6 @@ async fn ride_out(outage: Outage) {
 /// stay reserved — but the reservation Redis made holds its amount until its lease
 /// lapses (the deadline + 60 s), shrinking the fleet's headroom by it meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: a budget reservation whose Redis reply is lost stays reserved until its lease lapses (deadline + 60 s)"]
 async fn a_reservation_whose_reply_was_lost_is_released() {
     let up = upstream().await;
     let redis = SharedRedis::new("lost-reply");

@@ -63,6 +63,8 @@ impl Inner {
     ) -> Result<u64, BudgetState> {
         let now = self.clock.unix_ms();
         let extra = self.with_books(scope, |b| b.pending + b.local_reserved);
+        // chosen here, so a reservation whose reply is lost can still be dropped
+        let id = fastrand::u64(1..LOCAL_ID);
         let mut inv = RESERVE.prepare_invoke();
         inv.key(self.keys.books(scope))
             .key(self.keys.leases(scope))
@@ -70,18 +72,25 @@ impl Inner {
             .arg(limit.picos())
             .arg(amount.picos())
             .arg(extra.picos())
-            .arg(now.saturating_add(duration_ms(lease)));
-        let reply: Option<(u64, String, String)> = self
+            .arg(now.saturating_add(duration_ms(lease)))
+            .arg(id);
+        let reply: Option<(i64, String, String)> = self
             .link
             .call("budget reserve", |mut c| async move {
                 inv.invoke_async(&mut c).await
             })
             .await;
-        let parsed = reply.and_then(|(id, s, r)| Some((id, self.note(scope, &s, &r)?)));
+        let parsed = reply.and_then(|(code, s, r)| Some((code, self.note(scope, &s, &r)?)));
         match parsed {
+            Some((1, _)) => Ok(id),
             Some((0, remote)) => Err(self.view(scope, limit, Some(remote))),
-            Some((id, _)) => Ok(id),
-            None => self.reserve_local(scope, limit, amount),
+            _ => {
+                // Unknown outcome (no reply, or a reply we cannot read): the script may
+                // have reserved in Redis. Drop that id at the next resync (a tombstone
+                // stops it if it has not run yet) and hold the money locally.
+                self.keep_pending(scope, Money::ZERO, Some(id));
+                self.reserve_local(scope, limit, amount)
+            }
         }
     }
 

@@ -9,10 +9,12 @@
 //!   for every write.
 //! - `P:probe:{provider}` — string `{replica}:{lease}`, the fleet's one half-open probe;
 //!   `SET NX PX lease`, deleted only by its holder (value checked).
-//! - `P:budget:{scope}` — hash: `spent` and `reserved` (integer pico-dollars), `next_id`,
-//!   and `r:{id}` = the amount of each outstanding reservation. No TTL: spend persists.
-//! - `P:leases:{scope}` — sorted set: reservation id scored by its expiry (Unix ms);
-//!   lapsed ones are purged by every budget script.
+//! - `P:budget:{scope}` — hash: `spent` and `reserved` (integer pico-dollars),
+//!   `r:{id}` = the amount of each outstanding reservation (ids are chosen by the
+//!   replica), and `d:{id}` tombstones for ids dropped before their reserve arrived.
+//!   No TTL: spend persists.
+//! - `P:leases:{scope}` — sorted set: reservation ids and tombstones scored by their
+//!   expiry (Unix ms); lapsed ones are purged by every budget script.
 //! - `P:rate:{bucket}` — string: the GCRA's TAT in µs; TTL = how far it is ahead + 60 s.
 //!
 //! Money is never a float: amounts travel as decimal strings and are added by Redis's
@@ -135,25 +137,41 @@ return 1
     )
 });
 
-/// Shared by the budget scripts: negate a canonical decimal integer string; purge lapsed
-/// reservations; read the books.
+/// Shared by the budget scripts: negate a canonical decimal integer string; drop a
+/// reservation (leaving a short-lived tombstone when it is not there yet, so a reserve
+/// whose reply was lost cannot take effect after its replica gave up on it); purge
+/// lapsed reservations and tombstones; read the books.
 const BUDGET_LIB: &str = r"
 local function neg(s)
   if s == '0' then return '0' end
   if string.sub(s, 1, 1) == '-' then return string.sub(s, 2) end
   return '-' .. s
 end
-local function drop(books, leases, id)
+local function unreserve(books, leases, id)
   local amount = redis.call('HGET', books, 'r:' .. id)
+  redis.call('ZREM', leases, id)
   if amount then
     redis.call('HINCRBY', books, 'reserved', neg(amount))
     redis.call('HDEL', books, 'r:' .. id)
+    return true
   end
-  redis.call('ZREM', leases, id)
+  return false
+end
+local function drop(books, leases, id, now)
+  if not unreserve(books, leases, id) then
+    -- not reserved (yet): a RESERVE of this id arriving late must not take effect
+    redis.call('HSET', books, 'd:' .. id, '1')
+    redis.call('ZADD', leases, tonumber(now) + 600000, 'd:' .. id)
+  end
 end
 local function purge(books, leases, now)
-  for _, id in ipairs(redis.call('ZRANGEBYSCORE', leases, '-inf', now)) do
-    drop(books, leases, id)
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', leases, '-inf', now)) do
+    if string.sub(m, 1, 2) == 'd:' then
+      redis.call('HDEL', books, m)
+      redis.call('ZREM', leases, m)
+    else
+      unreserve(books, leases, m)
+    end
   end
 end
 local function field(books, name)
@@ -163,8 +181,10 @@ end
 
 /// Reserve if spend + reservations + extra + amount ≤ limit, where `extra` is what this
 /// replica knows Redis does not (spend and reservations from an outage).
-/// KEYS: books, leases. ARGV: now ms, limit, amount, extra, expiry ms.
-/// Returns `{id or 0, spent, reserved}` (amounts as decimal strings).
+/// KEYS: books, leases. ARGV: now ms, limit, amount, extra, expiry ms, the reservation id
+/// (chosen by the replica, so it can be dropped even when this script's reply is lost).
+/// Returns `{1 reserved | 0 refused | -1 already dropped, spent, reserved}` (amounts as
+/// decimal strings).
 pub(super) static RESERVE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
         r"{BUDGET_LIB}
@@ -179,11 +199,14 @@ redis.call('HDEL', books, 'headroom')
 if headroom < 0 then
   return {{0, field(books, 'spent'), field(books, 'reserved')}}
 end
-local id = string.format('%d', redis.call('HINCRBY', books, 'next_id', 1))
+if redis.call('HEXISTS', books, 'd:' .. ARGV[6]) == 1 then
+  return {{-1, field(books, 'spent'), field(books, 'reserved')}}
+end
+local id = ARGV[6]
 redis.call('HINCRBY', books, 'reserved', ARGV[3])
 redis.call('HSET', books, 'r:' .. id, ARGV[3])
 redis.call('ZADD', leases, ARGV[5], id)
-return {{tonumber(id), field(books, 'spent'), field(books, 'reserved')}}
+return {{1, field(books, 'spent'), field(books, 'reserved')}}
 "
     ))
 });
@@ -196,7 +219,7 @@ pub(super) static SETTLE: LazyLock<Script> = LazyLock::new(|| {
         r"{BUDGET_LIB}
 local books, leases = KEYS[1], KEYS[2]
 purge(books, leases, ARGV[1])
-for i = 3, #ARGV do drop(books, leases, ARGV[i]) end
+for i = 3, #ARGV do drop(books, leases, ARGV[i], ARGV[1]) end
 if ARGV[2] ~= '0' then redis.call('HINCRBY', books, 'spent', ARGV[2]) end
 return {{field(books, 'spent'), field(books, 'reserved')}}
 "
