@@ -1,0 +1,7 @@
+-- wrk script: POST the chat completion body in $BENCH_BODY (a file; bench/body.json by default).
+local path = os.getenv("BENCH_BODY") or "bench/body.json"
+local file = assert(io.open(path, "rb"))
+wrk.method = "POST"
+wrk.body = file:read("*a")
+file:close()
+wrk.headers["Content-Type"] = "application/json"
