@@ -5,10 +5,11 @@
 //!         [--duration SECS] [--warmup SECS] [--rate R] [--stream] [--timeout SECS]
 //! ```
 //! With `--rate`, traffic is paced (open loop, as wrk2 does it): request `i` is due at
-//! `start + i/R` and goes to connection `i mod N`. A request that waits because its
-//! connection is still busy counts that wait in its latency (coordinated omission
-//! corrected); a late timer wake-up does not. Without `--rate` each connection sends back
-//! to back (closed loop). `--stream` reads server-sent events and records the time to the
+//! `start + i/R` and goes to connection `i mod N`. Latency counts from the due time: a
+//! request whose connection is still busy then counts the wait (coordinated omission
+//! corrected). The generator's own timer lateness is not counted: each connection keeps
+//! the timeline it would have had if every request had been sent exactly when due.
+//! Without `--rate` each connection sends back to back (closed loop). `--stream` reads server-sent events and records the time to the
 //! first token: the first event whose `content` is not empty. Prints one JSON object
 //! ([`stats::Report`]) on stdout.
 //!
@@ -109,7 +110,8 @@ async fn run(args: &[String]) -> Result<Report, String> {
 async fn worker(k: usize, plan: Arc<Plan>) -> Samples {
     let mut samples = Samples::default();
     let mut exchange = Exchange::new(plan.target.clone(), plan.body.clone(), plan.stream);
-    let mut prev_done = plan.start;
+    // When the connection would be free had every request been sent exactly when due.
+    let mut free_at = plan.start;
     for j in 0.. {
         let due = plan.rate.map(|r| {
             let i = (k + j * plan.connections) as f64;
@@ -125,17 +127,20 @@ async fn worker(k: usize, plan: Arc<Plan>) -> Samples {
         if sent >= plan.end {
             break;
         }
-        // Waiting on a busy connection is the server's doing and counts; a late timer is not.
-        let (began, late) = match due {
-            Some(d) if prev_done > d => (d, true),
-            _ => (sent, false),
-        };
         let outcome = tokio::time::timeout(plan.timeout, exchange.send()).await;
         let done = Instant::now();
-        if began >= plan.measure_from {
-            samples.record(outcome, began, sent, done, late);
+        // Waiting on a busy connection is the server's doing and counts; a late timer is not.
+        let wait = match due {
+            Some(d) => {
+                let start = free_at.max(d);
+                free_at = start + (done - sent);
+                start - d
+            }
+            None => Duration::ZERO,
+        };
+        if due.unwrap_or(sent) >= plan.measure_from {
+            samples.record(outcome, wait, sent, done);
         }
-        prev_done = done;
     }
     samples
 }

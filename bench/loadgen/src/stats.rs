@@ -32,16 +32,15 @@ pub struct Samples {
 }
 
 impl Samples {
-    /// Record one exchange that began at `began` (due time or send time).
+    /// Record one exchange sent at `sent` that had waited `wait` for its connection.
     pub fn record(
         &mut self,
         outcome: Result<Result<Outcome, String>, Elapsed>,
-        began: Instant,
+        wait: Duration,
         sent: Instant,
         done: Instant,
-        late: bool,
     ) {
-        self.late += u64::from(late);
+        self.late += u64::from(!wait.is_zero());
         let outcome = match outcome {
             Ok(Ok(o)) => o,
             Ok(Err(e)) => return self.error(e),
@@ -55,11 +54,11 @@ impl Samples {
             self.incomplete += 1;
             return;
         }
-        self.latency_us.push(micros(done - began));
+        self.latency_us.push(micros(wait + (done - sent)));
         self.service_us.push(micros(done - sent));
         if let Some(t) = outcome.first_token {
             self.ttft_us
-                .push(micros(t.saturating_duration_since(began)));
+                .push(micros(wait + t.saturating_duration_since(sent)));
         }
     }
 
