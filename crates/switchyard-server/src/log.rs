@@ -1,7 +1,8 @@
 //! The request log: one JSON line per request, written off the request path.
 //!
 //! Owns [`LogEntry`] (the line's schema, which `switchyard report` reads back) and
-//! [`RequestLog`], a bounded channel drained by one tracked writer task. A full channel
+//! [`RequestLog`], a bounded channel drained by one tracked writer task that writes in
+//! batches (at most every 100 ms, or at 64 KiB). A full channel
 //! drops the line and counts it — logging never slows or fails a request. When the last
 //! handle is dropped (after the server has drained) the writer flushes what it has and ends.
 //! An optional [`LogTap`] sees every entry as it is written (the dashboard's recent
@@ -134,21 +135,54 @@ impl RequestLog {
     }
 }
 
-async fn write_lines(file: tokio::fs::File, mut rx: mpsc::Receiver<LogEntry>) {
-    let mut out = tokio::io::BufWriter::new(file);
-    while let Some(entry) = rx.recv().await {
-        let Ok(mut line) = serde_json::to_vec(&entry) else {
-            continue;
-        };
-        line.push(b'\n');
-        if out.write_all(&line).await.is_err() {
-            break;
-        }
-        if rx.is_empty() && out.flush().await.is_err() {
-            break;
+/// How long a line may wait before it is written (lines are written in batches).
+const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+/// A batch this large is written at once, without waiting for the tick.
+const BATCH_BYTES: usize = 64 * 1024;
+/// Entries taken from the channel per wake-up.
+const RECV_BATCH: usize = 256;
+
+/// Serialize lines into one buffer and write it when it is large or every
+/// [`FLUSH_EVERY`] — one write (one blocking-pool hop) per batch, not per line. The last
+/// batch is written when the channel closes (shutdown).
+async fn write_lines(mut file: tokio::fs::File, mut rx: mpsc::Receiver<LogEntry>) {
+    let mut buf: Vec<u8> = Vec::with_capacity(2 * BATCH_BYTES);
+    let mut entries = Vec::with_capacity(RECV_BATCH);
+    let mut tick = tokio::time::interval(FLUSH_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tokio::select! {
+            n = rx.recv_many(&mut entries, RECV_BATCH) => {
+                if n == 0 {
+                    break; // every sender is gone: shutting down
+                }
+                for entry in entries.drain(..) {
+                    if serde_json::to_writer(&mut buf, &entry).is_ok() {
+                        buf.push(b'\n');
+                    }
+                }
+                if buf.len() >= BATCH_BYTES && write_out(&mut file, &mut buf).await.is_err() {
+                    return;
+                }
+            }
+            _ = tick.tick() => {
+                if write_out(&mut file, &mut buf).await.is_err() {
+                    return;
+                }
+            }
         }
     }
-    let _ = out.flush().await;
+    let _ = write_out(&mut file, &mut buf).await;
+    let _ = file.flush().await;
+}
+
+async fn write_out(file: &mut tokio::fs::File, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    if buf.is_empty() {
+        return Ok(());
+    }
+    file.write_all(buf).await?;
+    buf.clear();
+    Ok(())
 }
 
 /// Read a request log back (for `report`), skipping nothing silently.

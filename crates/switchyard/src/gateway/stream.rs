@@ -301,10 +301,14 @@ impl Live {
             model: self.model.clone(),
             attempts: self.attempts.clone(),
             cancelled: self.cancelled.clone(),
-            inner: Box::pin(futures_util::stream::unfold(self, |mut live| async move {
-                let event = live.next_event().await?;
-                Some((event, live))
-            })),
+            // boxed: the state moves through every poll, and a pointer is cheaper to move
+            inner: Box::pin(futures_util::stream::unfold(
+                Box::new(self),
+                |mut live| async move {
+                    let event = live.next_event().await?;
+                    Some((event, live))
+                },
+            )),
         }
     }
 

@@ -306,10 +306,14 @@ where
         usage: None,
         ended: false,
     };
-    Box::pin(futures_util::stream::unfold(driver, |mut d| async move {
-        let item = d.next().await?;
-        Some((item, d))
-    }))
+    // boxed: the state moves through every poll, and a pointer is cheaper to move
+    Box::pin(futures_util::stream::unfold(
+        Box::new(driver),
+        |mut d| async move {
+            let item = d.next().await?;
+            Some((item, d))
+        },
+    ))
 }
 
 /// The state of [`into_chunks`].

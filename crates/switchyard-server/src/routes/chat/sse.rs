@@ -90,7 +90,8 @@ impl Writer {
     }
 
     fn into_stream(self) -> impl futures_util::Stream<Item = Result<Bytes, Infallible>> + Send {
-        futures_util::stream::unfold(self, |mut w| async move {
+        // boxed: the state moves through every poll, and a pointer is cheaper to move
+        futures_util::stream::unfold(Box::new(self), |mut w| async move {
             let bytes = w.next_bytes().await?;
             Some((Ok(bytes), w))
         })
@@ -137,29 +138,28 @@ impl Writer {
         if let Some(m) = &c.model {
             self.model.clone_from(m);
         }
-        let mut out = Vec::new();
-        if c.has_content() {
-            let delta = Delta {
-                role: None,
-                content: (!c.text.is_empty()).then_some(c.text.as_str()),
-                tool_calls: c
-                    .tool_calls
-                    .iter()
-                    .map(|t| ToolDelta {
-                        index: t.index,
-                        id: t.id.as_deref(),
-                        kind: t.id.as_ref().map(|_| "function"),
-                        function: WireFunctionCall {
-                            name: t.name.clone().unwrap_or_default(),
-                            arguments: t.arguments.clone(),
-                        },
-                    })
-                    .collect(),
-            };
-            out.extend_from_slice(&self.chunk(delta, None, None, None));
+        if !c.has_content() {
+            // a finish reason is written by `done`, which always follows it
+            return Bytes::new();
         }
-        // a finish reason is written by `done`, which always follows it
-        Bytes::from(out)
+        let delta = Delta {
+            role: None,
+            content: (!c.text.is_empty()).then_some(c.text.as_str()),
+            tool_calls: c
+                .tool_calls
+                .iter()
+                .map(|t| ToolDelta {
+                    index: t.index,
+                    id: t.id.as_deref(),
+                    kind: t.id.as_ref().map(|_| "function"),
+                    function: WireFunctionCall {
+                        name: t.name.clone().unwrap_or_default(),
+                        arguments: t.arguments.clone(),
+                    },
+                })
+                .collect(),
+        };
+        self.chunk(delta, None, None, None)
     }
 
     /// The finish chunk, the usage chunk (if asked for), `[DONE]`; log and count.
@@ -253,7 +253,8 @@ impl Drop for Writer {
 }
 
 fn event_bytes<T: Serialize>(value: &T) -> Bytes {
-    let mut out = b"data: ".to_vec();
+    let mut out = Vec::with_capacity(512);
+    out.extend_from_slice(b"data: ");
     if serde_json::to_writer(&mut out, value).is_err() {
         out.extend_from_slice(b"{}");
     }
