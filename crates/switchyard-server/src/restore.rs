@@ -9,7 +9,6 @@ use switchyard::Money;
 use crate::config::Config;
 use crate::keys::limits_of;
 use crate::limits::key_scope;
-use crate::log::LogEntry;
 
 /// What was restored, for the startup message.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -20,62 +19,91 @@ pub struct Restored {
     pub spend: Money,
 }
 
-/// Read a request log for replay: lines that do not parse (a line cut short by a crash)
-/// are skipped and counted rather than refusing to start. A missing file is empty.
-#[must_use]
-pub fn read_tolerant(path: &std::path::Path) -> (Vec<LogEntry>, usize) {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return (Vec::new(), 0);
-    };
-    let mut skipped = 0;
-    let entries = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .filter_map(|l| {
-            let e = serde_json::from_str(l).ok();
-            skipped += usize::from(e.is_none());
-            e
-        })
-        .collect();
-    (entries, skipped)
+/// The fields of a request-log line that spend depends on; the rest of the line is
+/// skipped unparsed.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct Spend {
+    /// Wall time the request arrived, ms since the Unix epoch.
+    pub time_ms: u64,
+    /// The route it counted against.
+    pub route: String,
+    /// The client key's name, when keys are configured.
+    #[serde(default)]
+    pub key: Option<String>,
+    /// Exact cost in dollars, when known.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
 }
 
-/// Replay `entries` into `store`'s budgets as of `now`.
-pub fn replay(config: &Config, entries: &[LogEntry], store: &MemoryState, now: u64) -> Restored {
+/// Replay the request log at `path` into `store`'s budgets as of `now`, one line at a time
+/// (memory stays flat however long the log is). Lines that do not parse (a line cut short by
+/// a crash) are skipped and counted rather than refusing to start; a missing file is empty.
+///
+/// # Errors
+/// When the file exists but cannot be read.
+pub fn replay_file(
+    config: &Config,
+    path: &std::path::Path,
+    store: &MemoryState,
+    now: u64,
+) -> std::io::Result<(Restored, usize)> {
+    use std::io::BufRead as _;
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Restored::default(), 0)),
+        Err(e) => return Err(e),
+    };
+    let mut reader = std::io::BufReader::with_capacity(256 * 1024, file);
+    let mut line = Vec::with_capacity(4096);
+    let mut skipped = 0;
     let mut restored = Restored::default();
-    for e in entries {
-        let Some(cost) = e.cost_usd.map(Money::from_usd) else {
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
-        };
-        let mut counted = false;
-        if config
-            .routes
-            .iter()
-            .any(|r| r.name == e.route && r.budget_usd.is_some())
-        {
-            store.restore_spend(&budget_scope(&e.route), cost);
-            counted = true;
         }
-        let key = e
-            .key
-            .as_ref()
-            .and_then(|k| config.keys.iter().find(|c| &c.name == k));
-        if let Some(k) = key {
-            if let Some((_, period)) = limits_of(k).budget {
-                // only the current period's spend still counts
-                let scope = key_scope(&k.name, period, e.time_ms);
-                if scope == key_scope(&k.name, period, now) {
-                    store.restore_spend(&scope, cost);
-                    counted = true;
-                }
-            }
-        }
-        if counted {
-            restored.entries += 1;
-            restored.spend += cost;
+        match serde_json::from_slice::<Spend>(&line) {
+            Ok(spend) => replay_one(config, &spend, store, now, &mut restored),
+            Err(_) => skipped += 1,
         }
     }
-    restored
+    Ok((restored, skipped))
+}
+
+fn replay_one(config: &Config, e: &Spend, store: &MemoryState, now: u64, restored: &mut Restored) {
+    let Some(cost) = e.cost_usd.map(Money::from_usd) else {
+        return;
+    };
+    let mut counted = false;
+    if config
+        .routes
+        .iter()
+        .any(|r| r.name == e.route && r.budget_usd.is_some())
+    {
+        store.restore_spend(&budget_scope(&e.route), cost);
+        counted = true;
+    }
+    let key = e
+        .key
+        .as_ref()
+        .and_then(|k| config.keys.iter().find(|c| &c.name == k));
+    if let Some(k) = key {
+        if let Some((_, period)) = limits_of(k).budget {
+            // only the current period's spend still counts
+            let scope = key_scope(&k.name, period, e.time_ms);
+            if scope == key_scope(&k.name, period, now) {
+                store.restore_spend(&scope, cost);
+                counted = true;
+            }
+        }
+    }
+    if counted {
+        restored.entries += 1;
+        restored.spend += cost;
+    }
 }
 
 #[cfg(test)]
@@ -83,29 +111,17 @@ mod tests {
     use super::*;
     use switchyard::state::SharedState;
 
-    fn entry(route: &str, key: Option<&str>, time_ms: u64, cost: Option<f64>) -> LogEntry {
-        LogEntry {
-            id: "r".into(),
+    fn entry(route: &str, key: Option<&str>, time_ms: u64, cost: Option<f64>) -> Spend {
+        Spend {
             time_ms,
             route: route.into(),
             key: key.map(Into::into),
-            stream: false,
-            status: 200,
-            provider: Some("p".into()),
-            model: None,
-            failed_over: false,
-            attempts: Vec::new(),
-            usage: None,
             cost_usd: cost,
-            latency_ms: 1.0,
-            ttft_ms: None,
-            error: None,
         }
     }
 
-    #[tokio::test]
-    async fn route_and_current_period_key_spend_come_back() {
-        let config = crate::config::parse(
+    fn config() -> Config {
+        crate::config::parse(
             r#"
             [[providers]]
             name = "s"
@@ -126,7 +142,12 @@ mod tests {
             "#,
             "test",
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn route_and_current_period_key_spend_come_back() {
+        let config = config();
         let today = 1_795_969_375_000; // 2026-11-29
         let yesterday = today - 86_400_000;
         let entries = [
@@ -137,7 +158,10 @@ mod tests {
             entry("paid", None, today, None),
         ];
         let store = MemoryState::new();
-        let r = replay(&config, &entries, &store, today);
+        let mut r = Restored::default();
+        for e in &entries {
+            replay_one(&config, e, &store, today, &mut r);
+        }
         assert_eq!(r.entries, 3);
         let route = store.budget("route:paid", Money::from_usd(1.0)).await;
         assert_eq!(route.spent, Money::from_usd(0.75));
@@ -149,5 +173,62 @@ mod tests {
             Money::from_usd(0.125),
             "yesterday's spend is not today's"
         );
+    }
+
+    /// A whole request-log line as the log writes it.
+    fn line(route: &str, cost: Option<f64>, time_ms: u64) -> String {
+        let entry = crate::log::LogEntry {
+            id: "req-1".into(),
+            time_ms,
+            route: route.into(),
+            key: Some("team".into()),
+            stream: true,
+            status: 200,
+            provider: Some("p".into()),
+            model: Some("m".into()),
+            failed_over: false,
+            attempts: Vec::new(),
+            usage: None,
+            cost_usd: cost,
+            latency_ms: 1.5,
+            ttft_ms: Some(0.5),
+            error: None,
+        };
+        serde_json::to_string(&entry).unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_log_file_is_replayed_line_by_line_skipping_broken_lines() {
+        let today = 1_795_969_375_000;
+        let dir = std::env::temp_dir().join(format!("switchyard-restore-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("requests.jsonl");
+        let cut = line("paid", Some(4.0), today);
+        let text = format!(
+            "{}\n\n{}\n{}\n{}",
+            line("paid", Some(0.25), today),
+            line("free", Some(0.125), today),
+            line("paid", None, today),
+            &cut[..cut.len() / 2], // the crash cut the last line short
+        );
+        std::fs::write(&path, text).unwrap();
+        let store = MemoryState::new();
+        let (r, skipped) = replay_file(&config(), &path, &store, today).unwrap();
+        assert_eq!(skipped, 1);
+        assert_eq!(
+            r.entries, 2,
+            "the paid line counts for the route and the key, the free one for the key"
+        );
+        assert_eq!(r.spend, Money::from_usd(0.375));
+        let route = store.budget("route:paid", Money::from_usd(1.0)).await;
+        assert_eq!(route.spent, Money::from_usd(0.25));
+        let key = store
+            .budget("key:team:day:2026-11-29", Money::from_usd(2.0))
+            .await;
+        assert_eq!(key.spent, Money::from_usd(0.375));
+
+        let missing = replay_file(&config(), &dir.join("absent.jsonl"), &store, today).unwrap();
+        assert_eq!(missing, (Restored::default(), 0));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

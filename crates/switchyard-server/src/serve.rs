@@ -177,8 +177,8 @@ async fn state_store(
     }
     let memory = Arc::new(MemoryState::new());
     if let Some(path) = &config.server.request_log {
-        let (entries, skipped) = restore::read_tolerant(path.as_ref());
-        let r = restore::replay(config, &entries, &memory, clock.unix_ms());
+        let (r, skipped) = restore::replay_file(config, path.as_ref(), &memory, clock.unix_ms())
+            .map_err(|e| format!("reading the request log {path} to restore spend: {e}"))?;
         if r.entries > 0 || skipped > 0 {
             eprintln!(
                 "switchyard: restored {} of spend from {} request-log line(s) in {path}{}",
