@@ -11,30 +11,50 @@
 //! call by dropping its future, which closes the connection.
 //!
 //! Choices worth knowing:
-//! - One `reqwest` client (rustls, HTTP/1.1, `TCP_NODELAY`) per distinct connect timeout,
-//!   shared by every provider built from the same [`Transport`]; with the default connect
-//!   timeout that is one pool for the whole process.
-//! - A connect timeout is [`ErrorKind::Timeout`] (the host is silent: retrying costs a full
-//!   timeout again); a refused or reset connection, a DNS failure or a reset before the
-//!   response headers is [`ErrorKind::Connection`]. Losing the connection while reading a
-//!   body is `Connection` too.
+//! - hyper's pooled client (`hyper-util`), HTTP/1.1 over rustls (ring, webpki roots),
+//!   `TCP_NODELAY`; one pool per distinct connect timeout, shared by every provider built
+//!   from the same [`Transport`]; with the default connect timeout that is one pool for the
+//!   whole process. (It replaced `reqwest`, whose layers — URL re-parsing, redirect policy,
+//!   boxed futures — cost ~10 µs per request on the benchmark's machine; BENCHMARKS.md.)
+//! - A connect timeout covers TCP, a proxy's `CONNECT` and TLS, and is
+//!   [`ErrorKind::Timeout`] (the host is silent: retrying costs a full timeout again); a
+//!   refused or reset connection, a DNS failure or a reset before the response headers is
+//!   [`ErrorKind::Connection`]. Losing the connection while reading a body is `Connection`
+//!   too.
 //! - Redirects are not followed: an API endpoint that redirects is misconfigured, and a
 //!   followed redirect could carry a vendor's key header to another host.
-//! - Proxies from the environment (`HTTPS_PROXY`, ...) are ignored unless
-//!   [`TransportConfig::proxy_from_env`] says otherwise: the library reads no environment.
+//! - Proxies from the environment (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`) are
+//!   ignored unless [`TransportConfig::proxy_from_env`] says otherwise: the library reads no
+//!   environment. Through a proxy every connection is a `CONNECT` tunnel (`http://`
+//!   destinations too), with the proxy URL's user and password as basic auth.
 
 use std::error::Error as StdError;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
 
 use bytes::{Bytes, BytesMut};
 use futures_util::{Stream, StreamExt as _};
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
-use reqwest::Url;
+use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, USER_AGENT};
+use http::{Request, Response, Uri};
+use http_body_util::{BodyDataStream, BodyExt as _, Full};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::connect::proxy::Tunnel;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::proxy::matcher::Matcher;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::net::TcpStream;
+use url::Url;
 
 use super::secret::Secret;
 use crate::error::{ErrorKind, ProviderError};
+
+type BoxError = Box<dyn StdError + Send + Sync>;
+type Connector = Timed<hyper_rustls::HttpsConnector<Dial>>;
+type Pool = Client<Connector, Full<Bytes>>;
 
 /// Default time allowed to open a connection (TCP and TLS).
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -60,9 +80,9 @@ pub struct TransportConfig {
     pub pool_idle_timeout: Duration,
     /// Idle connections kept per host.
     pub pool_max_idle_per_host: usize,
-    /// Honour `HTTP_PROXY` / `HTTPS_PROXY` / `NO_PROXY` from the environment.
+    /// Honour `HTTPS_PROXY` / `HTTP_PROXY` / `ALL_PROXY` / `NO_PROXY` from the environment.
     pub proxy_from_env: bool,
-    /// The `User-Agent` sent upstream.
+    /// The `User-Agent` sent upstream (unless a provider's headers set one).
     pub user_agent: String,
 }
 
@@ -90,10 +110,19 @@ pub struct Transport {
 #[derive(Default)]
 struct Pools {
     config: TransportConfig,
-    /// One client per distinct connect timeout. reqwest sets connect timeouts per client,
-    /// so providers that agree on it share a pool; the list is as long as the number of
+    /// The proxies from the environment, when the config asks for them.
+    proxies: Option<Arc<Matcher>>,
+    /// One pool per distinct connect timeout (the timeout lives in the connector), so
+    /// providers that agree on it share connections; the list is as long as the number of
     /// distinct timeouts in the config (usually one). Locked only while building providers.
-    clients: Mutex<Vec<(Duration, reqwest::Client)>>,
+    clients: Mutex<Vec<(Duration, Shared)>>,
+}
+
+/// A pool and what every request through it carries.
+#[derive(Clone)]
+struct Shared {
+    pool: Pool,
+    user_agent: HeaderValue,
 }
 
 impl std::fmt::Debug for Transport {
@@ -126,9 +155,15 @@ impl Transport {
     /// A transport with these pool settings.
     #[must_use]
     pub fn new(config: TransportConfig) -> Self {
+        let proxies = config.proxy_from_env.then(Matcher::from_env);
+        Self::with_proxies(config, proxies)
+    }
+
+    fn with_proxies(config: TransportConfig, proxies: Option<Matcher>) -> Self {
         Self {
             inner: Arc::new(Pools {
                 config,
+                proxies: proxies.map(Arc::new),
                 clients: Mutex::new(Vec::new()),
             }),
         }
@@ -137,7 +172,7 @@ impl Transport {
     /// A provider's handle on the pool. Call once when the provider is built.
     ///
     /// # Errors
-    /// When the TLS backend cannot be initialised.
+    /// When the TLS backend cannot be initialised or the user agent is not valid in HTTP.
     pub fn client(&self, settings: HttpSettings) -> Result<HttpClient, ConfigError> {
         let mut clients = self
             .inner
@@ -147,42 +182,147 @@ impl Transport {
         let existing = clients
             .iter()
             .find(|(timeout, _)| *timeout == settings.connect_timeout);
-        let client = if let Some((_, client)) = existing {
-            client.clone()
+        let shared = if let Some((_, shared)) = existing {
+            shared.clone()
         } else {
-            let client = self.build(settings.connect_timeout)?;
-            clients.push((settings.connect_timeout, client.clone()));
-            client
+            let shared = self.build(settings.connect_timeout)?;
+            clients.push((settings.connect_timeout, shared.clone()));
+            shared
         };
         Ok(HttpClient {
-            client,
+            pool: shared.pool,
+            user_agent: shared.user_agent,
             max_body_bytes: settings.max_body_bytes,
         })
     }
 
-    fn build(&self, connect_timeout: Duration) -> Result<reqwest::Client, ConfigError> {
+    fn build(&self, connect_timeout: Duration) -> Result<Shared, ConfigError> {
         let config = &self.inner.config;
-        let mut builder = reqwest::Client::builder()
-            .connect_timeout(connect_timeout)
-            .tcp_nodelay(true)
+        let user_agent = HeaderValue::from_str(&config.user_agent)
+            .map_err(|_| ConfigError("the user agent is not valid in an HTTP header".into()))?;
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        http.set_connect_timeout(Some(connect_timeout));
+        let dial = Dial {
+            http,
+            proxies: self.inner.proxies.clone(),
+        };
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let roots = rustls::RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        };
+        let tls = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| ConfigError(format!("setting up TLS: {e}")))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(dial);
+        let pool = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(config.pool_idle_timeout)
             .pool_max_idle_per_host(config.pool_max_idle_per_host)
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(config.user_agent.clone());
-        if !config.proxy_from_env {
-            builder = builder.no_proxy();
+            .pool_timer(TokioTimer::new())
+            .build(Timed {
+                inner: https,
+                timeout: connect_timeout,
+            });
+        Ok(Shared { pool, user_agent })
+    }
+}
+
+/// Opens TCP connections, directly or through a `CONNECT` tunnel when a proxy from the
+/// environment applies to the destination.
+#[derive(Clone)]
+struct Dial {
+    http: HttpConnector,
+    proxies: Option<Arc<Matcher>>,
+}
+
+impl tower_service::Service<Uri> for Dial {
+    type Response = TokioIo<TcpStream>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        // HttpConnector is always ready
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, dst: Uri) -> Self::Future {
+        let mut http = self.http.clone();
+        let Some(intercept) = self.proxies.as_ref().and_then(|m| m.intercept(&dst)) else {
+            return Box::pin(async move { http.call(dst).await.map_err(Into::into) });
+        };
+        let mut tunnel = Tunnel::new(intercept.uri().clone(), http);
+        if let Some(auth) = intercept.basic_auth() {
+            tunnel = tunnel.with_auth(auth.clone());
         }
-        builder
-            .build()
-            .map_err(|e| ConfigError(format!("building the HTTP client: {}", chain(&e))))
+        Box::pin(async move {
+            std::future::poll_fn(|cx| tunnel.poll_ready(cx)).await?;
+            tunnel
+                .call(dst)
+                .await
+                .map_err(|e| format!("proxy tunnel: {}", chain(&e)).into())
+        })
+    }
+}
+
+/// A connector whose whole connect (TCP, tunnel, TLS) must finish within `timeout`.
+#[derive(Clone)]
+struct Timed<C> {
+    inner: C,
+    timeout: Duration,
+}
+
+/// The marker a connect timeout leaves in the error chain.
+#[derive(Debug, thiserror::Error)]
+#[error("no connection within {0:?}")]
+struct ConnectTimedOut(Duration);
+
+impl<C> tower_service::Service<Uri> for Timed<C>
+where
+    C: tower_service::Service<Uri>,
+    C::Error: Into<BoxError>,
+    C::Future: Send + 'static,
+{
+    type Response = C::Response;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<C::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, dst: Uri) -> Self::Future {
+        let connecting = self.inner.call(dst);
+        let timeout = self.timeout;
+        Box::pin(async move {
+            match tokio::time::timeout(timeout, connecting).await {
+                Ok(result) => result.map_err(Into::into),
+                Err(_) => Err(Box::new(ConnectTimedOut(timeout)) as BoxError),
+            }
+        })
     }
 }
 
 /// One provider's handle on the shared pool, with its body limit.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HttpClient {
-    client: reqwest::Client,
+    pool: Pool,
+    user_agent: HeaderValue,
     max_body_bytes: usize,
+}
+
+impl std::fmt::Debug for HttpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpClient")
+            .field("max_body_bytes", &self.max_body_bytes)
+            .finish_non_exhaustive()
+    }
 }
 
 impl HttpClient {
@@ -198,12 +338,10 @@ impl HttpClient {
         headers: &HeaderMap,
         body: Vec<u8>,
     ) -> Result<UpstreamResponse, ProviderError> {
-        let request = self
-            .client
-            .post(url.clone())
-            .headers(headers.clone())
-            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
-            .body(body);
+        let mut request = self.request(http::Method::POST, url, headers, Bytes::from(body))?;
+        request
+            .headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         self.execute(request).await
     }
 
@@ -216,7 +354,7 @@ impl HttpClient {
         url: &Url,
         headers: &HeaderMap,
     ) -> Result<UpstreamResponse, ProviderError> {
-        let request = self.client.get(url.clone()).headers(headers.clone());
+        let request = self.request(http::Method::GET, url, headers, Bytes::new())?;
         self.execute(request).await
     }
 
@@ -226,11 +364,35 @@ impl HttpClient {
         self.max_body_bytes
     }
 
+    fn request(
+        &self,
+        method: http::Method,
+        url: &Url,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Result<Request<Full<Bytes>>, ProviderError> {
+        let uri = Uri::try_from(url.as_str()).map_err(|e| {
+            ProviderError::new(ErrorKind::Connection, format!("invalid upstream URL: {e}"))
+        })?;
+        let mut request = Request::new(Full::new(body));
+        *request.method_mut() = method;
+        *request.uri_mut() = uri;
+        let map = request.headers_mut();
+        map.reserve(headers.len() + 3);
+        for (name, value) in headers {
+            map.append(name, value.clone());
+        }
+        if !map.contains_key(USER_AGENT) {
+            map.insert(USER_AGENT, self.user_agent.clone());
+        }
+        Ok(request)
+    }
+
     async fn execute(
         &self,
-        request: reqwest::RequestBuilder,
+        request: Request<Full<Bytes>>,
     ) -> Result<UpstreamResponse, ProviderError> {
-        let response = request.send().await.map_err(request_error)?;
+        let response = self.pool.request(request).await.map_err(request_error)?;
         Ok(UpstreamResponse {
             inner: response,
             max_body_bytes: self.max_body_bytes,
@@ -241,7 +403,7 @@ impl HttpClient {
 /// A response whose headers are in and whose body is not read yet.
 #[derive(Debug)]
 pub struct UpstreamResponse {
-    inner: reqwest::Response,
+    inner: Response<Incoming>,
     max_body_bytes: usize,
 }
 
@@ -278,24 +440,37 @@ impl UpstreamResponse {
         Some(essence.trim().to_ascii_lowercase())
     }
 
+    /// The next piece of body data (trailers are skipped); `None` at its end.
+    async fn chunk(body: &mut Incoming) -> Result<Option<Bytes>, hyper::Error> {
+        while let Some(frame) = body.frame().await {
+            if let Ok(data) = frame?.into_data() {
+                return Ok(Some(data));
+            }
+        }
+        Ok(None)
+    }
+
     /// The whole body, refusing more than the configured cap.
     ///
     /// # Errors
     /// `Malformed` past the cap (announced by `content-length` or counted while reading);
     /// `Connection` / `Timeout` if the connection fails mid-body.
-    pub async fn body(mut self) -> Result<Bytes, ProviderError> {
+    pub async fn body(self) -> Result<Bytes, ProviderError> {
         let limit = self.max_body_bytes;
-        if self
+        let announced = self
             .inner
-            .content_length()
-            .is_some_and(|n| n > limit as u64)
-        {
+            .headers()
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if announced.is_some_and(|n| n > limit as u64) {
             return Err(too_large(limit));
         }
+        let mut body = self.inner.into_body();
         // One chunk (the common case) is returned as is; more are joined.
         let mut single: Option<Bytes> = None;
         let mut joined = BytesMut::new();
-        while let Some(chunk) = self.inner.chunk().await.map_err(body_error)? {
+        while let Some(chunk) = Self::chunk(&mut body).await.map_err(body_error)? {
             let so_far = single.as_ref().map_or(joined.len(), Bytes::len);
             if so_far + chunk.len() > limit {
                 return Err(too_large(limit));
@@ -314,12 +489,12 @@ impl UpstreamResponse {
 
     /// The pieces a `classify` reads: status, headers and up to [`ERROR_BODY_LIMIT`] bytes
     /// of body. Never fails: a body that cannot be read is kept as far as it got.
-    pub async fn into_failure(mut self) -> HttpFailure {
+    pub async fn into_failure(self) -> HttpFailure {
         let status = self.status();
-        let headers = std::mem::take(self.inner.headers_mut());
+        let (parts, mut incoming) = self.inner.into_parts();
         let mut body = BytesMut::new();
         while body.len() < ERROR_BODY_LIMIT {
-            match self.inner.chunk().await {
+            match Self::chunk(&mut incoming).await {
                 Ok(Some(chunk)) => body.extend_from_slice(&chunk),
                 Ok(None) | Err(_) => break,
             }
@@ -327,7 +502,7 @@ impl UpstreamResponse {
         body.truncate(ERROR_BODY_LIMIT);
         HttpFailure {
             status,
-            headers,
+            headers: parts.headers,
             body: body.freeze(),
         }
     }
@@ -337,7 +512,7 @@ impl UpstreamResponse {
     /// [`max_body_bytes`](Self::max_body_bytes) as the per-event cap.
     #[must_use]
     pub fn into_byte_stream(self) -> ByteStream {
-        Box::pin(self.inner.bytes_stream().map(|r| r.map_err(body_error)))
+        Box::pin(BodyDataStream::new(self.inner.into_body()).map(|r| r.map_err(body_error)))
     }
 
     /// The body cap this response is read under.
@@ -516,10 +691,9 @@ pub fn insert_secret_header(
 }
 
 /// Classify a failure before the response headers arrived.
-fn request_error(err: reqwest::Error) -> ProviderError {
-    let err = err.without_url();
+fn request_error(err: hyper_util::client::legacy::Error) -> ProviderError {
     let detail = chain(&err);
-    if err.is_timeout() {
+    if caused_by::<ConnectTimedOut>(&err) {
         ProviderError::new(ErrorKind::Timeout, format!("connect timed out: {detail}"))
     } else if err.is_connect() {
         ProviderError::new(ErrorKind::Connection, format!("connect failed: {detail}"))
@@ -531,9 +705,20 @@ fn request_error(err: reqwest::Error) -> ProviderError {
     }
 }
 
+/// Is an error of type `E` somewhere in `err`'s chain.
+fn caused_by<E: StdError + 'static>(err: &(dyn StdError + 'static)) -> bool {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if e.is::<E>() {
+            return true;
+        }
+        next = e.source();
+    }
+    false
+}
+
 /// Classify a failure while reading a body.
-fn body_error(err: reqwest::Error) -> ProviderError {
-    let err = err.without_url();
+fn body_error(err: hyper::Error) -> ProviderError {
     let kind = if err.is_timeout() {
         ErrorKind::Timeout
     } else {
@@ -631,5 +816,151 @@ mod tests {
             })
             .unwrap();
         assert_eq!(transport.inner.clients.lock().unwrap().len(), 2);
+    }
+
+    /// A CONNECT proxy on loopback that tunnels one connection per accept and counts them.
+    #[allow(clippy::disallowed_methods)] // the test's own proxy, aborted at its end
+    async fn connect_proxy(
+        tunnels: Arc<std::sync::atomic::AtomicUsize>,
+    ) -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::task::spawn(async move {
+            loop {
+                let (mut client, _) = listener.accept().await.unwrap();
+                let tunnels = tunnels.clone();
+                tokio::task::spawn(async move {
+                    let mut head = Vec::new();
+                    while !head.ends_with(b"\r\n\r\n") {
+                        let mut byte = [0u8; 1];
+                        if client.read(&mut byte).await.unwrap() == 0 {
+                            return;
+                        }
+                        head.push(byte[0]);
+                    }
+                    let head = String::from_utf8(head).unwrap();
+                    let target = head
+                        .strip_prefix("CONNECT ")
+                        .and_then(|rest| rest.split(' ').next())
+                        .unwrap()
+                        .to_owned();
+                    assert!(
+                        head.to_ascii_lowercase()
+                            .contains("proxy-authorization: basic "),
+                        "{head}"
+                    );
+                    let mut upstream = tokio::net::TcpStream::connect(target).await.unwrap();
+                    tunnels.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    client
+                        .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                        .await
+                        .unwrap();
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+                });
+            }
+        });
+        (addr, task)
+    }
+
+    #[tokio::test]
+    async fn a_proxy_from_the_environment_carries_requests_through_a_tunnel() {
+        use wiremock::matchers::{header as has_header, method, path};
+        let server = wiremock::MockServer::start().await;
+        wiremock::Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .and(has_header("content-type", "application/json"))
+            .respond_with(wiremock::ResponseTemplate::new(200).set_body_string("{}"))
+            .mount(&server)
+            .await;
+        let tunnels = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (proxy, task) = connect_proxy(tunnels.clone()).await;
+        let matcher = Matcher::builder()
+            .all(format!("http://user:pw@{proxy}"))
+            .build();
+        let transport = Transport::with_proxies(TransportConfig::default(), Some(matcher));
+        let client = transport.client(HttpSettings::default()).unwrap();
+        let url = endpoint(&server.uri(), "/v1/chat/completions").unwrap();
+        for _ in 0..2 {
+            let response = client
+                .post_json(&url, &HeaderMap::new(), b"{}".to_vec())
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200);
+            assert_eq!(response.body().await.unwrap(), Bytes::from_static(b"{}"));
+        }
+        assert_eq!(
+            tunnels.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "one tunnel, kept alive in the pool"
+        );
+        task.abort();
+    }
+
+    #[tokio::test]
+    async fn requests_carry_the_user_agent_and_bodies_are_capped() {
+        use wiremock::matchers::{header as has_header, method};
+        let server = wiremock::MockServer::start().await;
+        wiremock::Mock::given(method("GET"))
+            .and(has_header(
+                "user-agent",
+                TransportConfig::default().user_agent.as_str(),
+            ))
+            .respond_with(wiremock::ResponseTemplate::new(200).set_body_string("x".repeat(100)))
+            .mount(&server)
+            .await;
+        let transport = Transport::default();
+        let client = transport
+            .client(HttpSettings {
+                max_body_bytes: 64,
+                ..HttpSettings::default()
+            })
+            .unwrap();
+        let url = endpoint(&server.uri(), "/v1/models").unwrap();
+        let response = client.get(&url, &HeaderMap::new()).await.unwrap();
+        assert_eq!(response.status(), 200, "the user agent was sent");
+        let err = response.body().await.unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Malformed);
+        assert!(
+            err.message.contains("larger than 64 bytes"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_is_a_connection_error() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        let client = Transport::default()
+            .client(HttpSettings::default())
+            .unwrap();
+        let url = endpoint(&format!("http://{addr}"), "/v1").unwrap();
+        let err = client.get(&url, &HeaderMap::new()).await.unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Connection);
+        assert!(err.message.starts_with("connect failed"), "{}", err.message);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_tls_handshake_that_never_answers_is_a_connect_timeout() {
+        // the kernel accepts the TCP connection into the backlog; nobody ever speaks TLS
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = Transport::default()
+            .client(HttpSettings {
+                connect_timeout: Duration::from_secs(2),
+                ..HttpSettings::default()
+            })
+            .unwrap();
+        let url = endpoint(&format!("https://{addr}"), "/v1").unwrap();
+        let err = client.get(&url, &HeaderMap::new()).await.unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Timeout, "{}", err.message);
+        assert!(
+            err.message.starts_with("connect timed out"),
+            "{}",
+            err.message
+        );
+        drop(listener);
     }
 }

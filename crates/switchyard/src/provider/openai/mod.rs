@@ -27,11 +27,11 @@ pub use classify::{classify, classify_value};
 use std::borrow::Cow;
 use std::time::Duration;
 
+use ::http::HeaderMap;
 use async_trait::async_trait;
 use futures_util::StreamExt as _;
-use reqwest::header::HeaderMap;
-use reqwest::Url;
 use serde_json::{json, Value};
+use url::Url;
 
 use super::http::{
     self, redact, snippet, truncate, ConfigError, ErrorPolicy, HttpClient, HttpSettings, Transport,

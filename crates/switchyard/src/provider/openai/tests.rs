@@ -501,7 +501,7 @@ fn error_table_classifies() {
     let now = httpdate::parse_http_date("Sun, 29 Nov 2026 10:00:00 GMT").unwrap();
     let cases: Vec<Value> = serde_json::from_str(fixture!("errors.json")).unwrap();
     for case in cases {
-        let mut headers = reqwest::header::HeaderMap::new();
+        let mut headers = ::http::HeaderMap::new();
         for (k, v) in case["headers"].as_object().into_iter().flatten() {
             http::insert_header(&mut headers, k, v.as_str().unwrap()).unwrap();
         }
