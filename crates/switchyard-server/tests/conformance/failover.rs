@@ -63,10 +63,12 @@ async fn s06_a_silent_provider_costs_one_timeout_then_fails_over() {
     let f = up.attempts("fallback");
     assert_eq!(p.len(), 1, "a timeout is not retried: {p:#?}");
     assert_eq!(f.len(), 1);
+    // The gateway's clock starts when it sends the attempt, the upstream's when the request
+    // arrives (a connect later), so the gap seen here may fall short of 1 s by that much.
     let waited = f[0].at - p[0].at;
     assert!(
-        waited >= Duration::from_secs(1),
-        "gave up on the primary after {waited:?}"
+        waited >= Duration::from_millis(900),
+        "gave up on the primary after {waited:?}, before its 1 s timeout"
     );
     // the gateway hung up on the silent primary
     attempts_when(&up, "primary", |a| a[0].client_gone()).await;

@@ -32,10 +32,12 @@ async fn s07_a_late_first_token_fails_over_before_commit() {
         (1, 1),
         "a timeout is not retried: {p:#?}"
     );
+    // The gateway's clock starts when it sends the attempt, the upstream's when the request
+    // arrives (a connect later), so the gap seen here may fall short of 2 s by that much.
     let waited = f[0].at - p[0].at;
     assert!(
-        waited >= Duration::from_secs(2),
-        "gave up after {waited:?}, before the timeout"
+        waited >= Duration::from_millis(1900),
+        "gave up after {waited:?}, before the 2 s timeout"
     );
     attempts_when(&up, "primary", |a| a[0].client_gone()).await;
 }
