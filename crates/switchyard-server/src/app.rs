@@ -47,8 +47,9 @@ impl std::ops::Deref for AppState {
 
 /// The HTTP surface.
 pub fn app(state: AppState) -> Router {
-    Router::new()
-        .route("/v1/chat/completions", post(routes::chat::completions))
+    // Every other response gets an `x-request-id` here; the chat handler sets its own (the
+    // id its log line and dashboard entry carry) and stays off this layer's per-request cost.
+    let rest = Router::new()
         .route("/v1/models", get(routes::models::list))
         .route("/healthz", get(routes::admin::healthz))
         .route("/readyz", get(routes::admin::readyz))
@@ -61,5 +62,25 @@ pub fn app(state: AppState) -> Router {
         .route("/admin/requests", get(routes::dashboard::requests))
         .route("/admin/requests/{id}", get(routes::dashboard::request))
         .fallback(routes::not_found)
+        .layer(axum::middleware::from_fn(request_id_on_response));
+    Router::new()
+        .route("/v1/chat/completions", post(routes::chat::completions))
+        .merge(rest)
         .with_state(state)
+}
+
+/// The client's `x-request-id` (when sane) or a fresh one, on a response that has none.
+async fn request_id_on_response(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let id = routes::chat::request_id(request.headers());
+    let mut response = next.run(request).await;
+    if let Ok(value) = axum::http::HeaderValue::from_str(&id) {
+        response
+            .headers_mut()
+            .entry("x-request-id")
+            .or_insert(value);
+    }
+    response
 }

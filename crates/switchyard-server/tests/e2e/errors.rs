@@ -132,6 +132,22 @@ async fn missing_or_wrong_client_keys_are_401_and_other_routes_403() {
         "authentication_error",
         Some("invalid_api_key"),
     );
+    assert!(
+        models.header("x-request-id").starts_with("req_"),
+        "every response carries an id"
+    );
+    let traced = server
+        .get("/v1/models", &[("x-request-id", "trace-e2e-401")])
+        .await;
+    assert_eq!(traced.status, 401);
+    assert_eq!(
+        traced.header("x-request-id"),
+        "trace-e2e-401",
+        "the client's id comes back"
+    );
+    let lost = server.get("/no/such/path", &[]).await;
+    assert_eq!(lost.status, 404);
+    assert!(!lost.header("x-request-id").is_empty());
 
     let (k, v) = bearer();
     let forbidden = server

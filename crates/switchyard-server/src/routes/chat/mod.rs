@@ -281,7 +281,7 @@ pub(crate) fn usd(m: Money) -> String {
 }
 
 /// The client's `x-request-id` if it is sane, else a fresh one.
-fn request_id(headers: &HeaderMap) -> String {
+pub(crate) fn request_id(headers: &HeaderMap) -> String {
     if let Some(v) = headers.get("x-request-id").and_then(|v| v.to_str().ok()) {
         if !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()) {
             return v.to_owned();
