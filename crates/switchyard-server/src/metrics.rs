@@ -237,7 +237,7 @@ impl Families {
         );
         r.register(
             "switchyard_gateway_overhead_seconds",
-            "Time the gateway itself added to a request",
+            "Time the gateway itself added to a non-streamed request answered in one attempt (time in the gateway less the upstream call)",
             self.overhead.clone(),
         );
     }
