@@ -59,15 +59,29 @@ pub fn load(path: Option<&std::path::Path>) -> Result<(Config, String), String> 
 /// # Errors
 /// Bad config, a refused listen address, or a socket that cannot be bound.
 pub fn run(args: &ServeArgs) -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    runtime.block_on(serve(args))
+    let (config, source) = load(args.config.as_deref())?;
+    runtime(config.server.workers)
+        .map_err(|e| format!("cannot start the runtime: {e}"))?
+        .block_on(serve(args, config, source))
 }
 
-async fn serve(args: &ServeArgs) -> Result<(), String> {
-    let (config, source) = load(args.config.as_deref())?;
+/// The runtime `[server] workers` asks for: by default one worker thread per available core;
+/// `workers = 1` is tokio's single-threaded scheduler (on one core it spends 3–9% less CPU
+/// per request than one multi-threaded worker: BENCHMARKS.md).
+fn runtime(workers: Option<usize>) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = match workers {
+        Some(1) => tokio::runtime::Builder::new_current_thread(),
+        Some(n) => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(n);
+            b
+        }
+        None => tokio::runtime::Builder::new_multi_thread(),
+    };
+    builder.enable_all().build()
+}
+
+async fn serve(args: &ServeArgs, config: Config, source: String) -> Result<(), String> {
     let listen = listen_address(&config, args.listen.as_deref())?;
     let tasks = Tasks::new();
     let metrics = Arc::new(Metrics::new());
@@ -116,9 +130,11 @@ async fn serve(args: &ServeArgs) -> Result<(), String> {
         .iter()
         .map(|r| r.name.as_str())
         .collect();
+    let workers = tokio::runtime::Handle::current().metrics().num_workers();
     println!(
-        "switchyard listening on http://{local} ({source}; routes: {})",
-        routes.join(", ")
+        "switchyard listening on http://{local} ({source}; routes: {}; {workers} worker thread{})",
+        routes.join(", "),
+        if workers == 1 { "" } else { "s" }
     );
     state.ready.store(true, Ordering::SeqCst);
     let grace = grace_period(&config)?;

@@ -138,7 +138,18 @@ fn validate_server(config: &Config, p: &mut Problems) {
     if s.max_body_bytes == Some(0) {
         p.add("server.max_body_bytes", "must be greater than zero");
     }
+    if let Some(n) = s.workers {
+        if n == 0 || n > MAX_WORKERS {
+            p.add(
+                "server.workers",
+                format!("{n} is out of range: between 1 and {MAX_WORKERS} threads"),
+            );
+        }
+    }
 }
+
+/// The most runtime worker threads `[server] workers` accepts.
+pub const MAX_WORKERS: usize = 1024;
 
 fn validate_providers(config: &Config, p: &mut Problems) -> HashSet<String> {
     let mut names = HashSet::new();

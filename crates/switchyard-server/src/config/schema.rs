@@ -39,6 +39,9 @@ pub struct ServerToml {
     pub max_body_bytes: Option<usize>,
     /// How long in-flight requests may take to finish after SIGTERM (default `"10s"`).
     pub shutdown_grace: Option<String>,
+    /// Runtime worker threads (default: one per available core). `1` runs everything on
+    /// one thread with tokio's single-threaded scheduler.
+    pub workers: Option<usize>,
 }
 
 /// `[[providers]]`: one upstream.

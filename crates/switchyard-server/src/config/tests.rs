@@ -68,6 +68,23 @@ fn every_problem_is_reported_at_once_with_its_path() {
 }
 
 #[test]
+fn server_workers_must_be_a_sane_thread_count() {
+    let base = "[[providers]]\nname = \"s\"\nkind = \"simulated\"\n[[routes]]\nname = \"r\"\nproviders = [\"s\"]\n";
+    for n in [0, 100_000] {
+        let p = problems(&format!("[server]\nworkers = {n}\n{base}"));
+        assert_eq!(
+            p,
+            vec![format!(
+                "server.workers: {n} is out of range: between 1 and 1024 threads"
+            )],
+        );
+    }
+    for n in [1, 2, 1024] {
+        assert!(problems(&format!("[server]\nworkers = {n}\n{base}")).is_empty());
+    }
+}
+
+#[test]
 fn unknown_fields_are_rejected_with_their_name() {
     let text = r#"
         [[providers]]

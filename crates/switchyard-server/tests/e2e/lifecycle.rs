@@ -9,11 +9,56 @@ use sha2::{Digest as _, Sha256};
 
 use crate::support::{
     chat_body, describe, key_env, lines_of, metric, openai_provider, route, simulated_provider,
-    stream_body, switchyard, Scratch, Server, ANSWER, FAST_RETRY, UPSTREAM_KEY,
+    sse_data, stream_body, streamed_text, switchyard, Scratch, Server, ANSWER, FAST_RETRY,
+    UPSTREAM_KEY,
 };
 use crate::upstream::{calls, error_response, ok_completion, ok_stream, sse, upstream};
 
 // ---------------------------------------------------------------- request log + report
+
+/// `[server] workers = 1` runs on tokio's single-threaded scheduler: everything the server
+/// does (plain and streamed proxying, the request log's writer, graceful shutdown) must work
+/// on it as on the default multi-threaded one.
+#[tokio::test]
+async fn one_worker_thread_serves_plain_and_streamed_requests_and_drains_on_sigterm() {
+    let gpt = upstream(ok_completion(ANSWER)).await;
+    wiremock::Mock::given(wiremock::matchers::body_partial_json(
+        serde_json::json!({"stream": true}),
+    ))
+    .respond_with(ok_stream(sse(
+        &["The capital of France", " is Paris."],
+        true,
+    )))
+    .with_priority(1)
+    .mount(&gpt)
+    .await;
+    let scratch = Scratch::new("one-worker");
+    let log = scratch.file("requests.jsonl");
+    let config = format!(
+        "[server]\nworkers = 1\nrequest_log = {:?}\n\n{}{}",
+        log.to_str().unwrap(),
+        openai_provider("gpt", &gpt.uri(), ""),
+        route("smart", &["gpt"], ""),
+    );
+    let mut server = Server::start(scratch, &config, &key_env());
+    assert!(
+        server.output().contains("; 1 worker thread)"),
+        "{}",
+        server.output()
+    );
+    let plain = server.chat(&chat_body("smart", "plain")).await;
+    plain.expect_status(200);
+    assert_eq!(plain.json()["choices"][0]["message"]["content"], ANSWER);
+    let streamed = server.chat(&stream_body("smart", "streamed")).await;
+    streamed.expect_status(200);
+    assert_eq!(
+        streamed_text(&sse_data(&streamed.text)),
+        "The capital of France is Paris."
+    );
+    let status = server.terminate().await;
+    assert!(status.success(), "{}", server.output());
+    assert_eq!(lines_of(&log).len(), 2, "both requests logged before exit");
+}
 
 #[tokio::test]
 async fn request_log_has_one_line_per_request_after_sigterm_and_report_reads_it() {
