@@ -16,11 +16,9 @@ use crate::upstream::{calls, error_response, ok_completion, ok_stream, sse, upst
 
 // ---------------------------------------------------------------- request log + report
 
-/// `[server] workers = 1` runs on tokio's single-threaded scheduler: everything the server
-/// does (plain and streamed proxying, the request log's writer, graceful shutdown) must work
-/// on it as on the default multi-threaded one.
-#[tokio::test]
-async fn one_worker_thread_serves_plain_and_streamed_requests_and_drains_on_sigterm() {
+/// An upstream that answers plain requests with `ANSWER` and streamed ones with "The capital
+/// of France is Paris." in two chunks.
+async fn answering_upstream() -> wiremock::MockServer {
     let gpt = upstream(ok_completion(ANSWER)).await;
     wiremock::Mock::given(wiremock::matchers::body_partial_json(
         serde_json::json!({"stream": true}),
@@ -32,6 +30,15 @@ async fn one_worker_thread_serves_plain_and_streamed_requests_and_drains_on_sigt
     .with_priority(1)
     .mount(&gpt)
     .await;
+    gpt
+}
+
+/// `[server] workers = 1` runs on tokio's single-threaded scheduler: everything the server
+/// does (plain and streamed proxying, the request log's writer, graceful shutdown) must work
+/// on it as on the default multi-threaded one.
+#[tokio::test]
+async fn one_worker_thread_serves_plain_and_streamed_requests_and_drains_on_sigterm() {
+    let gpt = answering_upstream().await;
     let scratch = Scratch::new("one-worker");
     let log = scratch.file("requests.jsonl");
     let config = format!(
@@ -62,17 +69,7 @@ async fn one_worker_thread_serves_plain_and_streamed_requests_and_drains_on_sigt
 
 #[tokio::test]
 async fn request_log_has_one_line_per_request_after_sigterm_and_report_reads_it() {
-    let gpt = upstream(ok_completion(ANSWER)).await;
-    wiremock::Mock::given(wiremock::matchers::body_partial_json(
-        serde_json::json!({"stream": true}),
-    ))
-    .respond_with(ok_stream(sse(
-        &["The capital of France", " is Paris."],
-        true,
-    )))
-    .with_priority(1)
-    .mount(&gpt)
-    .await;
+    let gpt = answering_upstream().await;
     let leak = format!("boom with {UPSTREAM_KEY}");
     let broken = upstream(error_response(500, &leak, "server_error", None)).await;
     let scratch = Scratch::new("log");
