@@ -693,8 +693,13 @@ pub fn insert_secret_header(
 /// Classify a failure before the response headers arrived.
 fn request_error(err: hyper_util::client::legacy::Error) -> ProviderError {
     let detail = chain(&err);
-    if caused_by::<ConnectTimedOut>(&err) {
-        ProviderError::new(ErrorKind::Timeout, format!("connect timed out: {detail}"))
+    if timed_out(&err) {
+        let what = if err.is_connect() {
+            "connect timed out"
+        } else {
+            "timed out before the response headers"
+        };
+        ProviderError::new(ErrorKind::Timeout, format!("{what}: {detail}"))
     } else if err.is_connect() {
         ProviderError::new(ErrorKind::Connection, format!("connect failed: {detail}"))
     } else {
@@ -705,11 +710,16 @@ fn request_error(err: hyper_util::client::legacy::Error) -> ProviderError {
     }
 }
 
-/// Is an error of type `E` somewhere in `err`'s chain.
-fn caused_by<E: StdError + 'static>(err: &(dyn StdError + 'static)) -> bool {
+/// Did `err` time out: our whole-connect limit ([`Timed`]), or a socket that gave up
+/// (`TimedOut`: the TCP connector's own per-address limit, or the kernel's) — anywhere in
+/// its chain.
+fn timed_out(err: &(dyn StdError + 'static)) -> bool {
     let mut next = Some(err);
     while let Some(e) = next {
-        if e.is::<E>() {
+        let io_timeout = e
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut);
+        if io_timeout || e.is::<ConnectTimedOut>() {
             return true;
         }
         next = e.source();
@@ -940,6 +950,21 @@ mod tests {
         let err = client.get(&url, &HeaderMap::new()).await.unwrap_err();
         assert_eq!(err.kind, ErrorKind::Connection);
         assert!(err.message.starts_with("connect failed"), "{}", err.message);
+    }
+
+    #[test]
+    fn timeouts_are_found_anywhere_in_the_chain() {
+        /// An error wrapping another, as the HTTP stack's layers do.
+        #[derive(Debug, thiserror::Error)]
+        #[error("outer")]
+        struct Outer(#[source] BoxError);
+        let io = |kind| Outer(Box::new(std::io::Error::new(kind, "socket")));
+        assert!(timed_out(&io(std::io::ErrorKind::TimedOut)));
+        assert!(timed_out(&Outer(Box::new(ConnectTimedOut(
+            Duration::from_secs(1)
+        )))));
+        assert!(!timed_out(&io(std::io::ErrorKind::ConnectionRefused)));
+        assert!(!timed_out(&Outer("reset".into())));
     }
 
     #[tokio::test(start_paused = true)]
