@@ -7,18 +7,14 @@ use faultline::Fault;
 use futures_util::future::join_all;
 
 use crate::redis::SharedRedis;
-use crate::support::{breaker_state, pair, upstream, Backend, Conf, Reply};
+use crate::support::{breaker_state, pair, upstream, Conf, Reply};
 
 /// A fleet config on the shared Redis under `redis`'s prefix.
 fn fleet(up: &faultline::Handle, redis: &SharedRedis) -> Conf {
     Conf::new(
         up,
-        Backend::Redis {
-            url: redis.url(),
-            prefix: redis.prefix.clone(),
-            // generous: this test is about sharing, not about Redis being slow
-            timeout: "2s",
-        },
+        // generous: this test is about sharing, not about Redis being slow
+        redis.backend("2s"),
     )
 }
 

@@ -62,13 +62,9 @@ async fn concurrent_load_on_both_replicas_never_exceeds_a_budget() {
     assert!(limit < times(answer_cost(), 11), "no room for an 11th");
     let conf = Conf::new(
         &up,
-        Backend::Redis {
-            url: redis.url(),
-            prefix: redis.prefix.clone(),
-            // generous: a degraded replica may overspend by design; this test is about
-            // the shared books
-            timeout: "2s",
-        },
+        // generous: a degraded replica may overspend by design; this test is about the
+        // shared books
+        redis.backend("2s"),
     )
     .both(PRICE)
     .route(&format!("budget_usd = {}", limit.to_usd()));
@@ -171,15 +167,8 @@ async fn a_restarted_process_still_refuses_a_spent_budget_memory() {
 async fn a_restarted_process_still_refuses_a_spent_budget_redis() {
     let up = upstream().await;
     let redis = SharedRedis::new("restart");
-    let conf = Conf::new(
-        &up,
-        Backend::Redis {
-            url: redis.url(),
-            prefix: redis.prefix.clone(),
-            timeout: "2s",
-        },
-    )
-    .both(PRICE)
-    .route(&format!("budget_usd = {}", two_answers().to_usd()));
+    let conf = Conf::new(&up, redis.backend("2s"))
+        .both(PRICE)
+        .route(&format!("budget_usd = {}", two_answers().to_usd()));
     restarted_process_refuses_a_spent_budget(&up, &conf, "restart-redis").await;
 }

@@ -4,7 +4,7 @@ use futures_util::future::join_all;
 use sha2::{Digest as _, Sha256};
 
 use crate::redis::SharedRedis;
-use crate::support::{pair, upstream, Backend, Conf, Replica, Reply};
+use crate::support::{pair, upstream, Conf, Replica, Reply};
 
 /// The client's bearer token (only its SHA-256 goes into the config).
 const TOKEN: &str = "sy-fleet-test-rate-limited-client";
@@ -24,15 +24,7 @@ async fn a_keys_rate_limit_holds_across_the_fleet() {
     let up = upstream().await;
     let redis = SharedRedis::new("rpm");
     let hash = hex::encode(Sha256::digest(TOKEN.as_bytes()));
-    let conf = Conf::new(
-        &up,
-        Backend::Redis {
-            url: redis.url(),
-            prefix: redis.prefix.clone(),
-            timeout: "2s",
-        },
-    )
-    .section(&format!(
+    let conf = Conf::new(&up, redis.backend("2s")).section(&format!(
         "[[keys]]\nname = \"fleet-client\"\nsha256 = \"{hash}\"\nroutes = [\"*\"]\nrpm = 4\n"
     ));
     let (a, b, _dirs) = pair("rpm", &conf).await;

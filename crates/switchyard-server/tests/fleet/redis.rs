@@ -223,6 +223,15 @@ impl SharedRedis {
     pub fn addr(&self) -> &'static str {
         SHARED
     }
+
+    /// The `[state]` of replicas that share this prefix, waiting at most `timeout` per call.
+    pub fn backend(&self, timeout: &'static str) -> crate::support::Backend {
+        crate::support::Backend::Redis {
+            url: self.url(),
+            prefix: self.prefix.clone(),
+            timeout,
+        }
+    }
 }
 
 impl Drop for SharedRedis {
