@@ -229,6 +229,9 @@ mod tests {
 
         let missing = replay_file(&config(), &dir.join("absent.jsonl"), &store, today).unwrap();
         assert_eq!(missing, (Restored::default(), 0));
+        // a log that is there but cannot be read is an error, not an empty log
+        let unreadable = replay_file(&config(), &dir, &store, today);
+        assert!(unreadable.is_err(), "{unreadable:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
