@@ -196,12 +196,16 @@ impl Server {
         let out_reader = std::thread::spawn(move || {
             for line in BufReader::new(out_pipe).lines() {
                 let Ok(line) = line else { break };
+                // Record the line before announcing it: a test that reads `output()` as
+                // soon as the server is up must see its listening line.
+                {
+                    let mut b = out_buf.lock().unwrap();
+                    b.push_str(&line);
+                    b.push('\n');
+                }
                 if let Some(url) = listening_url(&line) {
                     let _ = tx.send(url);
                 }
-                let mut b = out_buf.lock().unwrap();
-                b.push_str(&line);
-                b.push('\n');
             }
         });
         let mut err_pipe = child.stderr.take().unwrap();
