@@ -34,6 +34,8 @@
     missing_docs
 )]
 
+#[path = "../common/mod.rs"]
+mod common;
 mod support;
 
 mod accounting;

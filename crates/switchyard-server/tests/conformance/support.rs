@@ -1,209 +1,78 @@
-//! The harness: a faultline upstream in-process, `switchyard serve` as a child process
-//! pointed at it, a config builder for the primary + fallback route, an HTTP client that
-//! timestamps stream events, and bounded polling.
+//! The harness, on `tests/common`: `switchyard serve` as a child process pointed at an
+//! in-process faultline (the shared primary + fallback config, with a request log), its
+//! HTTP surface, a stream reader that timestamps events, and bounded polling of
+//! faultline's records.
 //!
 //! Nothing here sleeps to let background work happen: waits poll a condition under
 //! [`WAIT`]. (Scenario 15 paces its requests on a fixed schedule; that is traffic, not a
 //! wait.)
 
-use std::io::{BufRead as _, BufReader, Read as _};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use faultline::{Attempt, Handle};
 use futures_util::StreamExt as _;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::time::Instant;
 
-/// The binary under test.
-const BIN: &str = env!("CARGO_BIN_EXE_switchyard");
-/// The longest any single wait in these tests may take.
-pub const WAIT: Duration = Duration::from_secs(30);
-/// The route every scenario uses.
-pub const ROUTE: &str = "chat";
-
-/// Environment a child must not inherit: ambient keys, proxies.
-const SCRUBBED_ENV: &[&str] = &[
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "GEMINI_API_KEY",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "ALL_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "all_proxy",
-];
-
-// ---------------------------------------------------------------- config
-
-/// `[[providers]] primary` and `fallback` (models `primary` and `fallback`, both on the
-/// same faultline) and `[[routes]] chat = [primary, fallback]`, each with extra lines.
-#[derive(Debug, Clone)]
-pub struct Conf {
-    base_url: String,
-    primary: Vec<String>,
-    fallback: Vec<String>,
-    route: Vec<String>,
-}
-
-impl Conf {
-    /// The two providers on `upstream`, a 20 s deadline, and fast retries.
-    pub fn new(upstream: &Handle) -> Self {
-        Self {
-            base_url: upstream.base_url(),
-            primary: Vec::new(),
-            fallback: Vec::new(),
-            route: vec!["deadline = \"20s\"".to_owned()],
-        }
-    }
-
-    /// A line for the primary's `[[providers]]` entry.
-    pub fn primary(mut self, line: &str) -> Self {
-        self.primary.push(line.to_owned());
-        self
-    }
-
-    /// A line for the fallback's `[[providers]]` entry.
-    pub fn fallback(mut self, line: &str) -> Self {
-        self.fallback.push(line.to_owned());
-        self
-    }
-
-    /// A line for the route (a later `deadline` replaces the default).
-    pub fn route(mut self, line: &str) -> Self {
-        if line.starts_with("deadline") {
-            self.route.retain(|l| !l.starts_with("deadline"));
-        }
-        self.route.push(line.to_owned());
-        self
-    }
-
-    /// The TOML.
-    pub fn toml(&self) -> String {
-        let provider = |name: &str, lines: &[String]| {
-            format!(
-                "[[providers]]\nname = \"{name}\"\nkind = \"openai\"\nmodel = \"{name}\"\nbase_url = \"{}\"\n{}\n\n",
-                self.base_url,
-                lines.join("\n")
-            )
-        };
-        format!(
-            "[server]\nrequest_log = \"requests.jsonl\"\n\n{}{}[[routes]]\nname = \"{ROUTE}\"\nproviders = [\"primary\", \"fallback\"]\n{}\n",
-            provider("primary", &self.primary),
-            provider("fallback", &self.fallback),
-            self.route.join("\n")
-        )
-    }
-}
+pub use crate::common::conf::{upstream, Conf, ROUTE};
+use crate::common::http::{chat_request, client};
+pub use crate::common::http::{eventually, trail_labels, Reply, PROMPT};
+pub use crate::common::serve::WAIT;
+use crate::common::serve::{command, Launch, Process, Scratch};
 
 // ---------------------------------------------------------------- the gateway process
 
-/// A running `switchyard serve`, killed on drop.
+/// A running `switchyard serve` in its own directory; killed on drop, showing its output
+/// when the test failed.
 pub struct Gateway {
-    child: Child,
-    /// `http://127.0.0.1:PORT`.
-    pub base: String,
-    dir: PathBuf,
-    output: Arc<Mutex<String>>,
+    process: Process,
     http: reqwest::Client,
+    /// Config and request log; removed after the process is gone (fields drop in order).
+    dir: Scratch,
+}
+
+impl std::ops::Deref for Gateway {
+    type Target = Process;
+    fn deref(&self) -> &Process {
+        &self.process
+    }
 }
 
 impl Gateway {
     /// Write the config to a fresh directory and start the server on a free port.
     pub async fn start(conf: &Conf) -> Self {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::SeqCst);
-        let dir =
-            std::env::temp_dir().join(format!("switchyard-conformance-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let config = dir.join("switchyard.toml");
-        std::fs::write(&config, conf.toml()).unwrap();
-        let mut cmd = Command::new(BIN);
-        cmd.args(["serve", "--config", config.to_str().unwrap()])
-            .args(["--listen", "127.0.0.1:0"])
-            .current_dir(&dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        for var in SCRUBBED_ENV {
-            cmd.env_remove(var);
-        }
-        let mut child = cmd.spawn().expect("spawn switchyard serve");
-        let output = Arc::new(Mutex::new(String::new()));
-        let base = Arc::new(Mutex::new(None::<String>));
-        let (out, out_base) = (Arc::clone(&output), Arc::clone(&base));
-        let stdout = child.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(rest) = line.strip_prefix("switchyard listening on ") {
-                    let url = rest.split_whitespace().next().unwrap_or_default();
-                    *out_base.lock().unwrap() = Some(url.to_owned());
-                }
-                let mut o = out.lock().unwrap();
-                o.push_str(&line);
-                o.push('\n');
-            }
-        });
-        let err = Arc::clone(&output);
-        let mut stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            let mut chunk = [0u8; 4096];
-            while let Ok(n) = stderr.read(&mut chunk) {
-                if n == 0 {
-                    break;
-                }
-                err.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&chunk[..n]));
-            }
-        });
-        let deadline = Instant::now() + WAIT;
-        let base = loop {
-            if let Some(b) = base.lock().unwrap().clone() {
-                break b;
-            }
-            if let Some(status) = child.try_wait().unwrap() {
+        let dir = Scratch::new("conformance", "gateway");
+        let toml = conf.clone().request_log().toml();
+        let config = dir.write("switchyard.toml", &toml);
+        let mut cmd = command(
+            &["serve", "--config", config.to_str().unwrap()],
+            &[],
+            &dir.path,
+        );
+        cmd.args(["--listen", "127.0.0.1:0"]);
+        let process = Launch::spawn("switchyard", cmd)
+            .wait()
+            .await
+            .unwrap_or_else(|e| {
                 panic!(
-                    "switchyard exited ({status}):\n{}\nconfig:\n{}",
-                    output.lock().unwrap(),
-                    conf.toml()
-                );
-            }
-            assert!(Instant::now() < deadline, "switchyard did not start");
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        };
+                    "switchyard exited ({}):\n{}{}\nconfig:\n{}",
+                    e.status, e.stdout, e.stderr, toml
+                )
+            });
         Self {
-            child,
-            base,
-            dir,
-            output,
+            process,
             http: client(),
+            dir,
         }
-    }
-
-    /// Everything the process printed so far.
-    pub fn output(&self) -> String {
-        self.output.lock().unwrap().clone()
-    }
-
-    /// `base` + `path`.
-    pub fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
     }
 
     /// A plain completion on the route, tagged with `id` (its `x-request-id`).
-    pub async fn chat(&self, id: &str) -> Plain {
+    pub async fn chat(&self, id: &str) -> Reply {
         self.chat_on(ROUTE, id).await
     }
 
     /// A plain completion on `route`.
-    pub async fn chat_on(&self, route: &str, id: &str) -> Plain {
+    pub async fn chat_on(&self, route: &str, id: &str) -> Reply {
         let resp = self
             .http
             .post(self.url("/v1/chat/completions"))
@@ -213,7 +82,7 @@ impl Gateway {
             .send()
             .await
             .expect("POST to switchyard");
-        Plain::read(resp).await
+        Reply::read(resp).await
     }
 
     /// A streamed completion on the route, read to its end.
@@ -259,7 +128,7 @@ impl Gateway {
 
     /// The request log's lines so far.
     pub fn log_lines(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.dir.join("requests.jsonl"))
+        std::fs::read_to_string(self.dir.file("requests.jsonl"))
             .unwrap_or_default()
             .lines()
             .filter(|l| !l.trim().is_empty())
@@ -279,96 +148,12 @@ impl Gateway {
     }
 }
 
-impl Drop for Gateway {
-    /// Stop the server; a failing test also shows what it printed.
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("--- switchyard output\n{}", self.output());
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// The suite's HTTP client: no proxy, bounded, no pooling surprises.
-pub fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
-        .timeout(WAIT)
-        .build()
-        .unwrap()
-}
-
 /// A chat request body for `route`.
 pub fn body(route: &str, stream: bool) -> Value {
-    let mut b = json!({
-        "model": route,
-        "messages": [{"role": "user", "content": "Why put a gateway in front of a model?"}],
-        "max_tokens": 64,
-    });
-    if stream {
-        b["stream"] = json!(true);
-        b["stream_options"] = json!({"include_usage": true});
-    }
-    b
+    chat_request(route, PROMPT, stream)
 }
 
 // ---------------------------------------------------------------- replies
-
-/// A whole non-streamed response.
-#[derive(Debug)]
-pub struct Plain {
-    /// Status code.
-    pub status: u16,
-    /// Headers.
-    pub headers: reqwest::header::HeaderMap,
-    /// Body text.
-    pub text: String,
-}
-
-impl Plain {
-    async fn read(resp: reqwest::Response) -> Self {
-        Self {
-            status: resp.status().as_u16(),
-            headers: resp.headers().clone(),
-            text: resp.text().await.expect("read the body"),
-        }
-    }
-
-    /// The body as JSON.
-    pub fn json(&self) -> Value {
-        serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text))
-    }
-
-    /// A header ("" when absent).
-    pub fn header(&self, name: &str) -> &str {
-        self.headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-    }
-
-    /// The answer's text.
-    pub fn content(&self) -> String {
-        self.json()["choices"][0]["message"]["content"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned()
-    }
-
-    /// Assert a 200 whose answer is the whole canonical answer.
-    #[track_caller]
-    pub fn assert_canonical(&self) {
-        assert_eq!(self.status, 200, "body: {}", self.text);
-        assert_eq!(
-            self.content(),
-            faultline::CANONICAL_ANSWER,
-            "body: {}",
-            self.text
-        );
-    }
-}
 
 /// One SSE event and when it arrived.
 #[derive(Debug, Clone)]
@@ -525,39 +310,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-/// The outcomes in a `switchyard` trail, as labels (`failed`, `success`, `rescue:restart`,
-/// `skipped:circuit_open`) with the provider: `primary:failed`.
-pub fn trail_labels(trail: &Value) -> Vec<String> {
-    trail["attempts"]
-        .as_array()
-        .unwrap_or(&Vec::new())
-        .iter()
-        .map(|a| {
-            let detail = a
-                .get("method")
-                .or_else(|| a.get("reason"))
-                .and_then(Value::as_str)
-                .map(|d| format!(":{d}"))
-                .unwrap_or_default();
-            format!(
-                "{}:{}{detail}",
-                a["provider"].as_str().unwrap_or("?"),
-                a["outcome"].as_str().unwrap_or("?")
-            )
-        })
-        .collect()
-}
-
 // ---------------------------------------------------------------- waiting
-
-/// Poll `cond` until it holds, bounded by [`WAIT`].
-pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + WAIT;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
 
 /// `model`'s attempts once `cond` holds for them, bounded by [`WAIT`].
 pub async fn attempts_when(
@@ -577,9 +330,4 @@ pub async fn attempts_when(
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-}
-
-/// A fresh faultline on a free port.
-pub async fn upstream() -> Handle {
-    faultline::Server::new().start().await.unwrap()
 }

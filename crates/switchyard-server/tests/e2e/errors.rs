@@ -28,7 +28,10 @@ async fn gatekeeper(tag: &str) -> (Server, MockServer) {
         route("smart", &["gpt"], ""),
         route("private", &["gpt"], ""),
     );
-    (Server::start(Scratch::new(tag), &config, &key_env()), up)
+    (
+        Server::start(Scratch::new("e2e", tag), &config, &key_env()),
+        up,
+    )
 }
 
 fn bearer() -> (&'static str, String) {
@@ -210,7 +213,7 @@ async fn spending_past_the_budget_is_402_before_any_dispatch() {
         ),
         route("smart", &["gpt"], "budget_usd = 0.000001")
     );
-    let server = Server::start(Scratch::new("402"), &config, &key_env());
+    let server = Server::start(Scratch::new("e2e", "402"), &config, &key_env());
     let r = server
         .chat(&chat_body("smart", "an expensive question"))
         .await;
@@ -230,7 +233,7 @@ async fn all_upstreams_failing_is_502_with_a_trail_and_no_secrets() {
         openai_provider("second", &second.uri(), ""),
         route("smart", &["first", "second"], FAST_RETRY)
     );
-    let server = Server::start(Scratch::new("502"), &config, &key_env());
+    let server = Server::start(Scratch::new("e2e", "502"), &config, &key_env());
     let r = server.chat(&chat_body("smart", "hi")).await;
     let e = openai_error(&r, 502, "upstream_error", Some("all_providers_failed"));
     let attempts = e["attempts"]
@@ -271,7 +274,7 @@ async fn route_deadline_shorter_than_the_upstream_is_504() {
         openai_provider("slow", &slow.uri(), ""),
         route("smart", &["slow"], "deadline = \"300ms\"")
     );
-    let server = Server::start(Scratch::new("504"), &config, &key_env());
+    let server = Server::start(Scratch::new("e2e", "504"), &config, &key_env());
     let r = server.chat(&chat_body("smart", "hi")).await;
     r.expect_status(504);
     let e = r.error();

@@ -28,7 +28,7 @@ async fn overloaded_primary_fails_over_to_the_fallback() {
         openai_provider("fallback", &fallback.uri(), ""),
         route("smart", &["primary", "fallback"], FAST_RETRY)
     );
-    let server = Server::start(Scratch::new("failover"), &config, &key_env());
+    let server = Server::start(Scratch::new("e2e", "failover"), &config, &key_env());
 
     let reply = server.chat(&chat_body("smart", "hello")).await;
     reply.expect_status(200);
@@ -83,7 +83,7 @@ async fn rejected_key_opens_the_circuit_at_once_and_the_next_request_skips_it() 
             &format!("{FAST_RETRY}\nbreaker = {{ failure_threshold = 5, cooldown = \"5m\" }}")
         )
     );
-    let server = Server::start(Scratch::new("auth"), &config, &key_env());
+    let server = Server::start(Scratch::new("e2e", "auth"), &config, &key_env());
 
     let first = server.chat(&chat_body("smart", "one")).await;
     first.expect_status(200);
@@ -145,7 +145,7 @@ async fn streams_fail_over_invisibly_before_the_first_chunk() {
         openai_provider("fallback", &fallback.uri(), ""),
         route("smart", &["primary", "fallback"], FAST_RETRY)
     );
-    let server = Server::start(Scratch::new("stream-failover"), &config, &key_env());
+    let server = Server::start(Scratch::new("e2e", "stream-failover"), &config, &key_env());
 
     let reply = server.chat(&stream_body("smart", "hello")).await;
     reply.expect_status(200);
@@ -173,7 +173,7 @@ async fn a_stream_that_never_commits_gets_an_honest_status() {
         openai_provider("fallback", &fallback.uri(), ""),
         route("smart", &["primary", "fallback"], FAST_RETRY)
     );
-    let server = Server::start(Scratch::new("stream-502"), &config, &key_env());
+    let server = Server::start(Scratch::new("e2e", "stream-502"), &config, &key_env());
     let reply = server.chat(&stream_body("smart", "hello")).await;
     reply.expect_status(502);
     assert!(
@@ -199,7 +199,7 @@ async fn a_silent_stream_fails_over_invisibly_at_the_first_token_timeout() {
         openai_provider("fallback", &fallback.uri(), ""),
         route("smart", &["silent", "fallback"], FAST_RETRY)
     );
-    let server = Server::start(Scratch::new("first-token"), &config, &key_env());
+    let server = Server::start(Scratch::new("e2e", "first-token"), &config, &key_env());
     let reply = server.chat(&stream_body("smart", "hello")).await;
     reply.expect_status(200);
     assert_eq!(reply.header("x-switchyard-provider"), "fallback");

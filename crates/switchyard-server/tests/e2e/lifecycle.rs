@@ -39,7 +39,7 @@ async fn answering_upstream() -> wiremock::MockServer {
 #[tokio::test]
 async fn one_worker_thread_serves_plain_and_streamed_requests_and_drains_on_sigterm() {
     let gpt = answering_upstream().await;
-    let scratch = Scratch::new("one-worker");
+    let scratch = Scratch::new("e2e", "one-worker");
     let log = scratch.file("requests.jsonl");
     let config = format!(
         "[server]\nworkers = 1\nrequest_log = {:?}\n\n{}{}",
@@ -72,7 +72,7 @@ async fn request_log_has_one_line_per_request_after_sigterm_and_report_reads_it(
     let gpt = answering_upstream().await;
     let leak = format!("boom with {UPSTREAM_KEY}");
     let broken = upstream(error_response(500, &leak, "server_error", None)).await;
-    let scratch = Scratch::new("log");
+    let scratch = Scratch::new("e2e", "log");
     let log = scratch.file("requests.jsonl");
     let price = "price = { input_per_mtok = 0.15, output_per_mtok = 0.6 }";
     let config = format!(
@@ -236,7 +236,7 @@ async fn sigterm_lets_an_in_flight_request_finish() {
         openai_provider("slow", &slow.uri(), ""),
         route("smart", &["slow"], "")
     );
-    let mut server = Server::start(Scratch::new("grace"), &config, &key_env());
+    let mut server = Server::start(Scratch::new("e2e", "grace"), &config, &key_env());
     let base = server.base.clone();
     let request = async {
         let resp = crate::support::client()
@@ -292,7 +292,7 @@ impl JsonBody for reqwest::RequestBuilder {
 
 #[test]
 fn check_accepts_the_example_config_and_warns_about_missing_keys() {
-    let scratch = Scratch::new("check-example");
+    let scratch = Scratch::new("e2e", "check-example");
     let example = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../switchyard.example.toml"
@@ -335,7 +335,7 @@ fn check_accepts_the_example_config_and_warns_about_missing_keys() {
 
 #[test]
 fn check_lists_every_problem_of_a_broken_config_with_its_path() {
-    let scratch = Scratch::new("check-broken");
+    let scratch = Scratch::new("e2e", "check-broken");
     let config = r#"
 [server]
 listen = "localhost"
@@ -422,7 +422,7 @@ routes = ["smart", "dumb"]
 
 #[tokio::test]
 async fn keys_new_prints_a_token_that_a_server_configured_with_its_hash_accepts() {
-    let scratch = Scratch::new("keys");
+    let scratch = Scratch::new("e2e", "keys");
     let out = switchyard(&["keys", "new", "ci-bot"], &[], &scratch.path);
     assert!(out.status.success(), "{}", describe(&out));
     let text = String::from_utf8(out.stdout).unwrap();
@@ -483,7 +483,7 @@ async fn keys_new_prints_a_token_that_a_server_configured_with_its_hash_accepts(
 
 #[test]
 fn public_listen_without_keys_is_refused() {
-    let refused = Server::try_start(Scratch::new("public"), &["serve"], "0.0.0.0:0", &[])
+    let refused = Server::try_start(Scratch::new("e2e", "public"), &["serve"], "0.0.0.0:0", &[])
         .err()
         .expect("serve --listen 0.0.0.0:0 with no keys must not start");
     assert!(!refused.status.success());
@@ -496,8 +496,13 @@ fn public_listen_without_keys_is_refused() {
 
 #[tokio::test]
 async fn embedded_default_serves_without_a_config() {
-    let server = Server::try_start(Scratch::new("default"), &["serve"], "127.0.0.1:0", &[])
-        .unwrap_or_else(|r| panic!("{}: {}", r.status, r.stderr));
+    let server = Server::try_start(
+        Scratch::new("e2e", "default"),
+        &["serve"],
+        "127.0.0.1:0",
+        &[],
+    )
+    .unwrap_or_else(|r| panic!("{}: {}", r.status, r.stderr));
     let models = server.get("/v1/models", &[]).await;
     models.expect_status(200);
     let ids: Vec<String> = models.json()["data"]

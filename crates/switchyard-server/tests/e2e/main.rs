@@ -23,6 +23,8 @@
     missing_docs
 )]
 
+#[path = "../common/mod.rs"]
+mod common;
 mod support;
 mod upstream;
 

@@ -24,7 +24,7 @@ async fn plain_completion_is_openai_shaped_and_says_who_answered() {
         .expect(2)
         .mount(&upstream)
         .await;
-    let scratch = Scratch::new("plain");
+    let scratch = Scratch::new("e2e", "plain");
     let log = scratch.file("requests.jsonl");
     let config = format!(
         "[server]\nrequest_log = {:?}\n\n{}{}",
@@ -129,7 +129,7 @@ async fn streamed_completion_is_relayed_as_chunks_ending_in_done() {
         openai_provider("gpt", &upstream.uri(), PRICE),
         route("smart", &["gpt"], "")
     );
-    let server = Server::start(Scratch::new("stream"), &config, &key_env());
+    let server = Server::start(Scratch::new("e2e", "stream"), &config, &key_env());
 
     let reply = server
         .chat(&stream_body("smart", "Capital of France?"))
@@ -217,7 +217,7 @@ async fn a_stream_that_finishes_without_done_is_ended_at_the_finish_signal() {
         openai_provider("gpt", &upstream.uri, patience),
         route("smart", &["gpt"], "deadline = \"60s\"")
     );
-    let server = Server::start(Scratch::new("no-done"), &config, &key_env());
+    let server = Server::start(Scratch::new("e2e", "no-done"), &config, &key_env());
     let reply = server
         .chat(&stream_body("smart", "Capital of France?"))
         .await;

@@ -68,7 +68,7 @@ async fn openai_python_sdk_works_against_the_proxy() {
             "retry = { max_attempts = 1 }"
         ),
     );
-    let server = Server::start(Scratch::new("python"), &config, &[]);
+    let server = Server::start(Scratch::new("e2e", "python"), &config, &[]);
     let mut script = python();
     script.args([SCRIPT, &format!("{}/v1", server.base), TOKEN]);
     let out = run_bounded(script, Duration::from_secs(120));

@@ -28,7 +28,7 @@ async fn cut_then(fallback_pieces: &[&str], tag: &str) -> (Server, Reply) {
         openai_provider("fallback", &fallback.uri(), ""),
         route("smart", &["primary", "fallback"], retry)
     );
-    let server = Server::start(Scratch::new(tag), &config, &key_env());
+    let server = Server::start(Scratch::new("e2e", tag), &config, &key_env());
     let reply = server
         .chat(&stream_body("smart", "Capital of France?"))
         .await;
@@ -158,7 +158,7 @@ async fn stalled_stream_is_rescued_by_restart_and_splice() {
             "retry = { max_attempts = 1 }"
         )
     );
-    let server = Server::start(Scratch::new("stall"), &config, &key_env());
+    let server = Server::start(Scratch::new("e2e", "stall"), &config, &key_env());
     let reply = server
         .chat(&stream_body("smart", "Capital of France?"))
         .await;

@@ -11,7 +11,7 @@ use crate::support::{breaker_state, pair, upstream, Conf, Reply};
 
 /// A fleet config on the shared Redis under `redis`'s prefix.
 fn fleet(up: &faultline::Handle, redis: &SharedRedis) -> Conf {
-    Conf::new(
+    Conf::fleet(
         up,
         // generous: this test is about sharing, not about Redis being slow
         redis.backend("2s"),

@@ -10,8 +10,8 @@ use switchyard::Money;
 
 use crate::redis::SharedRedis;
 use crate::support::{
-    answer_cost, estimate, pair, poll, times, upstream, usd, Backend, Conf, Dir, Replica, Reply,
-    PRICE, ROUTE,
+    answer_cost, config_dir, estimate, pair, poll, times, upstream, usd, Backend, Conf, Replica,
+    Reply, PRICE, ROUTE,
 };
 
 /// The route's books on `replica`, once nothing is reserved any more.
@@ -60,7 +60,7 @@ async fn concurrent_load_on_both_replicas_never_exceeds_a_budget() {
     let limit = times(estimate(), 10);
     assert_eq!(limit, Money::from_usd(0.00686));
     assert!(limit < times(answer_cost(), 11), "no room for an 11th");
-    let conf = Conf::new(
+    let conf = Conf::fleet(
         &up,
         // generous: a degraded replica may overspend by design; this test is about the
         // shared books
@@ -128,7 +128,7 @@ fn two_answers() -> Money {
 /// any upstream call, and the restarted process reports the spend.
 async fn restarted_process_refuses_a_spent_budget(up: &faultline::Handle, conf: &Conf, tag: &str) {
     let calls = || up.attempts("primary").len() + up.attempts("fallback").len();
-    let dir = Dir::new(tag, conf);
+    let dir = config_dir(tag, conf);
     let mut first = Replica::start("first", &dir).await;
     for i in 0..2 {
         first.chat(&format!("spend-{i}")).await.assert_canonical();
@@ -155,7 +155,7 @@ async fn restarted_process_refuses_a_spent_budget(up: &faultline::Handle, conf: 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_process_still_refuses_a_spent_budget_memory() {
     let up = upstream().await;
-    let conf = Conf::new(&up, Backend::Memory)
+    let conf = Conf::fleet(&up, Backend::Memory)
         .both(PRICE)
         .route(&format!("budget_usd = {}", two_answers().to_usd()))
         .request_log();
@@ -167,7 +167,7 @@ async fn a_restarted_process_still_refuses_a_spent_budget_memory() {
 async fn a_restarted_process_still_refuses_a_spent_budget_redis() {
     let up = upstream().await;
     let redis = SharedRedis::new("restart");
-    let conf = Conf::new(&up, redis.backend("2s"))
+    let conf = Conf::fleet(&up, redis.backend("2s"))
         .both(PRICE)
         .route(&format!("budget_usd = {}", two_answers().to_usd()));
     restarted_process_refuses_a_spent_budget(&up, &conf, "restart-redis").await;

@@ -24,7 +24,7 @@ async fn a_keys_rate_limit_holds_across_the_fleet() {
     let up = upstream().await;
     let redis = SharedRedis::new("rpm");
     let hash = hex::encode(Sha256::digest(TOKEN.as_bytes()));
-    let conf = Conf::new(&up, redis.backend("2s")).section(&format!(
+    let conf = Conf::fleet(&up, redis.backend("2s")).section(&format!(
         "[[keys]]\nname = \"fleet-client\"\nsha256 = \"{hash}\"\nroutes = [\"*\"]\nrpm = 4\n"
     ));
     let (a, b, _dirs) = pair("rpm", &conf).await;

@@ -9,8 +9,7 @@
 //!   spent budget, with the memory backend (replayed from the request log) and with Redis;
 //! - `outage.rs`: killing Redis mid-run (or freezing it) leaves both replicas serving,
 //!   they say so in `/admin/health` and `/metrics`, and reconnect (and agree on the
-//!   books) when it returns; a reservation whose Redis reply was lost is released
-//!   (ignored: a known bug);
+//!   books) when it returns; a reservation whose Redis reply was lost is released;
 //! - `limits.rs`: a client key's `rpm` holds across the fleet.
 //!
 //! Redis: tests that kill or freeze it start their own `redis-server` on a free port
@@ -28,6 +27,8 @@
     missing_docs
 )]
 
+#[path = "../common/mod.rs"]
+mod common;
 mod redis;
 mod support;
 

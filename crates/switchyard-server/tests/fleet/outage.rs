@@ -7,8 +7,8 @@ use futures_util::future::join_all;
 
 use crate::redis::{RedisServer, ReplyGate, SharedRedis};
 use crate::support::{
-    answer_cost, estimate, pair, poll, state_connected, upstream, usd, Backend, Conf, Dir, Replica,
-    Reply, PRICE, ROUTE,
+    answer_cost, config_dir, estimate, pair, poll, state_connected, upstream, usd, Backend, Conf,
+    Replica, Reply, PRICE, ROUTE,
 };
 
 /// Requests each replica must answer in each phase (before, during, after the outage).
@@ -82,7 +82,7 @@ async fn a_frozen_redis_leaves_both_replicas_serving() {
 async fn ride_out(outage: Outage) {
     let up = upstream().await;
     let mut redis = RedisServer::start(&format!("{outage:?}")).await;
-    let conf = Conf::new(
+    let conf = Conf::fleet(
         &up,
         Backend::Redis {
             url: redis.url(),
@@ -195,7 +195,7 @@ async fn a_reservation_whose_reply_was_lost_is_released() {
     let up = upstream().await;
     let redis = SharedRedis::new("lost-reply");
     let gate = ReplyGate::start(redis.addr()).await;
-    let conf = Conf::new(
+    let conf = Conf::fleet(
         &up,
         Backend::Redis {
             url: gate.url(),
@@ -205,7 +205,7 @@ async fn a_reservation_whose_reply_was_lost_is_released() {
     )
     .both(PRICE)
     .route("budget_usd = 1.0");
-    let dir = Dir::new("lost-reply", &conf);
+    let dir = config_dir("lost-reply", &conf);
     let a = Replica::start("A", &dir).await;
     state_connected(&a, true).await;
 

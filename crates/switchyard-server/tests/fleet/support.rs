@@ -1,49 +1,26 @@
-//! The harness: a config for a fleet (primary + fallback on one faultline, a route, the
-//! state backend), `switchyard serve` replicas as child processes (restartable in the
-//! same directory), their HTTP surface, the money arithmetic of a budget, and bounded
-//! polling.
+//! The harness, on `tests/common`: the fleet's config (the shared primary + fallback
+//! config plus one attempt per provider and the state backend), `switchyard serve`
+//! replicas (restartable in the same directory) and their HTTP surface, the money
+//! arithmetic of a budget, and bounded polling.
 //!
 //! Nothing here sleeps to let background work happen: waits poll a condition under
 //! [`WAIT`].
 
 use std::future::Future;
-use std::io::{BufRead as _, BufReader, Read as _};
-use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
-use std::thread::JoinHandle;
+use std::process::ExitStatus;
 use std::time::Duration;
 
 use faultline::Handle;
-use serde_json::{json, Value};
+use serde_json::Value;
 use switchyard::cost::ESTIMATE_TOKENS_PER_MESSAGE;
 use switchyard::Money;
 use tokio::time::Instant;
 
-/// The binary under test.
-const BIN: &str = env!("CARGO_BIN_EXE_switchyard");
-/// The longest any single wait in these tests may take.
-pub const WAIT: Duration = Duration::from_secs(20);
-/// The route every test uses.
-pub const ROUTE: &str = "chat";
-/// The one prompt every request sends.
-pub const PROMPT: &str = "Why put a gateway in front of a model?";
-/// `max_tokens` of every request.
-pub const MAX_TOKENS: u64 = 64;
-
-/// Environment a child must not inherit: ambient keys, proxies.
-const SCRUBBED_ENV: &[&str] = &[
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "GEMINI_API_KEY",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "ALL_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "all_proxy",
-];
+pub use crate::common::conf::{upstream, Conf, ROUTE};
+use crate::common::http::{chat_request, client, MAX_TOKENS};
+pub use crate::common::http::{Reply, PROMPT};
+use crate::common::serve::{command, Launch, Process};
+pub use crate::common::serve::{Scratch, WAIT};
 
 // ---------------------------------------------------------------- money
 
@@ -103,87 +80,10 @@ pub enum Backend {
     },
 }
 
-/// `[[providers]] primary` and `fallback` (models `primary` and `fallback` on one
-/// faultline), `[[routes]] chat = [primary, fallback]`, optional `[[keys]]`, and `[state]`.
-#[derive(Debug, Clone)]
-pub struct Conf {
-    base_url: String,
-    primary: Vec<String>,
-    fallback: Vec<String>,
-    route: Vec<String>,
-    extra: Vec<String>,
-    request_log: bool,
-    backend: Backend,
-}
-
-impl Conf {
-    /// The two providers on `upstream`, a 20 s deadline, one attempt per provider (so
-    /// faultline's counts are requests), on `backend`.
-    pub fn new(upstream: &Handle, backend: Backend) -> Self {
-        Self {
-            base_url: upstream.base_url(),
-            primary: Vec::new(),
-            fallback: Vec::new(),
-            route: vec![
-                "deadline = \"20s\"".to_owned(),
-                "retry = { max_attempts = 1, base_delay = \"5ms\", max_delay = \"20ms\", max_retry_after = \"1s\" }".to_owned(),
-            ],
-            extra: Vec::new(),
-            request_log: false,
-            backend,
-        }
-    }
-
-    /// A line for the primary's `[[providers]]` entry.
-    pub fn primary(mut self, line: &str) -> Self {
-        self.primary.push(line.to_owned());
-        self
-    }
-
-    /// A line for the fallback's `[[providers]]` entry.
-    pub fn fallback(mut self, line: &str) -> Self {
-        self.fallback.push(line.to_owned());
-        self
-    }
-
-    /// The same line for both providers.
-    pub fn both(self, line: &str) -> Self {
-        self.primary(line).fallback(line)
-    }
-
-    /// A line for the route.
-    pub fn route(mut self, line: &str) -> Self {
-        self.route.push(line.to_owned());
-        self
-    }
-
-    /// A top-level section (e.g. a `[[keys]]` entry), verbatim.
-    pub fn section(mut self, text: &str) -> Self {
-        self.extra.push(text.to_owned());
-        self
-    }
-
-    /// `[server] request_log = "requests.jsonl"` (relative to the replica's directory).
-    pub fn request_log(mut self) -> Self {
-        self.request_log = true;
-        self
-    }
-
-    /// The TOML.
-    pub fn toml(&self) -> String {
-        let provider = |name: &str, lines: &[String]| {
-            format!(
-                "[[providers]]\nname = \"{name}\"\nkind = \"openai\"\nmodel = \"{name}\"\nbase_url = \"{}\"\n{}\n\n",
-                self.base_url,
-                lines.join("\n")
-            )
-        };
-        let server = if self.request_log {
-            "[server]\nrequest_log = \"requests.jsonl\"\n\n"
-        } else {
-            ""
-        };
-        let state = match &self.backend {
+impl Backend {
+    /// Its `[state]` section.
+    fn section(&self) -> String {
+        match self {
             Backend::Memory => "[state]\nbackend = \"memory\"\n".to_owned(),
             Backend::Redis {
                 url,
@@ -192,50 +92,28 @@ impl Conf {
             } => format!(
                 "[state]\nbackend = \"redis\"\nurl = \"{url}\"\nprefix = \"{prefix}\"\ntimeout = \"{timeout}\"\n"
             ),
-        };
-        format!(
-            "{server}{}{}[[routes]]\nname = \"{ROUTE}\"\nproviders = [\"primary\", \"fallback\"]\n{}\n\n{}\n{state}",
-            provider("primary", &self.primary),
-            provider("fallback", &self.fallback),
-            self.route.join("\n"),
-            self.extra.join("\n"),
-        )
+        }
+    }
+}
+
+impl Conf {
+    /// The primary + fallback config on `upstream` with one attempt per provider (so
+    /// faultline's counts are requests), on `backend`.
+    pub fn fleet(upstream: &Handle, backend: Backend) -> Self {
+        Conf::new(upstream)
+            .route("retry = { max_attempts = 1, base_delay = \"5ms\", max_delay = \"20ms\", max_retry_after = \"1s\" }")
+            .section(&backend.section())
     }
 }
 
 // ---------------------------------------------------------------- directories
 
-/// A fresh directory (config, request log) that outlives a replica's restarts; removed
-/// on drop.
-#[derive(Debug)]
-pub struct Dir {
-    /// Its path.
-    pub path: PathBuf,
-}
-
-impl Dir {
-    /// A new directory holding `conf` as `switchyard.toml`.
-    pub fn new(tag: &str, conf: &Conf) -> Self {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::SeqCst);
-        let path =
-            std::env::temp_dir().join(format!("switchyard-fleet-{}-{n}-{tag}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).unwrap();
-        std::fs::write(path.join("switchyard.toml"), conf.toml()).unwrap();
-        Self { path }
-    }
-
-    /// The config's path.
-    pub fn config(&self) -> PathBuf {
-        self.path.join("switchyard.toml")
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-    }
+/// A fresh directory holding `conf` as `switchyard.toml`: a replica's config and request
+/// log, outliving its restarts.
+pub fn config_dir(tag: &str, conf: &Conf) -> Scratch {
+    let dir = Scratch::new("fleet", tag);
+    dir.write("switchyard.toml", &conf.toml());
+    dir
 }
 
 // ---------------------------------------------------------------- replicas
@@ -244,126 +122,50 @@ impl Drop for Dir {
 pub struct Replica {
     /// `A`, `B`: for messages.
     pub name: &'static str,
-    child: Child,
-    /// `http://127.0.0.1:PORT`.
-    pub base: String,
-    output: Arc<Mutex<String>>,
-    readers: Vec<JoinHandle<()>>,
+    process: Process,
     http: reqwest::Client,
+}
+
+impl std::ops::Deref for Replica {
+    type Target = Process;
+    fn deref(&self) -> &Process {
+        &self.process
+    }
 }
 
 impl Replica {
     /// `switchyard serve --config DIR/switchyard.toml --listen 127.0.0.1:0` in `dir`;
     /// returns once it prints its listening line.
-    pub async fn start(name: &'static str, dir: &Dir) -> Self {
-        let mut cmd = Command::new(BIN);
-        cmd.args(["serve", "--config", dir.config().to_str().unwrap()])
-            .args(["--listen", "127.0.0.1:0"])
-            .current_dir(&dir.path)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        for var in SCRUBBED_ENV {
-            cmd.env_remove(var);
-        }
-        let mut child = cmd.spawn().expect("spawn switchyard serve");
-        let output = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = mpsc::channel();
-        let out = Arc::clone(&output);
-        let stdout = child.stdout.take().unwrap();
-        let out_reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(rest) = line.strip_prefix("switchyard listening on ") {
-                    let url = rest.split_whitespace().next().unwrap_or_default();
-                    let _ = tx.send(url.to_owned());
-                }
-                let mut o = out.lock().unwrap();
-                o.push_str(&line);
-                o.push('\n');
-            }
-        });
-        let err = Arc::clone(&output);
-        let mut stderr = child.stderr.take().unwrap();
-        let err_reader = std::thread::spawn(move || {
-            let mut chunk = [0u8; 4096];
-            while let Ok(n) = stderr.read(&mut chunk) {
-                if n == 0 {
-                    break;
-                }
-                err.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&chunk[..n]));
-            }
-        });
-        let deadline = Instant::now() + WAIT;
-        let base = loop {
-            if let Ok(url) = rx.try_recv() {
-                break url;
-            }
-            if let Some(status) = child.try_wait().unwrap() {
-                panic!(
-                    "replica {name} exited ({status}):\n{}\nconfig:\n{}",
-                    output.lock().unwrap(),
-                    std::fs::read_to_string(dir.config()).unwrap_or_default()
-                );
-            }
-            assert!(
-                Instant::now() < deadline,
-                "replica {name} did not start within {WAIT:?}:\n{}",
-                output.lock().unwrap()
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        };
-        assert!(
-            base.starts_with("http://127.0.0.1:"),
-            "replica {name} listens on {base}"
+    pub async fn start(name: &'static str, dir: &Scratch) -> Self {
+        let config = dir.file("switchyard.toml");
+        let mut cmd = command(
+            &["serve", "--config", config.to_str().unwrap()],
+            &[],
+            &dir.path,
         );
+        cmd.args(["--listen", "127.0.0.1:0"]);
+        let process = Launch::spawn(&format!("replica {name}"), cmd)
+            .wait()
+            .await
+            .unwrap_or_else(|e| {
+                panic!(
+                    "replica {name} exited ({}):\n{}{}\nconfig:\n{}",
+                    e.status,
+                    e.stdout,
+                    e.stderr,
+                    std::fs::read_to_string(&config).unwrap_or_default()
+                )
+            });
         Self {
             name,
-            child,
-            base,
-            output,
-            readers: vec![out_reader, err_reader],
+            process,
             http: client(),
         }
     }
 
-    /// Everything the process printed so far.
-    pub fn output(&self) -> String {
-        self.output.lock().unwrap().clone()
-    }
-
-    /// `base` + `path`.
-    pub fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
-    }
-
     /// SIGTERM, then wait (bounded) for the process to exit.
     pub async fn terminate(&mut self) -> ExitStatus {
-        let sent = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status()
-            .expect("run kill");
-        assert!(sent.success(), "kill -TERM {} failed", self.name);
-        let deadline = Instant::now() + WAIT;
-        let status = loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                break s;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "replica {} did not exit within {WAIT:?} of SIGTERM:\n{}",
-                self.name,
-                self.output()
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        };
-        for r in self.readers.drain(..) {
-            let _ = r.join();
-        }
-        status
+        self.process.terminate().await
     }
 
     /// A plain completion on the route, tagged `id`, with extra headers.
@@ -450,183 +252,31 @@ impl Replica {
     }
 }
 
-impl Drop for Replica {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("--- replica {} output\n{}", self.name, self.output());
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Replicas A and B on the same config (each in its own directory).
-pub async fn pair(tag: &str, conf: &Conf) -> (Replica, Replica, [Dir; 2]) {
+pub async fn pair(tag: &str, conf: &Conf) -> (Replica, Replica, [Scratch; 2]) {
     let dirs = [
-        Dir::new(&format!("{tag}-a"), conf),
-        Dir::new(&format!("{tag}-b"), conf),
+        config_dir(&format!("{tag}-a"), conf),
+        config_dir(&format!("{tag}-b"), conf),
     ];
     let a = Replica::start("A", &dirs[0]).await;
     let b = Replica::start("B", &dirs[1]).await;
     (a, b, dirs)
 }
 
-/// The tests' HTTP client: no proxy, bounded.
-pub fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
-        .timeout(WAIT)
-        .build()
-        .unwrap()
-}
-
 /// A chat request body for the route.
 pub fn body(stream: bool) -> Value {
-    let mut b = json!({
-        "model": ROUTE,
-        "messages": [{"role": "user", "content": PROMPT}],
-        "max_tokens": MAX_TOKENS,
-    });
-    if stream {
-        b["stream"] = json!(true);
-        b["stream_options"] = json!({"include_usage": true});
-    }
-    b
+    chat_request(ROUTE, PROMPT, stream)
 }
 
 // ---------------------------------------------------------------- replies
 
-/// A whole response (a stream read to its end).
-#[derive(Debug)]
-pub struct Reply {
-    /// Status code.
-    pub status: u16,
-    /// Headers.
-    pub headers: reqwest::header::HeaderMap,
-    /// Body text.
-    pub text: String,
-}
-
 impl Reply {
-    async fn read(resp: reqwest::Response) -> Self {
-        Self {
-            status: resp.status().as_u16(),
-            headers: resp.headers().clone(),
-            text: resp.text().await.expect("read the body"),
-        }
-    }
-
-    /// A header ("" when absent).
-    pub fn header(&self, name: &str) -> &str {
-        self.headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-    }
-
-    /// The body as JSON (a plain response or an error).
-    pub fn json(&self) -> Value {
-        serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text))
-    }
-
-    /// An SSE body's JSON events.
-    fn events(&self) -> Vec<Value> {
-        self.text
-            .split("\n\n")
-            .filter_map(|e| {
-                let data: String = e
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("data:"))
-                    .map(str::trim_start)
-                    .collect();
-                serde_json::from_str(&data).ok()
-            })
-            .collect()
-    }
-
-    /// Is this a stream (`text/event-stream`)?
-    pub fn is_stream(&self) -> bool {
-        self.header("content-type").starts_with("text/event-stream")
-    }
-
-    /// The answer's text (a plain body's message, or a stream's deltas).
-    pub fn content(&self) -> String {
-        if self.is_stream() {
-            return self
-                .events()
-                .iter()
-                .filter_map(|v| {
-                    v["choices"][0]["delta"]["content"]
-                        .as_str()
-                        .map(str::to_owned)
-                })
-                .collect();
-        }
-        self.json()["choices"][0]["message"]["content"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned()
-    }
-
-    /// The `switchyard` trail (a plain body's, or a stream's last).
-    pub fn trail(&self) -> Value {
-        if self.is_stream() {
-            return self
-                .events()
-                .into_iter()
-                .rev()
-                .find_map(|v| v.get("switchyard").cloned())
-                .unwrap_or(Value::Null);
-        }
-        self.json()["switchyard"].clone()
-    }
-
-    /// The trail's attempts as labels: `primary:failed`, `primary:skipped:circuit_open`.
-    pub fn labels(&self) -> Vec<String> {
-        trail_labels(&self.trail())
-    }
-
-    /// Assert a 200 carrying the whole canonical answer.
-    #[track_caller]
-    pub fn assert_canonical(&self) {
-        assert_eq!(self.status, 200, "body: {}", self.text);
-        assert_eq!(
-            self.content(),
-            faultline::CANONICAL_ANSWER,
-            "body: {}",
-            self.text
-        );
-    }
-
     /// Assert a refusal for the budget: 402 `budget_exceeded`.
     #[track_caller]
     pub fn assert_budget_exceeded(&self) {
         assert_eq!(self.status, 402, "body: {}", self.text);
         assert!(self.text.contains("budget_exceeded"), "body: {}", self.text);
     }
-}
-
-/// The outcomes in a `switchyard` trail, as labels (`failed`, `success`,
-/// `skipped:circuit_open`) with the provider: `primary:failed`.
-pub fn trail_labels(trail: &Value) -> Vec<String> {
-    trail["attempts"]
-        .as_array()
-        .unwrap_or(&Vec::new())
-        .iter()
-        .map(|a| {
-            let detail = a
-                .get("method")
-                .or_else(|| a.get("reason"))
-                .and_then(Value::as_str)
-                .map(|d| format!(":{d}"))
-                .unwrap_or_default();
-            format!(
-                "{}:{}{detail}",
-                a["provider"].as_str().unwrap_or("?"),
-                a["outcome"].as_str().unwrap_or("?")
-            )
-        })
-        .collect()
 }
 
 // ---------------------------------------------------------------- waiting
@@ -684,9 +334,4 @@ pub async fn state_connected(replica: &Replica, connected: bool) -> Value {
         },
     )
     .await
-}
-
-/// A fresh faultline on a free port.
-pub async fn upstream() -> Handle {
-    faultline::Server::new().start().await.unwrap()
 }
