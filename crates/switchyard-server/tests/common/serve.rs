@@ -22,13 +22,8 @@ pub const WAIT: Duration = Duration::from_secs(30);
 /// How often the waits look again.
 const POLL: Duration = Duration::from_millis(10);
 
-/// Environment a child must not inherit: ambient vendor keys, and proxies that would send
-/// 127.0.0.1 traffic elsewhere. Every `SWITCHYARD_*` variable goes too; tests set what
-/// they mean on the child.
-const SCRUBBED_ENV: &[&str] = &[
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "GEMINI_API_KEY",
+/// Proxy settings a child must not inherit: they would send 127.0.0.1 traffic elsewhere.
+pub const PROXY_ENV: &[&str] = &[
     "HTTP_PROXY",
     "HTTPS_PROXY",
     "ALL_PROXY",
@@ -36,6 +31,11 @@ const SCRUBBED_ENV: &[&str] = &[
     "https_proxy",
     "all_proxy",
 ];
+
+/// Ambient vendor keys a child must not inherit. With [`PROXY_ENV`] and every
+/// `SWITCHYARD_*` variable, these are scrubbed from `switchyard` children; tests set what
+/// they mean on the child.
+const VENDOR_KEYS: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"];
 
 // ---------------------------------------------------------------- scratch directories
 
@@ -85,7 +85,7 @@ impl Drop for Scratch {
 pub fn command(args: &[&str], envs: &[(&str, &str)], dir: &Path) -> Command {
     let mut cmd = Command::new(BIN);
     cmd.args(args).current_dir(dir).stdin(Stdio::null());
-    for var in SCRUBBED_ENV {
+    for var in PROXY_ENV.iter().chain(VENDOR_KEYS) {
         cmd.env_remove(var);
     }
     for (var, _) in std::env::vars_os() {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use sha2::{Digest as _, Sha256};
 
 use crate::support::{
-    describe, route, run_bounded, simulated_provider, try_run_bounded, Scratch, Server,
+    describe, route, run_bounded, simulated_provider, try_run_bounded, Scratch, Server, PROXY_ENV,
 };
 
 const SCRIPT: &str = concat!(
@@ -24,16 +24,10 @@ const TOKEN: &str = "sy-e2e-python-sdk-token-5b8d0c2e";
 fn python() -> Command {
     let interpreter = std::env::var("SWITCHYARD_PYTHON").unwrap_or_else(|_| "python3".to_owned());
     let mut cmd = Command::new(interpreter);
-    for var in [
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "all_proxy",
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-    ] {
+    for var in PROXY_ENV
+        .iter()
+        .chain(&["OPENAI_API_KEY", "OPENAI_BASE_URL"])
+    {
         cmd.env_remove(var);
     }
     cmd

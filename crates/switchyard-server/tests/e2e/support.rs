@@ -16,7 +16,7 @@ use crate::common::http::chat_request;
 pub use crate::common::http::client;
 pub use crate::common::http::{eventually, sse_data, streamed_text, Reply};
 use crate::common::serve::Launch;
-pub use crate::common::serve::{command, Exited, Process, Scratch, WAIT};
+pub use crate::common::serve::{command, Exited, Process, Scratch, PROXY_ENV, WAIT};
 
 /// The env var holding the upstream key (set on the child process only).
 pub const KEY_ENV: &str = "SWITCHYARD_E2E_UPSTREAM_KEY";
