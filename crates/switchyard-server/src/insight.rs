@@ -12,7 +12,7 @@
 //! from the gateway) nor how any of it is served (`routes::dashboard`).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde::Serialize;
 use switchyard::breaker::{CircuitState, Transition};
@@ -188,7 +188,7 @@ pub struct Insight {
     /// When the history starts (the dashboard draws nothing before it).
     since_ms: UnixMillis,
     transitions: Mutex<VecDeque<TransitionRecord>>,
-    requests: Mutex<VecDeque<LogEntry>>,
+    requests: Mutex<VecDeque<Arc<LogEntry>>>,
     books: Mutex<Books>,
 }
 
@@ -239,7 +239,7 @@ impl Insight {
             .iter()
             .rev()
             .take(limit)
-            .cloned()
+            .map(|e| LogEntry::clone(e))
             .collect()
     }
 
@@ -250,7 +250,7 @@ impl Insight {
             .iter()
             .rev()
             .find(|e| e.id == id)
-            .cloned()
+            .map(|e| LogEntry::clone(e))
     }
 
     /// Every provider seen so far: counts since start, latency and TTFT over the window.
@@ -349,8 +349,8 @@ impl Observer for Insight {
 }
 
 impl LogTap for Insight {
-    fn record(&self, entry: &LogEntry) {
-        let kept = entry.clone();
+    fn record(&self, entry: &Arc<LogEntry>) {
+        let kept = Arc::clone(entry);
         let evicted = {
             let mut ring = lock(&self.requests);
             let evicted = (ring.len() >= RECENT_REQUESTS)
@@ -460,7 +460,7 @@ mod tests {
     async fn rings_stay_bounded() {
         let insight = Insight::new(Clock::anchored_at(1_000_000_000));
         for i in 0..(RECENT_REQUESTS + 50) {
-            insight.record(&entry(&format!("req_{i}")));
+            insight.record(&Arc::new(entry(&format!("req_{i}"))));
             insight.on_attempt("r", &attempt("a", Outcome::Success, 5));
         }
         let recent = insight.recent(usize::MAX);
@@ -526,9 +526,9 @@ mod tests {
         let mut e = entry("req_1");
         e.key = Some("team".into());
         e.ttft_ms = Some(42.0);
-        insight.record(&e);
+        insight.record(&Arc::new(e.clone()));
         e.cost_usd = None;
-        insight.record(&e);
+        insight.record(&Arc::new(e));
         let k = insight.keys()["team"];
         assert_eq!(
             (k.requests, k.spent, k.unpriced),

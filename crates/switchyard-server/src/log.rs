@@ -60,14 +60,14 @@ pub struct LogEntry {
 
 /// Sees each finished request's entry; must be quick and must never block or fail.
 pub trait LogTap: Send + Sync {
-    /// One request finished.
-    fn record(&self, entry: &LogEntry);
+    /// One request finished (shared with the file writer: keep the `Arc`, not a copy).
+    fn record(&self, entry: &Arc<LogEntry>);
 }
 
 /// Handle to the request log (cheap to clone).
 #[derive(Clone, Default)]
 pub struct RequestLog {
-    tx: Option<mpsc::Sender<LogEntry>>,
+    tx: Option<mpsc::Sender<Arc<LogEntry>>>,
     dropped: Arc<AtomicU64>,
     /// Told of every entry before it is queued for the file.
     tap: Option<Arc<dyn LogTap>>,
@@ -118,6 +118,7 @@ impl RequestLog {
 
     /// Queue a line; drops (and counts) it if the writer is behind.
     pub fn write(&self, entry: LogEntry) {
+        let entry = Arc::new(entry);
         if let Some(tap) = &self.tap {
             tap.record(&entry);
         }
@@ -145,7 +146,7 @@ const RECV_BATCH: usize = 256;
 /// Serialize lines into one buffer and write it when it is large or every
 /// [`FLUSH_EVERY`] — one write (one blocking-pool hop) per batch, not per line. The last
 /// batch is written when the channel closes (shutdown).
-async fn write_lines(mut file: tokio::fs::File, mut rx: mpsc::Receiver<LogEntry>) {
+async fn write_lines(mut file: tokio::fs::File, mut rx: mpsc::Receiver<Arc<LogEntry>>) {
     let mut buf: Vec<u8> = Vec::with_capacity(2 * BATCH_BYTES);
     let mut entries = Vec::with_capacity(RECV_BATCH);
     let mut tick = tokio::time::interval(FLUSH_EVERY);
@@ -157,7 +158,7 @@ async fn write_lines(mut file: tokio::fs::File, mut rx: mpsc::Receiver<LogEntry>
                     break; // every sender is gone: shutting down
                 }
                 for entry in entries.drain(..) {
-                    if serde_json::to_writer(&mut buf, &entry).is_ok() {
+                    if serde_json::to_writer(&mut buf, &*entry).is_ok() {
                         buf.push(b'\n');
                     }
                 }

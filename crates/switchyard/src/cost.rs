@@ -90,15 +90,42 @@ impl std::iter::Sum for Money {
 impl fmt::Display for Money {
     /// `$` and the exact decimal amount, trailing zeros trimmed (`$0.0004`, `$12`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write_amount(f, "$")
+    }
+}
+
+/// [`Money::decimal`]: the amount without the `$`.
+#[derive(Debug, Clone, Copy)]
+pub struct Decimal(Money);
+
+impl fmt::Display for Decimal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.write_amount(f, "")
+    }
+}
+
+impl Money {
+    /// The exact decimal amount without the `$`, trailing zeros trimmed (`0.0004`, `12`),
+    /// formatted without allocating.
+    #[must_use]
+    pub fn decimal(self) -> Decimal {
+        Decimal(self)
+    }
+
+    fn write_amount(self, f: &mut fmt::Formatter<'_>, unit: &str) -> fmt::Result {
         let sign = if self.0 < 0 { "-" } else { "" };
         let abs = self.0.unsigned_abs();
         let whole = abs / 1_000_000_000_000;
-        let frac = abs % 1_000_000_000_000;
+        let mut frac = abs % 1_000_000_000_000;
         if frac == 0 {
-            return write!(f, "{sign}${whole}");
+            return write!(f, "{sign}{unit}{whole}");
         }
-        let digits = format!("{frac:012}");
-        write!(f, "{sign}${whole}.{}", digits.trim_end_matches('0'))
+        let mut width = 12;
+        while frac % 10 == 0 {
+            frac /= 10;
+            width -= 1;
+        }
+        write!(f, "{sign}{unit}{whole}.{frac:0width$}")
     }
 }
 
@@ -441,6 +468,23 @@ mod tests {
         let expect = 500 * 3_000_000 + 400 * 300_000 + 100 * 3_750_000 + 100 * 15_000_000;
         assert_eq!(p.cost(&u), Money::from_picos(expect));
         assert_eq!(p.cost(&u).to_string(), "$0.003495");
+    }
+
+    #[test]
+    fn money_prints_exactly_with_trailing_zeros_trimmed() {
+        let cases = [
+            (0, "$0", "0"),
+            (12_000_000_000_000, "$12", "12"),
+            (400_000_000, "$0.0004", "0.0004"),
+            (1, "$0.000000000001", "0.000000000001"),
+            (1_500_000_000_010, "$1.50000000001", "1.50000000001"),
+            (-3_500_000_000_000, "-$3.5", "-3.5"),
+        ];
+        for (picos, dollars, decimal) in cases {
+            let m = Money::from_picos(picos);
+            assert_eq!(m.to_string(), dollars, "{picos}");
+            assert_eq!(m.decimal().to_string(), decimal, "{picos}");
+        }
     }
 
     #[test]

@@ -134,10 +134,10 @@ async fn handle(state: &AppState, ctx: &mut Ctx, request: Request) -> Result<Res
     let caller = state.keys.authenticate(request.headers())?;
     ctx.key = caller.as_ref().map(|c| c.name.clone());
     let body = read_body(request.into_body(), state.max_body_bytes).await?;
-    let wire = wire::parse(&body)?;
-    ctx.route.clone_from(&wire.model);
+    let mut wire = wire::parse(&body)?;
+    ctx.route = std::mem::take(&mut wire.model);
     ctx.stream = wire.stream;
-    let route = state.gateway.route(&wire.model).map_err(ApiError::from)?;
+    let route = state.gateway.route(&ctx.route).map_err(ApiError::from)?;
     ctx.route_label.clone_from(&route.name);
     if let Some(c) = &caller {
         if !c.allows(&route.name) {
@@ -147,7 +147,11 @@ async fn handle(state: &AppState, ctx: &mut Ctx, request: Request) -> Result<Res
             )));
         }
     }
-    let req = wire.to_chat()?;
+    let include_usage = wire
+        .stream_options
+        .as_ref()
+        .is_some_and(|o| o.include_usage);
+    let req = wire.into_chat()?;
     let opts = match &caller {
         Some(c) => {
             ctx.limits = Some(c.limits);
@@ -156,11 +160,7 @@ async fn handle(state: &AppState, ctx: &mut Ctx, request: Request) -> Result<Res
         }
         None => CallOptions::default(),
     };
-    if wire.stream {
-        let include_usage = wire
-            .stream_options
-            .as_ref()
-            .is_some_and(|o| o.include_usage);
+    if ctx.stream {
         let stream = state.gateway.stream_with(&ctx.route, req, &opts).await?;
         return Ok(sse::respond(
             state.clone(),
@@ -255,10 +255,9 @@ pub(crate) fn who_answered(
     set(headers, "x-request-id", &ctx.id);
     set(headers, "x-switchyard-provider", provider);
     set(headers, "x-switchyard-attempts", &attempts.to_string());
-    set(
-        headers,
-        "x-switchyard-failed-over",
-        if failed_over { "true" } else { "false" },
+    headers.insert(
+        HeaderName::from_static("x-switchyard-failed-over"),
+        HeaderValue::from_static(if failed_over { "true" } else { "false" }),
     );
     if let Some(cost) = cost {
         set(
@@ -277,7 +276,7 @@ fn set(headers: &mut HeaderMap, name: &'static str, value: &str) {
 
 /// Exact dollars as a plain decimal (`0.000123`).
 pub(crate) fn usd(m: Money) -> String {
-    m.to_string().replacen('$', "", 1)
+    m.decimal().to_string()
 }
 
 /// The client's `x-request-id` if it is sane, else a fresh one.

@@ -61,11 +61,38 @@ pub struct WireMessage {
     name: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
+/// A message's `content`: a string, or an array of parts. (Read by hand rather than as an
+/// untagged enum: no buffering of the value, and an error that says what was expected.)
+#[derive(Debug)]
 enum WireContent {
     Text(String),
     Parts(Vec<WirePart>),
+}
+
+impl<'de> Deserialize<'de> for WireContent {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Content;
+        impl<'de> serde::de::Visitor<'de> for Content {
+            type Value = WireContent;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or an array of content parts")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<WireContent, E> {
+                Ok(WireContent::Text(s.to_owned()))
+            }
+            fn visit_string<E: serde::de::Error>(self, s: String) -> Result<WireContent, E> {
+                Ok(WireContent::Text(s))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<WireContent, A::Error> {
+                Vec::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+                    .map(WireContent::Parts)
+            }
+        }
+        d.deserialize_any(Content)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -149,15 +176,23 @@ struct WireJsonSchema {
 
 /// Parse a body, naming the field at fault.
 ///
+/// A body that parses pays for no path tracking; one that does not is parsed again with
+/// it, to name the field.
+///
 /// # Errors
 /// 400 with `param` set to the JSON path of the bad field.
 pub fn parse(body: &[u8]) -> Result<WireRequest, ApiError> {
+    serde_json::from_slice(body).or_else(|_| parse_tracked(body))
+}
+
+/// [`parse`] with the path of the field being read tracked, for the error.
+fn parse_tracked(body: &[u8]) -> Result<WireRequest, ApiError> {
     let de = &mut serde_json::Deserializer::from_slice(body);
-    serde_path_to_error::deserialize(de).map_err(|e| {
+    let req = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         if inner.is_syntax() || inner.is_eof() {
-            return ApiError::bad_request(None, format!("request body is not valid JSON: {inner}"));
+            return not_json(&inner);
         }
         let param = (path != ".").then_some(path);
         let msg = match &param {
@@ -165,7 +200,13 @@ pub fn parse(body: &[u8]) -> Result<WireRequest, ApiError> {
             None => format!("invalid request body: {inner}"),
         };
         ApiError::bad_request(param, msg)
-    })
+    })?;
+    de.end().map_err(|e| not_json(&e))?;
+    Ok(req)
+}
+
+fn not_json(e: &serde_json::Error) -> ApiError {
+    ApiError::bad_request(None, format!("request body is not valid JSON: {e}"))
 }
 
 fn bad(param: &str, msg: impl Into<String>) -> ApiError {
@@ -173,11 +214,12 @@ fn bad(param: &str, msg: impl Into<String>) -> ApiError {
 }
 
 impl WireRequest {
-    /// The shared shape, checking what serde cannot.
+    /// The shared shape, checking what serde cannot; the conversation's text is moved, not
+    /// copied.
     ///
     /// # Errors
     /// 400 naming the field.
-    pub fn to_chat(&self) -> Result<ChatRequest, ApiError> {
+    pub fn into_chat(self) -> Result<ChatRequest, ApiError> {
         if self.messages.is_empty() {
             return Err(bad(
                 "messages",
@@ -197,37 +239,38 @@ impl WireRequest {
         if max_tokens == Some(0) {
             return Err(bad("max_tokens", "`max_tokens` must be at least 1"));
         }
+        let tools = self.tools()?;
+        let tool_choice = self.tool_choice()?;
         let messages = self
             .messages
-            .iter()
+            .into_iter()
             .enumerate()
-            .map(|(i, m)| m.to_message(i))
+            .map(|(i, m)| m.into_message(i))
             .collect::<Result<_, _>>()?;
         Ok(ChatRequest {
             messages,
             max_tokens,
             temperature: self.temperature,
             top_p: self.top_p,
-            stop: match &self.stop {
+            stop: match self.stop {
                 None => Vec::new(),
-                Some(OneOrMany::One(s)) => vec![s.clone()],
-                Some(OneOrMany::Many(v)) => v.clone(),
+                Some(OneOrMany::One(s)) => vec![s],
+                Some(OneOrMany::Many(v)) => v,
             },
-            tools: self.tools()?,
-            tool_choice: self.tool_choice()?,
-            response_format: self.response_format.as_ref().map(|f| match f {
+            tools,
+            tool_choice,
+            response_format: self.response_format.map(|f| match f {
                 WireResponseFormat::Text => ResponseFormat::Text,
                 WireResponseFormat::JsonObject => ResponseFormat::JsonObject,
                 WireResponseFormat::JsonSchema { json_schema } => ResponseFormat::JsonSchema {
-                    name: json_schema.name.clone(),
+                    name: json_schema.name,
                     schema: json_schema
                         .schema
-                        .clone()
                         .unwrap_or(Value::Object(Default::default())),
                     strict: json_schema.strict,
                 },
             }),
-            user: self.user.clone(),
+            user: self.user,
         })
     }
 
@@ -282,7 +325,7 @@ impl WireRequest {
 }
 
 impl WireMessage {
-    fn to_message(&self, i: usize) -> Result<Message, ApiError> {
+    fn into_message(self, i: usize) -> Result<Message, ApiError> {
         let role = match self.role.as_str() {
             "system" | "developer" => Role::System,
             "user" => Role::User,
@@ -295,10 +338,10 @@ impl WireMessage {
                 ))
             }
         };
-        let content = match &self.content {
+        let content = match self.content {
             None => Vec::new(),
-            Some(WireContent::Text(t)) => vec![ContentPart::Text { text: t.clone() }],
-            Some(WireContent::Parts(parts)) => parts.iter().map(part).collect(),
+            Some(WireContent::Text(text)) => vec![ContentPart::Text { text }],
+            Some(WireContent::Parts(parts)) => parts.into_iter().map(part).collect(),
         };
         if role == Role::Tool && self.tool_call_id.is_none() {
             return Err(bad(
@@ -317,44 +360,46 @@ impl WireMessage {
             content,
             tool_calls: self
                 .tool_calls
-                .iter()
+                .into_iter()
                 .flatten()
                 .map(|c| ToolCall {
-                    id: c.id.clone(),
-                    name: c.function.name.clone(),
-                    arguments: c.function.arguments.clone(),
+                    id: c.id,
+                    name: c.function.name,
+                    arguments: c.function.arguments,
                 })
                 .collect(),
-            tool_call_id: self.tool_call_id.clone(),
-            name: self.name.clone(),
+            tool_call_id: self.tool_call_id,
+            name: self.name,
         })
     }
 }
 
-fn part(p: &WirePart) -> ContentPart {
+fn part(p: WirePart) -> ContentPart {
     match p {
-        WirePart::Text { text } => ContentPart::Text { text: text.clone() },
+        WirePart::Text { text } => ContentPart::Text { text },
         WirePart::ImageUrl { image_url } => ContentPart::Image {
-            source: image_source(&image_url.url),
-            detail: image_url.detail.clone(),
+            source: image_source(image_url.url),
+            detail: image_url.detail,
         },
     }
 }
 
 /// `data:<media>;base64,<data>` URLs become inline images (every vendor takes those);
 /// anything else stays a URL.
-fn image_source(url: &str) -> ImageSource {
-    if let Some(rest) = url.strip_prefix("data:") {
-        if let Some((media, data)) = rest.split_once(";base64,") {
-            return ImageSource::Base64 {
-                media_type: media.to_owned(),
-                data: data.to_owned(),
-            };
-        }
+fn image_source(mut url: String) -> ImageSource {
+    let media = url
+        .strip_prefix("data:")
+        .and_then(|rest| rest.split_once(";base64,"))
+        .map(|(media, _)| media.to_owned());
+    if let Some(media_type) = media {
+        // the data stays in the URL's buffer (images can be megabytes)
+        url.drain(.."data:".len() + media_type.len() + ";base64,".len());
+        return ImageSource::Base64 {
+            media_type,
+            data: url,
+        };
     }
-    ImageSource::Url {
-        url: url.to_owned(),
-    }
+    ImageSource::Url { url }
 }
 
 /// OpenAI's usage object.
@@ -414,7 +459,7 @@ mod tests {
     use super::*;
 
     fn req(body: &str) -> Result<ChatRequest, ApiError> {
-        parse(body.as_bytes())?.to_chat()
+        parse(body.as_bytes())?.into_chat()
     }
 
     #[test]
@@ -480,5 +525,58 @@ mod tests {
         }
         let e = req("{not json").unwrap_err();
         assert!(e.message.contains("not valid JSON"));
+    }
+
+    #[test]
+    fn a_body_with_anything_after_its_object_is_not_json() {
+        let e = req(r#"{"model":"m","messages":[{"role":"user","content":"x"}]} {"#).unwrap_err();
+        assert_eq!(e.status, 400);
+        assert_eq!(e.param, None);
+        assert!(e.message.contains("not valid JSON"), "{}", e.message);
+        assert!(
+            req("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}\n ")
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn content_that_is_neither_text_nor_parts_says_what_was_expected() {
+        let e = req(r#"{"model":"m","messages":[{"role":"user","content":{"text":"x"}}]}"#)
+            .unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("messages[0].content"));
+        assert!(
+            e.message.contains("a string or an array of content parts"),
+            "{}",
+            e.message
+        );
+        let e = req(r#"{"model":"m","messages":[{"role":"user","content":[{"type":"text"}]}]}"#)
+            .unwrap_err();
+        assert_eq!(
+            e.param.as_deref(),
+            Some("messages[0].content[0]"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn inline_images_keep_their_data_and_urls_stay_urls() {
+        let r = req(r#"{"model":"m","messages":[{"role":"user","content":[
+            {"type":"image_url","image_url":{"url":"data:image/jpeg;base64,/9j/4AAQ"}},
+            {"type":"image_url","image_url":{"url":"https://example.com/cat.png"}}]}]}"#)
+        .unwrap();
+        let [ContentPart::Image { source: first, .. }, ContentPart::Image { source: second, .. }] =
+            r.messages[0].content.as_slice()
+        else {
+            panic!("two images: {:?}", r.messages[0].content)
+        };
+        assert!(
+            matches!(first, ImageSource::Base64 { media_type, data } if media_type == "image/jpeg" && data == "/9j/4AAQ"),
+            "{first:?}"
+        );
+        assert!(
+            matches!(second, ImageSource::Url { url } if url == "https://example.com/cat.png"),
+            "{second:?}"
+        );
     }
 }
