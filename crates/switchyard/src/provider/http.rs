@@ -37,7 +37,9 @@ use std::time::{Duration, SystemTime};
 
 use bytes::{Bytes, BytesMut};
 use futures_util::{Stream, StreamExt as _};
-use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, USER_AGENT};
+use http::header::{
+    HeaderMap, HeaderName, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, HOST, USER_AGENT,
+};
 use http::{Request, Response, Uri};
 use http_body_util::{BodyDataStream, BodyExt as _, Full};
 use hyper::body::Incoming;
@@ -334,7 +336,7 @@ impl HttpClient {
     /// the response headers.
     pub async fn post_json(
         &self,
-        url: &Url,
+        url: &Endpoint,
         headers: &HeaderMap,
         body: Vec<u8>,
     ) -> Result<UpstreamResponse, ProviderError> {
@@ -351,7 +353,7 @@ impl HttpClient {
     /// As [`post_json`](Self::post_json).
     pub async fn get(
         &self,
-        url: &Url,
+        url: &Endpoint,
         headers: &HeaderMap,
     ) -> Result<UpstreamResponse, ProviderError> {
         let request = self.request(http::Method::GET, url, headers, Bytes::new())?;
@@ -367,23 +369,23 @@ impl HttpClient {
     fn request(
         &self,
         method: http::Method,
-        url: &Url,
+        url: &Endpoint,
         headers: &HeaderMap,
         body: Bytes,
     ) -> Result<Request<Full<Bytes>>, ProviderError> {
-        let uri = Uri::try_from(url.as_str()).map_err(|e| {
-            ProviderError::new(ErrorKind::Connection, format!("invalid upstream URL: {e}"))
-        })?;
         let mut request = Request::new(Full::new(body));
         *request.method_mut() = method;
-        *request.uri_mut() = uri;
+        *request.uri_mut() = url.uri.clone();
         let map = request.headers_mut();
-        map.reserve(headers.len() + 3);
+        map.reserve(headers.len() + 4);
         for (name, value) in headers {
             map.append(name, value.clone());
         }
         if !map.contains_key(USER_AGENT) {
             map.insert(USER_AGENT, self.user_agent.clone());
+        }
+        if !map.contains_key(HOST) {
+            map.insert(HOST, url.host.clone());
         }
         Ok(request)
     }
@@ -656,6 +658,57 @@ pub fn endpoint(base_url: &str, path: &str) -> Result<Url, ConfigError> {
     Ok(url)
 }
 
+/// An upstream URL made ready for the HTTP stack once, at configuration time: its request
+/// URI and `Host` header are cloned into each request (cheap, shared buffers) instead of
+/// being parsed and formatted per request.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    url: Url,
+    uri: Uri,
+    host: HeaderValue,
+}
+
+impl Endpoint {
+    /// # Errors
+    /// When the URL is not one the HTTP stack can send to.
+    pub fn new(url: Url) -> Result<Self, ConfigError> {
+        let uri = Uri::try_from(url.as_str())
+            .map_err(|e| ConfigError(format!("upstream URL {:?}: {e}", url.as_str())))?;
+        let host = uri
+            .host()
+            .ok_or_else(|| ConfigError(format!("upstream URL {:?} has no host", url.as_str())))?;
+        let default_port = match uri.scheme_str() {
+            Some("https") => 443,
+            _ => 80,
+        };
+        let host = match uri.port_u16() {
+            Some(port) if port != default_port => format!("{host}:{port}"),
+            _ => host.to_owned(),
+        };
+        let host = HeaderValue::from_str(&host)
+            .map_err(|e| ConfigError(format!("upstream URL {:?}: host: {e}", url.as_str())))?;
+        Ok(Self { url, uri, host })
+    }
+
+    /// The URL.
+    #[must_use]
+    pub fn url(&self) -> &Url {
+        &self.url
+    }
+
+    /// The URL as text.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        self.url.as_str()
+    }
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.url.as_str())
+    }
+}
+
 /// Add a plain header (`name: value`) from config.
 ///
 /// # Errors
@@ -767,6 +820,20 @@ fn chain(err: &dyn StdError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn endpoints_carry_the_host_header_hyper_would_send() {
+        let host = |base: &str| {
+            let ep = Endpoint::new(endpoint(base, "/v1/models").unwrap()).unwrap();
+            ep.host.to_str().unwrap().to_owned()
+        };
+        assert_eq!(host("https://api.openai.com"), "api.openai.com");
+        assert_eq!(host("https://api.openai.com:443"), "api.openai.com");
+        assert_eq!(host("http://127.0.0.1:8080"), "127.0.0.1:8080");
+        assert_eq!(host("http://localhost:80/v1"), "localhost");
+        assert_eq!(host("https://gw.internal:80"), "gw.internal:80");
+        assert_eq!(host("http://[::1]:9000"), "[::1]:9000");
+    }
 
     #[test]
     fn endpoint_joins_like_the_sdks() {
@@ -890,7 +957,7 @@ mod tests {
             .build();
         let transport = Transport::with_proxies(TransportConfig::default(), Some(matcher));
         let client = transport.client(HttpSettings::default()).unwrap();
-        let url = endpoint(&server.uri(), "/v1/chat/completions").unwrap();
+        let url = Endpoint::new(endpoint(&server.uri(), "/v1/chat/completions").unwrap()).unwrap();
         for _ in 0..2 {
             let response = client
                 .post_json(&url, &HeaderMap::new(), b"{}".to_vec())
@@ -926,7 +993,7 @@ mod tests {
                 ..HttpSettings::default()
             })
             .unwrap();
-        let url = endpoint(&server.uri(), "/v1/models").unwrap();
+        let url = Endpoint::new(endpoint(&server.uri(), "/v1/models").unwrap()).unwrap();
         let response = client.get(&url, &HeaderMap::new()).await.unwrap();
         assert_eq!(response.status(), 200, "the user agent was sent");
         let err = response.body().await.unwrap_err();
@@ -946,7 +1013,7 @@ mod tests {
         let client = Transport::default()
             .client(HttpSettings::default())
             .unwrap();
-        let url = endpoint(&format!("http://{addr}"), "/v1").unwrap();
+        let url = Endpoint::new(endpoint(&format!("http://{addr}"), "/v1").unwrap()).unwrap();
         let err = client.get(&url, &HeaderMap::new()).await.unwrap_err();
         assert_eq!(err.kind, ErrorKind::Connection);
         assert!(err.message.starts_with("connect failed"), "{}", err.message);
@@ -978,7 +1045,7 @@ mod tests {
                 ..HttpSettings::default()
             })
             .unwrap();
-        let url = endpoint(&format!("https://{addr}"), "/v1").unwrap();
+        let url = Endpoint::new(endpoint(&format!("https://{addr}"), "/v1").unwrap()).unwrap();
         let err = client.get(&url, &HeaderMap::new()).await.unwrap_err();
         assert_eq!(err.kind, ErrorKind::Timeout, "{}", err.message);
         assert!(

@@ -56,6 +56,22 @@ pub trait Provider: Send + Sync {
     }
 }
 
+/// A vendor request body as JSON, written into a buffer sized for a typical request (not
+/// grown from serde_json's default of 128 bytes).
+///
+/// # Errors
+/// `BadRequest` when the body cannot be encoded.
+pub(crate) fn encode_body<T: serde::Serialize>(body: &T) -> Result<Vec<u8>, ProviderError> {
+    let mut buf = Vec::with_capacity(1024);
+    serde_json::to_writer(&mut buf, body).map_err(|e| {
+        ProviderError::new(
+            crate::ErrorKind::BadRequest,
+            format!("encoding the request: {e}"),
+        )
+    })?;
+    Ok(buf)
+}
+
 /// A whole reply as the single chunk of a stream.
 #[must_use]
 pub fn reply_as_chunk(reply: ProviderReply) -> ChatChunk {

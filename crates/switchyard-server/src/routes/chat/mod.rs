@@ -197,7 +197,11 @@ async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
 /// A non-streaming completion: body, headers, log line, metrics.
 fn completed(state: &AppState, ctx: &Ctx, resp: &ChatResponse) -> Response {
     let body = CompletionBody::new(ctx, resp);
-    let bytes = serde_json::to_vec(&body).unwrap_or_default();
+    // sized for the answer plus the envelope, so the buffer is not regrown while writing
+    let mut bytes = Vec::with_capacity(resp.text.len() + 1024);
+    if serde_json::to_writer(&mut bytes, &body).is_err() {
+        bytes.clear();
+    }
     let mut out = (
         StatusCode::OK,
         [("content-type", "application/json")],
@@ -252,6 +256,7 @@ pub(crate) fn who_answered(
     failed_over: bool,
     cost: Option<Option<Money>>,
 ) {
+    headers.reserve(5);
     set(headers, "x-request-id", &ctx.id);
     set(headers, "x-switchyard-provider", provider);
     set(headers, "x-switchyard-attempts", &attempts.to_string());

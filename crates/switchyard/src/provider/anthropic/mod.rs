@@ -58,11 +58,10 @@ use ::http::HeaderMap;
 use async_trait::async_trait;
 use futures_util::StreamExt as _;
 use serde_json::{json, Value};
-use url::Url;
 
 use super::http::{
-    self, redact, snippet, truncate, ConfigError, ErrorPolicy, HttpClient, HttpSettings, Transport,
-    UpstreamResponse,
+    self, redact, snippet, truncate, ConfigError, Endpoint, ErrorPolicy, HttpClient, HttpSettings,
+    Transport, UpstreamResponse,
 };
 use super::secret::Secret;
 use super::sse::{self, Parsed, SseEvent, SseStream};
@@ -178,8 +177,8 @@ pub struct Anthropic {
     /// Classifies non-2xx answers and scrubs the key from every error.
     errors: ErrorPolicy,
     http: HttpClient,
-    messages_url: Url,
-    models_url: Url,
+    messages_url: Endpoint,
+    models_url: Endpoint,
     /// Headers of a JSON call (key, version, extras), built once.
     json_headers: HeaderMap,
     /// The same with `Accept: text/event-stream`.
@@ -193,8 +192,8 @@ impl Anthropic {
     /// # Errors
     /// An unusable `base_url`, header, version or key (empty, or not valid in a header).
     pub fn new(config: AnthropicConfig, transport: &Transport) -> Result<Self, ConfigError> {
-        let messages_url = http::endpoint(&config.base_url, "/v1/messages")?;
-        let models_url = http::endpoint(&config.base_url, "/v1/models")?;
+        let messages_url = Endpoint::new(http::endpoint(&config.base_url, "/v1/messages")?)?;
+        let models_url = Endpoint::new(http::endpoint(&config.base_url, "/v1/models")?)?;
         let mut headers = HeaderMap::new();
         if let Some(key) = &config.api_key {
             if key.is_empty() {
@@ -272,8 +271,7 @@ impl Anthropic {
             output_config: request::native_output_config(req).filter(|_| native_schema),
             stream,
         };
-        let body = serde_json::to_vec(&body)
-            .map_err(|e| bad_request(format!("encoding the request: {e}")))?;
+        let body = super::encode_body(&body)?;
         Ok((body, trimmed))
     }
 

@@ -46,8 +46,8 @@ use serde_json::Value;
 use url::Url;
 
 use super::http::{
-    self, redact, snippet, truncate, ConfigError, ErrorPolicy, HttpClient, HttpSettings, Transport,
-    UpstreamResponse,
+    self, redact, snippet, truncate, ConfigError, Endpoint, ErrorPolicy, HttpClient, HttpSettings,
+    Transport, UpstreamResponse,
 };
 use super::secret::Secret;
 use super::sse::{self, Parsed, SseEvent, SseStream};
@@ -133,10 +133,10 @@ pub struct Gemini {
     /// Classifies non-2xx answers and scrubs the key from every error.
     errors: ErrorPolicy,
     http: HttpClient,
-    generate_url: Url,
+    generate_url: Endpoint,
     /// `…:streamGenerateContent?alt=sse` (without `alt=sse` Google streams one JSON array).
-    stream_url: Url,
-    models_url: Url,
+    stream_url: Endpoint,
+    models_url: Endpoint,
     /// Headers of a JSON call (key, extras), built once.
     json_headers: HeaderMap,
     /// The same with `Accept: text/event-stream`.
@@ -158,7 +158,9 @@ impl Gemini {
             &format!("/{resource}:streamGenerateContent"),
         )?;
         stream_url.set_query(Some("alt=sse"));
-        let models_url = endpoint(&config.base_url, "/models")?;
+        let generate_url = Endpoint::new(generate_url)?;
+        let stream_url = Endpoint::new(stream_url)?;
+        let models_url = Endpoint::new(endpoint(&config.base_url, "/models")?)?;
         let mut headers = HeaderMap::new();
         if let Some(key) = &config.api_key {
             if key.is_empty() {
@@ -199,7 +201,7 @@ impl Gemini {
     /// name cannot be found, a `data:` URL that is not base64.
     pub fn build_request(&self, req: &ChatRequest) -> Result<Vec<u8>, ProviderError> {
         let body = request::body(req)?;
-        serde_json::to_vec(&body).map_err(|e| bad_request(format!("encoding the request: {e}")))
+        super::encode_body(&body)
     }
 
     /// Scrub the key out of an error's text.

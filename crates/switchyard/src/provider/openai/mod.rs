@@ -31,11 +31,10 @@ use ::http::HeaderMap;
 use async_trait::async_trait;
 use futures_util::StreamExt as _;
 use serde_json::{json, Value};
-use url::Url;
 
 use super::http::{
-    self, redact, snippet, truncate, ConfigError, ErrorPolicy, HttpClient, HttpSettings, Transport,
-    UpstreamResponse,
+    self, redact, snippet, truncate, ConfigError, Endpoint, ErrorPolicy, HttpClient, HttpSettings,
+    Transport, UpstreamResponse,
 };
 use super::secret::Secret;
 use super::sse::{self, Parsed, SseEvent, SseStream};
@@ -131,8 +130,8 @@ pub struct OpenAi {
     /// Classifies non-2xx answers and scrubs the key from every error.
     errors: ErrorPolicy,
     http: HttpClient,
-    chat_url: Url,
-    models_url: Url,
+    chat_url: Endpoint,
+    models_url: Endpoint,
     /// Headers of a JSON call (auth, organization, extras), built once.
     json_headers: HeaderMap,
     /// The same with `Accept: text/event-stream`.
@@ -146,8 +145,8 @@ impl OpenAi {
     /// # Errors
     /// An unusable `base_url`, header, or key (empty, or not valid in a header).
     pub fn new(config: OpenAiConfig, transport: &Transport) -> Result<Self, ConfigError> {
-        let chat_url = http::endpoint(&config.base_url, "/chat/completions")?;
-        let models_url = http::endpoint(&config.base_url, "/models")?;
+        let chat_url = Endpoint::new(http::endpoint(&config.base_url, "/chat/completions")?)?;
+        let models_url = Endpoint::new(http::endpoint(&config.base_url, "/models")?)?;
         let mut headers = HeaderMap::new();
         if let Some(key) = &config.api_key {
             if key.is_empty() {
@@ -225,9 +224,7 @@ impl OpenAi {
                 include_usage: true,
             }),
         };
-        serde_json::to_vec(&body).map_err(|e| {
-            ProviderError::new(ErrorKind::BadRequest, format!("encoding the request: {e}"))
-        })
+        super::encode_body(&body)
     }
 
     /// Scrub the key out of an error's text.
