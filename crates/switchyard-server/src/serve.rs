@@ -156,7 +156,11 @@ async fn drain(
     let stopping = Arc::new(tokio::sync::Notify::new());
     let notify = Arc::clone(&stopping);
     let ready_state = state.clone();
-    let server = axum::serve(listener, app(state)).with_graceful_shutdown(async move {
+    // One router for every connection: served as a `Router` itself, axum rebuilds its route
+    // table for each new connection (`with_state` per accept: allocations and a few KB held
+    // per open connection); `into_make_service` builds it once and hands out clones of it.
+    let make_service = app(state).into_make_service();
+    let server = axum::serve(listener, make_service).with_graceful_shutdown(async move {
         shutdown::signal().await;
         ready_state.ready.store(false, Ordering::SeqCst);
         eprintln!("switchyard: shutting down; in-flight requests have {grace:?}");
