@@ -7,7 +7,6 @@
 //! [`WAIT`].
 
 use std::future::Future;
-use std::process::ExitStatus;
 use std::time::Duration;
 
 use faultline::Handle;
@@ -133,6 +132,12 @@ impl std::ops::Deref for Replica {
     }
 }
 
+impl std::ops::DerefMut for Replica {
+    fn deref_mut(&mut self) -> &mut Process {
+        &mut self.process
+    }
+}
+
 impl Replica {
     /// `switchyard serve --config DIR/switchyard.toml --listen 127.0.0.1:0` in `dir`;
     /// returns once it prints its listening line.
@@ -161,11 +166,6 @@ impl Replica {
             process,
             http: client(),
         }
-    }
-
-    /// SIGTERM, then wait (bounded) for the process to exit.
-    pub async fn terminate(&mut self) -> ExitStatus {
-        self.process.terminate().await
     }
 
     /// A plain completion on the route, tagged `id`, with extra headers.

@@ -340,7 +340,7 @@ impl HttpClient {
         headers: &HeaderMap,
         body: Vec<u8>,
     ) -> Result<UpstreamResponse, ProviderError> {
-        let mut request = self.request(http::Method::POST, url, headers, Bytes::from(body))?;
+        let mut request = self.request(http::Method::POST, url, headers, Bytes::from(body));
         request
             .headers_mut()
             .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -356,7 +356,7 @@ impl HttpClient {
         url: &Endpoint,
         headers: &HeaderMap,
     ) -> Result<UpstreamResponse, ProviderError> {
-        let request = self.request(http::Method::GET, url, headers, Bytes::new())?;
+        let request = self.request(http::Method::GET, url, headers, Bytes::new());
         self.execute(request).await
     }
 
@@ -372,7 +372,7 @@ impl HttpClient {
         url: &Endpoint,
         headers: &HeaderMap,
         body: Bytes,
-    ) -> Result<Request<Full<Bytes>>, ProviderError> {
+    ) -> Request<Full<Bytes>> {
         let mut request = Request::new(Full::new(body));
         *request.method_mut() = method;
         *request.uri_mut() = url.uri.clone();
@@ -387,7 +387,7 @@ impl HttpClient {
         if !map.contains_key(HOST) {
             map.insert(HOST, url.host.clone());
         }
-        Ok(request)
+        request
     }
 
     async fn execute(
@@ -669,6 +669,14 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
+    /// [`endpoint`]`(base_url, path)`, made ready.
+    ///
+    /// # Errors
+    /// As [`endpoint`] and [`Endpoint::new`].
+    pub fn at(base_url: &str, path: &str) -> Result<Self, ConfigError> {
+        Self::new(endpoint(base_url, path)?)
+    }
+
     /// # Errors
     /// When the URL is not one the HTTP stack can send to.
     pub fn new(url: Url) -> Result<Self, ConfigError> {
@@ -688,12 +696,6 @@ impl Endpoint {
         let host = HeaderValue::from_str(&host)
             .map_err(|e| ConfigError(format!("upstream URL {:?}: host: {e}", url.as_str())))?;
         Ok(Self { url, uri, host })
-    }
-
-    /// The URL.
-    #[must_use]
-    pub fn url(&self) -> &Url {
-        &self.url
     }
 
     /// The URL as text.
@@ -824,7 +826,7 @@ mod tests {
     #[test]
     fn endpoints_carry_the_host_header_hyper_would_send() {
         let host = |base: &str| {
-            let ep = Endpoint::new(endpoint(base, "/v1/models").unwrap()).unwrap();
+            let ep = Endpoint::at(base, "/v1/models").unwrap();
             ep.host.to_str().unwrap().to_owned()
         };
         assert_eq!(host("https://api.openai.com"), "api.openai.com");
@@ -957,7 +959,7 @@ mod tests {
             .build();
         let transport = Transport::with_proxies(TransportConfig::default(), Some(matcher));
         let client = transport.client(HttpSettings::default()).unwrap();
-        let url = Endpoint::new(endpoint(&server.uri(), "/v1/chat/completions").unwrap()).unwrap();
+        let url = Endpoint::at(&server.uri(), "/v1/chat/completions").unwrap();
         for _ in 0..2 {
             let response = client
                 .post_json(&url, &HeaderMap::new(), b"{}".to_vec())
@@ -993,7 +995,7 @@ mod tests {
                 ..HttpSettings::default()
             })
             .unwrap();
-        let url = Endpoint::new(endpoint(&server.uri(), "/v1/models").unwrap()).unwrap();
+        let url = Endpoint::at(&server.uri(), "/v1/models").unwrap();
         let response = client.get(&url, &HeaderMap::new()).await.unwrap();
         assert_eq!(response.status(), 200, "the user agent was sent");
         let err = response.body().await.unwrap_err();
@@ -1013,7 +1015,7 @@ mod tests {
         let client = Transport::default()
             .client(HttpSettings::default())
             .unwrap();
-        let url = Endpoint::new(endpoint(&format!("http://{addr}"), "/v1").unwrap()).unwrap();
+        let url = Endpoint::at(&format!("http://{addr}"), "/v1").unwrap();
         let err = client.get(&url, &HeaderMap::new()).await.unwrap_err();
         assert_eq!(err.kind, ErrorKind::Connection);
         assert!(err.message.starts_with("connect failed"), "{}", err.message);
@@ -1045,7 +1047,7 @@ mod tests {
                 ..HttpSettings::default()
             })
             .unwrap();
-        let url = Endpoint::new(endpoint(&format!("https://{addr}"), "/v1").unwrap()).unwrap();
+        let url = Endpoint::at(&format!("https://{addr}"), "/v1").unwrap();
         let err = client.get(&url, &HeaderMap::new()).await.unwrap_err();
         assert_eq!(err.kind, ErrorKind::Timeout, "{}", err.message);
         assert!(

@@ -192,8 +192,8 @@ impl Anthropic {
     /// # Errors
     /// An unusable `base_url`, header, version or key (empty, or not valid in a header).
     pub fn new(config: AnthropicConfig, transport: &Transport) -> Result<Self, ConfigError> {
-        let messages_url = Endpoint::new(http::endpoint(&config.base_url, "/v1/messages")?)?;
-        let models_url = Endpoint::new(http::endpoint(&config.base_url, "/v1/models")?)?;
+        let messages_url = Endpoint::at(&config.base_url, "/v1/messages")?;
+        let models_url = Endpoint::at(&config.base_url, "/v1/models")?;
         let mut headers = HeaderMap::new();
         if let Some(key) = &config.api_key {
             if key.is_empty() {

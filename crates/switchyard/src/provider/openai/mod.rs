@@ -145,8 +145,8 @@ impl OpenAi {
     /// # Errors
     /// An unusable `base_url`, header, or key (empty, or not valid in a header).
     pub fn new(config: OpenAiConfig, transport: &Transport) -> Result<Self, ConfigError> {
-        let chat_url = Endpoint::new(http::endpoint(&config.base_url, "/chat/completions")?)?;
-        let models_url = Endpoint::new(http::endpoint(&config.base_url, "/models")?)?;
+        let chat_url = Endpoint::at(&config.base_url, "/chat/completions")?;
+        let models_url = Endpoint::at(&config.base_url, "/models")?;
         let mut headers = HeaderMap::new();
         if let Some(key) = &config.api_key {
             if key.is_empty() {
