@@ -8,6 +8,7 @@
 #![allow(clippy::result_large_err)]
 
 mod app;
+mod bounds;
 mod check;
 mod config;
 mod dashboard;
