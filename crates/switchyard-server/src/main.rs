@@ -14,6 +14,7 @@ mod config;
 mod dashboard;
 mod demo;
 mod error;
+mod guard;
 mod insight;
 mod keys;
 mod limits;
