@@ -7,6 +7,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use switchyard::Gateway;
 
+use crate::guard::{self, AllowedOrigins};
 use crate::insight::Insight;
 use crate::keys::KeyStore;
 use crate::log::RequestLog;
@@ -36,6 +37,8 @@ pub struct Shared {
     pub max_body_bytes: usize,
     /// False while starting up or shutting down (`/readyz`).
     pub ready: AtomicBool,
+    /// Browser origins other than the gateway's own that may call it (`crate::guard`).
+    pub allowed_origins: AllowedOrigins,
 }
 
 impl std::ops::Deref for AppState {
@@ -47,6 +50,7 @@ impl std::ops::Deref for AppState {
 
 /// The HTTP surface.
 pub fn app(state: AppState) -> Router {
+    // The guard (Host, Origin, content type) sees every request first, the fallback's too.
     // Every other response gets an `x-request-id` here; the chat handler sets its own (the
     // id its log line and dashboard entry carry) and stays off this layer's per-request cost.
     let rest = Router::new()
@@ -66,6 +70,10 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(routes::chat::completions))
         .merge(rest)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::check,
+        ))
         .with_state(state)
 }
 

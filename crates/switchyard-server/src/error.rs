@@ -1,15 +1,18 @@
 //! `ApiError`: every failure the HTTP surface reports, as OpenAI's error JSON.
 //!
-//! Owns the mapping from gateway errors to honest statuses (DESIGN's HTTP surface) and the
+//! Owns the mapping from gateway errors to honest statuses and the
 //! body shape `{"error": {"message", "type", "code", "param"}}`, so OpenAI client libraries
 //! raise their usual typed exceptions. Messages never carry secrets: upstream messages were
-//! scrubbed by the adapters, and nothing here adds credentials.
+//! scrubbed by the adapters, and nothing here adds credentials. Nor do they carry a client's
+//! text unbounded: what they quote of it is cut ([`crate::bounds`]).
 
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use switchyard::observe::Attempt;
 use switchyard::{ErrorKind, GatewayError};
+
+use crate::bounds::{clip, elide, ECHO_BYTES, MESSAGE_BYTES, PARAM_BYTES};
 
 /// An error response.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,25 +105,44 @@ impl ApiError {
         .code("request_too_large")
     }
 
-    /// 404 for a path that does not exist.
+    /// 404 for a path that does not exist (the path quoted only in part when long).
     #[must_use]
     pub fn no_such_path(path: &str) -> Self {
         Self::new(
             StatusCode::NOT_FOUND,
             "invalid_request_error",
-            format!("no endpoint {path}"),
+            format!("no endpoint {}", clip(path, ECHO_BYTES)),
         )
         .code("unknown_url")
     }
 
-    /// The JSON body.
+    /// 404 for a `model` that names no route, listing the routes the caller may use:
+    /// `usable` is every route without keys, else the caller's key's (named by `key`).
+    #[must_use]
+    pub fn unknown_route(name: &str, key: Option<&str>, usable: &[&str]) -> Self {
+        let list = if usable.is_empty() {
+            "none".to_owned()
+        } else {
+            usable.join(", ")
+        };
+        let message = match key {
+            None => format!("unknown route {name:?}; configured routes: {list}"),
+            Some(key) => format!("unknown route {name:?}; routes key {key:?} may use: {list}"),
+        };
+        Self::new(StatusCode::NOT_FOUND, "invalid_request_error", message)
+            .code("model_not_found")
+            .param("model")
+    }
+
+    /// The JSON body. However an error was built, its message and `param` are bounded
+    /// ([`MESSAGE_BYTES`], [`PARAM_BYTES`]): whatever of a client's text they quote stays small.
     #[must_use]
     pub fn body(&self) -> serde_json::Value {
         let mut error = json!({
-            "message": self.message,
+            "message": elide(&self.message, MESSAGE_BYTES),
             "type": self.kind,
             "code": self.code,
-            "param": self.param,
+            "param": self.param.as_deref().map(|p| clip(p, PARAM_BYTES)),
         });
         if !self.attempts.is_empty() {
             error["attempts"] = json!(self

@@ -77,6 +77,12 @@ impl KeyStore {
         Self { keys }
     }
 
+    /// No keys configured: keyless loopback mode (`crate::guard` then checks `Host`).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
     /// Authenticate a request. `Ok(None)` when no keys are configured.
     ///
     /// # Errors

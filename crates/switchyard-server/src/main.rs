@@ -8,11 +8,13 @@
 #![allow(clippy::result_large_err)]
 
 mod app;
+mod bounds;
 mod check;
 mod config;
 mod dashboard;
 mod demo;
 mod error;
+mod guard;
 mod insight;
 mod keys;
 mod limits;

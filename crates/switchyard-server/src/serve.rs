@@ -118,6 +118,7 @@ async fn serve(args: &ServeArgs, config: Config, source: String) -> Result<(), S
             .max_body_bytes
             .unwrap_or(DEFAULT_MAX_BODY_BYTES),
         ready: AtomicBool::new(false),
+        allowed_origins: crate::guard::AllowedOrigins::new(&config.server.allowed_origins),
     }));
     let listener = TcpListener::bind(listen)
         .await

@@ -135,6 +135,11 @@ fn validate_server(config: &Config, p: &mut Problems) {
         }
     }
     p.duration("server.shutdown_grace", s.shutdown_grace.as_deref());
+    for (i, origin) in s.allowed_origins.iter().enumerate() {
+        if let Some(why) = crate::guard::origin_problem(origin) {
+            p.add(format!("server.allowed_origins[{i}]"), why);
+        }
+    }
     if s.max_body_bytes == Some(0) {
         p.add("server.max_body_bytes", "must be greater than zero");
     }

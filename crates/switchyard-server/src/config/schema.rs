@@ -42,6 +42,10 @@ pub struct ServerToml {
     /// Runtime worker threads (default: one per available core). `1` runs everything on
     /// one thread with tokio's single-threaded scheduler.
     pub workers: Option<usize>,
+    /// Browser origins (`http://localhost:3000`) besides the gateway's own whose requests
+    /// are served, with CORS (default: none).
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
 }
 
 /// `[[providers]]`: one upstream.

@@ -20,6 +20,8 @@ use crate::keys::{hash_token, KeyStore};
 use crate::log::RequestLog;
 use crate::metrics::Metrics;
 
+mod hostile;
+
 struct Fixture {
     state: AppState,
     primary: Arc<ScriptedProvider>,
@@ -60,6 +62,7 @@ fn fixture(
         )),
         max_body_bytes: 2048,
         ready: AtomicBool::new(true),
+        allowed_origins: crate::guard::AllowedOrigins::default(),
     }));
     Fixture {
         state,
@@ -77,7 +80,11 @@ fn basic() -> Fixture {
     )
 }
 
-async fn call(state: &AppState, req: Request<Body>) -> Response {
+/// Send `req` as a local client would: addressed to `127.0.0.1:4000` unless it names a Host.
+async fn call(state: &AppState, mut req: Request<Body>) -> Response {
+    req.headers_mut()
+        .entry("host")
+        .or_insert(axum::http::HeaderValue::from_static("127.0.0.1:4000"));
     app(state.clone()).oneshot(req).await.unwrap()
 }
 
@@ -171,6 +178,7 @@ async fn client_mistakes_are_400_naming_the_field() {
     assert_eq!(body["error"]["type"], "invalid_request_error");
     assert_eq!(body["error"]["param"], "messages[0].role");
     let bad = Request::post("/v1/chat/completions")
+        .header("content-type", "application/json")
         .body(Body::from("{oops"))
         .unwrap();
     let resp = call(&f.state, bad).await;
@@ -227,6 +235,7 @@ async fn keys_gate_access_and_routes() {
     let with_key = |model: &str, token: &str| {
         Request::post("/v1/chat/completions")
             .header("authorization", format!("Bearer {token}"))
+            .header("content-type", "application/json")
             .body(Body::from(chat(model).to_string()))
             .unwrap()
     };
@@ -498,6 +507,7 @@ async fn admin_health_and_metrics_report_breakers_and_attempts() {
 fn keyed_request(token: &str) -> Request<Body> {
     Request::post("/v1/chat/completions")
         .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
         .body(Body::from(chat("smart").to_string()))
         .unwrap()
 }

@@ -7,6 +7,8 @@
 //! - `errors.rs`: every error status the proxy itself returns (400 401 403 404 413 402 502 504);
 //! - `rescue.rs`: a stream cut mid-answer, rescued by restart-and-splice or ended with an
 //!   error event;
+//! - `hostile.rs`: keyless mode refuses a web page's requests (Host, Origin, content type);
+//!   a 4 MiB `model` is refused by name and logged cut;
 //! - `lifecycle.rs`: request log + `report`, graceful shutdown, `check`, `keys new`, the
 //!   non-loopback refusal;
 //! - `python_sdk.rs`: the official `openai` Python SDK against the proxy
@@ -30,6 +32,7 @@ mod upstream;
 
 mod errors;
 mod failover;
+mod hostile;
 mod lifecycle;
 mod proxy;
 mod python_sdk;

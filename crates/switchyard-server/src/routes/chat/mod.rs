@@ -1,9 +1,11 @@
 //! `POST /v1/chat/completions`: OpenAI's request in, the gateway in the middle, OpenAI's
 //! response (or SSE stream) out — plus who answered, in headers and a `switchyard` object.
 //!
-//! Order of checks: client key (401) → body size (413) → JSON and fields (400) → route
-//! (404) → key's routes (403) → gateway. Streams hold their headers until the gateway
-//! commits (first content chunk), so failures before that get honest statuses.
+//! Order of checks (after the guard's Host, Origin and content type: `crate::guard`):
+//! client key (401) → body size (413) → JSON, and `model` / `user` lengths (400) → route
+//! (404, listing the routes the key may use) → key's routes (403) → gateway. Streams hold
+//! their headers until the gateway commits (first content chunk), so failures before that
+//! get honest statuses.
 
 mod sse;
 pub mod wire;
@@ -19,11 +21,17 @@ use switchyard::{ChatResponse, GatewayError, Money};
 use tokio::time::Instant;
 
 use crate::app::AppState;
+use crate::bounds::{clip, MAX_NAME_CHARS};
 use crate::error::ApiError;
+use crate::keys::Caller;
 use crate::limits;
 use crate::log::LogEntry;
 use switchyard::gateway::CallOptions;
 use wire::{wire_tool_calls, WireToolCall, WireUsage};
+
+/// Longest client- or upstream-given name a log line (and the dashboard's ring) keeps, in
+/// bytes: any name of [`MAX_NAME_CHARS`] characters fits.
+const LOGGED_TEXT_BYTES: usize = 4 * MAX_NAME_CHARS;
 
 /// What a request carries through its life, for headers, the log and metrics.
 #[derive(Debug, Clone)]
@@ -45,12 +53,13 @@ impl Ctx {
         self.started.elapsed()
     }
 
-    /// The log line for a finished request.
+    /// The log line for a finished request. The route is the client's text (a refused
+    /// over-long one included): cut to [`LOGGED_TEXT_BYTES`], which no accepted name reaches.
     pub(crate) fn entry(&self, status: u16) -> LogEntry {
         LogEntry {
             id: self.id.clone(),
             time_ms: self.time_ms,
-            route: self.route.clone(),
+            route: clip(&self.route, LOGGED_TEXT_BYTES).into_owned(),
             key: self.key.clone(),
             stream: self.stream,
             status,
@@ -137,7 +146,11 @@ async fn handle(state: &AppState, ctx: &mut Ctx, request: Request) -> Result<Res
     let mut wire = wire::parse(&body)?;
     ctx.route = std::mem::take(&mut wire.model);
     ctx.stream = wire.stream;
-    let route = state.gateway.route(&ctx.route).map_err(ApiError::from)?;
+    wire.check_lengths(&ctx.route)?;
+    let route = state
+        .gateway
+        .route(&ctx.route)
+        .map_err(|_| unknown_route(state, &ctx.route, caller.as_ref()))?;
     ctx.route_label.clone_from(&route.name);
     if let Some(c) = &caller {
         if !c.allows(&route.name) {
@@ -172,6 +185,17 @@ async fn handle(state: &AppState, ctx: &mut Ctx, request: Request) -> Result<Res
     let resp = state.gateway.chat_with(&ctx.route, &req, &opts).await?;
     record_tokens(state, ctx, resp.usage.as_ref()).await;
     Ok(completed(state, ctx, &resp))
+}
+
+/// 404 for a `model` that names no route, listing only the routes the caller may use.
+fn unknown_route(state: &AppState, name: &str, caller: Option<&Caller>) -> ApiError {
+    let routes = state.gateway.routes();
+    let usable: Vec<&str> = routes
+        .iter()
+        .map(|r| r.name.as_str())
+        .filter(|r| caller.is_none_or(|c| c.allows(r)))
+        .collect();
+    ApiError::unknown_route(name, caller.map(|c| c.name.as_str()), &usable)
 }
 
 /// Count a finished call's tokens against its key's `tpm`.
@@ -238,7 +262,8 @@ pub(crate) fn log_completion(
 ) {
     let mut entry = ctx.entry(status);
     entry.provider = Some(resp.provider.clone());
-    entry.model = Some(resp.model.clone());
+    // the upstream's word, not ours: bounded like the client's
+    entry.model = Some(clip(&resp.model, LOGGED_TEXT_BYTES).into_owned());
     entry.failed_over = resp.failed_over;
     entry.attempts.clone_from(&resp.attempts);
     entry.usage = resp.usage;

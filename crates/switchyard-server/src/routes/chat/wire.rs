@@ -10,7 +10,11 @@ use switchyard::chat::{
 };
 use switchyard::{ChatRequest, Role, Usage};
 
+use crate::bounds::{clip, elide, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
 use crate::error::ApiError;
+
+/// How much of a parser's message (which may quote the client's value) a 400 carries.
+const PARSER_MESSAGE_BYTES: usize = 256;
 
 /// The request body.
 #[derive(Debug, Deserialize)]
@@ -195,8 +199,11 @@ fn parse_tracked(body: &[u8]) -> Result<WireRequest, ApiError> {
             return not_json(&inner);
         }
         let param = (path != ".").then_some(path);
+        // serde quotes a wrong-typed string or an unknown variant in full: keep its ends
+        let inner = inner.to_string();
+        let inner = elide(&inner, PARSER_MESSAGE_BYTES);
         let msg = match &param {
-            Some(p) => format!("invalid field `{p}`: {inner}"),
+            Some(p) => format!("invalid field `{}`: {inner}", clip(p, ECHO_BYTES)),
             None => format!("invalid request body: {inner}"),
         };
         ApiError::bad_request(param, msg)
@@ -206,7 +213,14 @@ fn parse_tracked(body: &[u8]) -> Result<WireRequest, ApiError> {
 }
 
 fn not_json(e: &serde_json::Error) -> ApiError {
-    ApiError::bad_request(None, format!("request body is not valid JSON: {e}"))
+    let e = e.to_string();
+    ApiError::bad_request(
+        None,
+        format!(
+            "request body is not valid JSON: {}",
+            elide(&e, PARSER_MESSAGE_BYTES)
+        ),
+    )
 }
 
 fn bad(param: &str, msg: impl Into<String>) -> ApiError {
@@ -214,6 +228,24 @@ fn bad(param: &str, msg: impl Into<String>) -> ApiError {
 }
 
 impl WireRequest {
+    /// Refuse identifiers longer than [`MAX_NAME_CHARS`]: the route name `model` (taken out
+    /// of the request already, so passed in) and `user`. They are names, not content; the
+    /// route name is logged, kept for the dashboard and quoted in errors.
+    ///
+    /// # Errors
+    /// 400 naming the field.
+    pub fn check_lengths(&self, model: &str) -> Result<(), ApiError> {
+        for (field, value) in [("model", Some(model)), ("user", self.user.as_deref())] {
+            if value.is_some_and(|v| longer_than(v, MAX_NAME_CHARS)) {
+                return Err(bad(
+                    field,
+                    format!("{field}: longer than {MAX_NAME_CHARS} characters"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The shared shape, checking what serde cannot; the conversation's text is moved, not
     /// copied.
     ///
@@ -312,7 +344,8 @@ impl WireRequest {
                     return Err(bad(
                         "tool_choice",
                         format!(
-                            "{other:?} is not one of auto, none, required, or a named function"
+                            "{:?} is not one of auto, none, required, or a named function",
+                            clip(other, ECHO_BYTES)
                         ),
                     ))
                 }
@@ -334,7 +367,10 @@ impl WireMessage {
             other => {
                 return Err(bad(
                     &format!("messages[{i}].role"),
-                    format!("{other:?} is not one of system, developer, user, assistant, tool"),
+                    format!(
+                        "{:?} is not one of system, developer, user, assistant, tool",
+                        clip(other, ECHO_BYTES)
+                    ),
                 ))
             }
         };

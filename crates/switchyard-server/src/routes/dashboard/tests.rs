@@ -78,6 +78,7 @@ fn state(keys: &[KeyToml]) -> AppState {
         insight,
         max_body_bytes: 4096,
         ready: AtomicBool::new(true),
+        allowed_origins: crate::guard::AllowedOrigins::default(),
     }))
 }
 
@@ -103,7 +104,10 @@ fn chat(model: &str, stream: bool) -> Request<Body> {
 }
 
 /// Status and full body (reading it to the end finishes streams, which logs them).
-async fn call(state: &AppState, req: Request<Body>) -> (StatusCode, String) {
+async fn call(state: &AppState, mut req: Request<Body>) -> (StatusCode, String) {
+    req.headers_mut()
+        .entry("host")
+        .or_insert(axum::http::HeaderValue::from_static("127.0.0.1:4000"));
     let resp: Response = app(state.clone()).oneshot(req).await.unwrap();
     let status = resp.status();
     let bytes = resp.into_body().collect().await.unwrap().to_bytes();
