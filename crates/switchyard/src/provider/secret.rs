@@ -9,33 +9,36 @@
 //! Echoed text does not always carry the key as it was sent, so scrubbing looks for every
 //! form an echo is likely to take, compared ASCII case-insensitively (a proxy may upper- or
 //! lower-case what it repeats; vendor codes are lower-cased):
-//! - the key as is;
+//! - the key as is, and with `/` escaped as `\/` (JSON text shown as is);
 //! - percent-encoded, as in an echoed URL or form: every byte outside RFC 3986's
 //!   unreserved `A-Z a-z 0-9 - . _ ~` as `%XX`, or every byte but letters and digits;
 //! - base64, standard and URL-safe alphabets, at each of the three alignments the key can
 //!   have inside a longer encoded value (`Authorization: Basic base64("user:" + key)`):
 //!   the characters that depend on the key's bytes alone.
 //!
-//! And in part: every run of [`FRAGMENT`] or more characters of any of those forms is
-//! removed wherever it appears, so a text cut through a key (a body capped at a size, a
-//! message cut to length) shows at most `FRAGMENT - 1` of its characters; at the very end
-//! of a text, where a cut leaves a key's start, 4 or 5 characters of it are removed too.
-//! Whatever cuts text to length must do so after scrubbing (`http::redact` does).
+//! And in part, since a cut leaves a key's start behind: wherever a run of [`FRAGMENT`]
+//! or more characters starts a form (or ends one), the run is removed for as long as it
+//! follows the form; at the very end of a text, a form's first 4 or 5 characters are
+//! removed too. So a text cut anywhere through a key, in any of its forms (a body capped
+//! at a size, a proxy's own cut), shows at most 3 of its characters. Whatever cuts text
+//! to length must do so after scrubbing (`http::redact` does), so its cut shows none.
+//!
+//! A key's middle alone (cut at both ends before it reached us) is not recognised: test
+//! keys and vendor prefixes hold words (`sk-…-upstream-…`) that would otherwise be
+//! removed from every message that uses them.
 //!
 //! Does not know where keys come from: the library never reads environment variables. The
 //! server reads the env var a provider's config names and hands the key to that provider
 //! only, so an ambient `OPENAI_API_KEY` is never sent to a custom `base_url`.
 
-use std::collections::HashSet;
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 /// What a secret prints as.
 pub const REDACTED: &str = "[redacted]";
 
-/// The shortest run of a secret's characters (in any of its forms) that
-/// [`Secret::scrub`] removes wherever it appears.
+/// The shortest start (or end) of a secret's form that [`Secret::scrub`] removes wherever
+/// it appears.
 pub const FRAGMENT: usize = 6;
 
 /// The shortest start of a secret's form removed at the very end of a text.
@@ -54,8 +57,11 @@ struct Inner {
     /// Its forms (as is, percent-encoded, base64 at each alignment), lower-cased; base64
     /// forms shorter than [`FRAGMENT`] are left out (too short to tell from other text).
     forms: Vec<Vec<u8>>,
-    /// Every [`FRAGMENT`]-byte window of every form, packed big-endian into a `u64`.
-    fragments: HashSet<u64, BuildHasherDefault<Mix>>,
+    /// The first [`FRAGMENT`] bytes of each form that long, packed big-endian into a
+    /// `u64`, with the form's index.
+    starts: Vec<(u64, usize)>,
+    /// The last [`FRAGMENT`] bytes of each form that long, likewise.
+    ends: Vec<(u64, usize)>,
 }
 
 impl Secret {
@@ -68,14 +74,21 @@ impl Secret {
         } else {
             forms_of(value.as_bytes())
         };
-        let fragments = forms
-            .iter()
-            .flat_map(|f| f.windows(FRAGMENT).map(pack))
+        let long = || {
+            forms
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| f.len() >= FRAGMENT)
+        };
+        let starts = long().map(|(i, f)| (pack(&f[..FRAGMENT]), i)).collect();
+        let ends = long()
+            .map(|(i, f)| (pack(&f[f.len() - FRAGMENT..]), i))
             .collect();
         Self(Arc::new(Inner {
             value: value.into_boxed_str(),
             forms,
-            fragments,
+            starts,
+            ends,
         }))
     }
 
@@ -103,7 +116,7 @@ impl Secret {
         }
         let lower = text.as_bytes().to_ascii_lowercase();
         let mut hit = vec![false; lower.len()];
-        self.mark_fragments(&lower, &mut hit);
+        self.mark_runs(&lower, &mut hit);
         for form in self.0.forms.iter().filter(|f| f.len() < FRAGMENT) {
             mark_every(&lower, form, &mut hit);
         }
@@ -115,23 +128,32 @@ impl Secret {
         }
     }
 
-    /// Mark every window of `lower` that is a fragment of a form.
-    fn mark_fragments(&self, lower: &[u8], hit: &mut [bool]) {
-        if self.0.fragments.is_empty() {
-            return;
-        }
+    /// Mark every run of `lower` that starts a form (as far as it follows the form) or
+    /// ends one (as far back as it does).
+    fn mark_runs(&self, lower: &[u8], hit: &mut [bool]) {
         const MASK: u64 = (1 << (8 * FRAGMENT)) - 1;
         let mut window = 0u64; // the last FRAGMENT bytes, rolled in one at a time
         for (end, &b) in lower.iter().enumerate() {
             window = ((window << 8) | u64::from(b)) & MASK;
-            if end + 1 >= FRAGMENT && self.0.fragments.contains(&window) {
-                hit[end + 1 - FRAGMENT..=end].fill(true);
+            if end + 1 < FRAGMENT {
+                continue;
+            }
+            let start = end + 1 - FRAGMENT;
+            for &(_, f) in self.0.starts.iter().filter(|(w, _)| *w == window) {
+                let form = &self.0.forms[f];
+                let n = common_len(lower[start..].iter(), form.iter());
+                hit[start..start + n].fill(true);
+            }
+            for &(_, f) in self.0.ends.iter().filter(|(w, _)| *w == window) {
+                let form = &self.0.forms[f];
+                let n = common_len(lower[..=end].iter().rev(), form.iter().rev());
+                hit[end + 1 - n..=end].fill(true);
             }
         }
     }
 
     /// Mark the end of `lower` when it is the start of a form, [`TAIL_FRAGMENT`] bytes or
-    /// more (longer starts are fragments, marked already).
+    /// more (longer starts are marked already).
     fn mark_cut_tail(&self, lower: &[u8], hit: &mut [bool]) {
         for form in &self.0.forms {
             let longest = form.len().min(FRAGMENT - 1).min(lower.len());
@@ -147,6 +169,9 @@ impl Secret {
 fn forms_of(secret: &[u8]) -> Vec<Vec<u8>> {
     let mut forms = vec![
         secret.to_vec(),
+        String::from_utf8_lossy(secret)
+            .replace('/', "\\/")
+            .into_bytes(),
         percent_encoded(secret, |b| matches!(b, b'-' | b'.' | b'_' | b'~')),
         percent_encoded(secret, |_| false),
     ];
@@ -218,27 +243,9 @@ fn pack(window: &[u8]) -> u64 {
     window.iter().fold(0, |acc, &b| (acc << 8) | u64::from(b))
 }
 
-/// A multiplicative hash for the packed windows: the set is fixed when the secret is
-/// made (text is only looked up, never inserted), so a fast hash needs no flood defence.
-#[derive(Default)]
-struct Mix(u64);
-
-impl Hasher for Mix {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0 ^ n)
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .rotate_left(29);
-    }
+/// How many items the two sequences share before they differ.
+fn common_len<'a>(a: impl Iterator<Item = &'a u8>, b: impl Iterator<Item = &'a u8>) -> usize {
+    a.zip(b).take_while(|(x, y)| x == y).count()
 }
 
 /// Mark every occurrence of `needle` in `hay`.
@@ -338,9 +345,25 @@ mod tests {
         assert_eq!(
             s.scrub("a Key+42 tail"),
             "a [redacted] tail",
-            "a 6-char fragment"
+            "the key's end"
+        );
+        assert_eq!(
+            s.scrub("the sk-Live/K… page"),
+            "the [redacted]… page",
+            "its start"
         );
         assert_eq!(s.scrub("sk-L in the middle"), "sk-L in the middle");
+        assert_eq!(
+            s.scrub(r#"{"k":"sk-Live\/Key+42"}"#),
+            r#"{"k":"[redacted]"}"#
+        );
+    }
+
+    #[test]
+    fn words_inside_a_key_stay_in_other_text() {
+        let s = Secret::new("sk-e2e-upstream-9f2c71d04be3a5");
+        let text = "the upstream stream stalled";
+        assert_eq!(s.scrub(text), text);
     }
 
     #[test]
