@@ -141,4 +141,38 @@ mod tests {
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    #[test]
+    fn a_redis_password_that_needs_escaping_is_an_error_shown_masked() {
+        let dir = std::env::temp_dir().join(format!("sy-check-redis-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.toml");
+        for (url, masked) in [
+            (
+                "redis://app:hunter/2x@10.0.0.1:6379/0",
+                "redis://app:***@10.0.0.1:6379/0",
+            ),
+            (
+                "redis://:hunter#2x@10.0.0.1:6379",
+                "redis://:***@10.0.0.1:6379",
+            ),
+            (
+                "rediss://app:hunter?2x@10.0.0.1",
+                "rediss://app:***@10.0.0.1",
+            ),
+        ] {
+            let config = format!(
+                "[[providers]]\nname = \"s\"\nkind = \"simulated\"\n\
+                 [[routes]]\nname = \"r\"\nproviders = [\"s\"]\n\
+                 [state]\nbackend = \"redis\"\nurl = \"{url}\"\n"
+            );
+            std::fs::write(&path, config).unwrap();
+            let err = report(&path, &|_| None).unwrap_err();
+            assert!(err.contains("state.url"), "{err}");
+            assert!(err.contains(masked), "{err}");
+            assert!(err.contains("percent-encode"), "{err}");
+            assert!(!err.contains("hunter"), "{err}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

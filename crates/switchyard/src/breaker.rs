@@ -106,6 +106,9 @@ pub enum SkipReason {
     Cooling,
     /// It has no known price and the route has a budget.
     Unpriced,
+    /// A committed stream broke after passing the gateway's rescue buffer limit: what
+    /// it delivered was no longer kept, so this provider could not be asked to rescue it.
+    RescueBufferFull,
 }
 
 impl SkipReason {
@@ -117,6 +120,7 @@ impl SkipReason {
             Self::ProbeInFlight => "probe_in_flight",
             Self::Cooling => "cooling",
             Self::Unpriced => "unpriced",
+            Self::RescueBufferFull => "rescue_buffer_full",
         }
     }
 }

@@ -75,6 +75,9 @@ pub fn build_gateway(
     let transport = Transport::new(TransportConfig::default());
     let clock = wiring.clock.unwrap_or_else(Clock::system);
     builder = builder.clock(clock);
+    if let Some(bytes) = config.server.rescue_buffer_bytes {
+        builder = builder.rescue_buffer_bytes(bytes);
+    }
     if let Some(store) = wiring.store {
         builder = builder.state(store);
     }

@@ -452,6 +452,12 @@ fn validate_state(config: &Config, p: &mut Problems) {
                     "state.url",
                     "is required for backend \"redis\" and must start with redis://",
                 );
+            } else if let Some(url) = &s.url {
+                // checked without parsing; the message shows the URL masked
+                let cfg = switchyard::state::RedisConfig::new(url.clone());
+                if let Err(problem) = cfg.check_url() {
+                    p.add("state.url", problem);
+                }
             }
         }
         other => p.add(

@@ -37,6 +37,9 @@ pub struct ServerToml {
     pub request_log: Option<String>,
     /// Largest request body accepted (default 4 MiB).
     pub max_body_bytes: Option<usize>,
+    /// What a committed stream keeps of what it delivered, for a rescue (default 4 MiB);
+    /// past it the stream is served on but not rescued. `0` turns stream rescue off.
+    pub rescue_buffer_bytes: Option<usize>,
     /// How long in-flight requests may take to finish after SIGTERM (default `"10s"`).
     pub shutdown_grace: Option<String>,
     /// Runtime worker threads (default: one per available core). `1` runs everything on

@@ -187,3 +187,28 @@ fn the_example_file_builds_every_adapter_and_warns_of_missing_keys() {
     assert!(missing.iter().any(|w| w.contains("GEMINI_API_KEY")));
     assert!(built.warnings.iter().all(|w| !w.contains("sk-test")));
 }
+
+#[test]
+fn the_rescue_buffer_is_configured_under_server() {
+    let text = r#"
+        [server]
+        rescue_buffer_bytes = 65536
+
+        [[providers]]
+        name = "sim"
+        kind = "simulated"
+
+        [[routes]]
+        name = "r"
+        providers = ["sim"]
+    "#;
+    let config = parse(text, "test.toml").unwrap();
+    let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
+    assert_eq!(built.gateway.rescue_buffer_bytes(), 65_536);
+    let config = parse(EMBEDDED_DEFAULT, "embedded default").unwrap();
+    let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
+    assert_eq!(
+        built.gateway.rescue_buffer_bytes(),
+        switchyard::gateway::DEFAULT_RESCUE_BUFFER_BYTES
+    );
+}

@@ -28,6 +28,10 @@ use crate::state::{MemoryState, SharedState};
 
 pub use stream::{CancelSlot, ChatStream, StreamEvent};
 
+/// Default cap on what a committed stream keeps of the text and tool calls it delivered
+/// (for a rescue and the final response): 4 MiB. See [`GatewayBuilder::rescue_buffer_bytes`].
+pub const DEFAULT_RESCUE_BUFFER_BYTES: usize = 4 * 1024 * 1024;
+
 /// One provider as the gateway runs it: the adapter plus per-provider settings.
 #[derive(Clone)]
 pub struct ProviderSpec {
@@ -158,6 +162,7 @@ pub struct GatewayBuilder {
     observers: Vec<Arc<dyn Observer>>,
     prices: Option<PriceTable>,
     seed: Option<u64>,
+    rescue_buffer_bytes: Option<usize>,
 }
 
 impl GatewayBuilder {
@@ -207,6 +212,19 @@ impl GatewayBuilder {
     #[must_use]
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
+        self
+    }
+
+    /// Cap what a committed stream keeps of what it delivered (default
+    /// [`DEFAULT_RESCUE_BUFFER_BYTES`]). The kept text is what a rescue continues from or
+    /// splices against; a stream that passes the cap is served on, but its kept text is
+    /// dropped, so a break after that ends it with [`StreamEvent::Failed`] (the trail
+    /// marks the providers that could have rescued it as skipped, `rescue_buffer_full`)
+    /// and its [`StreamEvent::Done`] carries no text or tool calls. `0` turns stream
+    /// rescue off.
+    #[must_use]
+    pub fn rescue_buffer_bytes(mut self, bytes: usize) -> Self {
+        self.rescue_buffer_bytes = Some(bytes);
         self
     }
 
@@ -261,6 +279,9 @@ impl GatewayBuilder {
                     self.seed
                         .map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed),
                 ),
+                rescue_buffer_bytes: self
+                    .rescue_buffer_bytes
+                    .unwrap_or(DEFAULT_RESCUE_BUFFER_BYTES),
             }),
         })
     }
@@ -327,6 +348,9 @@ struct Inner {
     requests: AtomicU64,
     /// Seeds each request's backoff jitter.
     rng: Mutex<fastrand::Rng>,
+    /// What a committed stream may keep of what it delivered before it stops being
+    /// rescuable (`stream.rs`).
+    rescue_buffer_bytes: usize,
 }
 
 /// The gateway. Cheap to clone; clones share everything.
@@ -458,6 +482,13 @@ impl Gateway {
                 name: name.to_owned(),
                 known: self.inner.route_order.clone(),
             })
+    }
+
+    /// What a committed stream may keep of what it delivered before it stops being
+    /// rescuable ([`GatewayBuilder::rescue_buffer_bytes`]).
+    #[must_use]
+    pub fn rescue_buffer_bytes(&self) -> usize {
+        self.inner.rescue_buffer_bytes
     }
 
     /// Registered providers, in registration order.

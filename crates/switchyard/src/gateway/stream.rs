@@ -14,6 +14,12 @@
 //! 3. otherwise the stream ends with [`StreamEvent::Failed`] carrying the original
 //!    failure — never a rescue's own error (such as a prefill rejection).
 //!
+//! What was delivered is kept for those rescues only up to the gateway's rescue buffer
+//! limit ([`GatewayBuilder::rescue_buffer_bytes`](super::GatewayBuilder::rescue_buffer_bytes)):
+//! an endless fast stream must not hold its whole text in memory. Past the limit the kept
+//! text is dropped and the stream is served on unrescuable; if it breaks, the trail marks
+//! the remaining candidates skipped (`rescue_buffer_full`) and it ends as in 3.
+//!
 //! Dropping the stream cancels the upstream call; what was used is still reported.
 
 use std::collections::VecDeque;
@@ -27,6 +33,7 @@ use tokio::time::Instant;
 
 use super::run::{cost_of, Answer, Call, Reservation, Run, Won};
 use super::Gateway;
+use crate::breaker::SkipReason;
 use crate::chat::{
     ChatChunk, ChatRequest, ChatResponse, FinishReason, Message, ToolCall, ToolCallDelta, Usage,
 };
@@ -41,7 +48,9 @@ use crate::route::Route;
 pub enum StreamEvent {
     /// Content (text or tool-call deltas), and on the last chunk the finish reason.
     Chunk(ChatChunk),
-    /// The stream finished; the whole completion (text, usage, cost, trail).
+    /// The stream finished; the whole completion (text, usage, cost, trail). A stream that
+    /// passed the rescue buffer limit kept none of its text or tool calls: they are empty
+    /// here (each was delivered in its chunk).
     Done(Box<ChatResponse>),
     /// The stream broke after commit and could not be rescued. Nothing follows.
     Failed(Box<GatewayError>),
@@ -208,11 +217,19 @@ struct Live {
     reservation: Option<Reservation>,
     mode: Mode,
     queue: VecDeque<StreamEvent>,
-    /// Text already delivered to the client.
+    /// Text already delivered to the client, kept (up to the rescue buffer limit) for a
+    /// continuation's prefill, a restart's splice and the final response.
     sent: String,
     /// Tool-call deltas were delivered (a prefill cannot continue those).
     sent_tools: bool,
+    /// Tool calls delivered so far, whole (kept like `sent`).
     tool_calls: Vec<ToolCall>,
+    /// Bytes of text and tool-call fragments delivered; past the gateway's
+    /// `rescue_buffer_bytes` nothing more is kept.
+    kept_bytes: usize,
+    /// The rescue buffer limit was passed: `sent` and `tool_calls` were dropped, and a
+    /// break can no longer be rescued.
+    unrescuable: bool,
     /// Usage and cost of closed segments (`None` until some segment reported or was
     /// estimated).
     usage: Option<Usage>,
@@ -268,6 +285,8 @@ impl Live {
             sent: String::new(),
             sent_tools: false,
             tool_calls: Vec::new(),
+            kept_bytes: 0,
+            unrescuable: false,
             usage: None,
             cost: Some(Money::ZERO),
             segment_usage: None,
@@ -382,9 +401,7 @@ impl Live {
         }
         let finish = chunk.finish_reason.clone();
         if chunk.has_content() {
-            self.sent.push_str(&chunk.text);
-            self.sent_tools |= !chunk.tool_calls.is_empty();
-            merge_tool_deltas(&mut self.tool_calls, &chunk.tool_calls);
+            self.keep(&chunk);
         }
         if chunk.has_content() || finish.is_some() {
             self.queue.push_back(StreamEvent::Chunk(chunk));
@@ -394,6 +411,37 @@ impl Live {
             self.finished();
         }
         Ok(())
+    }
+
+    /// Keep a delivered chunk's content for a rescue and the final response while the
+    /// total stays within the rescue buffer limit; once past it, drop (and free) all that
+    /// was kept: the stream is served on but can no longer be rescued.
+    fn keep(&mut self, chunk: &ChatChunk) {
+        self.sent_tools |= !chunk.tool_calls.is_empty();
+        if self.unrescuable {
+            return;
+        }
+        let tools: usize = chunk
+            .tool_calls
+            .iter()
+            .map(|d| {
+                d.arguments.len()
+                    + d.id.as_ref().map_or(0, String::len)
+                    + d.name.as_ref().map_or(0, String::len)
+            })
+            .sum();
+        self.kept_bytes = self
+            .kept_bytes
+            .saturating_add(chunk.text.len())
+            .saturating_add(tools);
+        if self.kept_bytes > self.gw.inner.rescue_buffer_bytes {
+            self.unrescuable = true;
+            self.sent = String::new();
+            self.tool_calls = Vec::new();
+            return;
+        }
+        self.sent.push_str(&chunk.text);
+        merge_tool_deltas(&mut self.tool_calls, &chunk.tool_calls);
     }
 
     /// The finish signal arrived: record, settle, and queue the summary.
@@ -561,7 +609,9 @@ impl Live {
     /// Climb the rescue ladder from `self.next`; on success a new upstream is live, else
     /// the stream ends with the original failure.
     async fn rescue(&mut self) {
-        if !self.sent_tools {
+        if self.unrescuable {
+            self.skip_rescuers();
+        } else if !self.sent_tools {
             while let Some((pos, rung)) = self.next_rung() {
                 if self.try_rung(pos, rung).await {
                     return;
@@ -579,6 +629,22 @@ impl Live {
         };
         self.report(Err(&err));
         self.queue.push_back(StreamEvent::Failed(Box::new(err)));
+    }
+
+    /// The stream passed the rescue buffer limit: record every candidate left as skipped
+    /// for that reason (the trail says why none was asked), and use them up.
+    fn skip_rescuers(&mut self) {
+        let rest = self.plan.get(self.next.0..).unwrap_or_default().to_vec();
+        self.next = (self.plan.len(), Rung::Continuation);
+        for i in rest {
+            let spec = &self.gw.inner.slots[i].spec;
+            let skip = Attempt::skipped(
+                &spec.name,
+                spec.provider.model(),
+                SkipReason::RescueBufferFull,
+            );
+            self.record(skip);
+        }
     }
 
     /// The next (candidate, rung) to try, advancing the cursor.

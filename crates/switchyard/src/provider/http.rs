@@ -570,25 +570,53 @@ impl ErrorPolicy {
     }
 }
 
-/// `error` with every occurrence of `key` scrubbed from its message and vendor code.
+/// `error` safe to show: `key` scrubbed from its message and vendor code (in every form
+/// [`Secret::scrub`] knows), and only then each cut to length ([`MESSAGE_LIMIT`],
+/// [`CODE_LIMIT`] characters), so a cut never leaves the start of a key behind. Every
+/// error an adapter returns passes through here, with or without a key.
 #[must_use]
 pub fn redact(key: Option<&Secret>, mut error: ProviderError) -> ProviderError {
-    if let Some(key) = key {
-        error.message = key.scrub(&error.message);
-        error.vendor_code = error.vendor_code.map(|c| key.scrub(&c));
-    }
+    error.message = scrubbed(key, &error.message, MESSAGE_LIMIT);
+    error.vendor_code = error.vendor_code.map(|c| scrubbed(key, &c, CODE_LIMIT));
     error
 }
 
-/// The start of a body for an error message: whitespace collapsed, at most 120 chars.
-#[must_use]
-pub fn snippet(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
-    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    truncate(&collapsed, 120)
+/// The longest error message an adapter returns, in characters (cut after scrubbing).
+pub const MESSAGE_LIMIT: usize = 500;
+
+/// The longest vendor error code an adapter returns, in characters.
+pub const CODE_LIMIT: usize = 100;
+
+/// `text` scrubbed of `key`, then cut to `max` characters. Only its first
+/// [`ERROR_BODY_LIMIT`] bytes are read (a stream's error event may be megabytes): a key
+/// that limit cuts through is still removed, as a fragment.
+fn scrubbed(key: Option<&Secret>, text: &str, max: usize) -> String {
+    let text = head(text, ERROR_BODY_LIMIT);
+    match key {
+        Some(key) => truncate(&key.scrub(text), max),
+        None => truncate(text, max),
+    }
 }
 
-/// `text` cut to at most `max` characters, with `…` when cut.
+/// The longest start of `text` of at most `max` bytes that ends on a character boundary.
+fn head(text: &str, max: usize) -> &str {
+    let mut end = max.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// The start of a body for an error message: its first [`ERROR_BODY_LIMIT`] bytes,
+/// whitespace collapsed. Not cut shorter: [`redact`] cuts messages after scrubbing them.
+#[must_use]
+pub fn snippet(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(ERROR_BODY_LIMIT)]);
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `text` cut to at most `max` characters, with `…` when cut. Cut only text that was
+/// scrubbed already.
 #[must_use]
 pub fn truncate(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {

@@ -10,6 +10,7 @@ mod budget;
 mod deadline;
 mod errors;
 mod probe;
+mod rescue_buffer;
 mod seeds;
 mod stream;
 

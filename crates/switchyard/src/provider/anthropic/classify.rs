@@ -206,7 +206,7 @@ impl VendorError {
         status: Option<u16>,
         retry_after: Option<Duration>,
     ) -> ProviderError {
-        let mut message = super::truncate(&self.message, 500);
+        let mut message = self.message; // cut to length by `http::redact`, after scrubbing
         if message.is_empty() {
             message = match (status, &self.kind) {
                 (Some(s), _) => format!("HTTP {s} with no error message"),

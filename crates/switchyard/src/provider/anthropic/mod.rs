@@ -60,8 +60,8 @@ use futures_util::StreamExt as _;
 use serde_json::{json, Value};
 
 use super::http::{
-    self, redact, snippet, truncate, ConfigError, Endpoint, ErrorPolicy, HttpClient, HttpSettings,
-    Transport, UpstreamResponse,
+    self, redact, snippet, ConfigError, Endpoint, ErrorPolicy, HttpClient, HttpSettings, Transport,
+    UpstreamResponse,
 };
 use super::secret::Secret;
 use super::sse::{self, Parsed, SseEvent, SseStream};
@@ -325,11 +325,13 @@ impl Provider for Anthropic {
             }
             Some("text/html") => {
                 let bytes = response.body().await.unwrap_or_default();
-                return Err(malformed(format!(
-                    "expected an event stream, got HTML: {}",
-                    snippet(&bytes)
-                ))
-                .with_status(200));
+                return Err(self.redact(
+                    malformed(format!(
+                        "expected an event stream, got HTML: {}",
+                        snippet(&bytes)
+                    ))
+                    .with_status(200),
+                ));
             }
             _ => {}
         }

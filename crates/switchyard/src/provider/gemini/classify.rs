@@ -294,7 +294,8 @@ impl GoogleError {
     fn into_error(self, status: Option<u16>, retry_after: Option<Duration>) -> ProviderError {
         let kind = self.kind_for(status);
         let vendor_code = self.reasons.first().cloned().or(self.status);
-        let mut message = super::truncate(self.message.trim(), 500);
+        // cut to length by `http::redact`, after scrubbing
+        let mut message = self.message.trim().to_owned();
         if message.is_empty() {
             message = match (status, &vendor_code) {
                 (Some(s), _) => format!("HTTP {s} with no error message"),

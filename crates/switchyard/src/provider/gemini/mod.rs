@@ -46,8 +46,8 @@ use serde_json::Value;
 use url::Url;
 
 use super::http::{
-    self, redact, snippet, truncate, ConfigError, Endpoint, ErrorPolicy, HttpClient, HttpSettings,
-    Transport, UpstreamResponse,
+    self, redact, snippet, ConfigError, Endpoint, ErrorPolicy, HttpClient, HttpSettings, Transport,
+    UpstreamResponse,
 };
 use super::secret::Secret;
 use super::sse::{self, Parsed, SseEvent, SseStream};
@@ -273,11 +273,13 @@ impl Provider for Gemini {
             }
             Some("text/html") => {
                 let bytes = response.body().await.unwrap_or_default();
-                return Err(malformed(format!(
-                    "expected an event stream, got HTML: {}",
-                    snippet(&bytes)
-                ))
-                .with_status(200));
+                return Err(self.redact(
+                    malformed(format!(
+                        "expected an event stream, got HTML: {}",
+                        snippet(&bytes)
+                    ))
+                    .with_status(200),
+                ));
             }
             _ => {}
         }

@@ -219,7 +219,7 @@ impl VendorError {
     fn into_error(self, status: Option<u16>, retry_after: Option<Duration>) -> ProviderError {
         let kind = self.kind_for(status);
         let vendor_code = self.code.clone().or_else(|| self.kind.clone());
-        let mut message = super::truncate(&self.message, 500);
+        let mut message = self.message; // cut to length by `http::redact`, after scrubbing
         if message.is_empty() {
             message = match (status, &vendor_code) {
                 (Some(s), _) => format!("HTTP {s} with no error message"),

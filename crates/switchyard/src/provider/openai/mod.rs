@@ -33,8 +33,8 @@ use futures_util::StreamExt as _;
 use serde_json::{json, Value};
 
 use super::http::{
-    self, redact, snippet, truncate, ConfigError, Endpoint, ErrorPolicy, HttpClient, HttpSettings,
-    Transport, UpstreamResponse,
+    self, redact, snippet, ConfigError, Endpoint, ErrorPolicy, HttpClient, HttpSettings, Transport,
+    UpstreamResponse,
 };
 use super::secret::Secret;
 use super::sse::{self, Parsed, SseEvent, SseStream};
@@ -277,11 +277,13 @@ impl Provider for OpenAi {
             }
             Some("text/html") => {
                 let bytes = response.body().await.unwrap_or_default();
-                return Err(ProviderError::new(
-                    ErrorKind::Malformed,
-                    format!("expected an event stream, got HTML: {}", snippet(&bytes)),
-                )
-                .with_status(200));
+                return Err(self.redact(
+                    ProviderError::new(
+                        ErrorKind::Malformed,
+                        format!("expected an event stream, got HTML: {}", snippet(&bytes)),
+                    )
+                    .with_status(200),
+                ));
             }
             _ => {}
         }

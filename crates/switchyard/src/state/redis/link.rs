@@ -14,12 +14,14 @@ use ::redis::aio::{MultiplexedConnection, PubSub};
 use ::redis::{AsyncConnectionConfig, Client, RedisResult};
 use tokio::sync::Notify;
 
+use super::credentials;
 use crate::clock::{Clock, UnixMillis};
+use crate::provider::secret::Secret;
 use crate::state::StateStatus;
 
 /// Redis as one replica sees it.
 pub(super) struct Link {
-    /// `None` when the URL does not parse (the store then stays degraded).
+    /// `None` when the URL cannot be used (the store then stays degraded).
     client: Option<Client>,
     /// The command connection while connected; `None` while degraded.
     conn: Mutex<Option<MultiplexedConnection>>,
@@ -28,8 +30,8 @@ pub(super) struct Link {
     health: Mutex<Health>,
     op_timeout: Duration,
     connect_timeout: Duration,
-    /// Strings scrubbed from every error message (the password, raw and decoded).
-    secrets: Vec<String>,
+    /// Scrubbed from every error message: the URL's passwords, as written and decoded.
+    secrets: Vec<Secret>,
     clock: Clock,
     /// Woken when a call fails, so the background task reconnects at once.
     pub(super) lost: Notify,
@@ -48,10 +50,12 @@ impl Link {
         connect_timeout: Duration,
         clock: Clock,
     ) -> Link {
-        let secrets = password(url)
-            .map(|p| vec![percent_decode(&p), p])
-            .unwrap_or_default();
-        let client = Client::open(url);
+        // checked (and masked) before the URL is parsed: a parser misreads such a URL
+        let client = match credentials::problem(url) {
+            Some(problem) => Err(problem),
+            None => Client::open(url)
+                .map_err(|e| format!("invalid Redis URL {}: {e}", credentials::mask(url))),
+        };
         let link = Link {
             client: client.as_ref().ok().cloned(),
             conn: Mutex::new(None),
@@ -59,12 +63,12 @@ impl Link {
             health: Mutex::default(),
             op_timeout,
             connect_timeout,
-            secrets,
+            secrets: credentials::secrets(url),
             clock,
             lost: Notify::new(),
         };
         if let Err(e) = client {
-            link.fail(&format!("invalid Redis URL {}: {e}", redact_url(url)));
+            link.fail(&e);
         }
         link
     }
@@ -217,76 +221,13 @@ impl Link {
     fn scrub(&self, message: &str) -> String {
         self.secrets
             .iter()
-            .filter(|s| !s.is_empty())
-            .fold(message.to_owned(), |m, s| m.replace(s.as_str(), "***"))
+            .fold(message.to_owned(), |m, s| s.scrub(&m))
     }
-}
-
-/// The `user:password@` part of a URL's authority, split at the first `:`.
-fn userinfo(url: &str) -> Option<(usize, &str)> {
-    let start = url.find("://")? + 3;
-    let rest = &url[start..];
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let at = rest[..end].rfind('@')?;
-    Some((start, &rest[..at]))
-}
-
-/// The password in a `redis://user:password@host` URL, if any.
-fn password(url: &str) -> Option<String> {
-    let (_, info) = userinfo(url)?;
-    let (_, pw) = info.split_once(':')?;
-    (!pw.is_empty()).then(|| pw.to_owned())
-}
-
-/// The URL with its password replaced by `***`.
-pub(super) fn redact_url(url: &str) -> String {
-    let Some((start, info)) = userinfo(url) else {
-        return url.to_owned();
-    };
-    let Some((user, _)) = info.split_once(':') else {
-        return url.to_owned();
-    };
-    let after = start + info.len();
-    format!("{}{user}:***{}", &url[..start], &url[after..])
-}
-
-/// `%XX` escapes decoded (what a password looks like once parsed from a URL).
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = s
-            .get(i + 1..i + 3)
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn passwords_are_found_and_redacted() {
-        let url = "redis://:s3cr%21t@10.0.0.1:6379/2";
-        assert_eq!(password(url).as_deref(), Some("s3cr%21t"));
-        assert_eq!(percent_decode("s3cr%21t"), "s3cr!t");
-        assert_eq!(redact_url(url), "redis://:***@10.0.0.1:6379/2");
-        assert_eq!(redact_url("redis://app:pw@host"), "redis://app:***@host");
-        assert_eq!(redact_url("redis://host:6379"), "redis://host:6379");
-        assert_eq!(password("redis://user@host"), None);
-    }
 
     #[tokio::test]
     async fn errors_never_carry_the_password() {
@@ -302,6 +243,29 @@ mod tests {
         assert!(status.degraded_since_ms.is_some());
         let err = status.last_error.unwrap();
         assert!(!err.contains("hunter2"), "{err}");
-        assert!(err.contains("***"), "{err}");
+        assert!(err.contains("[redacted]"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_password_that_needs_escaping_is_refused_and_never_shown() {
+        for url in [
+            "redis://:pa/ss-word@127.0.0.1:6379",
+            "redis://app:pa#ss-word@127.0.0.1:6379",
+            "redis://app:pa?ss-word@127.0.0.1:6379/0",
+            // parses, but as host `app`, port 1234 and a path holding the rest
+            "redis://app:1234/ss-word@127.0.0.1",
+        ] {
+            let link = Link::new(
+                url,
+                Duration::from_millis(50),
+                Duration::from_millis(200),
+                Clock::system(),
+            );
+            assert!(link.client.is_none(), "{url} must not be used");
+            let err = link.status().last_error.unwrap();
+            assert!(!err.contains("ss-word"), "{err}");
+            assert!(err.contains(":***@127.0.0.1"), "{err}");
+            assert!(err.contains("percent-encode"), "{err}");
+        }
     }
 }

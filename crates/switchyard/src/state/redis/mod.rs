@@ -43,6 +43,7 @@
 
 mod breakers;
 mod budgets;
+mod credentials;
 mod link;
 mod scripts;
 mod sync;
@@ -98,10 +99,20 @@ impl RedisConfig {
         }
     }
 
-    /// The URL with its password replaced by `***`.
+    /// The URL with its passwords replaced by `***` (the userinfo's, found without parsing
+    /// the URL, and `pass` / `password` query parameters').
     #[must_use]
     pub fn redacted_url(&self) -> String {
-        link::redact_url(&self.url)
+        credentials::mask(&self.url)
+    }
+
+    /// Check the URL can be read as written, before anything parses it.
+    ///
+    /// # Errors
+    /// A password (or user name) holding `/`, `?` or `#` unescaped: a URL parser would
+    /// misread the host. The message shows the URL masked and says to percent-encode.
+    pub fn check_url(&self) -> Result<(), String> {
+        credentials::problem(&self.url).map_or(Ok(()), Err)
     }
 }
 
