@@ -170,6 +170,7 @@ fn spec(prov: &ProviderToml, provider: Arc<dyn Provider>) -> Result<ProviderSpec
         .supports_prefill(prov.supports_prefill.unwrap_or(false));
     spec.max_attempts = prov.max_attempts;
     spec.price = price;
+    spec.max_output_tokens = prov.price.and_then(|p| p.max_output_tokens);
     Ok(spec)
 }
 
@@ -180,7 +181,11 @@ fn route(r: &RouteToml) -> Result<Route, String> {
         .deadline(opt(r.deadline.as_deref(), Duration::from_secs(60))?)
         .retry(retry(r)?)
         .breaker(breaker(r)?)
-        .allow_unpriced(r.allow_unpriced.unwrap_or(false));
+        .allow_unpriced(r.allow_unpriced.unwrap_or(false))
+        .default_max_tokens(
+            r.default_max_tokens
+                .unwrap_or(switchyard::route::DEFAULT_MAX_TOKENS),
+        );
     if let Some(b) = r.budget_usd {
         route = route.budget(Money::from_usd(b));
     }

@@ -12,6 +12,7 @@ mod errors;
 mod probe;
 mod seeds;
 mod stream;
+mod worst_case;
 
 use std::sync::Arc;
 use std::time::Duration;
