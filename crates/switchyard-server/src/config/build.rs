@@ -90,19 +90,35 @@ pub fn build_gateway(
         builder = builder.route(route(r)?);
     }
     let gateway = builder.build().map_err(|e| e.to_string())?;
+    warnings.extend(budget_warnings(&gateway));
+    Ok(Built { gateway, warnings })
+}
+
+/// What a route's budget cannot count as configured: unpriced providers (skipped), and
+/// priced ones whose output limit is unknown (sent the route's `default_max_tokens`).
+fn budget_warnings(gateway: &Gateway) -> Vec<String> {
+    let mut warnings = Vec::new();
     for r in gateway.routes() {
-        if r.budget.is_some() && !r.allow_unpriced {
-            for name in &r.providers {
-                if gateway.price_of(name).is_none() {
+        if r.budget.is_none() {
+            continue;
+        }
+        for name in &r.providers {
+            if gateway.price_of(name).is_none() {
+                if !r.allow_unpriced {
                     warnings.push(format!(
                         "route {:?}: provider {name:?} has no known price and will be skipped under the budget (set a price or allow_unpriced)",
                         r.name
                     ));
                 }
+            } else if gateway.max_output_tokens_of(name).is_none() {
+                warnings.push(format!(
+                    "route {:?}: provider {name:?}'s model has no known output limit; requests without max_tokens are sent max_tokens = {} (the route's default_max_tokens; set price.max_output_tokens to reserve the model's real limit)",
+                    r.name, r.default_max_tokens
+                ));
             }
         }
     }
-    Ok(Built { gateway, warnings })
+    warnings
 }
 
 fn provider(

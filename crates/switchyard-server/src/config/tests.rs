@@ -212,6 +212,17 @@ fn output_limits_and_route_default_max_tokens_are_read_and_checked() {
     let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
     assert_eq!(built.gateway.providers()[0].max_output_tokens, Some(8192));
     assert_eq!(built.gateway.routes()[0].default_max_tokens, 512);
+    assert!(built.warnings.is_empty(), "{:?}", built.warnings);
+    let unknown = text(8192, 512).replace(", max_output_tokens = 8192", "");
+    let config = parse(&unknown, "test.toml").unwrap();
+    let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
+    assert!(
+        built.warnings.iter().any(|w| w.contains(
+            "provider \"local\"'s model has no known output limit; requests without max_tokens are sent max_tokens = 512"
+        )),
+        "{:?}",
+        built.warnings
+    );
     let p = problems(&text(0, 0));
     assert!(
         p.iter()

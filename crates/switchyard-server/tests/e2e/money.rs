@@ -100,8 +100,7 @@ async fn an_unknown_limit_gets_the_routes_default_sent_and_shown() {
     let last = sse_data(&reply.text)
         .iter()
         .filter_map(|d| serde_json::from_str::<Value>(d).ok())
-        .filter(|e| e.get("switchyard").is_some_and(|s| !s.is_null()))
-        .last()
+        .rfind(|e| e.get("switchyard").is_some_and(|s| !s.is_null()))
         .unwrap_or_else(|| panic!("no switchyard object in {}", reply.text));
     assert_eq!(last["switchyard"]["max_tokens_applied"], 256, "{last}");
 

@@ -501,6 +501,18 @@ impl Gateway {
         self.slot(name).and_then(|s| s.price)
     }
 
+    /// The most output tokens a call to provider `name` may produce when the request sets
+    /// no `max_tokens`: the adapter's default, else the model's output limit (`None`:
+    /// unknown, so a budgeted request gets its route's `default_max_tokens`).
+    #[must_use]
+    pub fn max_output_tokens_of(&self, name: &str) -> Option<u32> {
+        let slot = self.slot(name)?;
+        slot.spec
+            .provider
+            .default_max_tokens()
+            .or(slot.max_output_tokens)
+    }
+
     /// The built-in ledger.
     #[must_use]
     pub fn ledger(&self) -> &Ledger {
