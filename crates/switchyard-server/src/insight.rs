@@ -504,6 +504,7 @@ mod tests {
             attempts: trail.to_vec(),
             latency: Duration::ZERO,
             provider_latency: None,
+            max_tokens_applied: None,
         };
         insight.on_complete("r", Ok(&resp));
         let skipped = Attempt::skipped("a", "m", SkipReason::CircuitOpen);

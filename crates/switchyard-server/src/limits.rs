@@ -106,7 +106,8 @@ pub async fn admit(
     Ok(CallOptions { budgets })
 }
 
-/// Count the tokens a call used against the key's `tpm`.
+/// Count the tokens a call used against the key's `tpm`. The count saturates: huge
+/// reported usage fills the minute, it never wraps around to a small number.
 pub async fn record(
     store: &dyn SharedState,
     name: &str,
@@ -115,7 +116,7 @@ pub async fn record(
     now: UnixMillis,
 ) {
     if let Some(tpm) = limits.tpm {
-        let tokens = usage.input_tokens + usage.output_tokens;
+        let tokens = usage.total_tokens();
         if tokens > 0 {
             store.rate_add(&tpm_bucket(name), tpm, tokens, now).await;
         }
@@ -198,6 +199,25 @@ mod tests {
             admit(&store, "k", &limits, now).await.unwrap_err().status,
             429
         );
+    }
+
+    #[tokio::test]
+    async fn huge_usage_fills_the_minute_instead_of_wrapping_to_zero() {
+        let store = MemoryState::new();
+        let limits = KeyLimits {
+            tpm: Some(1000),
+            ..KeyLimits::default()
+        };
+        let now = 1_795_969_375_000;
+        // 2^63 + 2^63 wrapped to 0 tokens: counted nothing, and the key stayed open
+        let usage = Usage {
+            input_tokens: 1 << 63,
+            output_tokens: 1 << 63,
+            ..Usage::default()
+        };
+        record(&store, "k", &limits, &usage, now).await;
+        let e = admit(&store, "k", &limits, now).await.unwrap_err();
+        assert_eq!(e.status, 429);
     }
 
     #[tokio::test]

@@ -1,7 +1,8 @@
 //! Prometheus metrics: what the gateway and the HTTP surface did, for `GET /metrics`.
 //!
 //! Owns [`Metrics`]: the counters and histograms, the [`Observer`] that feeds them from the
-//! gateway (attempts, breaker transitions, tokens, exact cost), the per-request hooks the
+//! gateway (attempts, breaker transitions, tokens, exact cost, usage overruns, which are
+//! also written to stderr as alerts), the per-request hooks the
 //! handlers call (requests, failovers, time to first token, gateway overhead), and the text
 //! exposition with gauges computed at scrape time from the gateway's health snapshot.
 //!
@@ -30,7 +31,7 @@ use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
 use switchyard::breaker::{CircuitState, Transition};
 use switchyard::chat::ChatResponse;
-use switchyard::observe::{Attempt, Observer, Outcome};
+use switchyard::observe::{Attempt, Observer, Outcome, Overrun};
 use switchyard::state::StateStatus;
 use switchyard::{GatewayError, Money, ProviderHealth};
 
@@ -188,6 +189,7 @@ struct Families {
     tokens: Family<TokenLabels, Counter>,
     cost: Family<ProviderLabels, UsdCounter>,
     unpriced: Family<ProviderLabels, Counter>,
+    overruns: Family<ProviderLabels, Counter>,
     overhead: Histogram,
 }
 
@@ -204,6 +206,7 @@ impl Families {
             tokens: Family::default(),
             cost: Family::default(),
             unpriced: Family::default(),
+            overruns: Family::default(),
             overhead: Histogram::new(OVERHEAD_BUCKETS),
         }
     }
@@ -274,6 +277,11 @@ impl Families {
             "Answered calls whose cost is unknown (not counted as $0)",
             self.unpriced.clone(),
         );
+        r.register(
+            "switchyard_usage_overruns",
+            "Calls that reported more output than they were allowed (max_tokens or the model's limit) or more input than their reservation's bound: a budget can be overspent by the difference",
+            self.overruns.clone(),
+        );
     }
 }
 
@@ -296,6 +304,7 @@ struct ProviderSeries {
     tokens: [Counter; 4],
     cost: UsdCounter,
     unpriced: Counter,
+    overruns: Counter,
     /// By [`STATES`].
     transitions: [Counter; 3],
     /// By (outcome, kind).
@@ -318,6 +327,7 @@ impl ProviderSeries {
             }),
             cost: f.cost.get_or_create_owned(&provider()),
             unpriced: f.unpriced.get_or_create_owned(&provider()),
+            overruns: f.overruns.get_or_create_owned(&provider()),
             transitions: STATES.map(|to| {
                 f.transitions.get_or_create_owned(&TransitionLabels {
                     provider: name.to_owned(),
@@ -489,6 +499,15 @@ impl Observer for Metrics {
         self.provider(provider).transitions[state_index(transition.to)].inc();
     }
 
+    /// Counted, and alerted on stderr at the 1st, 2nd, 4th, 8th … overrun of a provider
+    /// (a misbehaving upstream cannot flood the log, and the counter has every one).
+    fn on_overrun(&self, route: &str, overrun: &Overrun) {
+        let n = self.provider(&overrun.provider).overruns.inc() + 1;
+        if n.is_power_of_two() {
+            eprintln!("switchyard: alert: {}", overrun_alert(route, overrun, n));
+        }
+    }
+
     fn on_complete(&self, _route: &str, result: Result<&ChatResponse, &GatewayError>) {
         let resp = match result {
             Ok(resp) => resp,
@@ -516,6 +535,29 @@ impl Observer for Metrics {
             }
         }
     }
+}
+
+/// The alert line for the `n`th overrun of a provider.
+fn overrun_alert(route: &str, o: &Overrun, n: u64) -> String {
+    let mut what = Vec::with_capacity(2);
+    if let Some(allowed) = o.output_allowed.filter(|_| o.output_over()) {
+        what.push(format!(
+            "{} output tokens, {allowed} allowed",
+            o.output_reported
+        ));
+    }
+    if let Some(bound) = o.input_bound.filter(|_| o.input_over()) {
+        what.push(format!(
+            "{} input tokens, {bound} reserved for",
+            o.input_reported
+        ));
+    }
+    format!(
+        "provider {:?} (model {:?}, route {route:?}) reported {}; billed in full, budgets may be overspent by the difference (overrun #{n} of this provider; switchyard_usage_overruns_total)",
+        o.provider,
+        o.model,
+        what.join(" and ")
+    )
 }
 
 /// Gauges read from the health snapshot at scrape time.
@@ -660,7 +702,38 @@ mod tests {
             attempts: Vec::new(),
             latency: Duration::from_millis(200),
             provider_latency: None,
+            max_tokens_applied: None,
         }
+    }
+
+    #[test]
+    fn overruns_are_counted_per_provider_and_alerted() {
+        let metrics = Metrics::new();
+        let overrun = Overrun {
+            provider: "aurora".into(),
+            model: "m".into(),
+            output_allowed: Some(4096),
+            output_reported: 16_384,
+            input_bound: Some(100),
+            input_reported: 90,
+        };
+        for _ in 0..3 {
+            metrics.on_overrun("smart", &overrun);
+        }
+        let text = metrics.render(&[], 0, &memory_status());
+        assert_lines(
+            &text,
+            &["switchyard_usage_overruns_total{provider=\"aurora\"} 3"],
+        );
+        let line = overrun_alert("smart", &overrun, 2);
+        assert!(
+            line.contains("reported 16384 output tokens, 4096 allowed;"),
+            "{line}"
+        );
+        assert!(
+            !line.contains("input"),
+            "the input stayed within its bound: {line}"
+        );
     }
 
     fn health(name: &str, state: &str, failures: u32, latency_ms: Option<f64>) -> ProviderHealth {

@@ -324,17 +324,68 @@ impl Usage {
             .saturating_sub(self.cache_write_tokens)
     }
 
-    /// Field-wise sum.
+    /// Field-wise sum, saturating (a sum never wraps to a small number).
     #[must_use]
     pub fn plus(self, other: Usage) -> Usage {
         Usage {
-            input_tokens: self.input_tokens + other.input_tokens,
-            output_tokens: self.output_tokens + other.output_tokens,
-            cached_input_tokens: self.cached_input_tokens + other.cached_input_tokens,
-            cache_write_tokens: self.cache_write_tokens + other.cache_write_tokens,
-            reasoning_tokens: self.reasoning_tokens + other.reasoning_tokens,
+            input_tokens: self.input_tokens.saturating_add(other.input_tokens),
+            output_tokens: self.output_tokens.saturating_add(other.output_tokens),
+            cached_input_tokens: self
+                .cached_input_tokens
+                .saturating_add(other.cached_input_tokens),
+            cache_write_tokens: self
+                .cache_write_tokens
+                .saturating_add(other.cache_write_tokens),
+            reasoning_tokens: self.reasoning_tokens.saturating_add(other.reasoning_tokens),
         }
     }
+
+    /// Input plus output tokens, saturating.
+    #[must_use]
+    pub fn total_tokens(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+
+    /// The most tokens one call may report in any field before its usage is absurd.
+    ///
+    /// No model reads or writes anywhere near this many tokens in one call (the largest
+    /// context windows are a few million), so a count above it is a broken or hostile
+    /// upstream, not a big request: adapters treat such a reply as malformed.
+    pub const MAX_PLAUSIBLE_TOKENS: u64 = 100_000_000;
+
+    /// `Ok` when every field is at most [`Usage::MAX_PLAUSIBLE_TOKENS`].
+    ///
+    /// # Errors
+    /// The first field above the bound.
+    pub fn check_plausible(&self) -> Result<(), ImplausibleUsage> {
+        let fields = [
+            ("input", self.input_tokens),
+            ("output", self.output_tokens),
+            ("cached input", self.cached_input_tokens),
+            ("cache write", self.cache_write_tokens),
+            ("reasoning", self.reasoning_tokens),
+        ];
+        match fields
+            .into_iter()
+            .find(|(_, n)| *n > Self::MAX_PLAUSIBLE_TOKENS)
+        {
+            Some((field, tokens)) => Err(ImplausibleUsage { field, tokens }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A reported usage above [`Usage::MAX_PLAUSIBLE_TOKENS`] in some field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "usage reports {tokens} {field} tokens, more than the {max} one call can use",
+    max = Usage::MAX_PLAUSIBLE_TOKENS
+)]
+pub struct ImplausibleUsage {
+    /// Which count (`input`, `output`, `cached input`, `cache write`, `reasoning`).
+    pub field: &'static str,
+    /// The count reported.
+    pub tokens: u64,
 }
 
 /// What a provider returns for one successful non-streaming call.
@@ -382,6 +433,10 @@ pub struct ChatResponse {
     pub latency: Duration,
     /// The answering provider's self-reported latency, if any.
     pub provider_latency: Option<Duration>,
+    /// The `max_tokens` the gateway set on the request (the route's `default_max_tokens`)
+    /// because the client set none and the model's output limit is unknown; `None` when
+    /// the request went upstream as the client sent it.
+    pub max_tokens_applied: Option<u32>,
 }
 
 /// An incremental tool-call fragment of a stream.
@@ -435,6 +490,48 @@ mod tests {
             reasoning_tokens: 0,
         };
         assert_eq!(u.uncached_input_tokens(), 300);
+    }
+
+    #[test]
+    fn sums_saturate_instead_of_wrapping() {
+        let huge = Usage {
+            input_tokens: u64::MAX,
+            output_tokens: 1 << 63,
+            cached_input_tokens: u64::MAX,
+            cache_write_tokens: 1 << 63,
+            reasoning_tokens: 1 << 63,
+        };
+        let sum = huge.plus(huge);
+        assert_eq!(sum.input_tokens, u64::MAX);
+        assert_eq!(
+            sum.output_tokens,
+            u64::MAX,
+            "2^63 + 2^63 must not wrap to 0"
+        );
+        assert_eq!(sum.cache_write_tokens, u64::MAX);
+        assert_eq!(huge.total_tokens(), u64::MAX, "not 2^63 - 1 (a wrap)");
+    }
+
+    #[test]
+    fn usage_above_the_absurdity_bound_is_implausible() {
+        let fine = Usage {
+            input_tokens: Usage::MAX_PLAUSIBLE_TOKENS,
+            output_tokens: 128_000,
+            ..Usage::default()
+        };
+        assert_eq!(fine.check_plausible(), Ok(()));
+        let absurd = Usage {
+            output_tokens: Usage::MAX_PLAUSIBLE_TOKENS + 1,
+            ..fine
+        };
+        let err = absurd.check_plausible().unwrap_err();
+        assert_eq!(err.field, "output");
+        assert!(err.to_string().contains("100000001 output tokens"), "{err}");
+        let wrapped = Usage {
+            reasoning_tokens: u64::MAX,
+            ..Usage::default()
+        };
+        assert_eq!(wrapped.check_plausible().unwrap_err().field, "reasoning");
     }
 
     #[test]

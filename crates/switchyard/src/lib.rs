@@ -8,8 +8,9 @@
 //! - [`retry`] — backoff, Retry-After, the retry decision.
 //! - [`breaker`] — Closed / Open / HalfOpen as pure transitions taking `now`.
 //! - [`clock`] — the one time source.
-//! - [`cost`] — exact money, prices (`prices.json`), budget arithmetic.
-//! - [`observe`] — the attempt trail, observers, the ledger.
+//! - [`cost`] — exact money, prices and output limits (`prices.json`), a request's worst
+//!   case, budget arithmetic.
+//! - [`observe`] — the attempt trail, usage overruns, observers, the ledger.
 //! - [`ratelimit`] — per-minute rate limits (GCRA), as pure arithmetic.
 //! - [`state`] — where breaker, budget and rate-limit state lives (memory; Redis).
 //! - [`provider`] — the `Provider` trait; the HTTP transport, SSE parser and `Secret`; the

@@ -28,6 +28,11 @@ pub enum Order {
     Fastest,
 }
 
+/// The `max_tokens` a route sends for a request that sets none to a model whose output
+/// limit is unknown, when the request spends against a budget (see
+/// [`Route::default_max_tokens`]).
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
 /// A named route.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Route {
@@ -47,6 +52,11 @@ pub struct Route {
     pub budget: Option<Money>,
     /// Call unpriced providers even under a budget (their cost cannot be counted).
     pub allow_unpriced: bool,
+    /// The `max_tokens` set on (and sent with) a request that spends against a budget,
+    /// sets no `max_tokens`, and goes to a model whose output limit is unknown (not in the
+    /// price table, no `max_output_tokens` override, no adapter default): without it the
+    /// worst case of such a request, and so its reservation, would be unbounded.
+    pub default_max_tokens: u32,
     /// Per-kind overrides of DESIGN's default policy.
     pub policies: BTreeMap<ErrorKind, KindPolicy>,
 }
@@ -64,6 +74,7 @@ impl Route {
             breaker: BreakerConfig::default(),
             budget: None,
             allow_unpriced: false,
+            default_max_tokens: DEFAULT_MAX_TOKENS,
             policies: BTreeMap::new(),
         }
     }
@@ -107,6 +118,13 @@ impl Route {
     #[must_use]
     pub fn allow_unpriced(mut self, allow: bool) -> Self {
         self.allow_unpriced = allow;
+        self
+    }
+
+    /// Builder: the `max_tokens` applied when a budgeted request's worst case is unknown.
+    #[must_use]
+    pub fn default_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.default_max_tokens = max_tokens;
         self
     }
 

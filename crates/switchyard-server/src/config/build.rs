@@ -93,19 +93,35 @@ pub fn build_gateway(
         builder = builder.route(route(r)?);
     }
     let gateway = builder.build().map_err(|e| e.to_string())?;
+    warnings.extend(budget_warnings(&gateway));
+    Ok(Built { gateway, warnings })
+}
+
+/// What a route's budget cannot count as configured: unpriced providers (skipped), and
+/// priced ones whose output limit is unknown (sent the route's `default_max_tokens`).
+fn budget_warnings(gateway: &Gateway) -> Vec<String> {
+    let mut warnings = Vec::new();
     for r in gateway.routes() {
-        if r.budget.is_some() && !r.allow_unpriced {
-            for name in &r.providers {
-                if gateway.price_of(name).is_none() {
+        if r.budget.is_none() {
+            continue;
+        }
+        for name in &r.providers {
+            if gateway.price_of(name).is_none() {
+                if !r.allow_unpriced {
                     warnings.push(format!(
                         "route {:?}: provider {name:?} has no known price and will be skipped under the budget (set a price or allow_unpriced)",
                         r.name
                     ));
                 }
+            } else if gateway.max_output_tokens_of(name).is_none() {
+                warnings.push(format!(
+                    "route {:?}: provider {name:?}'s model has no known output limit; requests without max_tokens are sent max_tokens = {} (the route's default_max_tokens; set price.max_output_tokens to reserve the model's real limit)",
+                    r.name, r.default_max_tokens
+                ));
             }
         }
     }
-    Ok(Built { gateway, warnings })
+    warnings
 }
 
 fn provider(
@@ -173,6 +189,7 @@ fn spec(prov: &ProviderToml, provider: Arc<dyn Provider>) -> Result<ProviderSpec
         .supports_prefill(prov.supports_prefill.unwrap_or(false));
     spec.max_attempts = prov.max_attempts;
     spec.price = price;
+    spec.max_output_tokens = prov.price.and_then(|p| p.max_output_tokens);
     Ok(spec)
 }
 
@@ -183,7 +200,11 @@ fn route(r: &RouteToml) -> Result<Route, String> {
         .deadline(opt(r.deadline.as_deref(), Duration::from_secs(60))?)
         .retry(retry(r)?)
         .breaker(breaker(r)?)
-        .allow_unpriced(r.allow_unpriced.unwrap_or(false));
+        .allow_unpriced(r.allow_unpriced.unwrap_or(false))
+        .default_max_tokens(
+            r.default_max_tokens
+                .unwrap_or(switchyard::route::DEFAULT_MAX_TOKENS),
+        );
     if let Some(b) = r.budget_usd {
         route = route.budget(Money::from_usd(b));
     }

@@ -190,6 +190,13 @@ fn validate_providers(config: &Config, p: &mut Problems) -> HashSet<String> {
             if let Err(e) = price.to_price() {
                 p.add(format!("{at}.price"), e);
             }
+            let limit = price.max_output_tokens.map(u64::from);
+            if limit.is_some_and(|n| n == 0 || n > switchyard::Usage::MAX_PLAUSIBLE_TOKENS) {
+                p.add(
+                    format!("{at}.price.max_output_tokens"),
+                    "must be between 1 and 100000000",
+                );
+            }
         }
         if let Some(env) = &prov.api_key_env {
             if env.trim().is_empty() || env.contains('=') {
@@ -317,6 +324,9 @@ fn validate_routes(
             if !(b.is_finite() && b >= 0.0) {
                 p.add(format!("{at}.budget_usd"), "must be a number >= 0");
             }
+        }
+        if r.default_max_tokens == Some(0) {
+            p.add(format!("{at}.default_max_tokens"), "must be at least 1");
         }
         for kind in r.policy.keys() {
             if switchyard::ErrorKind::from_label(kind).is_none() {

@@ -110,6 +110,9 @@ pub struct PriceToml {
     pub cached_input_per_mtok: Option<f64>,
     /// Cache writes (defaults to the input price).
     pub cache_write_per_mtok: Option<f64>,
+    /// The model's output limit (overrides the price table's): what a request without
+    /// `max_tokens` reserves against a budget.
+    pub max_output_tokens: Option<u32>,
 }
 
 impl PriceToml {
@@ -147,6 +150,9 @@ pub struct RouteToml {
     pub budget_usd: Option<f64>,
     /// Call unpriced providers under the budget anyway.
     pub allow_unpriced: Option<bool>,
+    /// `max_tokens` set on a budgeted request that has none when the model's output limit
+    /// is unknown (default 4096).
+    pub default_max_tokens: Option<u32>,
     /// Per-error-kind overrides, e.g. `policy.content_filtered = { fail_over = true }`.
     #[serde(default)]
     pub policy: BTreeMap<String, PolicyToml>,

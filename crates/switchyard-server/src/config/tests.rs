@@ -212,3 +212,51 @@ fn the_rescue_buffer_is_configured_under_server() {
         switchyard::gateway::DEFAULT_RESCUE_BUFFER_BYTES
     );
 }
+
+#[test]
+fn output_limits_and_route_default_max_tokens_are_read_and_checked() {
+    let text = |limit: u32, default: u32| {
+        format!(
+            r#"
+            [[providers]]
+            name = "local"
+            kind = "openai"
+            model = "my-model"
+            base_url = "http://127.0.0.1:8000/v1"
+            price = {{ input_per_mtok = 1.0, output_per_mtok = 2.0, max_output_tokens = {limit} }}
+
+            [[routes]]
+            name = "r"
+            providers = ["local"]
+            budget_usd = 1.0
+            default_max_tokens = {default}
+        "#
+        )
+    };
+    let config = parse(&text(8192, 512), "test.toml").unwrap();
+    let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
+    assert_eq!(built.gateway.providers()[0].max_output_tokens, Some(8192));
+    assert_eq!(built.gateway.routes()[0].default_max_tokens, 512);
+    assert!(built.warnings.is_empty(), "{:?}", built.warnings);
+    let unknown = text(8192, 512).replace(", max_output_tokens = 8192", "");
+    let config = parse(&unknown, "test.toml").unwrap();
+    let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
+    assert!(
+        built.warnings.iter().any(|w| w.contains(
+            "provider \"local\"'s model has no known output limit; requests without max_tokens are sent max_tokens = 512"
+        )),
+        "{:?}",
+        built.warnings
+    );
+    let p = problems(&text(0, 0));
+    assert!(
+        p.iter()
+            .any(|l| l.starts_with("providers[0].price.max_output_tokens: must be between 1")),
+        "{p:#?}"
+    );
+    assert!(
+        p.iter()
+            .any(|l| l.starts_with("routes[0].default_max_tokens: must be at least 1")),
+        "{p:#?}"
+    );
+}

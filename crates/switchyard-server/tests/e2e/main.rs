@@ -11,6 +11,8 @@
 //!   a 4 MiB `model` is refused by name and logged cut;
 //! - `lifecycle.rs`: request log + `report`, graceful shutdown, `check`, `keys new`, the
 //!   non-loopback refusal;
+//! - `money.rs`: budgets hold against requests without `max_tokens`, the route's
+//!   `default_max_tokens`, usage overruns alerted and counted, absurd usage failed over;
 //! - `python_sdk.rs`: the official `openai` Python SDK against the proxy
 //!   (`tests/python/test_openai_sdk.py`, interpreter from `$SWITCHYARD_PYTHON`).
 //!
@@ -34,6 +36,7 @@ mod errors;
 mod failover;
 mod hostile;
 mod lifecycle;
+mod money;
 mod proxy;
 mod python_sdk;
 mod rescue;

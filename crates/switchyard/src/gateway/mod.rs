@@ -49,6 +49,9 @@ pub struct ProviderSpec {
     pub max_attempts: Option<u32>,
     /// Overrides the price table for this provider's model.
     pub price: Option<Price>,
+    /// Overrides the price table's output limit for this provider's model: the most
+    /// output tokens one call can produce, what a request without `max_tokens` reserves.
+    pub max_output_tokens: Option<u32>,
     /// The upstream accepts an assistant prefill to continue from (stream rescue).
     pub supports_prefill: bool,
 }
@@ -76,6 +79,7 @@ impl ProviderSpec {
             stall_timeout: Duration::from_secs(15),
             max_attempts: None,
             price: None,
+            max_output_tokens: None,
             supports_prefill: false,
         }
     }
@@ -115,6 +119,13 @@ impl ProviderSpec {
         self.price = Some(price);
         self
     }
+
+    /// Builder: output-limit override.
+    #[must_use]
+    pub fn max_output_tokens(mut self, max_output_tokens: u32) -> Self {
+        self.max_output_tokens = Some(max_output_tokens);
+        self
+    }
 }
 
 /// A provider registered in the gateway.
@@ -122,6 +133,8 @@ struct Slot {
     spec: ProviderSpec,
     /// The price in force: override, else the table's exact-id entry, else unknown.
     price: Option<Price>,
+    /// The model's output limit: override, else the table's exact-id entry, else unknown.
+    max_output_tokens: Option<u32>,
     /// Exponential moving average of successful attempts' latency, in ms.
     latency_ms: Mutex<Option<f64>>,
 }
@@ -242,12 +255,16 @@ impl GatewayBuilder {
         let slots: Vec<Slot> = self
             .providers
             .into_iter()
-            .map(|spec| Slot {
-                price: spec
-                    .price
-                    .or_else(|| table.lookup(spec.provider.model()).map(|e| e.price)),
-                spec,
-                latency_ms: Mutex::new(None),
+            .map(|spec| {
+                let entry = table.lookup(spec.provider.model());
+                Slot {
+                    price: spec.price.or_else(|| entry.map(|e| e.price)),
+                    max_output_tokens: spec
+                        .max_output_tokens
+                        .or_else(|| entry.and_then(|e| e.max_output_tokens)),
+                    spec,
+                    latency_ms: Mutex::new(None),
+                }
             })
             .collect();
         let by_name = slots
@@ -299,6 +316,12 @@ impl GatewayBuilder {
                     p.name
                 ));
             }
+            if p.max_output_tokens == Some(0) {
+                problems.push(format!(
+                    "provider {:?}: max_output_tokens must be at least 1",
+                    p.name
+                ));
+            }
         }
         let mut route_names = std::collections::HashSet::new();
         for r in &self.routes {
@@ -312,6 +335,12 @@ impl GatewayBuilder {
                 if !names.contains(p.as_str()) {
                     problems.push(format!("route {:?}: no provider named {p:?}", r.name));
                 }
+            }
+            if r.default_max_tokens == 0 {
+                problems.push(format!(
+                    "route {:?}: default_max_tokens must be at least 1",
+                    r.name
+                ));
             }
             if r.retry.max_attempts == 0 {
                 problems.push(format!(
@@ -501,6 +530,18 @@ impl Gateway {
     #[must_use]
     pub fn price_of(&self, name: &str) -> Option<Price> {
         self.slot(name).and_then(|s| s.price)
+    }
+
+    /// The most output tokens a call to provider `name` may produce when the request sets
+    /// no `max_tokens`: the adapter's default, else the model's output limit (`None`:
+    /// unknown, so a budgeted request gets its route's `default_max_tokens`).
+    #[must_use]
+    pub fn max_output_tokens_of(&self, name: &str) -> Option<u32> {
+        let slot = self.slot(name)?;
+        slot.spec
+            .provider
+            .default_max_tokens()
+            .or(slot.max_output_tokens)
     }
 
     /// The built-in ledger.

@@ -1,11 +1,14 @@
 //! One request's journey through a route.
 //!
-//! For each planned candidate: budget-unpriced check → breaker admission → reservation →
-//! the retry loop under the deadline → breaker verdict → settle or release → answer, fail
-//! over, or return. Guards give back a probe lease and a reservation if the caller drops
+//! For each planned candidate: budget-unpriced check → breaker admission → the output
+//! bound (the route's default `max_tokens` is set when a budgeted request's worst case is
+//! otherwise unknown) → reservation of the worst case → the retry loop under the deadline
+//! → breaker verdict → settle or release (and an overrun alert when the reported usage
+//! passed the bound) → answer, fail over, or return. Guards give back a probe lease and a reservation if the caller drops
 //! the request mid-flight. Streams use the same turn, with "answered" meaning "the first
 //! content chunk arrived" (the commit point); `stream.rs` takes over from there.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,10 +17,10 @@ use tokio::time::Instant;
 
 use super::{budget_scope, Budget, CallOptions, Gateway, Slot};
 use crate::breaker::{Admission, Now, Op, SkipReason};
-use crate::chat::{ChatChunk, ChatRequest, ChatResponse, ProviderReply};
-use crate::cost::{estimate_cost, BudgetState, Money, Price};
+use crate::chat::{ChatChunk, ChatRequest, ChatResponse, ProviderReply, Usage};
+use crate::cost::{estimate_input_tokens, BudgetState, Money, Price};
 use crate::error::{AttemptError, ErrorKind, GatewayError, ProviderError};
-use crate::observe::{Attempt, Outcome};
+use crate::observe::{Attempt, Outcome, Overrun};
 use crate::provider::ChunkStream;
 use crate::retry::{self, Backoff, Decision};
 use crate::route::{plan, Candidate, Route};
@@ -67,6 +70,21 @@ pub(super) struct Won {
     pub latency: Duration,
     pub attempt: u32,
     pub reservation: Option<Reservation>,
+    pub limits: Limits,
+}
+
+/// What one turn's call was allowed, and what its reservation assumed: reported usage is
+/// checked against these when the call settles.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Limits {
+    /// The most output tokens the call may produce: the client's `max_tokens`, else the
+    /// adapter's default, else the model's output limit, else (budgeted requests only)
+    /// the route's `default_max_tokens`. `None`: unknown, and no budget needed it.
+    pub output: Option<u64>,
+    /// The input-token bound the reservation was sized by; `None` when none was held.
+    pub input: Option<u64>,
+    /// The route's `default_max_tokens`, when the gateway set it on the request.
+    pub applied: Option<u32>,
 }
 
 /// One request in flight.
@@ -169,12 +187,7 @@ impl<'a> Run<'a> {
             let slot = &self.gw.inner.slots[i];
             match self.candidate(slot, req, Call::Send).await {
                 Ok(Some(won)) => {
-                    let Answer::Reply(reply) = won.answer else {
-                        unreachable!("a send turn answers with a reply")
-                    };
-                    return Ok(self
-                        .answer(slot, reply, won.latency, won.attempt, won.reservation)
-                        .await);
+                    return Ok(self.answer(slot, won).await);
                 }
                 Ok(None) => {}
                 Err(stop) => return Err(self.stopped(stop)),
@@ -329,11 +342,13 @@ impl<'a> Run<'a> {
                 },
             )
         });
-        let reservation = match self.reserve(slot, req).await {
+        let (req, mut limits) = self.bounded(slot, req);
+        let reservation = match self.reserve(slot, &req, limits.output).await {
             Ok(r) => r,
             Err((scope, books)) => return TurnEnd::Refused(scope, books),
         };
-        let end = self.attempts_loop(slot, req, call, lease).await;
+        limits.input = reservation.as_ref().map(|r| r.input_tokens);
+        let end = self.attempts_loop(slot, &req, call, lease).await;
         if let Some(p) = probe.as_mut() {
             p.disarm(); // the breaker gets its verdict below (or releases the lease itself)
         }
@@ -345,6 +360,7 @@ impl<'a> Run<'a> {
                     latency,
                     attempt,
                     reservation,
+                    limits,
                 })
             }
             Err(err) => {
@@ -363,17 +379,49 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Reserve the request's estimated cost against every budget that applies (the
-    /// route's, the caller's); all or nothing.
+    /// The turn's output bound, and the request as it is sent: when it spends against a
+    /// budget, sets no `max_tokens`, and the model's output limit is unknown, with the
+    /// route's `default_max_tokens` set (a clone; rare, since the price table knows the
+    /// limits of the models it prices).
+    fn bounded<'r>(&self, slot: &Slot, req: &'r ChatRequest) -> (Cow<'r, ChatRequest>, Limits) {
+        let known = req
+            .max_tokens
+            .or_else(|| slot.spec.provider.default_max_tokens())
+            .or(slot.max_output_tokens);
+        if let Some(n) = known {
+            let limits = Limits {
+                output: Some(u64::from(n)),
+                ..Limits::default()
+            };
+            return (Cow::Borrowed(req), limits);
+        }
+        if self.budgets.is_empty() || slot.price.is_none() {
+            return (Cow::Borrowed(req), Limits::default());
+        }
+        let n = self.route.default_max_tokens;
+        let limits = Limits {
+            output: Some(u64::from(n)),
+            input: None,
+            applied: Some(n),
+        };
+        (Cow::Owned(req.clone().with_max_tokens(n)), limits)
+    }
+
+    /// Reserve the request's worst case (input bound at the dearest input rate, `output`
+    /// tokens at the output rate) against every budget that applies (the route's, the
+    /// caller's); all or nothing.
     async fn reserve(
         &self,
         slot: &Slot,
         req: &ChatRequest,
+        output: Option<u64>,
     ) -> Result<Option<Reservation>, (String, BudgetState)> {
         if self.budgets.is_empty() {
             return Ok(None);
         }
-        let amount = estimate_cost(req, &slot.price.unwrap_or_default());
+        let input_tokens = estimate_input_tokens(req);
+        let price = slot.price.unwrap_or_default();
+        let amount = price.worst_case(input_tokens, output.unwrap_or(0));
         // a lapsed reservation must not free money a live request may still spend
         let lease = self.time_left() + RESERVATION_SLACK;
         let mut holds = Vec::with_capacity(self.budgets.len());
@@ -394,7 +442,11 @@ impl<'a> Run<'a> {
                 guard: Guard::new(self.state(), cleanup),
             });
         }
-        Ok(Some(Reservation { amount, holds }))
+        Ok(Some(Reservation {
+            amount,
+            input_tokens,
+            holds,
+        }))
     }
 
     /// The retry loop: attempts on one provider until success, a stop, or the deadline.
@@ -517,15 +569,13 @@ impl<'a> Run<'a> {
         });
     }
 
-    /// Record the success, settle the reservation, and build the completion.
-    async fn answer(
-        &mut self,
-        slot: &Slot,
-        reply: ProviderReply,
-        latency: Duration,
-        attempt: u32,
-        reservation: Option<Reservation>,
-    ) -> ChatResponse {
+    /// Record the success, check the usage against the limits, settle the reservation
+    /// (at the real cost, whatever was reserved), and build the completion.
+    async fn answer(&mut self, slot: &Slot, won: Won) -> ChatResponse {
+        let Answer::Reply(reply) = won.answer else {
+            unreachable!("a send turn answers with a reply")
+        };
+        let (latency, attempt) = (won.latency, won.attempt);
         slot.observe_latency(latency.as_secs_f64() * 1000.0);
         let model = reply
             .model
@@ -539,8 +589,17 @@ impl<'a> Run<'a> {
             status: None,
             latency,
         });
+        let route = &self.route.name;
+        check_usage(
+            self.gw,
+            route,
+            slot,
+            &model,
+            won.limits,
+            reply.usage.as_ref(),
+        );
         let cost = cost_of(reply.reported_cost, reply.usage.as_ref(), slot.price);
-        if let Some(r) = reservation {
+        if let Some(r) = won.reservation {
             r.settle(self.state().as_ref(), cost).await;
         }
         ChatResponse {
@@ -555,6 +614,7 @@ impl<'a> Run<'a> {
             attempts: std::mem::take(&mut self.attempts),
             latency: self.gw.inner.clock.now() - self.started,
             provider_latency: reply.reported_latency,
+            max_tokens_applied: won.limits.applied,
         }
     }
 
@@ -613,6 +673,36 @@ async fn open_stream(
     }
 }
 
+/// Tell observers when a call's reported usage passed what it was allowed (output) or
+/// what its reservation assumed (input). The budget may then be overspent by the
+/// difference; the call is still settled at its real cost.
+pub(super) fn check_usage(
+    gw: &Gateway,
+    route: &str,
+    slot: &Slot,
+    model: &str,
+    limits: Limits,
+    usage: Option<&Usage>,
+) {
+    let Some(u) = usage else { return };
+    let output_over = limits.output.is_some_and(|n| u.output_tokens > n);
+    let input_over = limits.input.is_some_and(|n| u.input_tokens > n);
+    if !(output_over || input_over) {
+        return;
+    }
+    let overrun = Overrun {
+        provider: slot.spec.name.clone(),
+        model: model.to_owned(),
+        output_allowed: limits.output,
+        output_reported: u.output_tokens,
+        input_bound: limits.input,
+        input_reported: u.input_tokens,
+    };
+    for o in &gw.inner.observers {
+        o.on_overrun(route, &overrun);
+    }
+}
+
 /// The exact cost of a call: what the provider billed, else usage × price; `None` when
 /// either is unknown.
 pub(super) fn cost_of(
@@ -668,6 +758,8 @@ pub(super) struct Hold {
 /// A budget reservation across every applicable scope, released on drop unless settled.
 pub(super) struct Reservation {
     amount: Money,
+    /// The input-token bound `amount` was sized by.
+    input_tokens: u64,
     holds: Vec<Hold>,
 }
 

@@ -31,7 +31,7 @@ use std::time::Duration;
 use futures_util::{Stream, StreamExt as _};
 use tokio::time::Instant;
 
-use super::run::{cost_of, Answer, Call, Reservation, Run, Won};
+use super::run::{check_usage, cost_of, Answer, Call, Limits, Reservation, Run, Won};
 use super::Gateway;
 use crate::breaker::SkipReason;
 use crate::chat::{
@@ -215,6 +215,8 @@ struct Live {
     pos: usize,
     upstream: Option<ChunkStream>,
     reservation: Option<Reservation>,
+    /// What the current segment's call was allowed (its usage is checked against it).
+    limits: Limits,
     mode: Mode,
     queue: VecDeque<StreamEvent>,
     /// Text already delivered to the client, kept (up to the rescue buffer limit) for a
@@ -280,6 +282,7 @@ impl Live {
             pos,
             upstream: Some(stream),
             reservation: won.reservation,
+            limits: won.limits,
             mode: Mode::Pass,
             queue: VecDeque::new(),
             sent: String::new(),
@@ -507,6 +510,15 @@ impl Live {
     /// unreported one has unknown cost); a broken or cancelled one for what it reported,
     /// else one output token per chunk it produced — the vendor billed those too.
     fn close_segment(&mut self, finished: bool) {
+        let (route, usage) = (&self.route.name, self.segment_usage.as_ref());
+        check_usage(
+            &self.gw,
+            route,
+            self.slot(),
+            &self.model,
+            self.limits,
+            usage,
+        );
         let chunks = std::mem::take(&mut self.segment_chunks);
         let usage = self.segment_usage.take().or_else(|| {
             // a broken segment was billed for what it produced; estimate it
@@ -692,6 +704,7 @@ impl Live {
         self.pos = pos;
         self.upstream = Some(stream);
         self.reservation = won.reservation;
+        self.limits = won.limits;
         self.segment_started = self.gw.inner.clock.now() - won.latency;
         let method = match rung {
             Rung::Continuation => "continuation",
@@ -741,6 +754,7 @@ impl Live {
             attempts: self.attempts.clone(),
             latency: self.gw.inner.clock.now() - self.started,
             provider_latency: None,
+            max_tokens_applied: self.limits.applied,
         }
     }
 

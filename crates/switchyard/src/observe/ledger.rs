@@ -1,14 +1,16 @@
-//! The ledger: per-provider calls, tokens, exact cost, unpriced calls and failures by kind.
+//! The ledger: per-provider calls, tokens, exact cost, unpriced calls, failures by kind and
+//! usage overruns.
 //!
 //! An [`Observer`]: it counts what the gateway reports and decides nothing. Budgets are
-//! enforced elsewhere (`state`), before dispatch.
+//! enforced elsewhere (`state`), before dispatch. Token sums saturate: a hostile count can
+//! pin a total at its maximum, never wrap it back to a small number.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use serde::Serialize;
 
-use super::{Attempt, Observer, Outcome};
+use super::{Attempt, Observer, Outcome, Overrun};
 use crate::chat::ChatResponse;
 use crate::cost::Money;
 use crate::error::{ErrorKind, GatewayError};
@@ -28,6 +30,8 @@ pub struct LedgerRow {
     pub unpriced_calls: u64,
     /// Failed attempts by kind (never billed).
     pub failures: BTreeMap<ErrorKind, u64>,
+    /// Calls that reported more tokens than they were allowed or had reserved.
+    pub overruns: u64,
 }
 
 /// Totals per provider, keyed by configured name.
@@ -71,6 +75,10 @@ impl Observer for Ledger {
         }
     }
 
+    fn on_overrun(&self, _route: &str, overrun: &Overrun) {
+        self.with_row(&overrun.provider, |row| row.overruns += 1);
+    }
+
     fn on_complete(&self, _route: &str, result: Result<&ChatResponse, &GatewayError>) {
         let resp = match result {
             Ok(resp) => resp,
@@ -81,15 +89,71 @@ impl Observer for Ledger {
             Err(_) => return,
         };
         self.with_row(&resp.provider, |row| {
-            row.calls += 1;
+            row.calls = row.calls.saturating_add(1);
             if let Some(u) = resp.usage {
-                row.input_tokens += u.input_tokens;
-                row.output_tokens += u.output_tokens;
+                row.input_tokens = row.input_tokens.saturating_add(u.input_tokens);
+                row.output_tokens = row.output_tokens.saturating_add(u.output_tokens);
             }
             match resp.cost {
                 Some(cost) => row.cost += cost,
                 None => row.unpriced_calls += 1,
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::chat::Usage;
+
+    fn answered(usage: Usage) -> ChatResponse {
+        ChatResponse {
+            text: String::new(),
+            tool_calls: Vec::new(),
+            finish_reason: None,
+            provider: "p".into(),
+            model: "m".into(),
+            failed_over: false,
+            usage: Some(usage),
+            cost: Some(Money::ZERO),
+            attempts: Vec::new(),
+            latency: Duration::ZERO,
+            provider_latency: None,
+            max_tokens_applied: None,
+        }
+    }
+
+    #[test]
+    fn token_sums_saturate_instead_of_wrapping() {
+        let ledger = Ledger::new();
+        let half = Usage {
+            input_tokens: 1 << 63,
+            output_tokens: 1 << 63,
+            ..Usage::default()
+        };
+        for _ in 0..2 {
+            ledger.on_complete("r", Ok(&answered(half)));
+        }
+        let row = &ledger.summary()["p"];
+        assert_eq!((row.calls, row.input_tokens), (2, u64::MAX), "not 0");
+        assert_eq!(row.output_tokens, u64::MAX);
+    }
+
+    #[test]
+    fn overruns_are_counted_per_provider() {
+        let ledger = Ledger::new();
+        let overrun = Overrun {
+            provider: "p".into(),
+            model: "m".into(),
+            output_allowed: Some(4096),
+            output_reported: 16_384,
+            input_bound: None,
+            input_reported: 10,
+        };
+        ledger.on_overrun("r", &overrun);
+        assert_eq!(ledger.summary()["p"].overruns, 1);
     }
 }

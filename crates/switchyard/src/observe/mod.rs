@@ -1,7 +1,8 @@
 //! Side outputs: the attempt trail, the observer hook, and the ledger.
 //!
-//! Owns the record of what each try and skip did ([`Attempt`]) and the [`Observer`] trait
-//! through which logs, metrics and the [`Ledger`] watch the gateway. Observers see
+//! Owns the record of what each try and skip did ([`Attempt`]), the alert for a call that
+//! used more than was reserved for it ([`Overrun`]), and the [`Observer`] trait through
+//! which logs, metrics and the [`Ledger`] watch the gateway. Observers see
 //! everything and steer nothing: their methods are infallible and must not block (a slow
 //! writer belongs behind a bounded channel that drops and counts).
 
@@ -96,6 +97,45 @@ impl Attempt {
     }
 }
 
+/// A call that reported more tokens than it was allowed or than its reservation assumed.
+///
+/// The reservation held before dispatch covered the allowed output and the input bound;
+/// an upstream that ignores `max_tokens` (or a tokenizer that counts more than the bound)
+/// makes the call cost more than was reserved, so a budget can be overspent by the
+/// difference. The call is still billed at its real cost; this is the alert.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Overrun {
+    /// The provider's configured name.
+    pub provider: String,
+    /// The model that answered.
+    pub model: String,
+    /// Output tokens the call was allowed (`max_tokens` sent, the adapter's default, or
+    /// the model's output limit); `None` when unknown.
+    pub output_allowed: Option<u64>,
+    /// Output tokens the upstream reported.
+    pub output_reported: u64,
+    /// The input-token bound the reservation was sized by; `None` when nothing was
+    /// reserved.
+    pub input_bound: Option<u64>,
+    /// Input tokens the upstream reported.
+    pub input_reported: u64,
+}
+
+impl Overrun {
+    /// True when the reported output passed what was allowed.
+    #[must_use]
+    pub fn output_over(&self) -> bool {
+        self.output_allowed
+            .is_some_and(|n| self.output_reported > n)
+    }
+
+    /// True when the reported input passed the reservation's bound.
+    #[must_use]
+    pub fn input_over(&self) -> bool {
+        self.input_bound.is_some_and(|n| self.input_reported > n)
+    }
+}
+
 /// Watches the gateway. Every method has a no-op default; none may block or fail.
 pub trait Observer: Send + Sync {
     /// A try or skip finished.
@@ -104,6 +144,9 @@ pub trait Observer: Send + Sync {
     fn on_transition(&self, _provider: &str, _transition: &Transition) {}
     /// A request finished.
     fn on_complete(&self, _route: &str, _result: Result<&ChatResponse, &GatewayError>) {}
+    /// A call reported more tokens than it was allowed or than was reserved for it
+    /// (reported before the request completes).
+    fn on_overrun(&self, _route: &str, _overrun: &Overrun) {}
 }
 
 /// Serialize a duration as fractional milliseconds.

@@ -35,6 +35,13 @@ pub trait Provider: Send + Sync {
     /// The model id this provider calls.
     fn model(&self) -> &str;
 
+    /// The output cap this adapter sends when the request sets no `max_tokens` (Anthropic
+    /// requires one); `None` when it then sends none. Budget reservations size a request
+    /// without `max_tokens` by it.
+    fn default_max_tokens(&self) -> Option<u32> {
+        None
+    }
+
     /// One non-streaming call. Errors come back classified.
     async fn send(&self, req: &ChatRequest) -> Result<ProviderReply, ProviderError>;
 

@@ -136,6 +136,11 @@ impl Provider for SimulatedProvider {
         &self.cfg.name
     }
 
+    /// The simulated provider bills `max_tokens`, [`DEFAULT_MAX_TOKENS`] when unset.
+    fn default_max_tokens(&self) -> Option<u32> {
+        Some(DEFAULT_MAX_TOKENS)
+    }
+
     async fn send(&self, req: &ChatRequest) -> Result<ProviderReply, ProviderError> {
         match self.draw(req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)) {
             Draw::Fail => Err(self.timed_out()),

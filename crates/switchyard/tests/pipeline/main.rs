@@ -13,6 +13,7 @@ mod probe;
 mod rescue_buffer;
 mod seeds;
 mod stream;
+mod worst_case;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -326,6 +326,10 @@ pub(crate) struct Trail<'a> {
     failed_over: bool,
     cost_usd: Option<f64>,
     attempts: &'a [switchyard::observe::Attempt],
+    /// The route's `default_max_tokens`, when the gateway sent it because the request set
+    /// no `max_tokens` and the model's output limit is unknown (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens_applied: Option<u32>,
 }
 
 impl<'a> Trail<'a> {
@@ -335,6 +339,7 @@ impl<'a> Trail<'a> {
             failed_over: resp.failed_over,
             cost_usd: resp.cost.map(Money::to_usd),
             attempts: &resp.attempts,
+            max_tokens_applied: resp.max_tokens_applied,
         }
     }
 }

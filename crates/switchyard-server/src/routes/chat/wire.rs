@@ -438,7 +438,7 @@ fn image_source(mut url: String) -> ImageSource {
     ImageSource::Url { url }
 }
 
-/// OpenAI's usage object.
+/// OpenAI's usage object. `total_tokens` saturates: it never wraps below its parts.
 #[derive(Debug, Serialize)]
 pub struct WireUsage {
     prompt_tokens: u64,
@@ -463,7 +463,7 @@ impl From<&Usage> for WireUsage {
         Self {
             prompt_tokens: u.input_tokens,
             completion_tokens: u.output_tokens,
-            total_tokens: u.input_tokens + u.output_tokens,
+            total_tokens: u.total_tokens(),
             prompt_tokens_details: CachedTokens {
                 cached_tokens: u.cached_input_tokens,
             },
@@ -593,6 +593,18 @@ mod tests {
             "{}",
             e.message
         );
+    }
+
+    #[test]
+    fn total_tokens_saturates_instead_of_wrapping() {
+        let u = Usage {
+            input_tokens: u64::MAX,
+            output_tokens: 5,
+            ..Usage::default()
+        };
+        let wire = serde_json::to_value(WireUsage::from(&u)).unwrap();
+        assert_eq!(wire["total_tokens"], u64::MAX, "not 4");
+        assert_eq!(wire["prompt_tokens"], u64::MAX);
     }
 
     #[test]

@@ -301,6 +301,10 @@ impl Provider for Anthropic {
         &self.model
     }
 
+    fn default_max_tokens(&self) -> Option<u32> {
+        Some(self.default_max_tokens)
+    }
+
     async fn send(&self, req: &ChatRequest) -> Result<ProviderReply, ProviderError> {
         let (body, trimmed) = self.encode(req, false)?;
         let response = self.post(body, false).await?;
@@ -404,7 +408,7 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
         tool_calls,
         finish_reason: message.stop_reason.as_deref().map(finish_reason),
         model: message.model,
-        usage: message.usage.map(normalized_usage),
+        usage: message.usage.map(normalized_usage).transpose()?,
         reported_cost: None,
         reported_latency: None,
     })
@@ -484,7 +488,7 @@ impl EventParser {
         match parsed {
             wire::Event::MessageStart { message } => {
                 self.model = message.model;
-                self.absorb(message.usage);
+                self.absorb(message.usage)?;
                 Ok(Parsed::Skip)
             }
             wire::Event::ContentBlockStart {
@@ -494,10 +498,10 @@ impl EventParser {
             wire::Event::ContentBlockDelta { index, delta } => self.block_delta(index, delta),
             wire::Event::ContentBlockStop { index } => Ok(self.block_stop(index)),
             wire::Event::MessageDelta { delta, usage } => {
-                self.absorb(usage);
+                self.absorb(usage)?;
                 Ok(Parsed::Chunk(ChatChunk {
                     finish_reason: delta.stop_reason.as_deref().map(finish_reason),
-                    usage: self.usage.map(normalized_usage),
+                    usage: self.usage.map(normalized_usage).transpose()?,
                     model: self.model.clone(),
                     ..ChatChunk::default()
                 }))
@@ -508,10 +512,15 @@ impl EventParser {
         }
     }
 
-    fn absorb(&mut self, usage: Option<wire::Usage>) {
+    /// Merge newer counts in; absurd ones fail the stream at once (`message_start`
+    /// arrives before any content, so that still fails over).
+    fn absorb(&mut self, usage: Option<wire::Usage>) -> Result<(), ProviderError> {
         if let Some(newer) = usage {
-            self.usage = Some(self.usage.unwrap_or_default().updated(newer));
+            let merged = self.usage.unwrap_or_default().updated(newer);
+            normalized_usage(merged)?;
+            self.usage = Some(merged);
         }
+        Ok(())
     }
 
     fn block_start(&mut self, index: u32, block: wire::StartBlock) -> Parsed {
@@ -659,17 +668,26 @@ fn finish_reason(reason: &str) -> FinishReason {
     }
 }
 
-/// Anthropic's usage in the shared convention (see the module docs).
-fn normalized_usage(u: wire::Usage) -> Usage {
+/// Anthropic's usage in the shared convention (see the module docs); an absurd count
+/// (above [`Usage::MAX_PLAUSIBLE_TOKENS`]) makes the reply `Malformed`.
+fn normalized_usage(u: wire::Usage) -> Result<Usage, ProviderError> {
     let cache_read = u.cache_read_input_tokens.unwrap_or(0);
     let cache_write = u.cache_creation_input_tokens.unwrap_or(0);
-    Usage {
-        input_tokens: u.input_tokens.unwrap_or(0) + cache_read + cache_write,
+    let usage = Usage {
+        input_tokens: u
+            .input_tokens
+            .unwrap_or(0)
+            .saturating_add(cache_read)
+            .saturating_add(cache_write),
         output_tokens: u.output_tokens.unwrap_or(0),
         cached_input_tokens: cache_read,
         cache_write_tokens: cache_write,
         reasoning_tokens: 0,
-    }
+    };
+    usage
+        .check_plausible()
+        .map_err(|e| malformed(e.to_string()))?;
+    Ok(usage)
 }
 
 fn malformed(message: impl Into<String>) -> ProviderError {

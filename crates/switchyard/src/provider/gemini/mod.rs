@@ -337,7 +337,7 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
         tool_calls,
         finish_reason: finish,
         model: response.model_version,
-        usage: response.usage_metadata.map(usage),
+        usage: response.usage_metadata.map(usage).transpose()?,
         reported_cost: None,
         reported_latency: None,
     })
@@ -383,7 +383,7 @@ impl StreamParser {
         }
         refuse_blocked_prompt(&response)?;
         let mut chunk = ChatChunk {
-            usage: response.usage_metadata.map(usage),
+            usage: response.usage_metadata.map(usage).transpose()?,
             model: response.model_version,
             ..ChatChunk::default()
         };
@@ -506,16 +506,27 @@ fn finish_reason(reason: &str, called: bool) -> FinishReason {
     }
 }
 
-fn usage(u: wire::UsageMetadata) -> Usage {
+/// The shared usage; an absurd count (above [`Usage::MAX_PLAUSIBLE_TOKENS`]) makes the
+/// reply `Malformed`, so the call fails over instead of being billed or counted.
+fn usage(u: wire::UsageMetadata) -> Result<Usage, ProviderError> {
     let thoughts = u.thoughts_token_count.unwrap_or(0);
-    Usage {
-        input_tokens: u.prompt_token_count.unwrap_or(0)
-            + u.tool_use_prompt_token_count.unwrap_or(0),
-        output_tokens: u.candidates_token_count.unwrap_or(0) + thoughts,
+    let usage = Usage {
+        input_tokens: u
+            .prompt_token_count
+            .unwrap_or(0)
+            .saturating_add(u.tool_use_prompt_token_count.unwrap_or(0)),
+        output_tokens: u
+            .candidates_token_count
+            .unwrap_or(0)
+            .saturating_add(thoughts),
         cached_input_tokens: u.cached_content_token_count.unwrap_or(0),
         cache_write_tokens: 0,
         reasoning_tokens: thoughts,
-    }
+    };
+    usage
+        .check_plausible()
+        .map_err(|e| malformed(e.to_string()))?;
+    Ok(usage)
 }
 
 /// `models/{model}` (or a full `models/…` / `tunedModels/…` name as given).

@@ -688,3 +688,28 @@ fn vendor_codes_prefer_the_error_info_reason() {
     assert_eq!(err.kind, ErrorKind::Server);
     assert!(err.message.contains("INTERNAL"), "{err}");
 }
+
+#[test]
+fn absurd_usage_is_malformed_so_the_call_fails_over() {
+    let body = |usage: Value| {
+        json!({"candidates": [{"content": {"parts": [{"text": "hi"}], "role": "model"},
+            "finishReason": "STOP"}], "usageMetadata": usage})
+        .to_string()
+    };
+    // prompt + tool-use prompt counts once summed without saturating
+    let wrap = body(json!({"promptTokenCount": u64::MAX, "toolUsePromptTokenCount": 5}));
+    let err = parse_response(wrap.as_bytes()).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Malformed, "{err}");
+    let thoughts = body(json!({"promptTokenCount": 3, "thoughtsTokenCount": 100_000_001}));
+    assert_eq!(
+        parse_response(thoughts.as_bytes()).unwrap_err().kind,
+        ErrorKind::Malformed
+    );
+    let mut parser = StreamParser::new();
+    let err = parser
+        .parse_event(&SseEvent::message(body(
+            json!({"candidatesTokenCount": 1_u64 << 63}),
+        )))
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Malformed);
+}

@@ -364,7 +364,7 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
         tool_calls,
         finish_reason: choice.finish_reason.as_deref().map(finish_reason),
         model: completion.model,
-        usage: completion.usage.map(usage),
+        usage: completion.usage.map(usage).transpose()?,
         reported_cost: completion.usage.and_then(|u| u.cost).and_then(money),
         reported_latency: None,
     })
@@ -398,7 +398,7 @@ pub fn parse_event(event: &SseEvent) -> Result<Parsed, ProviderError> {
     }
     let mut out = ChatChunk {
         model: chunk.model,
-        usage: chunk.usage.map(usage),
+        usage: chunk.usage.map(usage).transpose()?,
         ..ChatChunk::default()
     };
     let choice = chunk
@@ -543,8 +543,10 @@ fn finish_reason(reason: &str) -> FinishReason {
     }
 }
 
-fn usage(u: wire::Usage) -> Usage {
-    Usage {
+/// The shared usage; an absurd count (above [`Usage::MAX_PLAUSIBLE_TOKENS`]) makes the
+/// reply `Malformed`, so the call fails over instead of being billed or counted.
+fn usage(u: wire::Usage) -> Result<Usage, ProviderError> {
+    let usage = Usage {
         input_tokens: u.prompt_tokens.unwrap_or(0),
         output_tokens: u.completion_tokens.unwrap_or(0),
         cached_input_tokens: u
@@ -556,7 +558,11 @@ fn usage(u: wire::Usage) -> Usage {
             .completion_tokens_details
             .and_then(|d| d.reasoning_tokens)
             .unwrap_or(0),
-    }
+    };
+    usage
+        .check_plausible()
+        .map_err(|e| malformed(e.to_string()))?;
+    Ok(usage)
 }
 
 fn money(usd: f64) -> Option<Money> {

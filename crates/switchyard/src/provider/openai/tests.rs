@@ -539,3 +539,28 @@ fn a_numeric_code_stands_in_for_the_status() {
     assert_eq!(err.kind, ErrorKind::RateLimited);
     assert_eq!(err.retry_after, Some(Duration::from_secs(6)));
 }
+
+#[test]
+fn absurd_usage_is_malformed_so_the_call_fails_over() {
+    let body = |usage: Value| {
+        json!({"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}], "usage": usage})
+            .to_string()
+    };
+    // 2^64-1 prompt tokens once made total_tokens wrap to 4 downstream
+    let wrap = body(json!({"prompt_tokens": u64::MAX, "completion_tokens": 5}));
+    let err = parse_response(wrap.as_bytes()).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Malformed, "{err}");
+    assert!(err.message.contains("input tokens"), "{}", err.message);
+    let reasoning = body(json!({"prompt_tokens": 1, "completion_tokens": 5,
+        "completion_tokens_details": {"reasoning_tokens": 9_223_372_036_854_775_808_u64}}));
+    assert_eq!(
+        parse_response(reasoning.as_bytes()).unwrap_err().kind,
+        ErrorKind::Malformed
+    );
+    let plausible = body(json!({"prompt_tokens": 1_000_000, "completion_tokens": 128_000}));
+    assert!(parse_response(plausible.as_bytes()).is_ok());
+
+    let chunk = json!({"choices": [], "usage": {"prompt_tokens": 1_u64 << 63, "completion_tokens": 1_u64 << 63}});
+    let err = parse_event(&SseEvent::message(chunk.to_string())).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Malformed);
+}

@@ -358,3 +358,35 @@ fn reset_headers_only_name_the_wait_of_a_rate_limit() {
     let err = classify(&failure, now);
     assert_eq!((err.kind, err.retry_after), (ErrorKind::Server, None));
 }
+
+#[test]
+fn absurd_usage_is_malformed_even_when_the_parts_add_up_past_u64() {
+    let message = |usage: &str| {
+        format!(
+            r#"{{"type":"message","role":"assistant","model":"m","content":[{{"type":"text","text":"hi"}}],
+            "stop_reason":"end_turn","usage":{usage}}}"#
+        )
+    };
+    // input + cache reads + cache writes once wrapped; each alone is also absurd
+    let wrap = message(
+        r#"{"input_tokens":18446744073709551615,"cache_read_input_tokens":5,"output_tokens":1}"#,
+    );
+    let err = parse_response(wrap.as_bytes()).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Malformed, "{err}");
+    let output = message(r#"{"input_tokens":1,"output_tokens":200000000}"#);
+    assert_eq!(
+        parse_response(output.as_bytes()).unwrap_err().kind,
+        ErrorKind::Malformed
+    );
+
+    // in a stream, an absurd count in message_start fails before any content (fails over)
+    let start = r#"{"type":"message_start","message":{"model":"m","content":[],"usage":{"input_tokens":9223372036854775808,"output_tokens":1}}}"#;
+    let mut parser = EventParser::new();
+    let err = parser
+        .parse_event(&SseEvent {
+            event: "message_start".into(),
+            ..SseEvent::message(start)
+        })
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Malformed);
+}

@@ -2,9 +2,12 @@
 //!
 //! Owns the exact money type ([`Money`], integer pico-dollars), per-model prices
 //! ([`Price`], integer micro-dollars per million tokens, so `tokens × price` is exact), the
-//! shipped price table (`prices.json`, exact-id lookup, no prefix guessing), the budget
-//! estimate for a request, and the pure reservation arithmetic ([`BudgetState`]). Where
-//! budget state is stored (memory, Redis) is `state`'s business.
+//! shipped price table (`prices.json`, exact-id lookup, no prefix guessing, with each
+//! model's output limit), a request's worst case for reservations (`estimate`), and the
+//! pure reservation arithmetic ([`BudgetState`]). Where budget state is stored (memory,
+//! Redis) is `state`'s business.
+
+mod estimate;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -13,7 +16,13 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::chat::{ChatRequest, ContentPart, Usage};
+use crate::chat::Usage;
+
+pub use estimate::{
+    estimate_cost, estimate_input_tokens, ESTIMATE_TOKENS_FOR_TOOL_USE,
+    ESTIMATE_TOKENS_PER_IMAGE_MIN, ESTIMATE_TOKENS_PER_MESSAGE, ESTIMATE_TOKENS_PER_TOOL,
+    ESTIMATE_TOKENS_PER_UNSIZED_IMAGE,
+};
 
 /// An exact amount of US dollars, in pico-dollars (10⁻¹² USD).
 ///
@@ -212,6 +221,19 @@ impl Price {
         Money(i64::try_from(picos).unwrap_or(i64::MAX))
     }
 
+    /// The most `input_tokens` and `output_tokens` can cost: every input token at the
+    /// dearest input-side rate (plain, cache read or cache write, since the vendor decides
+    /// which applies), every output token at the output rate.
+    #[must_use]
+    pub fn worst_case(&self, input_tokens: u64, output_tokens: u64) -> Money {
+        let input = self
+            .input_micros_per_mtok
+            .max(self.cached_input_micros_per_mtok.unwrap_or(0))
+            .max(self.cache_write_micros_per_mtok.unwrap_or(0));
+        let picos = mul(input_tokens, input) + mul(output_tokens, self.output_micros_per_mtok);
+        Money(i64::try_from(picos).unwrap_or(i64::MAX))
+    }
+
     /// The cost of a nominal call of 1k input and 1k output tokens (for `cheapest` routing).
     #[must_use]
     pub fn nominal_cost(&self) -> Money {
@@ -236,6 +258,9 @@ pub struct PriceEntry {
     pub vendor: String,
     /// The price.
     pub price: Price,
+    /// The most output tokens (reasoning included) one call of the model can produce, as
+    /// the vendor publishes it: what a request without `max_tokens` may cost at most.
+    pub max_output_tokens: Option<u32>,
     /// Where the numbers came from.
     pub source: String,
     /// Caveats (tiers and the like).
@@ -267,6 +292,14 @@ pub enum PriceTableError {
     /// The same id twice.
     #[error("prices.json: model {0} listed twice")]
     Duplicate(String),
+    /// An output limit that is zero, absurd, or has no source.
+    #[error("prices.json: model {id}: {reason}")]
+    Limit {
+        /// The model.
+        id: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 #[derive(Deserialize)]
@@ -289,8 +322,37 @@ struct PricesFileEntry {
     output_per_mtok: f64,
     cached_input_per_mtok: Option<f64>,
     cache_write_per_mtok: Option<f64>,
+    max_output_tokens: Option<u32>,
     source: String,
+    /// Where `max_output_tokens` came from (required with it).
+    max_output_tokens_source: Option<String>,
     note: Option<String>,
+}
+
+impl PricesFileEntry {
+    /// The output limit, checked: positive, plausible, and sourced.
+    fn output_limit(&self) -> Result<Option<u32>, PriceTableError> {
+        let Some(limit) = self.max_output_tokens else {
+            return Ok(None);
+        };
+        let reason = if limit == 0 {
+            "max_output_tokens must be at least 1"
+        } else if u64::from(limit) > Usage::MAX_PLAUSIBLE_TOKENS {
+            "max_output_tokens is above any model's output limit"
+        } else if self
+            .max_output_tokens_source
+            .as_deref()
+            .is_none_or(str::is_empty)
+        {
+            "max_output_tokens needs a max_output_tokens_source"
+        } else {
+            return Ok(Some(limit));
+        };
+        Err(PriceTableError::Limit {
+            id: self.id.clone(),
+            reason: reason.to_owned(),
+        })
+    }
 }
 
 static BUILTIN: OnceLock<PriceTable> = OnceLock::new();
@@ -301,7 +363,7 @@ impl PriceTable {
     pub fn builtin() -> &'static PriceTable {
         BUILTIN.get_or_init(|| {
             // The embedded file is checked by a unit test; an unreadable one is a build bug.
-            Self::from_json(include_str!("prices.json")).unwrap_or_default()
+            Self::from_json(include_str!("../prices.json")).unwrap_or_default()
         })
     }
 
@@ -324,6 +386,7 @@ impl PriceTable {
                 source,
             })?;
             let entry = PriceEntry {
+                max_output_tokens: m.output_limit()?,
                 id: m.id.clone(),
                 vendor: m.vendor,
                 price,
@@ -353,53 +416,6 @@ impl PriceTable {
         v.sort_by(|a, b| a.id.cmp(&b.id));
         v
     }
-}
-
-/// Output tokens assumed by a budget estimate when the request sets no `max_tokens`.
-pub const DEFAULT_ESTIMATE_OUTPUT_TOKENS: u64 = 4096;
-/// Input tokens assumed per image part by a budget estimate.
-pub const ESTIMATE_TOKENS_PER_IMAGE: u64 = 2_000;
-/// Input tokens assumed per message for role and framing overhead.
-pub const ESTIMATE_TOKENS_PER_MESSAGE: u64 = 8;
-
-/// An upper bound on the request's input tokens, for budget reservations.
-///
-/// No tokenizer is consulted: a token is never shorter than one byte, so the UTF-8 length
-/// of every text, tool argument and tool schema bounds it from above.
-#[must_use]
-pub fn estimate_input_tokens(req: &ChatRequest) -> u64 {
-    let mut total: u64 = 0;
-    for m in &req.messages {
-        total += ESTIMATE_TOKENS_PER_MESSAGE;
-        for part in &m.content {
-            total += match part {
-                ContentPart::Text { text } => text.len() as u64,
-                ContentPart::Image { .. } => ESTIMATE_TOKENS_PER_IMAGE,
-            };
-        }
-        for call in &m.tool_calls {
-            total += (call.name.len() + call.arguments.len()) as u64;
-        }
-    }
-    for tool in &req.tools {
-        total += (tool.name.len() + tool.parameters.to_string().len()) as u64;
-        total += tool.description.as_ref().map_or(0, String::len) as u64;
-    }
-    total
-}
-
-/// What a request may cost at `price`: input bound × input price + `max_tokens` × output
-/// price. Reserved before dispatch.
-#[must_use]
-pub fn estimate_cost(req: &ChatRequest, price: &Price) -> Money {
-    let output = req
-        .max_tokens
-        .map_or(DEFAULT_ESTIMATE_OUTPUT_TOKENS, u64::from);
-    price.cost(&Usage {
-        input_tokens: estimate_input_tokens(req),
-        output_tokens: output,
-        ..Usage::default()
-    })
 }
 
 /// A budget's books: limit, settled spend and outstanding reservations.
@@ -509,7 +525,7 @@ mod tests {
 
     #[test]
     fn builtin_table_loads_and_has_exact_ids_only() {
-        let table = PriceTable::from_json(include_str!("prices.json")).unwrap();
+        let table = PriceTable::from_json(include_str!("../prices.json")).unwrap();
         assert!(!table.as_of.is_empty());
         assert!(table.entries().len() >= 20);
         assert!(table.lookup("gpt-4o-mini").is_some());
@@ -529,13 +545,54 @@ mod tests {
     }
 
     #[test]
-    fn estimate_bounds_input_by_bytes_and_output_by_max_tokens() {
-        let req = ChatRequest::from_prompt("héllo").with_max_tokens(10);
+    fn estimate_bounds_input_by_bytes_and_output_by_what_is_allowed() {
+        let req = crate::chat::ChatRequest::from_prompt("héllo");
         assert_eq!(estimate_input_tokens(&req), 6 + ESTIMATE_TOKENS_PER_MESSAGE);
         let p = Price::from_usd_per_mtok(1.0, 2.0, None, None).unwrap();
         assert_eq!(
-            estimate_cost(&req, &p),
+            estimate_cost(&req, &p, 10),
             Money::from_picos((14 * 1_000_000) + 10 * 2_000_000)
         );
+    }
+
+    #[test]
+    fn every_shipped_model_has_a_sourced_output_limit() {
+        let table = PriceTable::from_json(include_str!("../prices.json")).unwrap();
+        for e in table.entries() {
+            let limit = e
+                .max_output_tokens
+                .unwrap_or_else(|| panic!("{}: no limit", e.id));
+            assert!((1_000..=1_000_000).contains(&limit), "{}: {limit}", e.id);
+        }
+        let limit = |id: &str| table.lookup(id).and_then(|e| e.max_output_tokens);
+        assert_eq!(limit("gpt-4o-mini"), Some(16_384));
+        assert_eq!(limit("claude-haiku-4-5"), Some(64_000));
+        assert_eq!(limit("gemini-2.5-flash"), Some(65_536));
+    }
+
+    #[test]
+    fn an_output_limit_must_be_positive_plausible_and_sourced() {
+        let entry = |limit: &str, source: &str| {
+            format!(
+                r#"{{"as_of":"x","currency":"USD","unit":"per 1M tokens","models":[{{"id":"m","vendor":"v","input_per_mtok":1.0,"output_per_mtok":2.0,"max_output_tokens":{limit},"source":"s"{source},"note":null}}]}}"#
+            )
+        };
+        let ok = PriceTable::from_json(&entry("8192", r#","max_output_tokens_source":"u""#));
+        assert_eq!(
+            ok.unwrap().lookup("m").unwrap().max_output_tokens,
+            Some(8192)
+        );
+        for (limit, source, why) in [
+            ("0", r#","max_output_tokens_source":"u""#, "at least 1"),
+            (
+                "4000000000",
+                r#","max_output_tokens_source":"u""#,
+                "above any model",
+            ),
+            ("8192", "", "needs a max_output_tokens_source"),
+        ] {
+            let err = PriceTable::from_json(&entry(limit, source)).unwrap_err();
+            assert!(err.to_string().contains(why), "{limit}: {err}");
+        }
     }
 }
