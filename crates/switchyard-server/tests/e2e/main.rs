@@ -9,6 +9,8 @@
 //!   error event;
 //! - `lifecycle.rs`: request log + `report`, graceful shutdown, `check`, `keys new`, the
 //!   non-loopback refusal;
+//! - `durability.rs`: a request's log line is in the file before its answer is complete;
+//!   `kill -9` loses no answered request's line or spend;
 //! - `python_sdk.rs`: the official `openai` Python SDK against the proxy
 //!   (`tests/python/test_openai_sdk.py`, interpreter from `$SWITCHYARD_PYTHON`).
 //!
@@ -28,6 +30,7 @@ mod common;
 mod support;
 mod upstream;
 
+mod durability;
 mod errors;
 mod failover;
 mod lifecycle;
