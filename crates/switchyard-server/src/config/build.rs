@@ -25,7 +25,7 @@ pub struct Built {
     /// The gateway.
     pub gateway: Gateway,
     /// Things that will not work as configured (missing keys, unpriced models under a
-    /// budget).
+    /// budget), and client keys anyone could guess.
     pub warnings: Vec<String>,
 }
 
@@ -90,6 +90,7 @@ pub fn build_gateway(
         builder = builder.route(route(r)?);
     }
     let gateway = builder.build().map_err(|e| e.to_string())?;
+    warnings.extend(crate::keys::weak_token_warnings(&config.keys));
     for r in gateway.routes() {
         if r.budget.is_some() && !r.allow_unpriced {
             for name in &r.providers {

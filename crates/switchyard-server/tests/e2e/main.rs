@@ -11,6 +11,8 @@
 //!   non-loopback refusal;
 //! - `durability.rs`: a request's log line is in the file before its answer is complete;
 //!   `kill -9` loses no answered request's line or spend;
+//! - `preflight.rs`: `check` refuses what `serve` refuses before listening, warns of
+//!   guessable keys; `keys new` refuses names that would break the TOML;
 //! - `python_sdk.rs`: the official `openai` Python SDK against the proxy
 //!   (`tests/python/test_openai_sdk.py`, interpreter from `$SWITCHYARD_PYTHON`).
 //!
@@ -34,6 +36,7 @@ mod durability;
 mod errors;
 mod failover;
 mod lifecycle;
+mod preflight;
 mod proxy;
 mod python_sdk;
 mod rescue;
