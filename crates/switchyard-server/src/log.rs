@@ -228,49 +228,80 @@ pub fn open_for_append(path: &Path) -> std::io::Result<std::fs::File> {
         .open(path)
 }
 
-/// The writer thread: block for a line, take whatever else is queued, serialize it all into
-/// one buffer, write it with one call, acknowledge every line in it — until every handle is
-/// gone (shutdown), when what is queued has been written.
-fn write_lines(mut file: std::fs::File, mut rx: mpsc::Receiver<Queued>, counters: &Counters) {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    let mut buf: Vec<u8> = Vec::with_capacity(BUFFER_BYTES);
-    let mut failing = false;
-    while rx.blocking_recv_many(&mut batch, MAX_BATCH) > 0 {
-        let mut lost = 0;
-        batch.retain(|q| {
-            let before = buf.len();
-            if serde_json::to_writer(&mut buf, &*q.entry).is_ok() {
+/// The writer thread: block for a line, take whatever else is queued, write it all with one
+/// call, acknowledge every line in it — until every handle is gone (shutdown), when what is
+/// queued has been written.
+fn write_lines(file: std::fs::File, mut rx: mpsc::Receiver<Queued>, counters: &Counters) {
+    let mut writer = Writer {
+        file,
+        batch: Vec::with_capacity(MAX_BATCH),
+        buf: Vec::with_capacity(BUFFER_BYTES),
+        failing: false,
+    };
+    while rx.blocking_recv_many(&mut writer.batch, MAX_BATCH) > 0 {
+        let lost = writer.serialize() + writer.write_out(counters);
+        counters.dropped.fetch_add(lost as u64, Ordering::Relaxed);
+    }
+}
+
+/// The writer thread's state between batches.
+struct Writer {
+    file: std::fs::File,
+    /// The lines of the next write.
+    batch: Vec<Queued>,
+    /// Their JSON, one line each.
+    buf: Vec<u8>,
+    /// The last write failed (said once, and once more when writes succeed again).
+    failing: bool,
+}
+
+impl Writer {
+    /// Serialize the batch into the buffer; returns how many lines could not be (dropped).
+    fn serialize(&mut self) -> usize {
+        let buf = &mut self.buf;
+        let before = self.batch.len();
+        self.batch.retain(|q| {
+            let start = buf.len();
+            let ok = serde_json::to_writer(&mut *buf, &*q.entry).is_ok();
+            if ok {
                 buf.push(b'\n');
-                true
             } else {
-                buf.truncate(before);
-                lost += 1;
-                false
+                buf.truncate(start);
             }
+            ok
         });
+        before - self.batch.len()
+    }
+
+    /// One `write(2)` for the whole buffer, then every waiter is told; returns how many
+    /// lines were lost to a failed write (their waiters hear "not written" from the dropped
+    /// acknowledgement).
+    fn write_out(&mut self, counters: &Counters) -> usize {
         counters.writes.fetch_add(1, Ordering::Relaxed);
-        match file.write_all(&buf) {
+        let result = self.file.write_all(&self.buf);
+        self.buf.clear();
+        self.buf.shrink_to(BUFFER_BYTES);
+        match result {
             Ok(()) => {
-                if std::mem::take(&mut failing) {
-                    eprintln!("switchyard: request log: writing again");
+                if std::mem::take(&mut self.failing) {
+                    eprintln!("switchyard: request log: writes succeed again");
                 }
-                for q in batch.drain(..) {
+                for q in self.batch.drain(..) {
                     if let Some(ack) = q.ack {
                         let _ = ack.send(());
                     }
                 }
+                0
             }
             Err(e) => {
-                if !std::mem::replace(&mut failing, true) {
+                if !std::mem::replace(&mut self.failing, true) {
                     eprintln!("switchyard: warning: request log write failed ({e}); its lines are dropped and counted until writes succeed again");
                 }
-                lost += batch.len();
-                batch.clear(); // the waiters hear "not written" from their dropped acks
+                let lost = self.batch.len();
+                self.batch.clear();
+                lost
             }
         }
-        counters.dropped.fetch_add(lost as u64, Ordering::Relaxed);
-        buf.clear();
-        buf.shrink_to(BUFFER_BYTES);
     }
 }
 
