@@ -41,7 +41,9 @@ const MAX_BATCH: usize = 1024;
 const BUFFER_BYTES: usize = 256 * 1024;
 /// The longest a request waits for its line to be written before answering anyway. Far
 /// above a page-cache write (microseconds); reached only when the disk or the machine is in
-/// trouble, and then the request is answered rather than held.
+/// trouble, and then the request is answered rather than held. (Under a paused test clock
+/// tokio jumps to this deadline whenever the runtime is idle: a test that needs the line in
+/// the file before the answer runs on real time.)
 pub const ACK_WAIT: Duration = Duration::from_secs(1);
 
 /// One request, as logged.
@@ -500,6 +502,43 @@ mod tests {
         log.commit(entry(1)).await;
         log.commit(entry(2)).await;
         assert_eq!((log.dropped(), log.late()), (2, 0));
+    }
+
+    /// A writer stuck in `write(2)` (a pipe nobody drains: a hung disk) holds a request for
+    /// [`ACK_WAIT`] at most; the request is answered and the line counted as late.
+    #[cfg(target_os = "linux")]
+    #[tokio::test(start_paused = true)]
+    async fn a_stuck_writer_holds_a_request_for_ack_wait_at_most() {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        const O_NONBLOCK: i32 = 0o4000;
+        let dir = scratch("stuck");
+        let fifo = dir.join("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let nonblocking = |read: bool| {
+            std::fs::OpenOptions::new()
+                .read(read)
+                .write(!read)
+                .custom_flags(O_NONBLOCK)
+                .open(&fifo)
+                .unwrap()
+        };
+        let reader = nonblocking(true);
+        let mut filler = nonblocking(false);
+        // fill the pipe: the log's first write will block until someone reads
+        let chunk = [b'x'; 4096];
+        while filler.write(&chunk).is_ok() {}
+        let tasks = Tasks::new();
+        let log = RequestLog::open(&fifo, &tasks).await.unwrap();
+        let started = tokio::time::Instant::now();
+        log.commit(entry(1)).await;
+        assert_eq!(started.elapsed(), ACK_WAIT);
+        assert_eq!((log.late(), log.dropped()), (1, 0));
+        drop((log, reader, filler)); // the writer's write fails (no reader) and it ends
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[derive(Default)]
