@@ -1,8 +1,12 @@
-//! `switchyard check --config FILE`: validate and print what the server would run.
+//! `switchyard check --config FILE [--listen ADDR]`: validate and print what the server
+//! would run.
 //!
-//! Prints every route with its providers in order, each provider's kind, model and price
-//! (or "unpriced"), the keys, and warnings: unpriced models, keys missing from the
-//! environment. Exits non-zero on an invalid config (every problem listed).
+//! Prints where it would listen, every route with its providers in order, each provider's
+//! kind, model and price (or "unpriced"), the keys, and warnings: unpriced models, keys
+//! missing from the environment, client keys anyone could guess. Exits non-zero on an
+//! invalid config (every problem listed) and on everything `serve` would refuse before
+//! listening (`config::preflight`, in `serve`'s words: a public address without keys, a
+//! request log that cannot be read or appended to).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -15,6 +19,9 @@ pub struct CheckArgs {
     /// Config file (TOML).
     #[arg(long)]
     pub config: PathBuf,
+    /// Check as for `serve --listen ADDR` (overrides `[server] listen`).
+    #[arg(long)]
+    pub listen: Option<String>,
 }
 
 /// Validate and print.
@@ -23,20 +30,31 @@ pub struct CheckArgs {
 /// The config's problems.
 pub fn run(args: &CheckArgs) -> Result<(), String> {
     let env = |name: &str| std::env::var(name).ok();
-    print!("{}", report(&args.config, &env)?);
+    print!("{}", report(&args.config, args.listen.as_deref(), &env)?);
     Ok(())
 }
 
-/// The text `check` prints.
+/// The text `check` prints, as for `serve --listen listen`.
 ///
 /// # Errors
-/// The config's problems.
-pub fn report(path: &std::path::Path, env: config::KeyLookup<'_>) -> Result<String, String> {
+/// The config's problems, or what `serve` would refuse before listening (one per line).
+pub fn report(
+    path: &std::path::Path,
+    listen: Option<&str>,
+    env: config::KeyLookup<'_>,
+) -> Result<String, String> {
     let cfg = config::load(path).map_err(|e| e.to_string())?;
+    let refused = config::preflight(&cfg, listen);
+    if !refused.is_empty() {
+        return Err(refused.join("\n"));
+    }
     let built = config::build_gateway(&cfg, env, false, config::Wiring::default())?;
     let gw = &built.gateway;
     let mut out = String::new();
     let _ = writeln!(out, "{}: ok", path.display());
+    if let Ok(addr) = config::listen_address(&cfg, listen) {
+        let _ = writeln!(out, "listen: {addr}");
+    }
     let _ = writeln!(out, "\nroutes:");
     for r in gw.routes() {
         let budget = r
@@ -131,13 +149,61 @@ mod tests {
             "#,
         )
         .unwrap();
-        let text = report(&path, &|_| None).unwrap();
+        let text = report(&path, None, &|_| None).unwrap();
         assert!(text.contains("r  order=Ordered"), "{text}");
         assert!(text.contains("SY_CHECK_TEST_KEY is not set"), "{text}");
         assert!(text.contains("has no known price"), "{text}");
         assert!(
             text.contains("no [[keys]] entry has admin = true"),
             "{text}"
+        );
+        assert!(
+            text.contains("keys[0] (\"team\"): its sha256 is the hash of a well-known"),
+            "the hash of \"test\": {text}"
+        );
+        assert!(text.contains("listen: 127.0.0.1:4000"), "{text}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `check` refuses what `serve` refuses before listening, in the same words.
+    #[test]
+    fn refuses_a_public_address_without_keys_and_an_unwritable_request_log() {
+        let dir = std::env::temp_dir().join(format!("sy-check-serve-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.toml");
+        let log = dir.join("missing/requests.jsonl");
+        let routes = "[[providers]]\nname = \"s\"\nkind = \"simulated\"\n[[routes]]\nname = \"r\"\nproviders = [\"s\"]\n";
+        std::fs::write(
+            &path,
+            format!("[server]\nlisten = \"0.0.0.0:4000\"\n{routes}"),
+        )
+        .unwrap();
+        let e = report(&path, None, &|_| None).unwrap_err();
+        assert_eq!(
+            e,
+            config::listen_address(&config::load(&path).unwrap(), None).unwrap_err()
+        );
+        assert!(
+            e.starts_with("refusing to listen on 0.0.0.0:4000 without client keys"),
+            "{e}"
+        );
+        assert!(
+            report(&path, Some("127.0.0.1:4000"), &|_| None).is_ok(),
+            "as `serve --listen`"
+        );
+
+        let server = format!("[server]\nrequest_log = {:?}\n", log.to_str().unwrap());
+        std::fs::write(&path, format!("{server}{routes}")).unwrap();
+        let e = report(&path, Some("0.0.0.0:1"), &|_| None).unwrap_err();
+        let lines: Vec<&str> = e.lines().collect();
+        assert_eq!(lines.len(), 2, "every refusal at once: {e}");
+        assert!(
+            lines[0].starts_with("refusing to listen on 0.0.0.0:1"),
+            "{e}"
+        );
+        assert!(
+            lines[1].starts_with(&format!("request log {}: ", log.display())),
+            "{e}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -167,7 +233,7 @@ mod tests {
                  [state]\nbackend = \"redis\"\nurl = \"{url}\"\n"
             );
             std::fs::write(&path, config).unwrap();
-            let err = report(&path, &|_| None).unwrap_err();
+            let err = report(&path, None, &|_| None).unwrap_err();
             assert!(err.contains("state.url"), "{err}");
             assert!(err.contains(masked), "{err}");
             assert!(err.contains("percent-encode"), "{err}");

@@ -3,8 +3,13 @@
 //! Owns the [`KeyStore`] built from `[[keys]]` (SHA-256 hashes only; tokens are never
 //! stored), request authentication (`Authorization: Bearer <token>` or `x-api-key`, hashed
 //! and compared in constant time against every stored hash), admin authorization (a key
-//! with `admin = true` reads `/admin/*`), and `switchyard keys new`, which prints a fresh
-//! token once together with the config lines to paste.
+//! with `admin = true` reads `/admin/*`), `switchyard keys new`, which prints a fresh
+//! token once together with the config lines to paste, the rule for key names
+//! ([`check_name`]) and the hashes of guessable tokens that `check` and `serve` warn about
+//! ([`weak_token_warnings`]).
+//!
+//! There is deliberately no command that hashes a token you chose: tokens come from
+//! `keys new` (32 random bytes, 67 characters), so none is short or guessable.
 
 use std::collections::HashSet;
 
@@ -193,19 +198,107 @@ pub fn new_token() -> Result<String, String> {
     Ok(format!("sy-{}", hex::encode(bytes)))
 }
 
+/// The longest key name [`check_name`] allows.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// A key name is 1 to [`MAX_NAME_LEN`] characters of `A-Z a-z 0-9 . _ -`: it is written into
+/// TOML by `keys new`, and appears in the request log, metrics labels and state-store keys.
+///
+/// # Errors
+/// The rule, and the name as given (escaped, cut at [`MAX_NAME_LEN`] characters).
+pub fn check_name(name: &str) -> Result<(), String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    if !name.is_empty() && name.len() <= MAX_NAME_LEN && name.chars().all(allowed) {
+        return Ok(());
+    }
+    let shown: String = name.chars().take(MAX_NAME_LEN).collect();
+    let cut = if shown.len() < name.len() { "..." } else { "" };
+    Err(format!(
+        "key name {shown:?}{cut} is not allowed: use 1 to {MAX_NAME_LEN} characters of A-Z, a-z, 0-9, '.', '_' and '-'"
+    ))
+}
+
 /// `switchyard keys new NAME`: the token (shown once) and the config lines to paste.
 ///
 /// # Errors
-/// An empty name, or no OS randomness.
+/// A name [`check_name`] refuses, or no OS randomness.
 pub fn new_key_text(name: &str) -> Result<String, String> {
-    if name.trim().is_empty() || name.contains('"') {
-        return Err("the key name must be non-empty and must not contain quotes".to_owned());
-    }
+    check_name(name)?;
     let token = new_token()?;
     Ok(format!(
         "token (give it to the client; it is not stored anywhere):\n  {token}\n\npaste into your config:\n[[keys]]\nname = \"{name}\"\nsha256 = \"{}\"\nroutes = [\"*\"]\n",
         hash_token(&token)
     ))
+}
+
+/// Tokens anyone would try first: defaults, placeholders, keyboard walks. A key whose hash
+/// is one of theirs (or its own name's) can be guessed.
+const WEAK_TOKENS: &[&str] = &[
+    "",
+    "test",
+    "testing",
+    "test123",
+    "password",
+    "passw0rd",
+    "changeme",
+    "change-me",
+    "secret",
+    "admin",
+    "root",
+    "token",
+    "key",
+    "apikey",
+    "api-key",
+    "api_key",
+    "default",
+    "demo",
+    "dev",
+    "example",
+    "guest",
+    "letmein",
+    "qwerty",
+    "abc123",
+    "1234",
+    "12345",
+    "123456",
+    "12345678",
+    "1234567890",
+    "sk-test",
+    "sk-1234",
+    "sk-xxx",
+    "sk-...",
+    "your-api-key",
+    "YOUR_API_KEY",
+    "sy-test",
+    "switchyard",
+];
+
+/// Tokens shorter than this are guessable; `keys new` makes [`NEW_TOKEN_LEN`]-character ones.
+pub const MIN_TOKEN_LEN: usize = 32;
+
+/// The length of the tokens [`new_token`] makes (`sy-` and 64 hex characters).
+pub const NEW_TOKEN_LEN: usize = 67;
+
+/// A warning for every `[[keys]]` entry whose hash is that of a guessable token: one of a
+/// built-in list of defaults and placeholders, or the key's own name (`check` and `serve`
+/// print them). Only hashes are configured, so a short token is caught only when it is one
+/// of these; the token itself is never printed.
+#[must_use]
+pub fn weak_token_warnings(keys: &[KeyToml]) -> Vec<String> {
+    let weak: HashSet<String> = WEAK_TOKENS.iter().map(|t| hash_token(t)).collect();
+    keys.iter()
+        .enumerate()
+        .filter(|(_, k)| {
+            let hash = k.sha256.trim().to_ascii_lowercase();
+            weak.contains(&hash) || hash == hash_token(&k.name)
+        })
+        .map(|(i, k)| {
+            format!(
+                "keys[{i}] ({:?}): its sha256 is the hash of a well-known or guessable token, so anyone can use this key: replace it with the lines `switchyard keys new {}` prints (a random {NEW_TOKEN_LEN}-character token; tokens shorter than {MIN_TOKEN_LEN} characters are guessable)",
+                k.name, k.name
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -308,6 +401,77 @@ mod tests {
             KeyStore::default().authenticate(&HeaderMap::new()).unwrap(),
             None
         );
+    }
+
+    #[test]
+    fn key_names_are_short_and_plain_and_keys_new_refuses_others() {
+        for ok in ["a", "ci-bot", "team_a.prod", &"x".repeat(MAX_NAME_LEN)] {
+            assert_eq!(check_name(ok), Ok(()), "{ok}");
+            assert!(new_key_text(ok).is_ok());
+        }
+        for bad in [
+            "",
+            "two\nlines",
+            "say \"hi\"",
+            "a b",
+            "team]",
+            "café",
+            "a:b",
+        ] {
+            let e = new_key_text(bad).unwrap_err();
+            assert!(e.contains("1 to 64 characters of A-Z, a-z, 0-9"), "{e}");
+            assert!(!e.contains('\n'), "the name is shown escaped: {e}");
+        }
+        let e = check_name("two\nlines").unwrap_err();
+        assert!(
+            e.starts_with(r#"key name "two\nlines" is not allowed"#),
+            "{e}"
+        );
+        let e = check_name(&"y".repeat(10_000)).unwrap_err();
+        let shown = format!("key name {:?}... is not allowed", "y".repeat(MAX_NAME_LEN));
+        assert!(e.starts_with(&shown) && e.len() < 250, "{e}");
+    }
+
+    #[test]
+    fn guessable_token_hashes_are_warned_about_without_showing_the_token() {
+        let key = |name: &str, token: &str| KeyToml {
+            name: name.into(),
+            sha256: hash_token(token),
+            ..KeyToml::default()
+        };
+        let mut upper = key("upper", "changeme");
+        upper.sha256 = upper.sha256.to_uppercase();
+        let keys = [
+            key("backend-team", "test"),
+            key("ops", "ops"),
+            upper,
+            key("empty", ""),
+            key("fine", &new_token().unwrap()),
+        ];
+        let w = weak_token_warnings(&keys);
+        assert_eq!(w.len(), 4, "{w:#?}");
+        let first =
+            "keys[0] (\"backend-team\"): its sha256 is the hash of a well-known or guessable token";
+        assert!(w[0].starts_with(first), "{}", w[0]);
+        assert!(
+            w[0].contains("`switchyard keys new backend-team`"),
+            "{}",
+            w[0]
+        );
+        assert!(w[0].contains("shorter than 32 characters"), "{}", w[0]);
+        assert!(
+            w[1].starts_with("keys[1] (\"ops\")"),
+            "its own name: {}",
+            w[1]
+        );
+        assert!(
+            w[2].starts_with("keys[2]") && w[3].starts_with("keys[3]"),
+            "{w:#?}"
+        );
+        assert!(w
+            .iter()
+            .all(|w| !w.contains("\"test\"") && !w.contains("changeme")));
+        assert_eq!(new_token().unwrap().len(), NEW_TOKEN_LEN);
     }
 
     #[test]

@@ -1,27 +1,50 @@
-//! The request log: one JSON line per request, written off the request path.
+//! The request log: one JSON line per request, in the file before the request's answer is
+//! complete.
 //!
-//! Owns [`LogEntry`] (the line's schema, which `switchyard report` reads back) and
-//! [`RequestLog`], a bounded channel drained by one tracked writer task that writes in
-//! batches (at most every 100 ms, or at 64 KiB). A full channel
-//! drops the line and counts it — logging never slows or fails a request. When the last
-//! handle is dropped (after the server has drained) the writer flushes what it has and ends.
-//! An optional [`LogTap`] sees every entry as it is written (the dashboard's recent
-//! requests), whether or not a file is configured.
+//! Owns [`LogEntry`] (the line's schema, which `switchyard report` reads back, see
+//! [`read`]) and [`RequestLog`]. Lines go through a bounded channel to one writer thread
+//! that takes everything queued, writes it with a single `write(2)` and then acknowledges
+//! every line of that write (group commit: under load one syscall carries many lines, so
+//! throughput holds). [`RequestLog::commit`] waits for that acknowledgement — the chat
+//! handler awaits it before its response (or a stream's last event) goes out, so a line
+//! the client has seen answered survives `kill -9` (it is in the kernel, though not
+//! necessarily on disk: no fsync). [`RequestLog::write`] queues without waiting, for
+//! paths that have nobody to answer (the client went away).
+//!
+//! Logging never fails a request and never holds it for long: a full channel drops the line
+//! and counts it ([`RequestLog::dropped`]), a failed write counts its lines as dropped, and a
+//! wait longer than [`ACK_WAIT`] gives up waiting (the line is still written; counted in
+//! [`RequestLog::late`]). When the last handle is dropped (after the server has drained) the
+//! writer writes what is queued and ends; a tracked task lets shutdown wait for that.
+//! An optional [`LogTap`] sees every entry synchronously as it is queued (the dashboard's
+//! recent requests), whether or not a file is configured.
 
+use std::io::{BufRead as _, Write as _};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use switchyard::observe::Attempt;
 use switchyard::Usage;
-use tokio::io::AsyncWriteExt as _;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::shutdown::Tasks;
 
 /// Lines that may wait for the writer before new ones are dropped.
 const CHANNEL_CAPACITY: usize = 8192;
+/// Most lines one `write(2)` carries (everything queued, up to this).
+const MAX_BATCH: usize = 1024;
+/// The write buffer is shrunk back to this after an unusually large batch.
+const BUFFER_BYTES: usize = 256 * 1024;
+/// The longest a request waits for its line to be written before answering anyway. Far
+/// above a page-cache write (microseconds); reached only when the disk or the machine is in
+/// trouble, and then the request is answered rather than held. (Under a paused test clock
+/// tokio jumps to this deadline whenever the runtime is idle: a test that needs the line in
+/// the file before the answer runs on real time.)
+pub const ACK_WAIT: Duration = Duration::from_secs(1);
 
 /// One request, as logged.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -64,11 +87,29 @@ pub trait LogTap: Send + Sync {
     fn record(&self, entry: &Arc<LogEntry>);
 }
 
+/// A line on its way to the file, and whoever waits for it to get there.
+struct Queued {
+    entry: Arc<LogEntry>,
+    /// Told once the line is written; dropped unsent when it could not be.
+    ack: Option<oneshot::Sender<()>>,
+}
+
+/// What went wrong on the way to the file, shared by the handles and the writer.
+#[derive(Debug, Default)]
+struct Counters {
+    /// Lines not written: the channel was full, or the write failed.
+    dropped: AtomicU64,
+    /// Lines whose request was answered before they were written ([`ACK_WAIT`]).
+    late: AtomicU64,
+    /// `write(2)` calls made (tests check that lines share them).
+    writes: AtomicU64,
+}
+
 /// Handle to the request log (cheap to clone).
 #[derive(Clone, Default)]
 pub struct RequestLog {
-    tx: Option<mpsc::Sender<Arc<LogEntry>>>,
-    dropped: Arc<AtomicU64>,
+    tx: Option<mpsc::Sender<Queued>>,
+    counters: Arc<Counters>,
     /// Told of every entry before it is queued for the file.
     tap: Option<Arc<dyn LogTap>>,
 }
@@ -78,6 +119,7 @@ impl std::fmt::Debug for RequestLog {
         f.debug_struct("RequestLog")
             .field("file", &self.tx.is_some())
             .field("dropped", &self.dropped())
+            .field("late", &self.late())
             .field("tap", &self.tap.is_some())
             .finish()
     }
@@ -90,21 +132,29 @@ impl RequestLog {
         Self::default()
     }
 
-    /// Open (append to) `path` and start the writer task.
+    /// Open (append to, creating it if need be) `path` and start the writer thread; `tasks`
+    /// tracks its end, so shutdown can wait for the last lines.
     ///
     /// # Errors
-    /// When the file cannot be opened.
+    /// When the file cannot be opened or the thread cannot be started.
     pub async fn open(path: &Path, tasks: &Tasks) -> std::io::Result<Self> {
-        let file = tokio::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .await?;
+        let file = open_for_append(path)?;
         let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
-        tasks.spawn(write_lines(file, rx));
+        let counters = Arc::new(Counters::default());
+        let (done_tx, done_rx) = oneshot::channel::<()>();
+        let writer_counters = Arc::clone(&counters);
+        std::thread::Builder::new()
+            .name("switchyard-log".to_owned())
+            .spawn(move || {
+                write_lines(file, rx, &writer_counters);
+                let _ = done_tx.send(());
+            })?;
+        tasks.spawn(async move {
+            let _ = done_rx.await;
+        });
         Ok(Self {
             tx: Some(tx),
-            dropped: Arc::new(AtomicU64::new(0)),
+            counters,
             tap: None,
         })
     }
@@ -116,88 +166,422 @@ impl RequestLog {
         self
     }
 
-    /// Queue a line; drops (and counts) it if the writer is behind.
+    /// Queue a line without waiting for it to be written: for requests with nobody left to
+    /// answer (the client went away). Drops (and counts) it if the writer is behind.
     pub fn write(&self, entry: LogEntry) {
+        let _ = self.queue(entry, false);
+    }
+
+    /// Queue a line and wait until it is written to the file (handed to the kernel), at most
+    /// [`ACK_WAIT`]. Returns at once when there is no file, or when the line was dropped
+    /// (the writer is behind, or the write failed: counted in [`RequestLog::dropped`]).
+    pub async fn commit(&self, entry: LogEntry) {
+        let Some(ack) = self.queue(entry, true) else {
+            return;
+        };
+        // `Ok(Err(_))`: the writer could not write it and has counted it as dropped.
+        if tokio::time::timeout(ACK_WAIT, ack).await.is_err() {
+            self.counters.late.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Tell the tap, queue for the file; the receiver hears when it is written.
+    fn queue(&self, entry: LogEntry, wait: bool) -> Option<oneshot::Receiver<()>> {
         let entry = Arc::new(entry);
         if let Some(tap) = &self.tap {
             tap.record(&entry);
         }
-        if let Some(tx) = &self.tx {
-            if tx.try_send(entry).is_err() {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-            }
+        let tx = self.tx.as_ref()?;
+        let (ack, written) = if wait {
+            let (ack, written) = oneshot::channel();
+            (Some(ack), Some(written))
+        } else {
+            (None, None)
+        };
+        if tx.try_send(Queued { entry, ack }).is_err() {
+            self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+            return None;
         }
+        written
     }
 
-    /// Lines dropped because the writer was behind.
+    /// Lines not written: the writer was behind, or the file refused them.
     #[must_use]
     pub fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
+        self.counters.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Lines written only after their request had been answered (the write took longer
+    /// than [`ACK_WAIT`]).
+    #[must_use]
+    pub fn late(&self) -> u64 {
+        self.counters.late.load(Ordering::Relaxed)
     }
 }
 
-/// How long a line may wait before it is written (lines are written in batches).
-const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
-/// A batch this large is written at once, without waiting for the tick.
-const BATCH_BYTES: usize = 64 * 1024;
-/// Entries taken from the channel per wake-up.
-const RECV_BATCH: usize = 256;
+/// Open `path` for appending as the request log does, creating it if need be.
+///
+/// # Errors
+/// A missing directory, no permission, a directory in the way.
+pub fn open_for_append(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+}
 
-/// Serialize lines into one buffer and write it when it is large or every
-/// [`FLUSH_EVERY`] — one write (one blocking-pool hop) per batch, not per line. The last
-/// batch is written when the channel closes (shutdown).
-async fn write_lines(mut file: tokio::fs::File, mut rx: mpsc::Receiver<Arc<LogEntry>>) {
-    let mut buf: Vec<u8> = Vec::with_capacity(2 * BATCH_BYTES);
-    let mut entries = Vec::with_capacity(RECV_BATCH);
-    let mut tick = tokio::time::interval(FLUSH_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    loop {
-        tokio::select! {
-            n = rx.recv_many(&mut entries, RECV_BATCH) => {
-                if n == 0 {
-                    break; // every sender is gone: shutting down
+/// The writer thread: block for a line, take whatever else is queued, write it all with one
+/// call, acknowledge every line in it — until every handle is gone (shutdown), when what is
+/// queued has been written.
+fn write_lines(file: std::fs::File, mut rx: mpsc::Receiver<Queued>, counters: &Counters) {
+    let mut writer = Writer {
+        file,
+        batch: Vec::with_capacity(MAX_BATCH),
+        buf: Vec::with_capacity(BUFFER_BYTES),
+        failing: false,
+    };
+    while rx.blocking_recv_many(&mut writer.batch, MAX_BATCH) > 0 {
+        let lost = writer.serialize() + writer.write_out(counters);
+        counters.dropped.fetch_add(lost as u64, Ordering::Relaxed);
+    }
+}
+
+/// The writer thread's state between batches.
+struct Writer {
+    file: std::fs::File,
+    /// The lines of the next write.
+    batch: Vec<Queued>,
+    /// Their JSON, one line each.
+    buf: Vec<u8>,
+    /// The last write failed (said once, and once more when writes succeed again).
+    failing: bool,
+}
+
+impl Writer {
+    /// Serialize the batch into the buffer; returns how many lines could not be (dropped).
+    fn serialize(&mut self) -> usize {
+        let buf = &mut self.buf;
+        let before = self.batch.len();
+        self.batch.retain(|q| {
+            let start = buf.len();
+            let ok = serde_json::to_writer(&mut *buf, &*q.entry).is_ok();
+            if ok {
+                buf.push(b'\n');
+            } else {
+                buf.truncate(start);
+            }
+            ok
+        });
+        before - self.batch.len()
+    }
+
+    /// One `write(2)` for the whole buffer, then every waiter is told; returns how many
+    /// lines were lost to a failed write (their waiters hear "not written" from the dropped
+    /// acknowledgement).
+    fn write_out(&mut self, counters: &Counters) -> usize {
+        counters.writes.fetch_add(1, Ordering::Relaxed);
+        let result = self.file.write_all(&self.buf);
+        self.buf.clear();
+        self.buf.shrink_to(BUFFER_BYTES);
+        match result {
+            Ok(()) => {
+                if std::mem::take(&mut self.failing) {
+                    eprintln!("switchyard: request log: writes succeed again");
                 }
-                for entry in entries.drain(..) {
-                    if serde_json::to_writer(&mut buf, &*entry).is_ok() {
-                        buf.push(b'\n');
+                for q in self.batch.drain(..) {
+                    if let Some(ack) = q.ack {
+                        let _ = ack.send(());
                     }
                 }
-                if buf.len() >= BATCH_BYTES && write_out(&mut file, &mut buf).await.is_err() {
-                    return;
-                }
+                0
             }
-            _ = tick.tick() => {
-                if write_out(&mut file, &mut buf).await.is_err() {
-                    return;
+            Err(e) => {
+                if !std::mem::replace(&mut self.failing, true) {
+                    eprintln!("switchyard: warning: request log write failed ({e}); its lines are dropped and counted until writes succeed again");
                 }
+                let lost = self.batch.len();
+                self.batch.clear();
+                lost
             }
         }
     }
-    let _ = write_out(&mut file, &mut buf).await;
-    let _ = file.flush().await;
 }
 
-async fn write_out(file: &mut tokio::fs::File, buf: &mut Vec<u8>) -> std::io::Result<()> {
-    if buf.is_empty() {
-        return Ok(());
+/// Lines of a log that did not parse, for the reader to say so.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Unreadable {
+    /// How many (blank lines are not counted).
+    pub count: usize,
+    /// The 1-based number of the first one.
+    pub first_line: Option<usize>,
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} unreadable line(s) skipped", self.count)?;
+        if let Some(first) = self.first_line {
+            write!(f, " (first at line {first})")?;
+        }
+        Ok(())
     }
-    file.write_all(buf).await?;
-    buf.clear();
-    Ok(())
 }
 
-/// Read a request log back (for `report`), skipping nothing silently.
+/// Call `each` with every line of the log at `path` that parses as a `T`, one line at a
+/// time (memory stays flat however long the log is); lines that do not parse — a line cut
+/// short by `kill -9`, garbage, bytes that are not UTF-8 — are skipped and counted.
 ///
 /// # Errors
-/// An unreadable file, or a line that is not a log entry (with its line number).
-pub fn read(path: &Path) -> Result<Vec<LogEntry>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l)
-                .map_err(|e| format!("{}:{}: not a request-log line: {e}", path.display(), i + 1))
-        })
-        .collect()
+/// When the file cannot be opened or read.
+pub fn for_each_line<T: DeserializeOwned>(
+    path: &Path,
+    mut each: impl FnMut(T),
+) -> std::io::Result<Unreadable> {
+    let file = std::fs::File::open(path)?;
+    let mut reader = std::io::BufReader::with_capacity(256 * 1024, file);
+    let mut line = Vec::with_capacity(4096);
+    let mut unreadable = Unreadable::default();
+    let mut number = 0;
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            return Ok(unreadable);
+        }
+        number += 1;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<T>(&line) {
+            Ok(value) => each(value),
+            Err(_) => {
+                unreadable.count += 1;
+                unreadable.first_line.get_or_insert(number);
+            }
+        }
+    }
+}
+
+/// A request log read back (for `report`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LogRead {
+    /// Every line that parsed, in order.
+    pub entries: Vec<LogEntry>,
+    /// The lines that did not.
+    pub unreadable: Unreadable,
+}
+
+/// Read a request log back (for `report`): the entries, and the lines skipped as unreadable.
+///
+/// # Errors
+/// A file that cannot be opened or read (named in the message).
+pub fn read(path: &Path) -> Result<LogRead, String> {
+    let mut entries = Vec::new();
+    let unreadable =
+        for_each_line(path, |e| entries.push(e)).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(LogRead {
+        entries,
+        unreadable,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    fn entry(id: usize) -> LogEntry {
+        LogEntry {
+            id: format!("req-{id}"),
+            time_ms: 1_700_000_000_000,
+            route: "smart".to_owned(),
+            key: None,
+            stream: false,
+            status: 200,
+            provider: Some("p".to_owned()),
+            model: Some("m".to_owned()),
+            failed_over: false,
+            attempts: Vec::new(),
+            usage: None,
+            cost_usd: Some(0.001),
+            latency_ms: 1.0,
+            ttft_ms: None,
+            error: None,
+        }
+    }
+
+    fn scratch(tag: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("switchyard-log-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn ids(path: &Path) -> Vec<String> {
+        let mut ids = Vec::new();
+        let unreadable = for_each_line::<LogEntry>(path, |e| ids.push(e.id)).unwrap();
+        assert_eq!(unreadable, Unreadable::default());
+        ids
+    }
+
+    /// No sleeping, no polling: the file is read the moment `commit` returns.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_committed_line_is_in_the_file_when_commit_returns() {
+        let dir = scratch("commit");
+        let path = dir.join("requests.jsonl");
+        let tasks = Tasks::new();
+        let log = RequestLog::open(&path, &tasks).await.unwrap();
+        for i in 0..50 {
+            log.commit(entry(i)).await;
+            let ids = ids(&path);
+            assert_eq!(
+                ids.len(),
+                i + 1,
+                "line {i} is written before commit returns"
+            );
+            assert_eq!(ids[i], format!("req-{i}"));
+        }
+        assert_eq!((log.dropped(), log.late()), (0, 0));
+        drop(log);
+        assert!(
+            tasks.close(Duration::from_secs(10)).await,
+            "the writer ends"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Many requests waiting at once share writes (group commit), and every one of them is
+    /// in the file when its wait ends.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_commits_share_writes() {
+        let dir = scratch("group");
+        let path = dir.join("requests.jsonl");
+        let tasks = Tasks::new();
+        let log = RequestLog::open(&path, &tasks).await.unwrap();
+        let n = 2000;
+        futures_util::future::join_all((0..n).map(|i| log.commit(entry(i)))).await;
+        let mut written = ids(&path);
+        written.sort();
+        let mut expected: Vec<String> = (0..n).map(|i| format!("req-{i}")).collect();
+        expected.sort();
+        assert_eq!(written, expected);
+        let writes = log.counters.writes.load(Ordering::Relaxed);
+        assert!(writes < n as u64 / 2, "{writes} writes for {n} lines");
+        assert_eq!((log.dropped(), log.late()), (0, 0));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Lines queued without waiting (the client went away) are written by the time the
+    /// writer has ended at shutdown.
+    #[tokio::test]
+    async fn queued_lines_are_written_before_the_writer_ends() {
+        let dir = scratch("drain");
+        let path = dir.join("requests.jsonl");
+        let tasks = Tasks::new();
+        let log = RequestLog::open(&path, &tasks).await.unwrap();
+        for i in 0..100 {
+            log.write(entry(i));
+        }
+        drop(log);
+        assert!(
+            tasks.close(Duration::from_secs(10)).await,
+            "the writer ends"
+        );
+        assert_eq!(ids(&path).len(), 100);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A file that refuses writes (a full disk: `/dev/full`) never holds a request: the
+    /// wait ends at once and the line is counted as dropped, not as written.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_failed_write_answers_at_once_and_counts_the_line_as_dropped() {
+        let tasks = Tasks::new();
+        let log = RequestLog::open(Path::new("/dev/full"), &tasks)
+            .await
+            .unwrap();
+        log.commit(entry(1)).await;
+        log.commit(entry(2)).await;
+        assert_eq!((log.dropped(), log.late()), (2, 0));
+    }
+
+    /// A writer stuck in `write(2)` (a pipe nobody drains: a hung disk) holds a request for
+    /// [`ACK_WAIT`] at most; the request is answered and the line counted as late.
+    #[cfg(target_os = "linux")]
+    #[tokio::test(start_paused = true)]
+    async fn a_stuck_writer_holds_a_request_for_ack_wait_at_most() {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        const O_NONBLOCK: i32 = 0o4000;
+        let dir = scratch("stuck");
+        let fifo = dir.join("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let nonblocking = |read: bool| {
+            std::fs::OpenOptions::new()
+                .read(read)
+                .write(!read)
+                .custom_flags(O_NONBLOCK)
+                .open(&fifo)
+                .unwrap()
+        };
+        let reader = nonblocking(true);
+        let mut filler = nonblocking(false);
+        // fill the pipe: the log's first write will block until someone reads
+        let chunk = [b'x'; 4096];
+        while filler.write(&chunk).is_ok() {}
+        let tasks = Tasks::new();
+        let log = RequestLog::open(&fifo, &tasks).await.unwrap();
+        let started = tokio::time::Instant::now();
+        log.commit(entry(1)).await;
+        assert_eq!(started.elapsed(), ACK_WAIT);
+        assert_eq!((log.late(), log.dropped()), (1, 0));
+        drop((log, reader, filler)); // the writer's write fails (no reader) and it ends
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[derive(Default)]
+    struct Seen(Mutex<Vec<String>>);
+
+    impl LogTap for Seen {
+        fn record(&self, entry: &Arc<LogEntry>) {
+            self.0.lock().unwrap().push(entry.id.clone());
+        }
+    }
+
+    #[tokio::test]
+    async fn without_a_file_the_tap_still_sees_every_entry_and_nothing_waits() {
+        let seen = Arc::new(Seen::default());
+        let log = RequestLog::disabled().with_tap(seen.clone());
+        log.commit(entry(1)).await;
+        log.write(entry(2));
+        assert_eq!(*seen.0.lock().unwrap(), ["req-1", "req-2"]);
+        assert_eq!((log.dropped(), log.late()), (0, 0));
+    }
+
+    #[test]
+    fn unreadable_lines_are_counted_with_the_first_ones_number() {
+        let dir = scratch("read");
+        let path = dir.join("requests.jsonl");
+        let good = serde_json::to_string(&entry(1)).unwrap();
+        let mut bytes = format!("{good}\n\n{{\"id\": 3\n{good}\n").into_bytes();
+        bytes.extend_from_slice(b"\xff\xfe not utf-8\n");
+        bytes.extend_from_slice(&good.as_bytes()[..good.len() / 2]);
+        std::fs::write(&path, bytes).unwrap();
+        let read = read(&path).unwrap();
+        assert_eq!(read.entries, [entry(1), entry(1)]);
+        assert_eq!(
+            read.unreadable,
+            Unreadable {
+                count: 3,
+                first_line: Some(3)
+            }
+        );
+        assert_eq!(
+            read.unreadable.to_string(),
+            "3 unreadable line(s) skipped (first at line 3)"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

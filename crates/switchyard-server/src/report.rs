@@ -14,6 +14,9 @@
 //! - unpriced: served entries whose cost is unknown;
 //! - failures: `failed` attempts in every entry's trail, by kind;
 //! - failovers: served entries with `failed_over`.
+//!
+//! Lines that are not log entries (a last line cut short by `kill -9`, garbage) are skipped,
+//! counted and reported (`N unreadable line(s) skipped (first at line L)`), never silently.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -23,7 +26,7 @@ use serde::Serialize;
 use switchyard::observe::Outcome;
 use switchyard::Money;
 
-use crate::log::LogEntry;
+use crate::log::{LogEntry, LogRead, Unreadable};
 
 /// Arguments of `switchyard report`.
 #[derive(Debug, Clone, clap::Args)]
@@ -38,17 +41,21 @@ pub struct ReportArgs {
 /// Read the log and print the summary.
 ///
 /// # Errors
-/// An unreadable log, or a line that is not a log entry (named by its line number).
+/// A log that cannot be opened or read.
 pub fn run(args: &ReportArgs) -> Result<(), String> {
-    let entries = crate::log::read(&args.log)?;
-    let report = Report::from_entries(&entries);
-    let text = if args.json {
-        serde_json::to_string_pretty(&report).map_err(|e| format!("cannot encode report: {e}"))?
-    } else {
-        report.table()
-    };
-    println!("{text}");
+    println!("{}", render(&crate::log::read(&args.log)?, args.json)?);
     Ok(())
+}
+
+/// The summary of what was read, as a table or as JSON.
+fn render(read: &LogRead, json: bool) -> Result<String, String> {
+    let mut report = Report::from_entries(&read.entries);
+    report.unreadable = read.unreadable;
+    if json {
+        serde_json::to_string_pretty(&report).map_err(|e| format!("cannot encode report: {e}"))
+    } else {
+        Ok(report.table())
+    }
 }
 
 /// The whole summary.
@@ -57,6 +64,9 @@ struct Report {
     /// Sorted by provider name.
     providers: Vec<ProviderRow>,
     totals: Totals,
+    /// Lines of the log that were not entries (not in the numbers above).
+    #[serde(rename = "unreadable_lines")]
+    unreadable: Unreadable,
 }
 
 /// One provider's line.
@@ -128,7 +138,11 @@ impl Report {
             }
         }
         let providers = accs.into_iter().map(|(name, acc)| acc.row(name)).collect();
-        Self { providers, totals }
+        Self {
+            providers,
+            totals,
+            unreadable: Unreadable::default(),
+        }
     }
 
     /// The aligned table and the totals line.
@@ -164,6 +178,9 @@ impl Report {
             out.push('\n');
         }
         out.push_str(&self.totals.line());
+        if self.unreadable.count > 0 {
+            let _ = write!(out, "\n{}", self.unreadable);
+        }
         out
     }
 }
@@ -263,6 +280,7 @@ impl Totals {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
     use std::time::Duration;
 
     use serde_json::json;
@@ -443,23 +461,71 @@ total: 13 requests, 11 served, 1 failed over, errors by status: 502:1, broken st
             .unwrap();
         }
         let back = crate::log::read(&path).unwrap();
+        assert_eq!(back.unreadable, Unreadable::default());
         assert_eq!(
-            Report::from_entries(&back),
+            Report::from_entries(&back.entries),
             Report::from_entries(&fixture())
         );
         std::fs::remove_file(path).unwrap();
     }
 
     #[test]
-    fn a_malformed_line_is_named_by_number() {
-        let good = serde_json::to_string(&fixture()[0]).unwrap();
-        let path = write_log("bad", &[good.clone(), good, "{\"id\": 3".to_owned()]);
-        let err = run(&ReportArgs {
+    fn unreadable_lines_are_skipped_counted_and_reported() {
+        let lines: Vec<String> = fixture()
+            .iter()
+            .map(|e| serde_json::to_string(e).unwrap())
+            .collect();
+        // garbage in the middle (line 4), a blank line (not counted), and the last line cut
+        // short, as `kill -9` leaves it
+        let mut text = lines[..3].join("\n");
+        text.push_str("\nnot json at all\n\n");
+        text.push_str(&lines[3..].join("\n"));
+        text.push('\n');
+        text.push_str(&lines[0][..lines[0].len() / 2]);
+        let path = write_log("bad", &[]);
+        std::fs::write(&path, text).unwrap();
+        let read = crate::log::read(&path).unwrap();
+        assert_eq!(read.entries, fixture(), "every whole line is read");
+        assert_eq!(
+            read.unreadable,
+            Unreadable {
+                count: 2,
+                first_line: Some(4)
+            }
+        );
+        let table = render(&read, false).unwrap();
+        assert!(
+            table.ends_with("\n2 unreadable line(s) skipped (first at line 4)"),
+            "{table}"
+        );
+        assert!(table.contains("total: 13 requests"), "{table}");
+        let json: serde_json::Value = serde_json::from_str(&render(&read, true).unwrap()).unwrap();
+        assert_eq!(
+            json["unreadable_lines"],
+            json!({"count": 2, "first_line": 4})
+        );
+        assert_eq!(json["totals"]["requests"], 13);
+        run(&ReportArgs {
             log: path.clone(),
             json: false,
         })
-        .unwrap_err();
-        assert!(err.contains(":3:"), "{err}");
+        .unwrap();
         std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn a_clean_log_says_nothing_about_unreadable_lines() {
+        let read = LogRead {
+            entries: fixture(),
+            unreadable: Unreadable::default(),
+        };
+        assert!(!render(&read, false).unwrap().contains("unreadable"));
+        let json: serde_json::Value = serde_json::from_str(&render(&read, true).unwrap()).unwrap();
+        assert_eq!(json["unreadable_lines"]["count"], 0);
+        let missing = crate::log::read(Path::new("/nonexistent/switchyard.jsonl")).unwrap_err();
+        assert!(
+            missing.starts_with("/nonexistent/switchyard.jsonl: "),
+            "{missing}"
+        );
     }
 }

@@ -36,8 +36,9 @@ pub struct Spend {
 }
 
 /// Replay the request log at `path` into `store`'s budgets as of `now`, one line at a time
-/// (memory stays flat however long the log is). Lines that do not parse (a line cut short by
-/// a crash) are skipped and counted rather than refusing to start; a missing file is empty.
+/// ([`crate::log::for_each_line`]: memory stays flat however long the log is). Lines that
+/// do not parse (a line cut short by a crash) are skipped and counted rather than refusing
+/// to start; a missing file is empty.
 ///
 /// # Errors
 /// When the file exists but cannot be read.
@@ -47,30 +48,14 @@ pub fn replay_file(
     store: &MemoryState,
     now: u64,
 ) -> std::io::Result<(Restored, usize)> {
-    use std::io::BufRead as _;
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Restored::default(), 0)),
-        Err(e) => return Err(e),
-    };
-    let mut reader = std::io::BufReader::with_capacity(256 * 1024, file);
-    let mut line = Vec::with_capacity(4096);
-    let mut skipped = 0;
     let mut restored = Restored::default();
-    loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 {
-            break;
-        }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        match serde_json::from_slice::<Spend>(&line) {
-            Ok(spend) => replay_one(config, &spend, store, now, &mut restored),
-            Err(_) => skipped += 1,
-        }
+    match crate::log::for_each_line::<Spend>(path, |spend| {
+        replay_one(config, &spend, store, now, &mut restored);
+    }) {
+        Ok(unreadable) => Ok((restored, unreadable.count)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((Restored::default(), 0)),
+        Err(e) => Err(e),
     }
-    Ok((restored, skipped))
 }
 
 fn replay_one(config: &Config, e: &Spend, store: &MemoryState, now: u64, restored: &mut Restored) {

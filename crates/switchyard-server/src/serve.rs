@@ -218,46 +218,18 @@ async fn state_store(
     Ok(memory)
 }
 
-/// The Redis settings, when `[state] backend = "redis"`.
+/// The Redis settings, when `[state] backend = "redis"` (shared with `check`).
 fn redis_config(config: &Config) -> Result<Option<RedisConfig>, String> {
-    let Some(state) = config
-        .state
-        .as_ref()
-        .filter(|s| s.backend.as_deref() == Some("redis"))
-    else {
-        return Ok(None);
-    };
-    let mut cfg = RedisConfig::new(state.url.clone().unwrap_or_default());
-    if let Some(prefix) = &state.prefix {
-        cfg.prefix.clone_from(prefix);
-    }
-    if let Some(t) = &state.timeout {
-        cfg.op_timeout = config::duration(t)?;
-    }
-    Ok(Some(cfg))
+    config::redis_config(config)
 }
 
+/// Where to listen; refused when public without keys (shared with `check`).
 fn listen_address(config: &Config, cli: Option<&str>) -> Result<SocketAddr, String> {
-    let text = cli
-        .or(config.server.listen.as_deref())
-        .unwrap_or("127.0.0.1:4000");
-    let addr: SocketAddr = text
-        .parse()
-        .map_err(|_| format!("{text:?} is not an address like 127.0.0.1:4000"))?;
-    if !addr.ip().is_loopback() && config.keys.is_empty() {
-        return Err(format!(
-            "refusing to listen on {addr} without client keys: add [[keys]] (see `switchyard keys new NAME`) or listen on 127.0.0.1"
-        ));
-    }
-    Ok(addr)
+    config::listen_address(config, cli)
 }
 
 fn grace_period(config: &Config) -> Result<Duration, String> {
-    config
-        .server
-        .shutdown_grace
-        .as_deref()
-        .map_or(Ok(Duration::from_secs(10)), config::duration)
+    config::grace_period(config)
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ pub struct Built {
     /// The gateway.
     pub gateway: Gateway,
     /// Things that will not work as configured (missing keys, unpriced models under a
-    /// budget).
+    /// budget), and client keys anyone could guess.
     pub warnings: Vec<String>,
 }
 
@@ -93,6 +93,7 @@ pub fn build_gateway(
         builder = builder.route(route(r)?);
     }
     let gateway = builder.build().map_err(|e| e.to_string())?;
+    warnings.extend(crate::keys::weak_token_warnings(&config.keys));
     warnings.extend(budget_warnings(&gateway));
     Ok(Built { gateway, warnings })
 }

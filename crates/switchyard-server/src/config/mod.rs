@@ -8,6 +8,7 @@
 //! Building providers and the gateway from a valid config is `build`'s job.
 
 mod build;
+mod preflight;
 mod schema;
 
 use std::collections::HashSet;
@@ -17,6 +18,7 @@ use std::time::Duration;
 #[cfg(test)]
 pub use build::resolve_key;
 pub use build::{build_gateway, KeyLookup, Wiring};
+pub use preflight::{grace_period, listen_address, preflight, redis_config};
 pub use schema::{BreakerToml, Config, KeyToml, ProviderToml, RetryToml, RouteToml};
 
 /// The config compiled into the binary: simulated providers, no keys needed.
@@ -391,8 +393,8 @@ fn validate_keys(config: &Config, routes: &HashSet<String>, p: &mut Problems) {
     let mut hashes = HashSet::new();
     for (i, k) in config.keys.iter().enumerate() {
         let at = format!("keys[{i}]");
-        if k.name.trim().is_empty() {
-            p.add(format!("{at}.name"), "must not be empty");
+        if let Err(e) = crate::keys::check_name(&k.name) {
+            p.add(format!("{at}.name"), e);
         } else if !names.insert(k.name.clone()) {
             p.add(
                 format!("{at}.name"),

@@ -14,6 +14,32 @@ fn the_example_file_parses() {
     assert_eq!(config.routes.len(), 2);
     assert_eq!(config.providers.len(), 5);
     assert_eq!(config.keys[0].routes, ["smart", "cheap"]);
+    // placeholders nobody holds a token for: serving the example verbatim admits no one
+    assert_eq!(
+        crate::keys::weak_token_warnings(&config.keys),
+        Vec::<String>::new()
+    );
+    for k in &config.keys {
+        assert_ne!(k.sha256, crate::keys::hash_token("test"), "{}", k.name);
+    }
+}
+
+#[test]
+fn key_names_follow_the_keys_new_rule() {
+    let base = "[[providers]]\nname = \"s\"\nkind = \"simulated\"\n[[routes]]\nname = \"r\"\nproviders = [\"s\"]\n";
+    let hash = crate::keys::hash_token("sy-a-long-enough-random-token-for-this-test");
+    let key =
+        |name: &str| format!("[[keys]]\nname = {name:?}\nsha256 = \"{hash}\"\nroutes = [\"*\"]\n");
+    assert!(problems(&format!("{base}{}", key("ci-bot.prod_2"))).is_empty());
+    for bad in ["", "two\nlines", "team a", "x:y"] {
+        let p = problems(&format!("{base}{}", key(bad)));
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(p[0].starts_with("keys[0].name: key name "), "{p:?}");
+        assert!(
+            p[0].ends_with("use 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' and '-'"),
+            "{p:?}"
+        );
+    }
 }
 
 #[test]

@@ -38,8 +38,8 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
 }
 
 /// `GET /admin/health`: every provider's breaker and stats, the ledger, route budgets and
-/// the request log's dropped-line count. Money is in dollars, converted once from exact
-/// amounts.
+/// the request log's dropped and late line counts. Money is in dollars, converted once
+/// from exact amounts.
 ///
 /// # Errors
 /// When client keys are configured: 401 without a valid key, 403 for a non-admin key.
@@ -61,6 +61,7 @@ pub async fn health(
         "ledger": ledger,
         "budgets": budgets,
         "request_log_dropped": state.log.dropped(),
+        "request_log_late": state.log.late(),
         "state": state.gateway.state().status(),
     })))
 }

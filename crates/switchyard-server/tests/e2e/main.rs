@@ -13,6 +13,10 @@
 //!   non-loopback refusal;
 //! - `money.rs`: budgets hold against requests without `max_tokens`, the route's
 //!   `default_max_tokens`, usage overruns alerted and counted, absurd usage failed over;
+//! - `durability.rs`: a request's log line is in the file before its answer is complete;
+//!   `kill -9` loses no answered request's line or spend;
+//! - `preflight.rs`: `check` refuses what `serve` refuses before listening, warns of
+//!   guessable keys; `keys new` refuses names that would break the TOML;
 //! - `python_sdk.rs`: the official `openai` Python SDK against the proxy
 //!   (`tests/python/test_openai_sdk.py`, interpreter from `$SWITCHYARD_PYTHON`).
 //!
@@ -32,11 +36,13 @@ mod common;
 mod support;
 mod upstream;
 
+mod durability;
 mod errors;
 mod failover;
 mod hostile;
 mod lifecycle;
 mod money;
+mod preflight;
 mod proxy;
 mod python_sdk;
 mod rescue;

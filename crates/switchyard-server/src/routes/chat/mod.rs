@@ -46,6 +46,8 @@ pub(crate) struct Ctx {
     pub time_ms: u64,
     pub started: Instant,
     pub stream: bool,
+    /// A plain answer's log line, committed by the handler once the guard is disarmed.
+    pub line: Option<LogEntry>,
 }
 
 impl Ctx {
@@ -90,29 +92,34 @@ pub async fn completions(State(state): State<AppState>, request: Request) -> Res
             time_ms: clock.unix_ms(),
             started: clock.now(),
             stream: false,
+            line: None,
         },
         armed: true,
     };
     let outcome = handle(&state, &mut guard.ctx, request).await;
     // From here the request has an answer (a streamed body logs its own end).
     guard.armed = false;
-    let ctx = &guard.ctx;
-    match outcome {
-        Ok(resp) => resp,
+    let ctx = &mut guard.ctx;
+    let (resp, line) = match outcome {
+        Ok(resp) => (resp, ctx.line.take()),
         Err(err) => {
             let status = err.status.as_u16();
             let mut entry = ctx.entry(status);
             entry.attempts.clone_from(&err.attempts);
             entry.error = Some(err.code.unwrap_or(err.kind).to_owned());
-            state.log.write(entry);
             state
                 .metrics
                 .request(&ctx.route_label, status, ctx.stream, ctx.elapsed());
             let mut resp = err.into_response();
             set(resp.headers_mut(), "x-request-id", &ctx.id);
-            resp
+            (resp, Some(entry))
         }
+    };
+    // The response is complete only once its line is in the file (`kill -9` keeps it).
+    if let Some(line) = line {
+        state.log.commit(line).await;
     }
+    resp
 }
 
 /// Logs a request whose client went away before any answer (status 499, like nginx):
@@ -184,7 +191,9 @@ async fn handle(state: &AppState, ctx: &mut Ctx, request: Request) -> Result<Res
     }
     let resp = state.gateway.chat_with(&ctx.route, &req, &opts).await?;
     record_tokens(state, ctx, resp.usage.as_ref()).await;
-    Ok(completed(state, ctx, &resp))
+    let out = completed(state, ctx, &resp);
+    ctx.line = Some(completion_entry(ctx, &resp, 200, None));
+    Ok(out)
 }
 
 /// 404 for a `model` that names no route, listing only the routes the caller may use.
@@ -218,7 +227,7 @@ async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
     })
 }
 
-/// A non-streaming completion: body, headers, log line, metrics.
+/// A non-streaming completion: body, headers, metrics (the caller logs).
 fn completed(state: &AppState, ctx: &Ctx, resp: &ChatResponse) -> Response {
     let body = CompletionBody::new(ctx, resp);
     // sized for the answer plus the envelope, so the buffer is not regrown while writing
@@ -244,7 +253,6 @@ fn completed(state: &AppState, ctx: &Ctx, resp: &ChatResponse) -> Response {
     if let [only] = resp.attempts.as_slice() {
         state.metrics.overhead(elapsed.saturating_sub(only.latency));
     }
-    log_completion(state, ctx, resp, 200, None);
     state.metrics.request(&ctx.route_label, 200, false, elapsed);
     if resp.failed_over {
         state.metrics.failover(&ctx.route_label);
@@ -252,7 +260,8 @@ fn completed(state: &AppState, ctx: &Ctx, resp: &ChatResponse) -> Response {
     out
 }
 
-/// Write the log line for a request that got an answer (or a partial one).
+/// Queue the log line for a request that got a partial answer and has nobody left to
+/// answer (the client went away), without waiting for it to be written.
 pub(crate) fn log_completion(
     state: &AppState,
     ctx: &Ctx,
@@ -260,6 +269,16 @@ pub(crate) fn log_completion(
     status: u16,
     ttft: Option<Duration>,
 ) {
+    state.log.write(completion_entry(ctx, resp, status, ttft));
+}
+
+/// The log line for a request that got an answer (or a partial one).
+pub(crate) fn completion_entry(
+    ctx: &Ctx,
+    resp: &ChatResponse,
+    status: u16,
+    ttft: Option<Duration>,
+) -> LogEntry {
     let mut entry = ctx.entry(status);
     entry.provider = Some(resp.provider.clone());
     // the upstream's word, not ours: bounded like the client's
@@ -269,7 +288,7 @@ pub(crate) fn log_completion(
     entry.usage = resp.usage;
     entry.cost_usd = resp.cost.map(Money::to_usd);
     entry.ttft_ms = ttft.map(|d| d.as_secs_f64() * 1000.0);
-    state.log.write(entry);
+    entry
 }
 
 /// The `x-switchyard-*` and `x-request-id` headers.

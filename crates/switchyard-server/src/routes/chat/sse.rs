@@ -16,7 +16,9 @@ use switchyard::gateway::{CancelSlot, ChatStream, StreamEvent};
 use switchyard::{ChatChunk, ChatResponse};
 
 use super::wire::{WireFunctionCall, WireUsage};
-use super::{completion_id, error_event, log_completion, who_answered, Ctx, Trail};
+use super::{
+    completion_entry, completion_id, error_event, log_completion, who_answered, Ctx, Trail,
+};
 use crate::app::AppState;
 
 /// Turn a committed gateway stream into the HTTP response.
@@ -112,7 +114,11 @@ impl Writer {
             StreamEvent::Chunk(c) => self.content(&c),
             StreamEvent::Done(resp) => {
                 super::record_tokens(&self.state, &self.ctx, resp.usage.as_ref()).await;
-                self.done(&resp)
+                let last = self.done(&resp);
+                // `[DONE]` goes out only once the line is in the file
+                let entry = completion_entry(&self.ctx, &resp, 200, Some(self.ttft));
+                self.state.log.commit(entry).await;
+                last
             }
             StreamEvent::Failed(err) => {
                 self.stream = None;
@@ -120,7 +126,6 @@ impl Writer {
                 entry.attempts = err.attempts().to_vec();
                 entry.error = Some(format!("stream_failed:{}", err.label()));
                 entry.ttft_ms = Some(self.ttft.as_secs_f64() * 1000.0);
-                self.state.log.write(entry);
                 self.logged = true;
                 self.state.metrics.request(
                     &self.ctx.route_label,
@@ -128,6 +133,8 @@ impl Writer {
                     true,
                     self.ctx.started.elapsed(),
                 );
+                // the error event goes out only once the line is in the file
+                self.state.log.commit(entry).await;
                 event_bytes(&error_event(&err))
             }
         })
@@ -162,7 +169,7 @@ impl Writer {
         self.chunk(delta, None, None, None)
     }
 
-    /// The finish chunk, the usage chunk (if asked for), `[DONE]`; log and count.
+    /// The finish chunk, the usage chunk (if asked for), `[DONE]`; count (the caller logs).
     fn done(&mut self, resp: &ChatResponse) -> Bytes {
         self.stream = None;
         let finish = resp
@@ -185,7 +192,6 @@ impl Writer {
             out.extend_from_slice(&self.chunk(empty, Some(finish), None, Some(&trail)));
         }
         out.extend_from_slice(b"data: [DONE]\n\n");
-        log_completion(&self.state, &self.ctx, resp, 200, Some(self.ttft));
         self.logged = true;
         self.state
             .metrics
