@@ -398,7 +398,12 @@ impl<'a> Run<'a> {
         if !self.budgets.is_empty() && slot.price.is_none() && !self.route.allow_unpriced {
             return self.skip(slot, SkipReason::Unpriced);
         }
-        let lease_for = slot.spec.probe_limit().min(self.time_left());
+        let limit = if self.route.breaker.single_attempt_probes() {
+            slot.spec.probe_limit()
+        } else {
+            slot.spec.timeout
+        };
+        let lease_for = limit.min(self.time_left());
         let lease = match self.breaker(slot, Op::Admit { lease_for }).await.admission {
             Admission::Reject(reason) => {
                 if reason == SkipReason::Cooling {
@@ -536,8 +541,10 @@ impl<'a> Run<'a> {
         // A half-open probe is one attempt under the probe's own limit: its outcome alone
         // decides the circuit, and a failure fails the request over at once.
         let (max_attempts, limits) = match lease {
-            Some(_) => (1, AttemptLimits::probe(&slot.spec)),
-            None => (
+            Some(_) if self.route.breaker.single_attempt_probes() => {
+                (1, AttemptLimits::probe(&slot.spec))
+            }
+            _ => (
                 slot.spec
                     .max_attempts
                     .unwrap_or(self.route.retry.max_attempts),
