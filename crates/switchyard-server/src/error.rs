@@ -197,6 +197,14 @@ impl From<GatewayError> for ApiError {
                 ..Self::new(StatusCode::BAD_GATEWAY, "upstream_error", message)
                     .code("all_providers_failed")
             },
+            GatewayError::RateLimited {
+                retry_after,
+                attempts,
+                ..
+            } => Self {
+                attempts,
+                ..Self::rate_limited(message, retry_after)
+            },
             GatewayError::Provider {
                 error, attempts, ..
             } => Self {

@@ -337,7 +337,10 @@ impl Observer for Insight {
         while ring.front().is_some_and(|f| f.at_ms < since) || ring.len() >= TRANSITIONS_KEPT {
             ring.pop_front();
         }
-        ring.push_back(record);
+        // An open → half-open step is reported late (when a probe is admitted) but stamped
+        // when the cooldown ran out: keep the ring in time order.
+        let at = ring.partition_point(|r| r.at_ms <= record.at_ms);
+        ring.insert(at, record);
     }
 
     fn on_complete(&self, _route: &str, result: Result<&ChatResponse, &GatewayError>) {

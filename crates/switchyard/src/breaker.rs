@@ -13,9 +13,16 @@
 //! - HalfOpen: exactly one probe is admitted, holding a lease that expires, so a probe
 //!   whose caller vanished cannot wedge the circuit. Probe success closes (cooldown
 //!   resets); probe failure reopens with the cooldown doubled up to `max_cooldown`.
+//!   Open turns HalfOpen by the clock alone; that step is reported (once per opening,
+//!   stamped with the moment the cooldown ran out) when the first probe is admitted.
+//!
+//! The defaults (10 s doubling to at most 15 s) bound recovery: a provider that comes back
+//! carries traffic again at most `max_cooldown` plus one request gap after recovering,
+//! however long it was down, while one that stays down sees one probe per cooldown.
 //!
 //! Cooldowns are measured in time by default, or in gateway requests to reproduce the
-//! tutorial in `seeds/000_*` exactly (there the cooldown does not grow).
+//! tutorial in `seeds/000_*` exactly (there the cooldown does not grow, and a probe is a
+//! full turn of retries, as the tutorial's is).
 
 use std::time::Duration;
 
@@ -29,6 +36,10 @@ use crate::error::{BreakerEffect, ErrorKind};
 #[serde(rename_all = "snake_case")]
 pub enum Cooldown {
     /// Wall time: `base` after opening, doubled per failed probe up to `max`.
+    ///
+    /// `max` bounds how late a recovered provider is noticed (one cooldown, plus the
+    /// time until the next request probes); `base` bounds how often one that stays down
+    /// is probed (at most once per cooldown).
     Time {
         /// First cooldown.
         base: Duration,
@@ -54,12 +65,29 @@ impl Default for BreakerConfig {
         Self {
             failure_threshold: 3,
             cooldown: Cooldown::Time {
-                base: Duration::from_secs(30),
-                max: Duration::from_secs(300),
+                base: DEFAULT_COOLDOWN,
+                max: DEFAULT_MAX_COOLDOWN,
             },
         }
     }
 }
+
+impl BreakerConfig {
+    /// Whether a half-open probe is a single attempt (under the provider's probe limit):
+    /// true for time cooldowns. The tutorial's request-counted breaker probes with a full
+    /// turn of retries, as the tutorial in `seeds/000_*` does, so it can be replayed exactly.
+    #[must_use]
+    pub fn single_attempt_probes(&self) -> bool {
+        matches!(self.cooldown, Cooldown::Time { .. })
+    }
+}
+
+/// The default first cooldown: a short blip is probed again soon.
+pub const DEFAULT_COOLDOWN: Duration = Duration::from_secs(10);
+
+/// The default longest cooldown. A recovered provider carries traffic again at most this
+/// long (plus the gap to the next request) after recovering, however long the outage.
+pub const DEFAULT_MAX_COOLDOWN: Duration = Duration::from_secs(15);
 
 /// The three states, in the standard words (Closed = traffic flows).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -183,6 +211,10 @@ pub struct Breaker {
     opened_by: Option<ErrorKind>,
     /// The most recent failure of any kind.
     last_error: Option<ErrorKind>,
+    /// The open → half-open step of the current opening has been reported (it happens by
+    /// the clock; it is reported when the first probe is admitted).
+    #[serde(default)]
+    half_open_noted: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -234,6 +266,36 @@ impl Breaker {
     /// May a request call the provider now? A half-open admission takes the probe lease
     /// until `now + lease_for`.
     pub fn admit(&mut self, cfg: &BreakerConfig, now: Now, lease_for: Duration) -> Admission {
+        self.admit_noting(cfg, now, lease_for).0
+    }
+
+    /// [`Breaker::admit`], and the open → half-open transition when this admission is the
+    /// first probe of the opening (the step itself happened when the cooldown ran out).
+    pub fn admit_noting(
+        &mut self,
+        cfg: &BreakerConfig,
+        now: Now,
+        lease_for: Duration,
+    ) -> (Admission, Option<Transition>) {
+        let admission = self.admit_only(cfg, now, lease_for);
+        if admission.lease().is_none() || self.half_open_noted {
+            return (admission, None);
+        }
+        self.half_open_noted = true;
+        let at_ms = match cfg.cooldown {
+            Cooldown::Time { .. } => self.open_until.min(now.ms),
+            Cooldown::Requests(_) => now.ms,
+        };
+        let transition = Transition {
+            from: CircuitState::Open,
+            to: CircuitState::HalfOpen,
+            cause: None,
+            at_ms,
+        };
+        (admission, Some(transition))
+    }
+
+    fn admit_only(&mut self, cfg: &BreakerConfig, now: Now, lease_for: Duration) -> Admission {
         if now.ms < self.cool_until_ms {
             return Admission::Reject(SkipReason::Cooling);
         }
@@ -404,6 +466,7 @@ impl Breaker {
         };
         self.state = StateTag::Open;
         self.probe = None;
+        self.half_open_noted = false;
         self.opened_by = Some(kind);
         self.consecutive_failures = self.consecutive_failures.max(cfg.failure_threshold);
         Some(Transition {
@@ -427,11 +490,11 @@ impl Breaker {
     /// Take the fleet's view of the state, keeping this replica's probe lease if the
     /// circuit is still the one that lease was taken on (open, same opening).
     pub fn merge_shared(&mut self, shared: Breaker) {
-        let probe = (shared.state == StateTag::Open && shared.open_until == self.open_until)
-            .then_some(self.probe)
-            .flatten();
+        let same = shared.state == StateTag::Open && shared.open_until == self.open_until;
+        let probe = same.then_some(self.probe).flatten();
         *self = Breaker {
             probe,
+            half_open_noted: shared.half_open_noted || (same && self.half_open_noted),
             lease_seq: self.lease_seq.max(shared.lease_seq),
             ..shared
         };
@@ -520,8 +583,9 @@ impl Breaker {
         let mut admission = Admission::Admit;
         let transition = match op {
             Op::Admit { lease_for } => {
-                admission = self.admit(cfg, now, lease_for);
-                None
+                let (answer, transition) = self.admit_noting(cfg, now, lease_for);
+                admission = answer;
+                transition
             }
             Op::Renew { lease, until_ms } => {
                 self.renew(lease, until_ms);
@@ -667,6 +731,51 @@ mod tests {
         );
         fail_turn(&mut b, &c, at(t), None);
         assert_eq!(b.snapshot(&c, at(t)).open_until, Some((t + 60) * 1000));
+    }
+
+    #[test]
+    fn open_to_half_open_is_reported_once_per_opening_stamped_when_the_cooldown_ended() {
+        let c = cfg(1);
+        let mut b = Breaker::default();
+        fail_turn(&mut b, &c, at(0), None); // open until 60
+        let mut seen = Vec::new();
+        for t in [30, 75, 76] {
+            let applied = b.apply(&c, at(t), Op::Admit { lease_for: LEASE });
+            seen.push(applied.transition);
+        }
+        let half = Transition {
+            from: CircuitState::Open,
+            to: CircuitState::HalfOpen,
+            cause: None,
+            at_ms: 60_000,
+        };
+        // closed while open; the probe at 75 s reports it; the next admission does not
+        assert_eq!(seen, [None, Some(half), None]);
+        // the lease lapses and another request probes: still the same half-open period
+        let again = b.apply(&c, at(90), Op::Admit { lease_for: LEASE });
+        assert!(again.admission.lease().is_some());
+        assert_eq!(again.transition, None);
+        // a failed probe reopens; the next half-open period is reported anew
+        let lease = again.admission.lease();
+        fail_turn(&mut b, &c, at(90), lease); // open until 90 + 120
+        let next = b.apply(&c, at(210), Op::Admit { lease_for: LEASE });
+        assert_eq!(next.transition.map(|t| t.at_ms), Some(210_000));
+    }
+
+    #[test]
+    fn a_fleet_merge_keeps_the_reported_half_open_of_the_same_opening() {
+        let c = cfg(1);
+        let mut b = Breaker::default();
+        fail_turn(&mut b, &c, at(0), None);
+        let shared = b.shared();
+        assert!(b
+            .apply(&c, at(60), Op::Admit { lease_for: LEASE })
+            .transition
+            .is_some());
+        b.merge_shared(shared); // an older write of the same opening arrives
+        let lapsed = b.apply(&c, at(80), Op::Admit { lease_for: LEASE });
+        assert!(lapsed.admission.lease().is_some());
+        assert_eq!(lapsed.transition, None, "reported once");
     }
 
     #[test]

@@ -332,6 +332,20 @@ pub enum GatewayError {
         /// The full trail, tries and skips.
         attempts: Vec<Attempt>,
     },
+    /// Every candidate was rate limited (failed with a 429) or skipped while cooling down
+    /// after one, and nothing else went wrong: the caller should come back later rather
+    /// than count it as an outage.
+    #[error("all providers are rate limited; one accepts again in {}ms", retry_after.as_millis())]
+    RateLimited {
+        /// From when the error was made to the earliest moment one of the providers
+        /// accepts again (its Retry-After, or the end of its cooling); zero when a 429
+        /// gave no hint.
+        retry_after: Duration,
+        /// Every error, in order.
+        errors: Vec<AttemptError>,
+        /// The full trail, tries and skips.
+        attempts: Vec<Attempt>,
+    },
     /// The caller went away. A stream cancelled after its commit point carries what was
     /// delivered and used so far, so spend is still recorded.
     #[error("request cancelled")]
@@ -371,7 +385,8 @@ impl GatewayError {
             Self::BudgetExceeded { attempts, .. }
             | Self::DeadlineExceeded { attempts, .. }
             | Self::Provider { attempts, .. }
-            | Self::AllFailed { attempts, .. } => attempts,
+            | Self::AllFailed { attempts, .. }
+            | Self::RateLimited { attempts, .. } => attempts,
             Self::UnknownRoute { .. } | Self::InvalidRequest(_) => &[],
             Self::Cancelled { partial, attempts } => partial
                 .as_ref()
@@ -389,6 +404,7 @@ impl GatewayError {
             Self::DeadlineExceeded { .. } => "deadline_exceeded",
             Self::Provider { error, .. } => error.kind.label(),
             Self::AllFailed { .. } => "all_failed",
+            Self::RateLimited { .. } => "rate_limited",
             Self::Cancelled { .. } => "cancelled",
         }
     }

@@ -189,6 +189,7 @@ fn spec(prov: &ProviderToml, provider: Arc<dyn Provider>) -> Result<ProviderSpec
         )
         .supports_prefill(prov.supports_prefill.unwrap_or(false));
     spec.max_attempts = prov.max_attempts;
+    spec.probe_timeout = prov.probe_timeout.as_deref().map(duration).transpose()?;
     spec.price = price;
     spec.max_output_tokens = prov.price.and_then(|p| p.max_output_tokens);
     Ok(spec)

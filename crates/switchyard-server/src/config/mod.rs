@@ -185,6 +185,7 @@ fn validate_providers(config: &Config, p: &mut Problems) -> HashSet<String> {
         ] {
             p.duration(format!("{at}.{field}"), value.as_deref());
         }
+        validate_probe_timeout(prov, &at, p);
         if prov.max_attempts == Some(0) {
             p.add(format!("{at}.max_attempts"), "must be at least 1");
         }
@@ -362,6 +363,23 @@ fn validate_retry(retry: Option<&RetryToml>, at: &str, p: &mut Problems) {
     }
     if let Some(Err(e)) = r.max_retry_after.as_deref().map(duration) {
         p.add(format!("{at}.retry.max_retry_after"), e);
+    }
+}
+
+/// A probe's timeout may only shorten the provider's (a probe is one attempt).
+fn validate_probe_timeout(prov: &ProviderToml, at: &str, p: &mut Problems) {
+    let path = format!("{at}.probe_timeout");
+    let Some(probe) = p.duration(&path, prov.probe_timeout.as_deref()) else {
+        return;
+    };
+    let timeout = (prov.timeout.as_deref())
+        .and_then(|t| duration(t).ok())
+        .unwrap_or(Duration::from_secs(30));
+    if probe > timeout {
+        p.add(
+            path,
+            format!("must not exceed timeout ({}s)", timeout.as_secs_f64()),
+        );
     }
 }
 

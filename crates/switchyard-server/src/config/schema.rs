@@ -67,6 +67,9 @@ pub struct ProviderToml {
     pub base_url: Option<String>,
     /// Per-attempt timeout (default `"30s"`).
     pub timeout: Option<String>,
+    /// A half-open probe's timeout, at most `timeout` (default: `timeout`). A probe is one
+    /// attempt; a shorter limit fails a hanging provider's probe over sooner.
+    pub probe_timeout: Option<String>,
     /// Streams: longest wait for the first token (default `"10s"`).
     pub first_token_timeout: Option<String>,
     /// Streams: longest gap between chunks (default `"15s"`).

@@ -286,3 +286,46 @@ fn output_limits_and_route_default_max_tokens_are_read_and_checked() {
         "{p:#?}"
     );
 }
+
+#[test]
+fn the_example_routes_state_the_recovery_defaults() {
+    let text = include_str!("../../../../switchyard.example.toml");
+    let config = parse(text, "switchyard.example.toml").unwrap();
+    let built = build_gateway(&config, &|_: &str| None, false, Wiring::default()).unwrap();
+    let smart = built.gateway.route("smart").unwrap();
+    assert_eq!(smart.breaker, switchyard::breaker::BreakerConfig::default());
+    assert_eq!(smart.retry, switchyard::retry::RetryPolicy::default());
+    let claude = built.gateway.providers()[0].clone();
+    assert_eq!(claude.probe_limit(), Duration::from_secs(10));
+}
+
+#[test]
+fn probe_timeout_must_be_a_positive_duration_within_the_timeout() {
+    let conf = |provider_line: &str| {
+        format!("[[providers]]\nname = \"s\"\nkind = \"simulated\"\n{provider_line}\n[[routes]]\nname = \"r\"\nproviders = [\"s\"]\n")
+    };
+    assert!(problems(&conf("probe_timeout = \"5s\"")).is_empty());
+    let cases = [
+        (
+            "probe_timeout = \"0s\"",
+            "providers[0].probe_timeout: must be greater than zero",
+        ),
+        (
+            "probe_timeout = \"soon\"",
+            "providers[0].probe_timeout: \"soon\" is not a duration",
+        ),
+        (
+            "probe_timeout = \"31s\"",
+            "providers[0].probe_timeout: must not exceed timeout (30s)",
+        ),
+        (
+            "timeout = \"5s\"\nprobe_timeout = \"6s\"",
+            "providers[0].probe_timeout: must not exceed timeout (5s)",
+        ),
+    ];
+    for (line, expect) in cases {
+        let p = problems(&conf(line));
+        assert_eq!(p.len(), 1, "{line}: {p:?}");
+        assert!(p[0].starts_with(expect), "{line}: {p:?}");
+    }
+}

@@ -322,6 +322,7 @@
     $('timeline-range').textContent = `${spanText(span)} · ${n} transition${n === 1 ? '' : 's'} in the last hour`;
     const names = o.providers.map((p) => p.name);
     const now = Object.fromEntries(t.providers.map((p) => [p.name, p.state]));
+    const openUntil = Object.fromEntries(t.providers.map((p) => [p.name, p.open_until_ms]));
     const LABEL = 90;
     const W = Math.max(320, Math.round($('timeline').clientWidth - 30) || 1000);
     const LANE = 22;
@@ -343,6 +344,13 @@
         if (tr.at_ms > start) svg.append(segment(state, x(from), x(tr.at_ms), y, LANE));
         state = tr.to;
         from = Math.max(tr.at_ms, start);
+      }
+      // An open circuit turns half-open by the clock; that step is recorded only when a
+      // probe is admitted, so until then the cooldown's end marks it.
+      const halfAt = state === 'open' && now[name] === 'half_open' ? openUntil[name] : null;
+      if (halfAt && halfAt > from) {
+        svg.append(segment('open', x(from), x(halfAt), y, LANE));
+        from = Math.max(halfAt, start);
       }
       svg.append(segment(now[name] || state, x(from), x(t.now_ms), y, LANE));
       mine.filter((tr) => tr.at_ms >= start).forEach((tr) => {

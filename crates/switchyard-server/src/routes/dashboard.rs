@@ -200,7 +200,9 @@ fn period_label(p: Period) -> &'static str {
 }
 
 /// `GET /admin/transitions`: circuit transitions of the last hour (oldest first) and
-/// each provider's state now, to draw the timeline to the present.
+/// each provider's state now (with the end of its cooldown: an open circuit turns
+/// half-open by the clock, and that step is recorded only when a probe is admitted), to
+/// draw the timeline to the present.
 ///
 /// # Errors
 /// 401 / 403 when keys are configured and the request carries no admin key.
@@ -214,7 +216,7 @@ pub async fn transitions(
         .health()
         .await
         .iter()
-        .map(|h| json!({ "name": h.name, "state": h.state }))
+        .map(|h| json!({ "name": h.name, "state": h.state, "open_until_ms": h.open_until_ms }))
         .collect();
     Ok(Json(json!({
         "now_ms": state.gateway.clock().unix_ms(),

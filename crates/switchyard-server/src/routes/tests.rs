@@ -21,6 +21,7 @@ use crate::log::RequestLog;
 use crate::metrics::Metrics;
 
 mod hostile;
+mod recovery;
 
 struct Fixture {
     state: AppState,

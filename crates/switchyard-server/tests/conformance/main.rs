@@ -43,5 +43,6 @@ mod also;
 mod design;
 mod failover;
 mod outage;
+mod recovery;
 mod retries;
 mod streams;

@@ -6,6 +6,7 @@
 //! deadline, record the outcome, settle or release, and fail over or return. Side outputs
 //! (observers, ledger) watch; they never steer.
 
+mod hold;
 mod run;
 mod stream;
 
@@ -41,6 +42,10 @@ pub struct ProviderSpec {
     pub provider: Arc<dyn Provider>,
     /// Per-attempt timeout (clamped to the request's time left).
     pub timeout: Duration,
+    /// A half-open probe's timeout when shorter than `timeout` (`None`: `timeout`). A probe
+    /// is one attempt; a provider that hangs costs the probing request this long before
+    /// it fails over.
+    pub probe_timeout: Option<Duration>,
     /// Streams: longest wait for the first content chunk.
     pub first_token_timeout: Duration,
     /// Streams: longest gap between chunks.
@@ -75,6 +80,7 @@ impl ProviderSpec {
             name: name.to_owned(),
             provider,
             timeout: Duration::from_secs(30),
+            probe_timeout: None,
             first_token_timeout: Duration::from_secs(10),
             stall_timeout: Duration::from_secs(15),
             max_attempts: None,
@@ -89,6 +95,21 @@ impl ProviderSpec {
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
+    }
+
+    /// Builder: a half-open probe's timeout (used when shorter than the timeout).
+    #[must_use]
+    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
+        self.probe_timeout = Some(timeout);
+        self
+    }
+
+    /// The longest a half-open probe may take: the timeout, or the probe timeout when
+    /// shorter.
+    #[must_use]
+    pub fn probe_limit(&self) -> Duration {
+        self.probe_timeout
+            .map_or(self.timeout, |p| p.min(self.timeout))
     }
 
     /// Builder: max attempts for this provider.
@@ -313,6 +334,12 @@ impl GatewayBuilder {
             if p.max_attempts == Some(0) {
                 problems.push(format!(
                     "provider {:?}: max_attempts must be at least 1",
+                    p.name
+                ));
+            }
+            if p.probe_timeout == Some(Duration::ZERO) {
+                problems.push(format!(
+                    "provider {:?}: probe_timeout must be more than 0",
                     p.name
                 ));
             }

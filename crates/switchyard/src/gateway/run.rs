@@ -15,9 +15,12 @@ use std::time::Duration;
 use futures_util::StreamExt as _;
 use tokio::time::Instant;
 
+pub(super) use super::hold::Reservation;
+use super::hold::{Guard, Hold, RESERVATION_SLACK};
 use super::{budget_scope, Budget, CallOptions, Gateway, Slot};
 use crate::breaker::{Admission, Now, Op, SkipReason};
 use crate::chat::{ChatChunk, ChatRequest, ChatResponse, ProviderReply, Usage};
+use crate::clock::UnixMillis;
 use crate::cost::{estimate_input_tokens, BudgetState, Money, Price};
 use crate::error::{AttemptError, ErrorKind, GatewayError, ProviderError};
 use crate::observe::{Attempt, Outcome, Overrun};
@@ -87,6 +90,33 @@ pub(super) struct Limits {
     pub applied: Option<u32>,
 }
 
+/// How long one attempt may take, before the deadline clamps it.
+#[derive(Debug, Clone, Copy)]
+struct AttemptLimits {
+    /// The whole call (a stream: until its connection is accepted).
+    timeout: Duration,
+    /// Streams: until the first content chunk.
+    first_token: Duration,
+}
+
+impl AttemptLimits {
+    fn of(spec: &super::ProviderSpec) -> Self {
+        Self {
+            timeout: spec.timeout,
+            first_token: spec.first_token_timeout,
+        }
+    }
+
+    /// A probe's: the probe limit bounds the first token too.
+    fn probe(spec: &super::ProviderSpec) -> Self {
+        let timeout = spec.probe_limit();
+        Self {
+            timeout,
+            first_token: spec.first_token_timeout.min(timeout),
+        }
+    }
+}
+
 /// One request in flight.
 pub(super) struct Run<'a> {
     pub gw: &'a Gateway,
@@ -100,6 +130,9 @@ pub(super) struct Run<'a> {
     pub deadline_hit: bool,
     /// Every budget this request spends against: the route's, then the caller's.
     pub budgets: Vec<Budget>,
+    /// The earliest moment a rate-limited candidate accepts again (its Retry-After, or the
+    /// end of its cooling): what a request that met only rate limits tells its caller.
+    retry_at: Option<UnixMillis>,
     /// Set once the caller has (or will be given) the outcome. A run dropped before
     /// that was abandoned by its caller: `Drop` tells observers, with the trail so far.
     /// Rescue runs inside a committed stream start settled (the stream reports).
@@ -144,6 +177,7 @@ impl<'a> Run<'a> {
             attempts: Vec::new(),
             errors: Vec::new(),
             deadline_hit: false,
+            retry_at: None,
             budgets: budgets_of(route, opts),
             settled: false,
             rng,
@@ -169,6 +203,7 @@ impl<'a> Run<'a> {
             attempts: Vec::new(),
             errors: Vec::new(),
             deadline_hit: false,
+            retry_at: None,
             budgets,
             settled: true,
             rng,
@@ -243,8 +278,16 @@ impl<'a> Run<'a> {
 
     /// The error once every candidate has been tried or skipped.
     pub(super) fn exhausted(&mut self) -> GatewayError {
+        let rate_limited = self.rate_limited_for();
         let errors = std::mem::take(&mut self.errors);
         let attempts = std::mem::take(&mut self.attempts);
+        if let Some(retry_after) = rate_limited {
+            return GatewayError::RateLimited {
+                retry_after,
+                errors,
+                attempts,
+            };
+        }
         if self.deadline_hit {
             GatewayError::DeadlineExceeded {
                 deadline: self.route.deadline,
@@ -254,6 +297,34 @@ impl<'a> Run<'a> {
         } else {
             GatewayError::AllFailed { errors, attempts }
         }
+    }
+
+    /// When every provider of the route was tried or skipped, and each one only failed
+    /// with rate limits or was skipped as cooling: the wait until the earliest of them
+    /// accepts again.
+    fn rate_limited_for(&self) -> Option<Duration> {
+        let only = self.attempts.iter().all(|a| match &a.outcome {
+            Outcome::Failed { kind, .. } => *kind == ErrorKind::RateLimited,
+            Outcome::Skipped { reason } => *reason == SkipReason::Cooling,
+            Outcome::Success | Outcome::Rescue { .. } => false,
+        });
+        let every =
+            (self.route.providers.iter()).all(|p| self.attempts.iter().any(|a| a.provider == *p));
+        let at = self.retry_at.filter(|_| only && every)?;
+        Some(Duration::from_millis(at.saturating_sub(self.now().ms)))
+    }
+
+    /// A rate-limited candidate accepts again at `at_ms`.
+    fn note_retry_at(&mut self, at_ms: UnixMillis) {
+        self.retry_at = Some(self.retry_at.map_or(at_ms, |t| t.min(at_ms)));
+    }
+
+    /// Note when a candidate skipped as cooling accepts again.
+    async fn note_cooling(&mut self, slot: &Slot) {
+        let now = self.now();
+        let breaker = self.state().breaker(&slot.spec.name).await;
+        let until = breaker.snapshot(&self.route.breaker, now).cooling_until_ms;
+        self.note_retry_at(until.unwrap_or(now.ms));
     }
 
     /// Slot indices in the order the route tries them.
@@ -327,9 +398,19 @@ impl<'a> Run<'a> {
         if !self.budgets.is_empty() && slot.price.is_none() && !self.route.allow_unpriced {
             return self.skip(slot, SkipReason::Unpriced);
         }
-        let lease_for = slot.spec.timeout.min(self.time_left());
+        let limit = if self.route.breaker.single_attempt_probes() {
+            slot.spec.probe_limit()
+        } else {
+            slot.spec.timeout
+        };
+        let lease_for = limit.min(self.time_left());
         let lease = match self.breaker(slot, Op::Admit { lease_for }).await.admission {
-            Admission::Reject(reason) => return self.skip(slot, reason),
+            Admission::Reject(reason) => {
+                if reason == SkipReason::Cooling {
+                    self.note_cooling(slot).await;
+                }
+                return self.skip(slot, reason);
+            }
             Admission::Admit => None,
             Admission::Probe { lease } => Some(lease),
         };
@@ -457,10 +538,19 @@ impl<'a> Run<'a> {
         call: Call,
         lease: Option<u64>,
     ) -> Result<(Answer, Duration, u32), ProviderError> {
-        let max_attempts = slot
-            .spec
-            .max_attempts
-            .unwrap_or(self.route.retry.max_attempts);
+        // A half-open probe is one attempt under the probe's own limit: its outcome alone
+        // decides the circuit, and a failure fails the request over at once.
+        let (max_attempts, limits) = match lease {
+            Some(_) if self.route.breaker.single_attempt_probes() => {
+                (1, AttemptLimits::probe(&slot.spec))
+            }
+            _ => (
+                slot.spec
+                    .max_attempts
+                    .unwrap_or(self.route.retry.max_attempts),
+                AttemptLimits::of(&slot.spec),
+            ),
+        };
         let mut backoff = Backoff::with_rng(
             self.route.retry.base_delay,
             self.route.retry.max_delay,
@@ -469,13 +559,13 @@ impl<'a> Run<'a> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let timeout = slot.spec.timeout.min(self.time_left());
             if let Some(lease) = lease {
+                let timeout = limits.timeout.min(self.time_left());
                 let until_ms = self.now().ms + crate::clock::duration_ms(timeout);
                 self.breaker(slot, Op::Renew { lease, until_ms }).await;
             }
             let started = self.gw.inner.clock.now();
-            let result = self.attempt(slot, req, call, timeout).await;
+            let result = self.attempt(slot, req, call, limits).await;
             let latency = self.gw.inner.clock.now() - started;
             let err = match result {
                 Ok(answer) => return Ok((answer, latency, attempt)),
@@ -504,23 +594,26 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// One attempt, bounded by `timeout` (and, for streams, the first-token timeout).
+    /// One attempt, bounded by `limits` (and the deadline: a limit the deadline cut short
+    /// marks the deadline hit when it expires).
     async fn attempt(
         &mut self,
         slot: &Slot,
         req: &ChatRequest,
         call: Call,
-        timeout: Duration,
+        limits: AttemptLimits,
     ) -> Result<Answer, ProviderError> {
-        let clamped = timeout < slot.spec.timeout;
+        let left = self.time_left();
+        let timeout = limits.timeout.min(left);
+        let clamped = left < limits.timeout;
         let provider = &slot.spec.provider;
         let result = match call {
             Call::Send => tokio::time::timeout(timeout, provider.send(req))
                 .await
                 .map(|r| r.map(Answer::Reply)),
             Call::Stream => {
-                let first = slot.spec.first_token_timeout.min(self.time_left());
-                let clamped = clamped || first < slot.spec.first_token_timeout;
+                let first = limits.first_token.min(left);
+                let clamped = clamped || left < limits.first_token;
                 let opened =
                     tokio::time::timeout(first, open_stream(provider.as_ref(), req, timeout)).await;
                 if opened.is_err() && clamped {
@@ -552,6 +645,10 @@ impl<'a> Run<'a> {
         err: &ProviderError,
         latency: Duration,
     ) {
+        if err.kind == ErrorKind::RateLimited {
+            let wait = err.retry_after.map_or(0, crate::clock::duration_ms);
+            self.note_retry_at(self.now().ms.saturating_add(wait));
+        }
         self.errors.push(AttemptError {
             provider: slot.spec.name.clone(),
             error: err.clone(),
@@ -711,86 +808,4 @@ pub(super) fn cost_of(
     price: Option<Price>,
 ) -> Option<Money> {
     reported.or_else(|| Some(price?.cost(usage?)))
-}
-
-/// Runs a [`Cleanup`] when dropped unless disarmed: what a cancelled request still owes.
-pub(super) struct Guard {
-    state: Arc<dyn SharedState>,
-    cleanup: Option<Cleanup>,
-}
-
-impl Guard {
-    fn new(state: &Arc<dyn SharedState>, cleanup: Cleanup) -> Self {
-        Self {
-            state: Arc::clone(state),
-            cleanup: Some(cleanup),
-        }
-    }
-
-    fn disarm(&mut self) {
-        self.cleanup = None;
-    }
-
-    fn fire(&mut self) {
-        if let Some(c) = self.cleanup.take() {
-            self.state.cleanup(c);
-        }
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        self.fire();
-    }
-}
-
-/// Extra time a reservation outlives its request's deadline before a shared store may
-/// reclaim it (its holder is presumed dead by then).
-const RESERVATION_SLACK: Duration = Duration::from_secs(60);
-
-/// One scope's part of a reservation.
-pub(super) struct Hold {
-    scope: String,
-    id: u64,
-    guard: Guard,
-}
-
-/// A budget reservation across every applicable scope, released on drop unless settled.
-pub(super) struct Reservation {
-    amount: Money,
-    /// The input-token bound `amount` was sized by.
-    input_tokens: u64,
-    holds: Vec<Hold>,
-}
-
-impl Reservation {
-    /// Replace the reservation by the real cost; an unknown cost keeps the estimate.
-    pub(super) async fn settle(mut self, state: &dyn SharedState, cost: Option<Money>) {
-        let actual = cost.unwrap_or(self.amount);
-        for h in &mut self.holds {
-            h.guard.disarm();
-            state.settle(&h.scope, h.id, self.amount, actual).await;
-        }
-    }
-
-    /// Settle without waiting (from a stream's poll or `Drop`): the store applies it.
-    pub(super) fn settle_detached(mut self, state: &dyn SharedState, cost: Option<Money>) {
-        let actual = cost.unwrap_or(self.amount);
-        for h in &mut self.holds {
-            h.guard.disarm();
-            state.cleanup(Cleanup::SettleBudget {
-                scope: std::mem::take(&mut h.scope),
-                id: h.id,
-                reserved: self.amount,
-                actual,
-            });
-        }
-    }
-
-    /// Give the reservation back now (the call failed: nothing is billed).
-    pub(super) fn release_now(&mut self) {
-        for h in &mut self.holds {
-            h.guard.fire();
-        }
-    }
 }

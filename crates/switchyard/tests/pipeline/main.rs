@@ -10,6 +10,8 @@ mod budget;
 mod deadline;
 mod errors;
 mod probe;
+mod rate_limits;
+mod recovery;
 mod rescue_buffer;
 mod seeds;
 mod stream;
