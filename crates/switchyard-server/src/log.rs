@@ -241,8 +241,8 @@ fn write_lines(file: std::fs::File, mut rx: mpsc::Receiver<Queued>, counters: &C
         failing: false,
     };
     while rx.blocking_recv_many(&mut writer.batch, MAX_BATCH) > 0 {
-        let lost = writer.serialize() + writer.write_out(counters);
-        counters.dropped.fetch_add(lost as u64, Ordering::Relaxed);
+        writer.serialize(counters);
+        writer.write_out(counters);
     }
 }
 
@@ -258,10 +258,10 @@ struct Writer {
 }
 
 impl Writer {
-    /// Serialize the batch into the buffer; returns how many lines could not be (dropped).
-    fn serialize(&mut self) -> usize {
+    /// Serialize the batch into the buffer; a line that cannot be is counted as dropped
+    /// before its waiter hears so (a waiter that wakes sees its line counted).
+    fn serialize(&mut self, counters: &Counters) {
         let buf = &mut self.buf;
-        let before = self.batch.len();
         self.batch.retain(|q| {
             let start = buf.len();
             let ok = serde_json::to_writer(&mut *buf, &*q.entry).is_ok();
@@ -269,16 +269,16 @@ impl Writer {
                 buf.push(b'\n');
             } else {
                 buf.truncate(start);
+                counters.dropped.fetch_add(1, Ordering::Relaxed);
             }
             ok
         });
-        before - self.batch.len()
     }
 
-    /// One `write(2)` for the whole buffer, then every waiter is told; returns how many
-    /// lines were lost to a failed write (their waiters hear "not written" from the dropped
-    /// acknowledgement).
-    fn write_out(&mut self, counters: &Counters) -> usize {
+    /// One `write(2)` for the whole buffer, then every waiter is told. Lines lost to a failed
+    /// write are counted as dropped *before* their waiters hear "not written" (from the
+    /// dropped acknowledgement), so a waiter that wakes already sees its line counted.
+    fn write_out(&mut self, counters: &Counters) {
         counters.writes.fetch_add(1, Ordering::Relaxed);
         let result = self.file.write_all(&self.buf);
         self.buf.clear();
@@ -293,15 +293,14 @@ impl Writer {
                         let _ = ack.send(());
                     }
                 }
-                0
             }
             Err(e) => {
                 if !std::mem::replace(&mut self.failing, true) {
                     eprintln!("switchyard: warning: request log write failed ({e}); its lines are dropped and counted until writes succeed again");
                 }
-                let lost = self.batch.len();
+                let lost = self.batch.len() as u64;
+                counters.dropped.fetch_add(lost, Ordering::Relaxed);
                 self.batch.clear();
-                lost
             }
         }
     }
