@@ -15,6 +15,7 @@ use axum::response::IntoResponse;
 use axum::Json;
 use serde_json::{json, Value};
 use switchyard::cost::BudgetState;
+use switchyard::health::CheckReport;
 
 use crate::app::AppState;
 use crate::error::ApiError;
@@ -37,9 +38,10 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     }
 }
 
-/// `GET /admin/health`: every provider's breaker and stats, the ledger, route budgets and
-/// the request log's dropped and late line counts. Money is in dollars, converted once
-/// from exact amounts.
+/// `GET /admin/health`: every provider's breaker and stats with its last active health
+/// check (`last_check`: null when it has none, or another replica holds its checker), the
+/// ledger (health-check spend apart), route budgets and the request log's dropped and late
+/// line counts. Money is in dollars, converted once from exact amounts.
 ///
 /// # Errors
 /// When client keys are configured: 401 without a valid key, 403 for a non-admin key.
@@ -48,7 +50,18 @@ pub async fn health(
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
     state.keys.authorize_admin(&headers)?;
-    let providers = state.gateway.health().await;
+    let checks = state.metrics.last_checks();
+    let providers: Vec<Value> = state
+        .gateway
+        .health()
+        .await
+        .into_iter()
+        .map(|h| {
+            let mut v = json!(h);
+            v["last_check"] = check_json(checks.get(&h.name));
+            v
+        })
+        .collect();
     let ledger = state.gateway.ledger().summary();
     let mut budgets = BTreeMap::new();
     for route in state.gateway.routes() {
@@ -72,6 +85,24 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     let store = state.gateway.state().status();
     let body = state.metrics.render(&health, state.log.dropped(), &store);
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], body)
+}
+
+/// A provider's last health check: when, what, the result (`ok` or the error kind), the
+/// upstream status and message of a failure, latency and (completion) cost in dollars.
+pub(crate) fn check_json(report: Option<&CheckReport>) -> Value {
+    let Some(r) = report else {
+        return Value::Null;
+    };
+    json!({
+        "at_ms": r.at_ms,
+        "probe": r.probe.label(),
+        "ok": r.ok(),
+        "result": r.result_label(),
+        "status": r.status,
+        "message": r.message,
+        "latency_ms": r.latency.as_secs_f64() * 1000.0,
+        "cost_usd": r.cost.map(switchyard::Money::to_usd),
+    })
 }
 
 /// A budget's books in dollars.
