@@ -62,7 +62,11 @@ pub fn health_checks(config: &Config) -> Vec<(String, HealthCheck)> {
             let check = HealthCheck {
                 every: d(c.every.as_deref(), defaults.every),
                 timeout: d(c.timeout.as_deref(), defaults.timeout),
-                probe: c.probe.as_deref().and_then(probe_of).unwrap_or(defaults.probe),
+                probe: c
+                    .probe
+                    .as_deref()
+                    .and_then(probe_of)
+                    .unwrap_or(defaults.probe),
             };
             Some((prov.name.clone(), check))
         })

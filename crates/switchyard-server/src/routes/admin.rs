@@ -132,12 +132,13 @@ mod tests {
     use crate::metrics::Metrics;
 
     fn state(keys: KeyStore, ready: bool) -> AppState {
+        state_with(keys, ready, ScriptedProvider::new("gpt-4o-mini"))
+    }
+
+    fn state_with(keys: KeyStore, ready: bool, aurora: ScriptedProvider) -> AppState {
         let metrics = Arc::new(Metrics::new());
         let gateway = Gateway::builder()
-            .provider(ProviderSpec::new(
-                "aurora",
-                Arc::new(ScriptedProvider::new("gpt-4o-mini")),
-            ))
+            .provider(ProviderSpec::new("aurora", Arc::new(aurora)))
             .route(Route::new("smart", &["aurora"]).budget(Money::from_usd(2.5)))
             .route(Route::new("open", &["aurora"]))
             .observer(metrics.clone())
@@ -265,5 +266,43 @@ mod tests {
             text.contains(r#"switchyard_breaker_state{provider="aurora"} 0"#),
             "{text}"
         );
+    }
+
+    #[tokio::test]
+    async fn health_and_metrics_show_the_last_check_its_result_and_latency() {
+        use switchyard::health::{HealthCheck, Probe};
+        use switchyard::provider::scripted::Step;
+        use switchyard::ErrorKind;
+        let aurora = ScriptedProvider::new("gpt-4o-mini")
+            .then_health(Step::text("ok"))
+            .then_health(Step::fail(ErrorKind::Auth));
+        let s = state_with(KeyStore::default(), true, aurora);
+        let Json(v) = health(State(s.clone()), HeaderMap::new()).await.unwrap();
+        assert_eq!(v["providers"][0]["last_check"], Value::Null, "none yet");
+        let listing = HealthCheck {
+            probe: Probe::Listing,
+            ..HealthCheck::default()
+        };
+        s.gateway.check_provider("aurora", &listing).await.unwrap();
+        s.gateway.check_provider("aurora", &listing).await.unwrap();
+        let Json(v) = health(State(s.clone()), HeaderMap::new()).await.unwrap();
+        let last = &v["providers"][0]["last_check"];
+        assert_eq!(last["probe"], "listing");
+        assert_eq!(
+            (&last["ok"], &last["result"]),
+            (&json!(false), &json!("auth"))
+        );
+        assert!(last["latency_ms"].as_f64().is_some(), "{last}");
+        assert!(last["at_ms"].as_u64().is_some(), "{last}");
+        assert_eq!(v["providers"][0]["state"], "auth_failed");
+        assert_eq!(v["ledger"]["aurora"]["health_checks"], 2);
+        let (_, text) = body(metrics(State(s)).await.into_response()).await;
+        for line in [
+            r#"switchyard_health_checks_total{provider="aurora",result="ok"} 1"#,
+            r#"switchyard_health_checks_total{provider="aurora",result="auth"} 1"#,
+            r#"switchyard_health_check_latency_seconds_count{provider="aurora"} 2"#,
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
     }
 }
