@@ -136,6 +136,7 @@ pub struct Gemini {
     generate_url: Endpoint,
     /// `…:streamGenerateContent?alt=sse` (without `alt=sse` Google streams one JSON array).
     stream_url: Endpoint,
+    /// `models.get` of the configured model: the health check.
     models_url: Endpoint,
     /// Headers of a JSON call (key, extras), built once.
     json_headers: HeaderMap,
