@@ -9,7 +9,7 @@
 
 use crate::chat::ChatRequest;
 use crate::cost::Money;
-use crate::error::{ErrorKind, ProviderError};
+use crate::error::{BreakerEffect, ErrorKind, ProviderError};
 use crate::health::{verdict, CheckReport, HealthCheck, Probe};
 
 use super::{run::cost_of, Gateway, Slot};
@@ -37,17 +37,11 @@ impl Gateway {
             Ok(cost) => (None, cost),
             Err(e) => (Some(e), None),
         };
-        let route = self
-            .routes()
-            .into_iter()
-            .find(|r| r.providers.iter().any(|p| p == name));
-        let cfg = self.breaker_config_of(name);
-        let failure = error.as_ref().map(|e| {
-            let effect =
-                route.map_or_else(|| e.kind.trips_breaker(), |r| r.policy_for(e.kind).breaker);
-            (e.kind, effect)
-        });
+        let failure = error
+            .as_ref()
+            .map(|e| (e.kind, self.effect_of(name, e.kind)));
         let op = verdict(check.probe, failure);
+        let cfg = self.breaker_config_of(name);
         let applied = self
             .inner
             .state
@@ -70,6 +64,16 @@ impl Gateway {
             o.on_health_check(&report);
         }
         Some(report)
+    }
+
+    /// What a failure of `kind` does to `provider`'s breaker: the policy of the first
+    /// route using it (the route whose breaker settings [`Gateway::health`] reads), else
+    /// the default.
+    fn effect_of(&self, provider: &str, kind: ErrorKind) -> BreakerEffect {
+        self.routes()
+            .into_iter()
+            .find(|r| r.providers.iter().any(|p| p == provider))
+            .map_or_else(|| kind.trips_breaker(), |r| r.policy_for(kind).breaker)
     }
 }
 
