@@ -6,7 +6,8 @@
 // 3. Assert the page shows the open circuit and why it tripped, the failover counts the
 //    API reports, a transition to open, and — after clicking a request that failed over —
 //    its every attempt. Save screenshots (laptop and phone) as artifacts.
-// A second test runs the server with client keys and walks the admin-key prompt.
+// A second test runs the server with client keys, walks the admin-key prompt, and sees the
+// provider card show its last health check.
 //
 // Everything is bounded in time, and the page may talk to nothing but 127.0.0.1.
 // Env: SWITCHYARD_BIN (default target/debug/switchyard), CHROMIUM (/usr/bin/chromium),
@@ -267,6 +268,7 @@ latency_range_ms = [10, 20]
 cost_per_1k_tokens = 0.002
 seed = 1
 latency_scale = 0.1
+health_check = { every = "1s", timeout = "500ms" }
 
 [[routes]]
 name = "default"
@@ -304,6 +306,9 @@ budget_usd = 5.0
     await page.locator('[data-testid="key-submit"]').click();
     await page.locator('[data-testid="provider-card"][data-provider="aurora"]').waitFor();
     assert.equal(await dialog.isVisible(), false);
+    const check = page.locator('[data-testid="provider-card"][data-provider="aurora"] [data-testid="health-check"]');
+    await check.waitFor({ timeout: UI_TIMEOUT_MS });
+    assert.match(await check.innerText(), /health check \(listing\): ok/);
     const teamBudget = page.locator('[data-testid="budget-key"][data-name="team"]');
     await teamBudget.waitFor();
     assert.match(await teamBudget.innerText(), /of \$5/);

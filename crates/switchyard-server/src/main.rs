@@ -10,6 +10,7 @@
 mod app;
 mod bounds;
 mod check;
+mod checks;
 mod config;
 mod dashboard;
 mod demo;

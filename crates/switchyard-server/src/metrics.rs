@@ -3,7 +3,8 @@
 //! Owns [`Metrics`]: the counters and histograms, the [`Observer`] that feeds them from the
 //! gateway (attempts, breaker transitions, tokens, exact cost, usage overruns, which are
 //! also written to stderr as alerts), the per-request hooks the
-//! handlers call (requests, failovers, time to first token, gateway overhead), and the text
+//! handlers call (requests, failovers, time to first token, gateway overhead), active
+//! health checks (`metrics/health.rs`), and the text
 //! exposition with gauges computed at scrape time from the gateway's health snapshot.
 //!
 //! Does not own: health itself (the gateway's), the request log (its count of dropped
@@ -14,8 +15,10 @@
 //! messages are never labels. The hot path allocates only the first time a series is seen:
 //! series handles are cached by name and looked up with a borrowed key under a read lock.
 
+mod health;
+
 use std::borrow::Borrow;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -31,6 +34,7 @@ use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
 use switchyard::breaker::{CircuitState, Transition};
 use switchyard::chat::ChatResponse;
+use switchyard::health::CheckReport;
 use switchyard::observe::{Attempt, Observer, Outcome, Overrun};
 use switchyard::state::StateStatus;
 use switchyard::{GatewayError, Money, ProviderHealth};
@@ -345,6 +349,8 @@ pub struct Metrics {
     families: Families,
     routes: Handles<String, RouteSeries>,
     providers: Handles<String, Arc<ProviderSeries>>,
+    /// Active health checks (`metrics/health.rs`).
+    health: health::HealthChecks,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -366,12 +372,21 @@ impl Metrics {
         let families = Families::new();
         let mut registry = Registry::default();
         families.register(&mut registry);
+        let health = health::HealthChecks::new();
+        health.register(&mut registry);
         Self {
             registry,
             families,
             routes: Handles::new(),
             providers: Handles::new(),
+            health,
         }
+    }
+
+    /// The last active health check of each provider this process checked.
+    #[must_use]
+    pub fn last_checks(&self) -> BTreeMap<String, CheckReport> {
+        self.health.last()
     }
 
     /// A finished HTTP request. `route` is a configured route name or `"unknown"`.
@@ -506,6 +521,10 @@ impl Observer for Metrics {
         if n.is_power_of_two() {
             eprintln!("switchyard: alert: {}", overrun_alert(route, overrun, n));
         }
+    }
+
+    fn on_health_check(&self, report: &CheckReport) {
+        self.health.record(report);
     }
 
     fn on_complete(&self, _route: &str, result: Result<&ChatResponse, &GatewayError>) {

@@ -139,6 +139,7 @@ async fn serve(args: &ServeArgs, config: Config, source: String) -> Result<(), S
         routes.join(", "),
         if workers == 1 { "" } else { "s" }
     );
+    crate::checks::start(&config, &state.gateway, &tasks);
     state.ready.store(true, Ordering::SeqCst);
     let grace = grace_period(&config)?;
     drain(listener, state, grace).await;

@@ -23,6 +23,10 @@
 //! Cooldowns are measured in time by default, or in gateway requests to reproduce the
 //! tutorial in `seeds/000_*` exactly (there the cooldown does not grow, and a probe is a
 //! full turn of retries, as the tutorial's is).
+//!
+//! Active health checks feed the same machine through their own ops (`check.rs`).
+
+mod check;
 
 use std::time::Duration;
 
@@ -566,6 +570,19 @@ pub enum Op {
         /// The probe's lease, if this turn is the probe.
         lease: Option<u64>,
     },
+    /// [`Breaker::on_check_failure`].
+    CheckFailed {
+        /// The check's failure.
+        kind: ErrorKind,
+        /// Its effect under the route's policy.
+        effect: BreakerEffect,
+    },
+    /// [`Breaker::on_check_success`].
+    CheckPassed {
+        /// The check proved the provider answers requests (a completion), not only that
+        /// it is reachable (a listing).
+        proves_traffic: bool,
+    },
 }
 
 /// What applying an [`Op`] produced.
@@ -607,6 +624,8 @@ impl Breaker {
                 lease,
             } => self.on_turn_failure(cfg, now, kind, effect, lease),
             Op::Succeeded { lease } => self.on_success(cfg, now, lease),
+            Op::CheckFailed { kind, effect } => self.on_check_failure(cfg, now, kind, effect),
+            Op::CheckPassed { proves_traffic } => self.on_check_success(cfg, now, proves_traffic),
         };
         Applied {
             admission,

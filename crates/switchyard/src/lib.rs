@@ -7,6 +7,7 @@
 //! - [`route`] — routes and the pure candidate ordering.
 //! - [`retry`] — backoff, Retry-After, the retry decision.
 //! - [`breaker`] — Closed / Open / HalfOpen as pure transitions taking `now`.
+//! - [`health`] — active health checks: settings, the verdict rule, the checker loop.
 //! - [`clock`] — the one time source.
 //! - [`cost`] — exact money, prices and output limits (`prices.json`), a request's worst
 //!   case, budget arithmetic.
@@ -46,6 +47,7 @@ pub mod clock;
 pub mod cost;
 pub mod error;
 pub mod gateway;
+pub mod health;
 pub mod observe;
 pub mod provider;
 pub mod ratelimit;

@@ -57,10 +57,54 @@ contract!(
     concurrent_reservations_never_overspend,
     gcra_allows_a_burst_then_the_exact_wait,
     gcra_counts_usage_added_after_the_call,
+    health_checks_open_and_half_open_the_circuit,
+    a_lease_has_one_holder_until_it_lapses,
 );
 
 // ---------------------------------------------------------------------------------
 // The contract, for every store
+
+async fn health_checks_open_and_half_open_the_circuit(s: Store) {
+    let c = cfg(2);
+    let failed = Op::CheckFailed {
+        kind: ErrorKind::Connection,
+        effect: BreakerEffect::CountFailure,
+    };
+    assert_eq!(s.breaker_op("p", &c, at(0), failed).await.transition, None);
+    let t = s.breaker_op("p", &c, at(1), failed).await.transition;
+    assert_eq!(t.map(|t| t.to), Some(CircuitState::Open));
+    let listing = Op::CheckPassed {
+        proves_traffic: false,
+    };
+    let t = s.breaker_op("p", &c, at(2), listing).await.transition;
+    assert_eq!(t.map(|t| t.to), Some(CircuitState::HalfOpen));
+    assert_eq!(state_of(&s, "p", &c, at(2)).await, CircuitState::HalfOpen);
+    let completion = Op::CheckPassed {
+        proves_traffic: true,
+    };
+    let t = s.breaker_op("p", &c, at(3), completion).await.transition;
+    assert_eq!(t.map(|t| t.to), Some(CircuitState::Closed));
+    assert_eq!(admit(&s, "p", &c, at(3)).await, Admission::Admit);
+}
+
+async fn a_lease_has_one_holder_until_it_lapses(s: Store) {
+    let clock = Clock::system();
+    let ttl = Duration::from_millis(200);
+    assert!(s.try_lease("job", "a", ttl, clock.unix_ms()).await);
+    assert!(!s.try_lease("job", "b", ttl, clock.unix_ms()).await);
+    assert!(
+        s.try_lease("job", "a", ttl, clock.unix_ms()).await,
+        "renewed"
+    );
+    assert!(s.try_lease("other", "b", ttl, clock.unix_ms()).await);
+    // "a" stops renewing: "b" gets the lease once it lapses.
+    eventually(Duration::from_secs(3), "the lease lapses", || {
+        let s = s.clone();
+        async move { s.try_lease("job", "b", ttl, clock.unix_ms()).await }
+    })
+    .await;
+    assert!(!s.try_lease("job", "a", ttl, clock.unix_ms()).await);
+}
 
 async fn breaker_opens_after_threshold_failed_turns(s: Store) {
     let c = cfg(3);

@@ -8,6 +8,7 @@
 //! Building providers and the gateway from a valid config is `build`'s job.
 
 mod build;
+mod health;
 mod preflight;
 mod schema;
 
@@ -18,8 +19,11 @@ use std::time::Duration;
 #[cfg(test)]
 pub use build::resolve_key;
 pub use build::{build_gateway, KeyLookup, Wiring};
+pub use health::health_checks;
 pub use preflight::{grace_period, listen_address, preflight, redis_config};
-pub use schema::{BreakerToml, Config, KeyToml, ProviderToml, RetryToml, RouteToml};
+pub use schema::{
+    BreakerToml, Config, HealthCheckToml, KeyToml, ProviderToml, RetryToml, RouteToml,
+};
 
 /// The config compiled into the binary: simulated providers, no keys needed.
 pub const EMBEDDED_DEFAULT: &str = include_str!("../default.toml");
@@ -208,6 +212,9 @@ fn validate_providers(config: &Config, p: &mut Problems) -> HashSet<String> {
                     "must be the NAME of an environment variable (never the key itself)",
                 );
             }
+        }
+        if let Some(check) = &prov.health_check {
+            health::validate(check, &format!("{at}.health_check"), p);
         }
         if prov.kind == "simulated" {
             validate_simulated(prov, &at, p);

@@ -99,6 +99,20 @@ pub struct ProviderToml {
     pub seed: Option<u64>,
     /// Simulated: really wait `latency × scale` (default 1.0 when serving).
     pub latency_scale: Option<f64>,
+    /// Active health check (off unless set): `{ every, timeout, probe }`.
+    pub health_check: Option<HealthCheckToml>,
+}
+
+/// `health_check = { every = "15s", timeout = "5s", probe = "listing" }` on a provider.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HealthCheckToml {
+    /// Time between checks (default `"15s"`; at least 1 s).
+    pub every: Option<String>,
+    /// The longest one check may take (default `"5s"`; less than `every`).
+    pub timeout: Option<String>,
+    /// `listing` (free; the default) or `completion` (one output token, billed).
+    pub probe: Option<String>,
 }
 
 /// A price override, dollars per million tokens.

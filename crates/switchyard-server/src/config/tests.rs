@@ -14,6 +14,12 @@ fn the_example_file_parses() {
     assert_eq!(config.routes.len(), 2);
     assert_eq!(config.providers.len(), 5);
     assert_eq!(config.keys[0].routes, ["smart", "cheap"]);
+    let checks = health_checks(&config);
+    assert_eq!(checks.len(), 1);
+    assert_eq!(
+        (checks[0].0.as_str(), checks[0].1.probe),
+        ("claude", switchyard::health::Probe::Listing)
+    );
     // placeholders nobody holds a token for: serving the example verbatim admits no one
     assert_eq!(
         crate::keys::weak_token_warnings(&config.keys),
@@ -328,4 +334,44 @@ fn probe_timeout_must_be_a_positive_duration_within_the_timeout() {
         assert_eq!(p.len(), 1, "{line}: {p:?}");
         assert!(p[0].starts_with(expect), "{line}: {p:?}");
     }
+}
+
+#[test]
+fn health_checks_are_opt_in_validated_with_their_path_and_default_to_listing() {
+    let base = "[[routes]]\nname = \"r\"\nproviders = [\"s\", \"t\"]\n[[providers]]\nname = \"t\"\nkind = \"simulated\"\n[[providers]]\nname = \"s\"\nkind = \"simulated\"\n";
+    let config = parse(&format!("{base}health_check = {{}}\n"), "t.toml").unwrap();
+    let checks = health_checks(&config);
+    assert_eq!(checks.len(), 1, "only where asked for");
+    assert_eq!(checks[0].0, "s");
+    assert_eq!(checks[0].1, switchyard::health::HealthCheck::default());
+    assert_eq!(
+        checks[0].1.probe,
+        switchyard::health::Probe::Listing,
+        "completion only when asked for"
+    );
+    let config = parse(
+        &format!("{base}health_check = {{ every = \"30s\", timeout = \"2s\", probe = \"completion\" }}\n"),
+        "t.toml",
+    )
+    .unwrap();
+    let c = health_checks(&config)[0].1;
+    assert_eq!(
+        (c.every.as_secs(), c.timeout.as_secs(), c.probe),
+        (30, 2, switchyard::health::Probe::Completion)
+    );
+    let p = problems(&format!(
+        "{base}health_check = {{ every = \"500ms\", probe = \"ping\" }}\n"
+    ));
+    assert_eq!(p.len(), 3, "{p:?}");
+    assert_eq!(p[0], "providers[1].health_check.every: must be at least 1s");
+    assert!(
+        p[1].starts_with("providers[1].health_check.timeout: must be shorter than every"),
+        "{p:?}"
+    );
+    assert!(
+        p[2].starts_with("providers[1].health_check.probe: \"ping\" is not \"listing\""),
+        "{p:?}"
+    );
+    let p = problems(&format!("{base}health_check = {{ often = \"1s\" }}\n"));
+    assert!(p[0].contains("unknown field `often`"), "{p:?}");
 }

@@ -240,6 +240,13 @@
     return parts;
   }
 
+  /** The last active health check: probe, result, latency, when. */
+  function checkLine(k, now) {
+    const result = k.ok ? 'ok' : `${kindText(k.result)}${k.status ? ` (${k.status})` : ''}`;
+    return h('div', { class: 'reason', 'data-testid': 'health-check', 'data-result': k.result },
+      `health check (${k.probe}): `, h('strong', {}, result), ` · ${ms(k.latency_ms)} · ${ago(k.at_ms, now)}`);
+  }
+
   function count(value, text, testid) {
     return h('div', { 'data-testid': testid }, h('div', { class: 'value' }, value), h('div', { class: 'label' }, text));
   }
@@ -258,6 +265,7 @@
         h('div', {}, h('h3', {}, p.name), h('div', { class: 'sub' }, `${p.kind} · ${p.model}`)),
         h('span', { class: `pill state-${c.state}`, 'data-testid': 'circuit-state', 'data-state': c.state }, circuitText(c, now))),
       h('div', { class: 'reason', 'data-testid': 'circuit-reason' }, reasonLine(c, now)),
+      p.health_check ? checkLine(p.health_check, now) : null,
       h('div', { class: 'counts' },
         count(p.requests, 'answers', 'provider-requests'),
         count(p.attempts, 'tries', 'provider-attempts'),
@@ -270,7 +278,8 @@
         chart('latency', p.latency, 'latency-chart'),
         chart('time to first token', p.ttft, 'ttft-chart')),
       h('div', { class: 'spendline', 'data-testid': 'provider-spend' },
-        h('span', {}, 'spend ', h('strong', {}, usd(p.spend_usd)), h('span', { class: 'muted' }, ` · ${p.input_tokens + p.output_tokens} tokens`)),
+        h('span', {}, 'spend ', h('strong', {}, usd(p.spend_usd)), h('span', { class: 'muted' }, ` · ${p.input_tokens + p.output_tokens} tokens`),
+          p.health_spend_usd ? h('span', { class: 'muted', 'data-testid': 'health-spend' }, ` · health checks ${usd(p.health_spend_usd)} (not in budgets)`) : null),
         unpriced ? h('span', { class: 'flag', 'data-testid': 'unpriced-flag', title: 'cost unknown: not counted as $0' },
           p.priced ? `${p.unpriced_calls} unpriced` : `unpriced model · ${p.unpriced_calls} call${p.unpriced_calls === 1 ? '' : 's'}`) : null));
   }

@@ -15,6 +15,7 @@ use axum::response::IntoResponse;
 use axum::Json;
 use serde_json::{json, Value};
 use switchyard::cost::BudgetState;
+use switchyard::health::CheckReport;
 
 use crate::app::AppState;
 use crate::error::ApiError;
@@ -37,9 +38,10 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     }
 }
 
-/// `GET /admin/health`: every provider's breaker and stats, the ledger, route budgets and
-/// the request log's dropped and late line counts. Money is in dollars, converted once
-/// from exact amounts.
+/// `GET /admin/health`: every provider's breaker and stats with its last active health
+/// check (`last_check`: null when it has none, or another replica holds its checker), the
+/// ledger (health-check spend apart), route budgets and the request log's dropped and late
+/// line counts. Money is in dollars, converted once from exact amounts.
 ///
 /// # Errors
 /// When client keys are configured: 401 without a valid key, 403 for a non-admin key.
@@ -48,7 +50,18 @@ pub async fn health(
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
     state.keys.authorize_admin(&headers)?;
-    let providers = state.gateway.health().await;
+    let checks = state.metrics.last_checks();
+    let providers: Vec<Value> = state
+        .gateway
+        .health()
+        .await
+        .into_iter()
+        .map(|h| {
+            let mut v = json!(h);
+            v["last_check"] = check_json(checks.get(&h.name));
+            v
+        })
+        .collect();
     let ledger = state.gateway.ledger().summary();
     let mut budgets = BTreeMap::new();
     for route in state.gateway.routes() {
@@ -72,6 +85,24 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     let store = state.gateway.state().status();
     let body = state.metrics.render(&health, state.log.dropped(), &store);
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], body)
+}
+
+/// A provider's last health check: when, what, the result (`ok` or the error kind), the
+/// upstream status and message of a failure, latency and (completion) cost in dollars.
+pub(crate) fn check_json(report: Option<&CheckReport>) -> Value {
+    let Some(r) = report else {
+        return Value::Null;
+    };
+    json!({
+        "at_ms": r.at_ms,
+        "probe": r.probe.label(),
+        "ok": r.ok(),
+        "result": r.result_label(),
+        "status": r.status,
+        "message": r.message,
+        "latency_ms": r.latency.as_secs_f64() * 1000.0,
+        "cost_usd": r.cost.map(switchyard::Money::to_usd),
+    })
 }
 
 /// A budget's books in dollars.
@@ -101,12 +132,13 @@ mod tests {
     use crate::metrics::Metrics;
 
     fn state(keys: KeyStore, ready: bool) -> AppState {
+        state_with(keys, ready, ScriptedProvider::new("gpt-4o-mini"))
+    }
+
+    fn state_with(keys: KeyStore, ready: bool, aurora: ScriptedProvider) -> AppState {
         let metrics = Arc::new(Metrics::new());
         let gateway = Gateway::builder()
-            .provider(ProviderSpec::new(
-                "aurora",
-                Arc::new(ScriptedProvider::new("gpt-4o-mini")),
-            ))
+            .provider(ProviderSpec::new("aurora", Arc::new(aurora)))
             .route(Route::new("smart", &["aurora"]).budget(Money::from_usd(2.5)))
             .route(Route::new("open", &["aurora"]))
             .observer(metrics.clone())
@@ -234,5 +266,43 @@ mod tests {
             text.contains(r#"switchyard_breaker_state{provider="aurora"} 0"#),
             "{text}"
         );
+    }
+
+    #[tokio::test]
+    async fn health_and_metrics_show_the_last_check_its_result_and_latency() {
+        use switchyard::health::{HealthCheck, Probe};
+        use switchyard::provider::scripted::Step;
+        use switchyard::ErrorKind;
+        let aurora = ScriptedProvider::new("gpt-4o-mini")
+            .then_health(Step::text("ok"))
+            .then_health(Step::fail(ErrorKind::Auth));
+        let s = state_with(KeyStore::default(), true, aurora);
+        let Json(v) = health(State(s.clone()), HeaderMap::new()).await.unwrap();
+        assert_eq!(v["providers"][0]["last_check"], Value::Null, "none yet");
+        let listing = HealthCheck {
+            probe: Probe::Listing,
+            ..HealthCheck::default()
+        };
+        s.gateway.check_provider("aurora", &listing).await.unwrap();
+        s.gateway.check_provider("aurora", &listing).await.unwrap();
+        let Json(v) = health(State(s.clone()), HeaderMap::new()).await.unwrap();
+        let last = &v["providers"][0]["last_check"];
+        assert_eq!(last["probe"], "listing");
+        assert_eq!(
+            (&last["ok"], &last["result"]),
+            (&json!(false), &json!("auth"))
+        );
+        assert!(last["latency_ms"].as_f64().is_some(), "{last}");
+        assert!(last["at_ms"].as_u64().is_some(), "{last}");
+        assert_eq!(v["providers"][0]["state"], "auth_failed");
+        assert_eq!(v["ledger"]["aurora"]["health_checks"], 2);
+        let (_, text) = body(metrics(State(s)).await.into_response()).await;
+        for line in [
+            r#"switchyard_health_checks_total{provider="aurora",result="ok"} 1"#,
+            r#"switchyard_health_checks_total{provider="aurora",result="auth"} 1"#,
+            r#"switchyard_health_check_latency_seconds_count{provider="aurora"} 2"#,
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
     }
 }

@@ -4,7 +4,8 @@
 //! the page must load to ask for an admin key) and the admin endpoints behind an admin key
 //! when keys are configured (401 without a valid key, 403 for a non-admin one):
 //! - `GET /admin/overview`: fleet state, routes with their providers in order and budgets,
-//!   each provider's circuit (and why it tripped), counts, errors by kind, latency and
+//!   each provider's circuit (and why it tripped), its last active health check, counts,
+//!   errors by kind, latency and
 //!   time-to-first-token percentiles with chart points, spend and unpriced calls, and each
 //!   client key's spend against its budget;
 //! - `GET /admin/transitions`: the circuit transitions of the last hour;
@@ -30,7 +31,7 @@ use crate::dashboard::{self, Asset};
 use crate::error::ApiError;
 use crate::insight::{ProviderInsight, RECENT_REQUESTS, SAMPLE_WINDOW_MS, TRANSITION_WINDOW_MS};
 use crate::limits::{key_scope, Period};
-use crate::routes::admin::budget_json;
+use crate::routes::admin::{budget_json, check_json};
 
 /// Requests listed when the query names no `limit`.
 const DEFAULT_REQUESTS: usize = 50;
@@ -76,9 +77,15 @@ pub async fn overview(
     let health = state.gateway.health().await;
     let ledger = state.gateway.ledger().summary();
     let seen = state.insight.providers();
+    let checks = state.metrics.last_checks();
     let providers: Vec<Value> = health
         .iter()
-        .map(|h| provider_json(h, ledger.get(&h.name), seen.get(&h.name)))
+        .map(|h| {
+            let mut card = provider_json(h, ledger.get(&h.name), seen.get(&h.name));
+            card["health_check"] = check_json(checks.get(&h.name));
+            card["health_spend_usd"] = json!(ledger.get(&h.name).map(|r| r.health_spend.to_usd()));
+            card
+        })
         .collect();
     let spend: switchyard::Money = ledger.values().map(|r| r.cost).sum();
     let unpriced: u64 = ledger.values().map(|r| r.unpriced_calls).sum();

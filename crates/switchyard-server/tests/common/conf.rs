@@ -14,6 +14,8 @@ pub const ROUTE: &str = "chat";
 #[derive(Debug, Clone)]
 pub struct Conf {
     base_url: String,
+    /// The primary's own upstream, when not the shared faultline.
+    primary_base_url: Option<String>,
     server: Vec<String>,
     primary: Vec<String>,
     fallback: Vec<String>,
@@ -39,6 +41,7 @@ impl Conf {
     pub fn new(upstream: &Handle) -> Self {
         Self {
             base_url: upstream.base_url(),
+            primary_base_url: None,
             server: Vec::new(),
             primary: Vec::new(),
             fallback: Vec::new(),
@@ -50,6 +53,12 @@ impl Conf {
     /// A line for the primary's `[[providers]]` entry.
     pub fn primary(mut self, line: &str) -> Self {
         set(&mut self.primary, line);
+        self
+    }
+
+    /// Point the primary at another upstream (`http://host:port/v1`), e.g. a mock.
+    pub fn primary_at(mut self, base_url: &str) -> Self {
+        self.primary_base_url = Some(base_url.to_owned());
         self
     }
 
@@ -90,9 +99,12 @@ impl Conf {
     /// The TOML.
     pub fn toml(&self) -> String {
         let provider = |name: &str, lines: &[String]| {
+            let base_url = match (name, &self.primary_base_url) {
+                ("primary", Some(url)) => url,
+                _ => &self.base_url,
+            };
             format!(
-                "[[providers]]\nname = \"{name}\"\nkind = \"openai\"\nmodel = \"{name}\"\nbase_url = \"{}\"\n{}\n\n",
-                self.base_url,
+                "[[providers]]\nname = \"{name}\"\nkind = \"openai\"\nmodel = \"{name}\"\nbase_url = \"{base_url}\"\n{}\n\n",
                 lines.join("\n")
             )
         };

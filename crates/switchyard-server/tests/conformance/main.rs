@@ -18,6 +18,8 @@
 //! - `also.rs`: bad requests keep circuits closed, exactly one half-open probe, budgets
 //!   under concurrency, a client disconnect cancels the upstream call (mid-stream, and
 //!   before the answer);
+//! - `health.rs`: a listing health check finds a 401 and the first user request goes
+//!   straight to the fallback;
 //! - `design.rs`: more of DESIGN's promises — error events before and after the commit
 //!   point, a cancelled probe does not wedge the circuit, a committed stream still ends
 //!   at the deadline.
@@ -42,6 +44,7 @@ mod accounting;
 mod also;
 mod design;
 mod failover;
+mod health;
 mod outage;
 mod recovery;
 mod retries;

@@ -17,6 +17,7 @@
 //!   `kill -9` loses no answered request's line or spend;
 //! - `preflight.rs`: `check` refuses what `serve` refuses before listening, warns of
 //!   guessable keys; `keys new` refuses names that would break the TOML;
+//! - `health.rs`: a health check in flight is abandoned at shutdown;
 //! - `python_sdk.rs`: the official `openai` Python SDK against the proxy
 //!   (`tests/python/test_openai_sdk.py`, interpreter from `$SWITCHYARD_PYTHON`).
 //!
@@ -39,6 +40,7 @@ mod upstream;
 mod durability;
 mod errors;
 mod failover;
+mod health;
 mod hostile;
 mod lifecycle;
 mod money;

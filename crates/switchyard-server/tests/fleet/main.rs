@@ -10,7 +10,9 @@
 //! - `outage.rs`: killing Redis mid-run (or freezing it) leaves both replicas serving,
 //!   they say so in `/admin/health` and `/metrics`, and reconnect (and agree on the
 //!   books) when it returns; a reservation whose Redis reply was lost is released;
-//! - `limits.rs`: a client key's `rpm` holds across the fleet.
+//! - `limits.rs`: a client key's `rpm` holds across the fleet;
+//! - `health.rs`: one health checker per provider across both replicas (a lease in
+//!   Redis), taken over by the survivor when its holder dies.
 //!
 //! Redis: tests that kill or freeze it start their own `redis-server` on a free port
 //! (and fail if there is none on PATH); the others share the one at 127.0.0.1:6379 under
@@ -34,5 +36,6 @@ mod support;
 
 mod breakers;
 mod budgets;
+mod health;
 mod limits;
 mod outage;

@@ -6,6 +6,7 @@
 //! deadline, record the outcome, settle or release, and fail over or return. Side outputs
 //! (observers, ledger) watch; they never steer.
 
+mod health;
 mod hold;
 mod run;
 mod stream;

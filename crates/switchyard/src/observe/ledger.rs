@@ -1,5 +1,6 @@
-//! The ledger: per-provider calls, tokens, exact cost, unpriced calls, failures by kind and
-//! usage overruns.
+//! The ledger: per-provider calls, tokens, exact cost, unpriced calls, failures by kind,
+//! usage overruns, and active health checks with what they cost (kept apart from `cost`:
+//! health-check spend is the operator's, never a route's or a key's).
 //!
 //! An [`Observer`]: it counts what the gateway reports and decides nothing. Budgets are
 //! enforced elsewhere (`state`), before dispatch. Token sums saturate: a hostile count can
@@ -14,6 +15,7 @@ use super::{Attempt, Observer, Outcome, Overrun};
 use crate::chat::ChatResponse;
 use crate::cost::Money;
 use crate::error::{ErrorKind, GatewayError};
+use crate::health::CheckReport;
 
 /// One provider's totals.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -32,6 +34,11 @@ pub struct LedgerRow {
     pub failures: BTreeMap<ErrorKind, u64>,
     /// Calls that reported more tokens than they were allowed or had reserved.
     pub overruns: u64,
+    /// Active health checks run (from this process).
+    pub health_checks: u64,
+    /// What completion health checks cost (exact; listing checks cost nothing). Not in
+    /// `cost`, nor in any budget.
+    pub health_spend: Money,
 }
 
 /// Totals per provider, keyed by configured name.
@@ -77,6 +84,15 @@ impl Observer for Ledger {
 
     fn on_overrun(&self, _route: &str, overrun: &Overrun) {
         self.with_row(&overrun.provider, |row| row.overruns += 1);
+    }
+
+    fn on_health_check(&self, report: &CheckReport) {
+        self.with_row(&report.provider, |row| {
+            row.health_checks = row.health_checks.saturating_add(1);
+            if let Some(cost) = report.cost {
+                row.health_spend += cost;
+            }
+        });
     }
 
     fn on_complete(&self, _route: &str, result: Result<&ChatResponse, &GatewayError>) {

@@ -147,6 +147,9 @@ pub trait Observer: Send + Sync {
     /// A call reported more tokens than it was allowed or than was reserved for it
     /// (reported before the request completes).
     fn on_overrun(&self, _route: &str, _overrun: &Overrun) {}
+    /// An active health check finished (its breaker transition, if any, was reported
+    /// first through `on_transition`).
+    fn on_health_check(&self, _report: &crate::health::CheckReport) {}
 }
 
 /// Serialize a duration as fractional milliseconds.

@@ -3,7 +3,8 @@
 //! Owns [`ScriptedProvider`]: each call takes the next [`Step`] (reply, fail, wait then
 //! act, hang, or stream a list of [`StreamStep`]s); when the script runs out it repeats its
 //! `otherwise` step. It records when each call started (tokio time, so paused tests can
-//! assert on conduct) and how many calls are still in flight.
+//! assert on conduct) and how many calls are still in flight. Its listing health check
+//! follows a script of its own (same [`Step`]s; a reply passes), counted apart from calls.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -120,6 +121,10 @@ pub struct ScriptedProvider {
     calls: Mutex<Vec<Instant>>,
     in_flight: Arc<AtomicUsize>,
     requests: Mutex<Vec<ChatRequest>>,
+    /// The health check's script, its step once that runs out, and when each check started.
+    health: Mutex<VecDeque<Step>>,
+    health_otherwise: Step,
+    health_checks: Mutex<Vec<Instant>>,
 }
 
 impl ScriptedProvider {
@@ -133,7 +138,40 @@ impl ScriptedProvider {
             calls: Mutex::new(Vec::new()),
             in_flight: Arc::new(AtomicUsize::new(0)),
             requests: Mutex::new(Vec::new()),
+            health: Mutex::new(VecDeque::new()),
+            health_otherwise: Step::text("ok"),
+            health_checks: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Builder: append a step to the health check's script (a reply passes).
+    #[must_use]
+    pub fn then_health(self, step: Step) -> Self {
+        self.push_health(step);
+        self
+    }
+
+    /// Builder: what the health check does once its script runs out (default: pass).
+    #[must_use]
+    pub fn health_otherwise(mut self, step: Step) -> Self {
+        self.health_otherwise = step;
+        self
+    }
+
+    /// Append a step to a live provider's health-check script.
+    pub fn push_health(&self, step: Step) {
+        if let Ok(mut s) = self.health.lock() {
+            s.push_back(step);
+        }
+    }
+
+    /// When each health check started.
+    #[must_use]
+    pub fn health_check_times(&self) -> Vec<Instant> {
+        self.health_checks
+            .lock()
+            .map(|c| c.clone())
+            .unwrap_or_default()
     }
 
     /// Builder: append a step.
@@ -282,6 +320,19 @@ impl Provider for ScriptedProvider {
             },
         );
         Ok(stream.boxed())
+    }
+
+    async fn check_health(&self) -> Result<(), ProviderError> {
+        if let Ok(mut c) = self.health_checks.lock() {
+            c.push(Instant::now());
+        }
+        let step = self
+            .health
+            .lock()
+            .ok()
+            .and_then(|mut s| s.pop_front())
+            .unwrap_or_else(|| self.health_otherwise.clone());
+        settle(step).await.map(|_| ())
     }
 }
 

@@ -156,6 +156,12 @@ impl Provider for SimulatedProvider {
         }
     }
 
+    /// Always passes, without drawing from the generator (so checks never change the
+    /// tutorial's sequence of outcomes).
+    async fn check_health(&self) -> Result<(), ProviderError> {
+        Ok(())
+    }
+
     async fn stream(&self, req: &ChatRequest) -> Result<ChunkStream, ProviderError> {
         let Draw::Answer {
             latency_ms,

@@ -19,6 +19,8 @@ pub struct MemoryState {
     breakers: Mutex<HashMap<String, Breaker>>,
     budgets: Mutex<HashMap<String, BudgetState>>,
     windows: Mutex<HashMap<String, Gcra>>,
+    /// Named leases: holder and expiry (Unix ms).
+    leases: Mutex<HashMap<String, (String, UnixMillis)>>,
     next_id: AtomicU64,
 }
 
@@ -146,6 +148,25 @@ impl MemoryState {
         }
     }
 
+    /// Take or renew a named lease locally (see [`SharedState::try_lease`]).
+    pub fn lease_local(&self, name: &str, holder: &str, ttl: Duration, now: UnixMillis) -> bool {
+        let Ok(mut leases) = self.leases.lock() else {
+            return true; // a poisoned map: check rather than never check
+        };
+        let until = now.saturating_add(crate::clock::duration_ms(ttl));
+        match leases.get_mut(name) {
+            Some((current, expires)) if current != holder && now < *expires => false,
+            Some(lease) => {
+                *lease = (holder.to_owned(), until);
+                true
+            }
+            None => {
+                leases.insert(name.to_owned(), (holder.to_owned(), until));
+                true
+            }
+        }
+    }
+
     /// Run a cleanup locally.
     pub fn cleanup_local(&self, cleanup: Cleanup) {
         match cleanup {
@@ -171,6 +192,10 @@ impl MemoryState {
 impl SharedState for MemoryState {
     async fn breaker_op(&self, provider: &str, cfg: &BreakerConfig, now: Now, op: Op) -> Applied {
         self.apply(provider, cfg, now, op)
+    }
+
+    async fn try_lease(&self, name: &str, holder: &str, ttl: Duration, now: UnixMillis) -> bool {
+        self.lease_local(name, holder, ttl, now)
     }
 
     async fn breaker(&self, provider: &str) -> Breaker {

@@ -2,7 +2,8 @@
 //!
 //! Owns the narrow [`SharedState`] trait the gateway and server talk to: apply a breaker
 //! [`Op`] atomically; reserve / settle / release budget money; count against a rate-limit
-//! window; read all of it back; and say whether the store is healthy. Decisions are the
+//! window; hold a named lease (one health checker per provider across a fleet); read all
+//! of it back; and say whether the store is healthy. Decisions are the
 //! pure functions in `breaker`, `cost` and `ratelimit` (GCRA); a store only makes them atomic.
 //! The memory store is the default; the Redis store (fleet mode) implements the same trait
 //! and degrades to a local memory store when Redis is away.
@@ -112,6 +113,12 @@ pub trait SharedState: Send + Sync {
     /// Count `amount` against `bucket` (limit `limit` per minute) unconditionally
     /// (tokens, known after the call).
     async fn rate_add(&self, bucket: &str, limit: u64, amount: u64, now: UnixMillis);
+
+    /// Take or renew the lease `name` (a fleet-wide job, such as one provider's health
+    /// checker) for `holder` until `ttl` after `now`: true when `holder` holds it now.
+    /// Granted when nobody holds it, its holder's lease expired, or `holder` already holds
+    /// it; a holder that stops renewing loses it after `ttl`, and another takes over.
+    async fn try_lease(&self, name: &str, holder: &str, ttl: Duration, now: UnixMillis) -> bool;
 
     /// Run `cleanup` without making the caller wait (called from `Drop`).
     fn cleanup(&self, cleanup: Cleanup);

@@ -46,7 +46,7 @@ impl VendorHarness for Harness {
     }
 
     fn health_path(&self) -> Option<String> {
-        Some("/v1beta/models".to_owned())
+        Some(format!("/v1beta/models/{MODEL}"))
     }
 
     fn view(&self, request: &wiremock::Request) -> RequestView {
@@ -204,9 +204,11 @@ async fn the_key_travels_only_in_its_header() {
         .mount(&server)
         .await;
     Mock::given(method("GET"))
-        .and(path("/v1beta/models"))
+        .and(path(format!("/v1beta/models/{MODEL}")))
         .and(header("x-goog-api-key", KEY))
-        .respond_with(json_response(json!({"models": []}).to_string()))
+        .respond_with(json_response(
+            json!({"name": format!("models/{MODEL}")}).to_string(),
+        ))
         .expect(1)
         .mount(&server)
         .await;

@@ -9,6 +9,7 @@
 mod budget;
 mod deadline;
 mod errors;
+mod health;
 mod probe;
 mod rate_limits;
 mod recovery;

@@ -136,6 +136,7 @@ pub struct Gemini {
     generate_url: Endpoint,
     /// `…:streamGenerateContent?alt=sse` (without `alt=sse` Google streams one JSON array).
     stream_url: Endpoint,
+    /// `models.get` of the configured model: the health check.
     models_url: Endpoint,
     /// Headers of a JSON call (key, extras), built once.
     json_headers: HeaderMap,
@@ -160,7 +161,7 @@ impl Gemini {
         stream_url.set_query(Some("alt=sse"));
         let generate_url = Endpoint::new(generate_url)?;
         let stream_url = Endpoint::new(stream_url)?;
-        let models_url = Endpoint::new(endpoint(&config.base_url, "/models")?)?;
+        let models_url = Endpoint::new(endpoint(&config.base_url, &format!("/{resource}"))?)?;
         let mut headers = HeaderMap::new();
         if let Some(key) = &config.api_key {
             if key.is_empty() {
@@ -287,7 +288,8 @@ impl Provider for Gemini {
         Ok(self.chunks(SseStream::new(response.into_byte_stream(), limit)))
     }
 
-    /// `GET {base_url}/models`: free, and proves the key and the endpoint.
+    /// `models.get` for the configured model (`GET {base_url}/models/{model}`): free, and
+    /// proves the key, the endpoint and the model (a missing one is a 404, `ModelNotFound`).
     async fn check_health(&self) -> Result<(), ProviderError> {
         let sent = self.http.get(&self.models_url, &self.json_headers).await;
         let response = self.errors.checked(sent).await?;

@@ -331,7 +331,11 @@ fn urls_carry_the_model_and_never_the_key() {
         p.stream_url.as_str(),
         "https://example.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
     );
-    assert_eq!(p.models_url.as_str(), "https://example.com/v1beta/models");
+    assert_eq!(
+        p.models_url.as_str(),
+        "https://example.com/v1beta/models/gemini-2.5-flash",
+        "models.get of the configured model (the health check)"
+    );
     for url in [&p.generate_url, &p.stream_url, &p.models_url] {
         assert!(!url.as_str().contains("AIza"), "{url}");
     }

@@ -72,7 +72,11 @@ impl Inner {
                 self.release_probe_key(provider, lease).await;
                 applied
             }
-            Op::AttemptFailed { .. } | Op::TurnFailed { .. } | Op::Succeeded { .. } => {
+            Op::AttemptFailed { .. }
+            | Op::TurnFailed { .. }
+            | Op::Succeeded { .. }
+            | Op::CheckFailed { .. }
+            | Op::CheckPassed { .. } => {
                 let applied = self.verdict(provider, cfg, now, op).await;
                 if let Some(lease) = probe_over(op, &applied) {
                     self.release_probe_key(provider, lease).await;
@@ -347,7 +351,9 @@ fn probe_over(op: Op, applied: &Applied) -> Option<u64> {
                 .is_some_and(|t| t.to == CircuitState::Open)
         }),
         Op::Release { lease } => Some(lease),
-        Op::Admit { .. } | Op::Renew { .. } => None,
+        Op::Admit { .. } | Op::Renew { .. } | Op::CheckFailed { .. } | Op::CheckPassed { .. } => {
+            None
+        }
     }
 }
 

@@ -293,6 +293,12 @@ impl SharedState for RedisState {
         self.inner.rate_add(bucket, limit, amount, now).await;
     }
 
+    /// One `SET PX` in a script (take if free, renew if ours); while Redis is away each
+    /// replica holds its own leases locally (so each checks on its own until it is back).
+    async fn try_lease(&self, name: &str, holder: &str, ttl: Duration, now: UnixMillis) -> bool {
+        self.inner.try_lease(name, holder, ttl, now).await
+    }
+
     /// Applied locally at once (probe lease, local reservations) and queued for Redis;
     /// a full queue applies the Redis side at the next resync instead and counts a drop.
     fn cleanup(&self, cleanup: Cleanup) {
@@ -380,6 +386,24 @@ impl Inner {
             Cleanup::SettleBudget {
                 scope, id, actual, ..
             } => self.keep_pending(&scope, actual, budgets::remote_id(id)),
+        }
+    }
+
+    async fn try_lease(&self, name: &str, holder: &str, ttl: Duration, now: UnixMillis) -> bool {
+        let mut inv = scripts::LEASE_TAKE.prepare_invoke();
+        inv.key(self.keys.lease(name))
+            .arg(holder)
+            .arg(crate::clock::duration_ms(ttl).max(1));
+        let held: Option<i64> = self
+            .link
+            .call(
+                "lease",
+                |mut c| async move { inv.invoke_async(&mut c).await },
+            )
+            .await;
+        match held {
+            Some(n) => n == 1,
+            None => self.mirror.lease_local(name, holder, ttl, now),
         }
     }
 

@@ -9,6 +9,8 @@
 //!   for every write.
 //! - `P:probe:{provider}` — string `{replica}:{lease}`, the fleet's one half-open probe;
 //!   `SET NX PX lease`, deleted only by its holder (value checked).
+//! - `P:lease:{name}` — string `{holder}`, a named fleet-wide lease (one health checker
+//!   per provider); taken when absent, renewed only by its holder, expiring after its TTL.
 //! - `P:budget:{scope}` — hash: `spent` and `reserved` (integer pico-dollars),
 //!   `r:{id}` = the amount of each outstanding reservation (ids are chosen by the
 //!   replica), and `d:{id}` tombstones for ids dropped before their reserve arrived.
@@ -61,6 +63,10 @@ impl Keys {
 
     pub(super) fn probe(&self, provider: &str) -> String {
         format!("{}:probe:{provider}", self.prefix)
+    }
+
+    pub(super) fn lease(&self, name: &str) -> String {
+        format!("{}:lease:{name}", self.prefix)
     }
 
     pub(super) fn books(&self, scope: &str) -> String {
@@ -132,6 +138,19 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
+return 1
+",
+    )
+});
+
+/// Take the named lease if free, or renew it if this holder has it.
+/// KEYS: lease. ARGV: holder, TTL ms. Returns 1 when held by ARGV[1].
+pub(super) static LEASE_TAKE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local cur = redis.call('GET', KEYS[1])
+if cur and cur ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1
 ",
     )

@@ -1,0 +1,36 @@
+//! The health checkers `serve` runs: one loop per provider with a `health_check`.
+//!
+//! Owns starting them on the [`Tasks`] tracker, under one holder id per process (the fleet
+//! lease's holder: one checker per provider across replicas sharing a state store). The
+//! loop, the lease and what a check does are the library's (`switchyard::health`,
+//! `Gateway::check_provider`); results reach metrics, the ledger and `/admin/health`
+//! through the gateway's observers. Each loop stops when shutdown begins, abandoning a
+//! check in flight, so checks never delay shutdown.
+
+use switchyard::Gateway;
+
+use crate::config::{self, Config};
+use crate::shutdown::Tasks;
+
+/// Start a checker for every provider `config` gives a `health_check`; returns how many.
+pub fn start(config: &Config, gateway: &Gateway, tasks: &Tasks) -> usize {
+    let checks = config::health_checks(config);
+    let holder = format!("{:016x}", fastrand::u64(..));
+    for (name, check) in &checks {
+        let stop = tasks.stopping();
+        tasks.spawn(switchyard::health::run(
+            gateway.clone(),
+            name.clone(),
+            *check,
+            holder.clone(),
+            async move { stop.cancelled().await },
+        ));
+        eprintln!(
+            "switchyard: health check of {name:?}: {} every {:?} (timeout {:?})",
+            check.probe.label(),
+            check.every,
+            check.timeout
+        );
+    }
+    checks.len()
+}
