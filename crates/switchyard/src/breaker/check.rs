@@ -189,7 +189,10 @@ mod tests {
         let (admission, noted) = b.admit_noting(&c, at(15), LEASE);
         let lease = admission.lease();
         assert!(lease.is_some(), "the next user request is the probe");
-        assert_eq!(noted, None, "open -> half-open was reported by the check, once");
+        assert_eq!(
+            noted, None,
+            "open -> half-open was reported by the check, once"
+        );
         let t = b.on_success(&c, at(16), lease).unwrap();
         assert_eq!(t.to, CircuitState::Closed, "the user request confirms");
     }
