@@ -6,6 +6,7 @@ use std::sync::Arc;
 use axum::routing::{get, post};
 use axum::Router;
 use switchyard::Gateway;
+use tokio_util::sync::CancellationToken;
 
 use crate::insight::Insight;
 use crate::keys::KeyStore;
@@ -36,6 +37,9 @@ pub struct Shared {
     pub max_body_bytes: usize,
     /// False while starting up or shutting down (`/readyz`).
     pub ready: AtomicBool,
+    /// Cancelled when shutdown's grace period ends: every stream still open ends with an
+    /// error event (`routes::chat`'s SSE writer), and is logged.
+    pub grace_over: CancellationToken,
 }
 
 impl std::ops::Deref for AppState {
@@ -66,6 +70,8 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(routes::chat::completions))
         .merge(rest)
+        // after every route: a known path asked with another method gets OpenAI's JSON
+        .method_not_allowed_fallback(crate::edge::method_not_allowed)
         .with_state(state)
 }
 

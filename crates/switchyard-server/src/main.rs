@@ -12,6 +12,7 @@ mod check;
 mod config;
 mod dashboard;
 mod demo;
+mod edge;
 mod error;
 mod insight;
 mod keys;

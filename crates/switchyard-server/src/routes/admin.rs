@@ -121,6 +121,7 @@ mod tests {
             )),
             max_body_bytes: crate::app::DEFAULT_MAX_BODY_BYTES,
             ready: AtomicBool::new(ready),
+            grace_over: tokio_util::sync::CancellationToken::new(),
         }))
     }
 

@@ -60,6 +60,7 @@ fn fixture(
         )),
         max_body_bytes: 2048,
         ready: AtomicBool::new(true),
+        grace_over: tokio_util::sync::CancellationToken::new(),
     }));
     Fixture {
         state,

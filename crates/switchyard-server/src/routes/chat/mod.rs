@@ -188,6 +188,8 @@ async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
             .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
         if too_large {
             ApiError::too_large(limit)
+        } else if crate::edge::is_body_timeout(&e) {
+            crate::edge::body_timeout()
         } else {
             ApiError::bad_request(None, format!("could not read the request body: {e}"))
         }
@@ -236,6 +238,16 @@ pub(crate) fn log_completion(
     status: u16,
     ttft: Option<Duration>,
 ) {
+    state.log.write(completion_entry(ctx, resp, status, ttft));
+}
+
+/// The log line of a request that got an answer (or a partial one).
+pub(crate) fn completion_entry(
+    ctx: &Ctx,
+    resp: &ChatResponse,
+    status: u16,
+    ttft: Option<Duration>,
+) -> LogEntry {
     let mut entry = ctx.entry(status);
     entry.provider = Some(resp.provider.clone());
     entry.model = Some(resp.model.clone());
@@ -244,7 +256,7 @@ pub(crate) fn log_completion(
     entry.usage = resp.usage;
     entry.cost_usd = resp.cost.map(Money::to_usd);
     entry.ttft_ms = ttft.map(|d| d.as_secs_f64() * 1000.0);
-    state.log.write(entry);
+    entry
 }
 
 /// The `x-switchyard-*` and `x-request-id` headers.

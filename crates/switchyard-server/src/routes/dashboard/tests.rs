@@ -78,6 +78,7 @@ fn state(keys: &[KeyToml]) -> AppState {
         insight,
         max_body_bytes: 4096,
         ready: AtomicBool::new(true),
+        grace_over: tokio_util::sync::CancellationToken::new(),
     }))
 }
 
