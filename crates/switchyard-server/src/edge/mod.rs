@@ -261,12 +261,13 @@ impl Registry {
         Self::evict_from(&mut self.lock())
     }
 
-    /// Close the connection that has waited longest without a request in service.
+    /// Close the connection that has waited longest without a request in service (the
+    /// earlier accepted of equals).
     fn evict_from(conns: &mut HashMap<u64, Arc<ConnState>>) -> bool {
         let victim = conns
             .values()
             .filter(|c| !c.is_busy())
-            .min_by_key(|c| c.waiting_since())
+            .min_by_key(|c| (c.waiting_since(), c.id))
             .map(|c| c.id);
         let Some(conn) = victim.and_then(|id| conns.remove(&id)) else {
             return false;

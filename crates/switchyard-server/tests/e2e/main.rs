@@ -7,6 +7,9 @@
 //! - `errors.rs`: every error status the proxy itself returns (400 401 403 404 413 402 502 504);
 //! - `rescue.rs`: a stream cut mid-answer, rescued by restart-and-splice or ended with an
 //!   error event;
+//! - `edge.rs`: slow, silent and too many clients; the connection and in-flight caps; the
+//!   HTTP layer's own errors in OpenAI's JSON;
+//! - `shutdown.rs`: SIGTERM with streams still open at the end of the grace period;
 //! - `lifecycle.rs`: request log + `report`, graceful shutdown, `check`, `keys new`, the
 //!   non-loopback refusal;
 //! - `python_sdk.rs`: the official `openai` Python SDK against the proxy
@@ -28,9 +31,11 @@ mod common;
 mod support;
 mod upstream;
 
+mod edge;
 mod errors;
 mod failover;
 mod lifecycle;
 mod proxy;
 mod python_sdk;
 mod rescue;
+mod shutdown;
