@@ -187,3 +187,34 @@ fn the_example_file_builds_every_adapter_and_warns_of_missing_keys() {
     assert!(missing.iter().any(|w| w.contains("GEMINI_API_KEY")));
     assert!(built.warnings.iter().all(|w| !w.contains("sk-test")));
 }
+
+#[test]
+fn server_limits_are_checked_with_their_paths() {
+    let text = r#"
+        [server]
+        header_read_timeout = "soon"
+        body_read_timeout = "0s"
+        idle_timeout = "1 minute-ish"
+        max_connections = 0
+        max_in_flight = 0
+
+        [[providers]]
+        name = "sim"
+        kind = "simulated"
+
+        [[routes]]
+        name = "r"
+        providers = ["sim"]
+    "#;
+    let p = problems(text);
+    for expect in [
+        "server.header_read_timeout: \"soon\" is not a duration",
+        "server.body_read_timeout: must be greater than zero",
+        "server.idle_timeout: \"1 minute-ish\" is not a duration",
+        "server.max_connections: must be greater than zero",
+        "server.max_in_flight: must be greater than zero",
+    ] {
+        assert!(p.iter().any(|x| x.starts_with(expect)), "{expect}\n{p:#?}");
+    }
+    assert_eq!(p.len(), 5, "{p:#?}");
+}

@@ -13,7 +13,10 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
 use crate::common::conf::{self, Conf};
-use crate::support::{chat_body, eventually, route, simulated_provider, Scratch, Server, WAIT};
+use crate::common::serve::Launch;
+use crate::support::{
+    chat_body, command, eventually, route, simulated_provider, Reply, Scratch, Server, WAIT,
+};
 
 /// A route `smart` on a simulated provider that answers at once, with `server` lines.
 fn simulated(server: &str) -> String {
@@ -107,6 +110,63 @@ async fn at_the_connection_cap_the_longest_idle_connections_make_room_for_new_cl
     let oldest: Vec<TcpStream> = idle.drain(..30).collect();
     let closed = join_all(oldest.into_iter().map(closed_by_server)).await;
     assert!(closed.iter().all(|c| *c), "{closed:?}");
+}
+
+/// More clients than file descriptors: 400 silent connections against a server whose
+/// open-file limit is 256 (and whose connection cap, set above it, cannot help). Accepting
+/// fails for want of descriptors; the longest-idle connections are closed to make room,
+/// so a normal client still gets its answer instead of waiting behind them for ever.
+#[tokio::test]
+async fn silent_connections_beyond_the_open_file_limit_do_not_lock_clients_out() {
+    let scratch = Scratch::new("e2e", "fd-limit");
+    let path = scratch.write(
+        "switchyard.toml",
+        &simulated("header_read_timeout = \"5m\"\nmax_connections = 1000"),
+    );
+    let inner = command(
+        &[
+            "serve",
+            "--config",
+            path.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        &[],
+        &scratch.path,
+    );
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", "ulimit -n 256 && exec \"$@\"", "sh"])
+        .arg(inner.get_program())
+        .args(inner.get_args())
+        .current_dir(&scratch.path)
+        .stdin(std::process::Stdio::null());
+    for (k, v) in inner.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let server = Launch::spawn("switchyard", cmd).wait().await.unwrap();
+    let addr: SocketAddr = server.base.trim_start_matches("http://").parse().unwrap();
+    let mut silent = Vec::new();
+    for _ in 0..400 {
+        silent.push(TcpStream::connect(addr).await.unwrap());
+    }
+    let reply = Reply::read(
+        crate::support::client()
+            .post(server.url("/v1/chat/completions"))
+            .header("content-type", "application/json")
+            .body(serde_json::to_vec(&chat_body("smart", "anyone home?")).unwrap())
+            .send()
+            .await
+            .expect("an answer, not a connection left in the backlog"),
+    )
+    .await;
+    reply.expect_status(200);
+    assert!(
+        closed_by_server(silent.remove(0)).await,
+        "the oldest made room"
+    );
 }
 
 #[tokio::test]
