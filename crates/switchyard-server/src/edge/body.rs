@@ -1,19 +1,18 @@
 //! The bodies the edge wraps: a request body with a read deadline ([`Timed`]), and a
 //! response body that carries its request's bookkeeping until hyper is done with it
-//! ([`Tracked`]: the connection goes back to idle and the in-flight slot is freed when
-//! the last byte is handed over, or when the response is dropped unfinished).
+//! ([`Tracked`], holding `conn::Served`: the connection goes back to idle and the
+//! in-flight slot is freed when the last byte is handed over, or when the response is
+//! dropped unfinished).
 
 use std::future::Future as _;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
 
-use super::conn::ConnState;
-use super::Edge;
+use super::conn::Served;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -92,24 +91,7 @@ where
     }
 }
 
-/// A request's bookkeeping, undone on drop: its connection goes back to idle and its
-/// in-flight slot (if it took one) is freed.
-pub(super) struct Served {
-    pub(super) edge: Arc<Edge>,
-    pub(super) conn: Arc<ConnState>,
-    pub(super) slot: bool,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        if self.slot {
-            self.edge.release_slot();
-        }
-        self.conn.end_request(self.edge.now_ms());
-    }
-}
-
-/// A response body that holds its request's [`Served`] until hyper drops it.
+/// A response body that holds its request's `Served` until hyper drops it.
 pub(super) struct Tracked {
     pub(super) inner: axum::body::Body,
     pub(super) _served: Served,

@@ -19,6 +19,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
+use std::time::Duration;
 
 use axum::http::{Request, Response};
 use axum::response::IntoResponse as _;
@@ -27,7 +28,7 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tower_service::Service as _;
 
-use super::body::{Served, Timed, Tracked};
+use super::body::{Timed, Tracked};
 use super::{errors, Edge};
 
 /// What the edge has asked of a connection.
@@ -118,8 +119,20 @@ impl ConnState {
         // a fresh connection's head deadline runs from the accept, not its first byte
         if self.served.load(Ordering::Acquire) {
             self.since.store(now(), Ordering::Release);
-            // the deadline moved (from the idle gap's to the head's): the watchdog looks again
-            self.control.notify_one();
+        }
+    }
+
+    /// How long until the watchdog looks again; `None` when the current wait is over. It
+    /// looks at least every `header_read_timeout`: the first byte after an idle gap moves
+    /// the deadline earlier without waking it (waking it would cost every request), so a
+    /// head trickled after a gap is closed within twice that timeout of its first byte.
+    fn next_look(&self, limits: &super::Limits, now_ms: u64) -> Option<Duration> {
+        let every = limits.header_read_timeout.min(limits.idle_timeout);
+        match self.deadline(limits) {
+            Some(deadline) if deadline <= now_ms => None,
+            Some(deadline) => Some(Duration::from_millis(deadline - now_ms).min(every)),
+            // a request in service has no head deadline
+            None => Some(every),
         }
     }
 
@@ -153,11 +166,6 @@ where
     let service = hyper::service::service_fn(move |req| Arc::clone(&link).serve(req));
     let http = edge.http.serve_connection(io, service);
     tokio::pin!(http);
-    // While busy, the watchdog looks again this often (a request has no head deadline).
-    let recheck = edge
-        .limits
-        .header_read_timeout
-        .min(edge.limits.idle_timeout);
     let watchdog = tokio::time::sleep(edge.limits.header_read_timeout);
     tokio::pin!(watchdog);
     let mut draining = false;
@@ -165,7 +173,7 @@ where
         tokio::select! {
             _ = http.as_mut() => break,
             () = conn.control.notified() => match conn.current() {
-                Command::Serve => watchdog.as_mut().reset(tokio::time::Instant::now()),
+                Command::Serve => {}
                 Command::Drain if conn.is_busy() => {
                     if !draining {
                         draining = true;
@@ -174,24 +182,36 @@ where
                 }
                 Command::Drain | Command::Close => break,
             },
-            () = &mut watchdog => {
-                let now = edge.now_ms();
-                let next = match conn.deadline(&edge.limits) {
-                    Some(deadline) if deadline <= now => break,
-                    Some(deadline) => std::time::Duration::from_millis(deadline - now),
-                    None => recheck,
-                };
-                watchdog.as_mut().reset(tokio::time::Instant::now() + next);
-            }
+            () = &mut watchdog => match conn.next_look(&edge.limits, edge.now_ms()) {
+                Some(wait) => watchdog.as_mut().reset(tokio::time::Instant::now() + wait),
+                None => break,
+            },
         }
     }
     edge.forget(&conn);
 }
 
 /// What a connection's requests share.
-struct Link {
+pub(super) struct Link {
     edge: Arc<Edge>,
     conn: Arc<ConnState>,
+}
+
+/// A request's bookkeeping, undone on drop: its connection goes back to idle and its
+/// in-flight slot (if it took one) is freed.
+pub(super) struct Served {
+    link: Arc<Link>,
+    slot: bool,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let edge = &self.link.edge;
+        if self.slot {
+            edge.release_slot();
+        }
+        self.link.conn.end_request(edge.now_ms());
+    }
 }
 
 impl Link {
@@ -204,15 +224,12 @@ impl Link {
         self.conn.begin_request();
         let exempt = super::EXEMPT_FROM_IN_FLIGHT.contains(&req.uri().path());
         let slot = !exempt && self.edge.take_slot();
-        let served = Served {
-            edge: Arc::clone(&self.edge),
-            conn: Arc::clone(&self.conn),
-            slot,
-        };
+        // held from here: if the client goes first, the future drops it and the slot returns
+        let served = Served { link: self, slot };
+        let edge = &served.link.edge;
         let response = if exempt || slot {
-            let timeout = self.edge.limits.body_read_timeout;
-            let req = req.map(|b| Timed::new(b, timeout));
-            match self.edge.router.clone().call(req).await {
+            let req = req.map(|b| Timed::new(b, edge.limits.body_read_timeout));
+            match edge.router.clone().call(req).await {
                 Ok(r) => r,
                 Err(never) => match never {},
             }
@@ -247,22 +264,33 @@ impl<T> Watched<T> {
         }
     }
 
-    /// Is `buf` hyper's own answer to a request it could not parse? Such a response is
-    /// written with no request in service, has one of hyper's parse-error statuses, and
-    /// (unlike every response of ours) no `content-type`.
+    /// Is `buf` hyper's own answer to a request it could not parse? Such a response has
+    /// one of hyper's parse-error statuses, is written with no request in service, and
+    /// (unlike every response of ours) has no `content-type`. Runs on every write: the
+    /// cheap tests come first.
     fn hypers_parse_error(&self, buf: &[u8]) -> Option<Vec<u8>> {
-        if self.conn.is_busy() || !buf.starts_with(b"HTTP/1.1 ") {
+        let status = match buf.strip_prefix(b"HTTP/1.1 ")?.get(..4)? {
+            b"400 " => 400,
+            b"414 " => 414,
+            b"431 " => 431,
+            _ => return None,
+        };
+        if self.conn.is_busy() {
             return None;
         }
-        let status: u16 = std::str::from_utf8(buf.get(9..12)?).ok()?.parse().ok()?;
         let head_end = buf.windows(4).position(|w| w == b"\r\n\r\n")?;
-        let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
-        if head.contains("\r\ncontent-type:") {
+        let typed = buf[..head_end]
+            .windows(CONTENT_TYPE.len())
+            .any(|w| w.eq_ignore_ascii_case(CONTENT_TYPE));
+        if typed {
             return None;
         }
         errors::parse_failure(status, super::MAX_HEADER_BYTES)
     }
 }
+
+/// How a `content-type` header starts in a response head.
+const CONTENT_TYPE: &[u8] = b"\r\ncontent-type:";
 
 impl<T: AsyncWrite + Unpin> Watched<T> {
     /// Write out the replacement, if any; ready when none is left to write.

@@ -195,8 +195,9 @@ async fn after_an_idle_gap_a_slow_head_gets_the_header_timeout_from_its_first_by
     let first_byte = Instant::now();
     assert!(closed(&mut c).await);
     let took = first_byte.elapsed();
+    // the head's 2 s, not the idle gap's 10 s (seen at the watchdog's next look)
     assert!(
-        took >= Duration::from_secs(2) && took < Duration::from_secs(3),
+        took >= Duration::from_secs(2) && took <= Duration::from_secs(4),
         "{took:?}"
     );
 }
@@ -275,6 +276,31 @@ async fn beyond_the_in_flight_cap_requests_get_503_at_once_but_probes_are_answer
     assert_eq!(response(&mut busy).await.2, "done");
     send(&mut other, &get_request("/ok")).await;
     assert_eq!(response(&mut other).await.0, 200);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_that_leaves_mid_request_gives_its_in_flight_slot_back() {
+    let f = Fixture::new(Limits {
+        max_in_flight: 1,
+        ..limits()
+    });
+    let mut leaving = f.connect();
+    send(&mut leaving, &get_request("/wait")).await;
+    tokio::task::yield_now().await;
+    let mut other = f.connect();
+    send(&mut other, &get_request("/ok")).await;
+    assert_eq!(response(&mut other).await.0, 503);
+    drop(leaving);
+    let mut status = 503;
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+        send(&mut other, &get_request("/ok")).await;
+        status = response(&mut other).await.0;
+        if status == 200 {
+            break;
+        }
+    }
+    assert_eq!(status, 200, "the slot came back when the client left");
 }
 
 #[tokio::test(start_paused = true)]
