@@ -55,12 +55,6 @@ pub(super) fn respond(
     resp
 }
 
-/// A stream lets other tasks run after writing this many bytes. An upstream that is always
-/// ready (big chunks, sent as fast as they are read) would otherwise keep its worker thread
-/// for a whole burst of hyper's loop — tens of milliseconds of JSON work that every other
-/// request on that thread waits behind (`bench/hostile`, the flood phase).
-const YIELD_EVERY: usize = 64 * 1024;
-
 /// Writes events for one stream and logs how it ended (also when dropped early).
 struct Writer {
     state: AppState,
@@ -72,8 +66,6 @@ struct Writer {
     id: String,
     model: String,
     started_role: bool,
-    /// Bytes written since this stream last let other tasks run (see [`YIELD_EVERY`]).
-    since_yield: usize,
     /// Set once the request's log line is written.
     logged: bool,
     /// Resolves when the server's shutdown grace period is over (a child of
@@ -104,7 +96,6 @@ impl Writer {
             include_usage,
             ttft,
             started_role: false,
-            since_yield: 0,
             logged: false,
             grace_over: Box::pin(state.grace_over.child_token().cancelled_owned()),
             state,
@@ -114,12 +105,7 @@ impl Writer {
     fn into_stream(self) -> impl futures_util::Stream<Item = Result<Bytes, Infallible>> + Send {
         // boxed: the state moves through every poll, and a pointer is cheaper to move
         futures_util::stream::unfold(Box::new(self), |mut w| async move {
-            if w.since_yield >= YIELD_EVERY {
-                w.since_yield = 0;
-                tokio::task::yield_now().await;
-            }
             let bytes = w.next_bytes().await?;
-            w.since_yield += bytes.len();
             Some((Ok(bytes), w))
         })
     }
