@@ -88,6 +88,13 @@ pub enum Fault {
     /// when asked for, no `[DONE]` — holding the connection until the client hangs up.
     /// Plain requests: healthy.
     FinishOnly,
+    /// Streams: the role chunk, then content chunks of `chunk_bytes` bytes each as fast as
+    /// the client reads them, never ending (a runaway upstream, for memory benchmarks).
+    /// Plain requests: healthy.
+    Flood {
+        /// Bytes of content per chunk.
+        chunk_bytes: usize,
+    },
     /// 400 `context_length_exceeded`, OpenAI's wording.
     ContextLength,
     /// 400 `content_filter`: refused by the safety system.
@@ -241,6 +248,8 @@ mod tests {
         assert_eq!(f, Fault::down_for(Duration::from_secs(3)));
         let f: Fault = serde_json::from_str(r#"{"kind":"cut","after":40}"#).unwrap();
         assert_eq!(f, Fault::cut(40));
+        let f: Fault = serde_json::from_str(r#"{"kind":"flood","chunk_bytes":60000}"#).unwrap();
+        assert_eq!(f, Fault::Flood { chunk_bytes: 60000 });
         assert!(serde_json::from_str::<Fault>(r#"{"kind":"cut","afterr":40}"#).is_err());
         let s: Script =
             serde_json::from_str(r#"{"faults":[{"kind":"reset"}],"then":{"kind":"hang"}}"#)

@@ -115,6 +115,12 @@ fn stream(ask: &Ask<'_>, fault: &Fault, pieces: &[&str], recorder: Recorder) -> 
     let events = Events::new(ask.model);
     let mut plan = Plan::default();
     plan.add(|out| events.role(out));
+    if let Fault::Flood { chunk_bytes } = *fault {
+        let text: String = "flood ".chars().cycle().take(chunk_bytes.max(1)).collect();
+        let mut chunk = Vec::with_capacity(chunk_bytes + 256);
+        events.token(&mut chunk, &text);
+        return sse(plan.end(Step::Repeat(Bytes::from(chunk))), recorder);
+    }
     let (first, gap) = match *fault {
         Fault::Slow {
             first_token_ms,
@@ -178,6 +184,9 @@ enum Step {
     Abort,
     /// Send nothing more, ever; the connection stays open until the client closes it.
     Hang,
+    /// Send these bytes again and again, as fast as they are taken, until the client
+    /// closes the connection.
+    Repeat(Bytes),
 }
 
 /// Steps under construction; adjacent sends share one buffer.
@@ -236,6 +245,11 @@ fn play(
                     return Some((Err(err), (steps, recorder)));
                 }
                 Some(Step::Hang) => std::future::pending::<()>().await,
+                Some(Step::Repeat(bytes)) => {
+                    let mut again = vec![Step::Repeat(bytes.clone())].into_iter();
+                    std::mem::swap(&mut steps, &mut again);
+                    return Some((Ok(bytes), (steps, recorder)));
+                }
                 None => {
                     if let Some(r) = recorder.take() {
                         r.finish();

@@ -527,6 +527,43 @@ async fn no_done_finishes_then_holds_the_connection() {
 }
 
 #[tokio::test]
+async fn a_flood_sends_big_content_chunks_without_end() {
+    let s = start().await;
+    s.script(
+        "m",
+        Fault::Flood {
+            chunk_bytes: 50_000,
+        },
+    );
+    let body = serde_json::to_vec(&stream("m")).unwrap();
+    let mut socket = TcpStream::connect(s.addr()).await.unwrap();
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: faultline\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    socket.write_all(head.as_bytes()).await.unwrap();
+    socket.write_all(&body).await.unwrap();
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 64 * 1024];
+    while got.len() < 1_000_000 {
+        let n = tokio::time::timeout(WAIT, socket.read(&mut chunk))
+            .await
+            .expect("the flood keeps coming")
+            .unwrap();
+        assert!(n > 0, "the flood never ends by itself");
+        got.extend_from_slice(&chunk[..n]);
+    }
+    let text = String::from_utf8_lossy(&got);
+    let tokens = text
+        .matches(&format!("\"content\":\"{}", "flood ".repeat(5)))
+        .count();
+    assert!(tokens >= 15, "content chunks of 50 KB: {tokens}");
+    assert!(!text.contains("[DONE]") && !text.contains("finish_reason\":\"stop"));
+    drop(socket);
+    attempts_when(&s, "m", |a| a[0].client_gone()).await;
+}
+
+#[tokio::test]
 async fn finish_only_sends_no_usage_and_no_done() {
     let s = start().await;
     s.script("m", Fault::FinishOnly);

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use axum::routing::{get, post};
 use axum::Router;
 use switchyard::Gateway;
+use tokio_util::sync::CancellationToken;
 
 use crate::guard::{self, AllowedOrigins};
 use crate::insight::Insight;
@@ -39,6 +40,9 @@ pub struct Shared {
     pub ready: AtomicBool,
     /// Browser origins other than the gateway's own that may call it (`crate::guard`).
     pub allowed_origins: AllowedOrigins,
+    /// Cancelled when shutdown's grace period ends: every stream still open ends with an
+    /// error event (`routes::chat`'s SSE writer), and is logged.
+    pub grace_over: CancellationToken,
 }
 
 impl std::ops::Deref for AppState {
@@ -70,6 +74,9 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(routes::chat::completions))
         .merge(rest)
+        // after every route: a known path asked with another method gets OpenAI's JSON
+        .method_not_allowed_fallback(crate::edge::method_not_allowed)
+        // last, so that it guards every route and both fallbacks
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             guard::check,

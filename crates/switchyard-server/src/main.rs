@@ -14,6 +14,7 @@ mod checks;
 mod config;
 mod dashboard;
 mod demo;
+mod edge;
 mod error;
 mod guard;
 mod insight;

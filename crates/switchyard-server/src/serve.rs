@@ -1,9 +1,12 @@
 //! `switchyard serve`: load the config, build the gateway, listen, and shut down cleanly.
 //!
 //! Owns startup (config or the embedded default, the loopback-without-keys refusal,
-//! warnings, the request log, `TCP_NODELAY`) and the shutdown sequence: on SIGTERM / Ctrl-C
-//! stop accepting, mark not-ready, give in-flight requests the grace period, then wait for
-//! the request log to flush.
+//! warnings, the request log, the edge's limits) and the shutdown sequence: on SIGTERM /
+//! Ctrl-C stop accepting, mark not-ready, close idle connections and let in-flight
+//! requests finish within the grace period; at its end, end every open stream with an
+//! error event (logged, status 503), close what is left, and wait briefly for the request
+//! log to flush — the process exits within the grace period plus [`AFTER_GRACE`] and the
+//! runtime's shutdown.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -11,10 +14,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::serve::ListenerExt as _;
 use tokio::net::TcpListener;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::app::{app, AppState, Shared, DEFAULT_MAX_BODY_BYTES};
+use crate::edge::{Edge, Limits};
 use switchyard::clock::Clock;
 use switchyard::state::{MemoryState, RedisConfig, RedisState, SharedState};
 
@@ -25,6 +30,19 @@ use crate::log::RequestLog;
 use crate::metrics::Metrics;
 use crate::restore;
 use crate::shutdown::{self, Tasks};
+
+/// After the grace period: the longest shutdown still takes (final stream events,
+/// closing connections, flushing the request log).
+pub const AFTER_GRACE: Duration = Duration::from_millis(900);
+/// Of [`AFTER_GRACE`], how long connections get to deliver their final stream events
+/// before they are closed.
+const FINAL_EVENTS: Duration = Duration::from_millis(300);
+/// Of [`AFTER_GRACE`], how long closed connections get to finish their tasks.
+const CLOSE_WAIT: Duration = Duration::from_millis(200);
+/// The least time the request log gets to flush, however late.
+const MIN_FLUSH: Duration = Duration::from_millis(100);
+/// How long the runtime waits for its blocking threads when the server has stopped.
+const RUNTIME_SHUTDOWN: Duration = Duration::from_millis(100);
 
 /// `switchyard serve` options.
 #[derive(Debug, clap::Args)]
@@ -60,9 +78,12 @@ pub fn load(path: Option<&std::path::Path>) -> Result<(Config, String), String> 
 /// Bad config, a refused listen address, or a socket that cannot be bound.
 pub fn run(args: &ServeArgs) -> Result<(), String> {
     let (config, source) = load(args.config.as_deref())?;
-    runtime(config.server.workers)
-        .map_err(|e| format!("cannot start the runtime: {e}"))?
-        .block_on(serve(args, config, source))
+    let rt =
+        runtime(config.server.workers).map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let result = rt.block_on(serve(args, config, source));
+    // a blocking write stuck in the kernel must not hold the exit past the grace period
+    rt.shutdown_timeout(RUNTIME_SHUTDOWN);
+    result
 }
 
 /// The runtime `[server] workers` asks for: by default one worker thread per available core;
@@ -107,6 +128,7 @@ async fn serve(args: &ServeArgs, config: Config, source: String) -> Result<(), S
         None => RequestLog::disabled(),
     }
     .with_tap(insight.clone());
+    let limits = Limits::from_config(&config)?;
     let state = AppState(Arc::new(Shared {
         gateway: built.gateway,
         keys: KeyStore::new(&config.keys),
@@ -119,14 +141,12 @@ async fn serve(args: &ServeArgs, config: Config, source: String) -> Result<(), S
             .unwrap_or(DEFAULT_MAX_BODY_BYTES),
         ready: AtomicBool::new(false),
         allowed_origins: crate::guard::AllowedOrigins::new(&config.server.allowed_origins),
+        grace_over: CancellationToken::new(),
     }));
     let listener = TcpListener::bind(listen)
         .await
         .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
     let routes: Vec<&str> = state
         .gateway
         .routes()
@@ -135,49 +155,59 @@ async fn serve(args: &ServeArgs, config: Config, source: String) -> Result<(), S
         .collect();
     let workers = tokio::runtime::Handle::current().metrics().num_workers();
     println!(
-        "switchyard listening on http://{local} ({source}; routes: {}; {workers} worker thread{})",
+        "switchyard listening on http://{local} ({source}; routes: {}; up to {} connections; {workers} worker thread{})",
         routes.join(", "),
-        if workers == 1 { "" } else { "s" }
+        limits.max_connections,
+        if workers == 1 { "" } else { "s" },
     );
     crate::checks::start(&config, &state.gateway, &tasks);
     state.ready.store(true, Ordering::SeqCst);
     let grace = grace_period(&config)?;
-    drain(listener, state, grace).await;
-    if !tasks.close(grace).await {
-        eprintln!("switchyard: warning: background tasks did not finish within {grace:?}");
+    let stop_by = serve_until_signal(listener, state, limits, grace).await;
+    let flush = stop_by
+        .saturating_duration_since(Instant::now())
+        .max(MIN_FLUSH);
+    if !tasks.close(flush).await {
+        eprintln!("switchyard: warning: background tasks (the request log) did not finish in time");
     }
     Ok(())
 }
 
-/// Serve until the signal, then give in-flight requests `grace` to finish.
-async fn drain(
-    listener: impl axum::serve::Listener<Addr = SocketAddr>,
+/// Serve until the signal, then shut down: not ready, idle connections closed, in-flight
+/// requests given `grace`; then open streams are ended and the rest closed. Returns when
+/// the whole shutdown must be over. Dropping the last router with the connections lets
+/// the request log's writer finish.
+async fn serve_until_signal(
+    listener: TcpListener,
     state: AppState,
+    limits: Limits,
     grace: Duration,
-) {
-    let stopping = Arc::new(tokio::sync::Notify::new());
-    let notify = Arc::clone(&stopping);
-    let ready_state = state.clone();
-    // One router for every connection: served as a `Router` itself, axum rebuilds its route
-    // table for each new connection (`with_state` per accept: allocations and a few KB held
-    // per open connection); `into_make_service` builds it once and hands out clones of it.
-    let make_service = app(state).into_make_service();
-    let server = axum::serve(listener, make_service).with_graceful_shutdown(async move {
-        shutdown::signal().await;
-        ready_state.ready.store(false, Ordering::SeqCst);
-        eprintln!("switchyard: shutting down; in-flight requests have {grace:?}");
-        notify.notify_one();
-    });
-    tokio::select! {
-        r = server => {
-            if let Err(e) = r {
-                eprintln!("switchyard: server error: {e}");
-            }
-        }
-        () = async { stopping.notified().await; tokio::time::sleep(grace).await } => {
-            eprintln!("switchyard: grace period over; dropping remaining connections");
+) -> Instant {
+    // One router for every connection, built once: each request gets a clone of it (a
+    // reference count), never a rebuilt route table.
+    let edge = Edge::new(limits, app(state.clone()));
+    let conns = Tasks::new();
+    edge.accept_until(listener, &conns, shutdown::signal())
+        .await;
+    let deadline = Instant::now() + grace;
+    state.ready.store(false, Ordering::SeqCst);
+    eprintln!("switchyard: shutting down; in-flight requests have {grace:?}");
+    edge.drain();
+    if conns.wait(grace).await {
+        return deadline + AFTER_GRACE;
+    }
+    eprintln!(
+        "switchyard: grace period over; ending {} open connection(s): streams get an error event",
+        edge.open_connections()
+    );
+    state.grace_over.cancel();
+    if !conns.wait(FINAL_EVENTS).await {
+        edge.close_all();
+        if !conns.wait(CLOSE_WAIT).await {
+            eprintln!("switchyard: warning: some connections did not close in time");
         }
     }
+    deadline + AFTER_GRACE
 }
 
 /// The state store `[state]` asks for. The memory backend gets back the spend its

@@ -1,9 +1,10 @@
 //! Shutdown: the one place that spawns, and the signal that stops everything.
 //!
 //! Owns the [`Tasks`] tracker (background work — the request-log writer, health checks —
-//! is spawned only through it, so shutdown can wait for it) and [`signal`], which resolves
-//! on SIGTERM or Ctrl-C. `serve` stops accepting on the signal, gives in-flight requests
-//! the grace period, then closes the tracker and waits for background work to flush.
+//! and client connections are spawned only through one, so shutdown can wait for them)
+//! and [`signal`], which resolves on SIGTERM or Ctrl-C. `serve` stops accepting on the
+//! signal, gives in-flight requests the grace period, ends what is still open, then closes
+//! the background tracker and waits for the request log to flush.
 
 use std::future::Future;
 use std::time::Duration;
@@ -38,6 +39,15 @@ impl Tasks {
     #[must_use]
     pub fn stopping(&self) -> CancellationToken {
         self.stop.clone()
+    }
+
+    /// Take no more tasks and wait (at most `within`) for the tracked ones to finish,
+    /// without telling them to stop. Returns false if some were still running.
+    pub async fn wait(&self, within: Duration) -> bool {
+        self.tracker.close();
+        tokio::time::timeout(within, self.tracker.wait())
+            .await
+            .is_ok()
     }
 
     /// Begin shutdown and wait (at most `grace`) for every tracked task to finish.

@@ -149,6 +149,18 @@ fn validate_server(config: &Config, p: &mut Problems) {
     if s.max_body_bytes == Some(0) {
         p.add("server.max_body_bytes", "must be greater than zero");
     }
+    p.duration(
+        "server.header_read_timeout",
+        s.header_read_timeout.as_deref(),
+    );
+    p.duration("server.body_read_timeout", s.body_read_timeout.as_deref());
+    p.duration("server.idle_timeout", s.idle_timeout.as_deref());
+    if s.max_connections == Some(0) {
+        p.add("server.max_connections", "must be greater than zero");
+    }
+    if s.max_in_flight == Some(0) {
+        p.add("server.max_in_flight", "must be greater than zero");
+    }
     if let Some(n) = s.workers {
         if n == 0 || n > MAX_WORKERS {
             p.add(

@@ -49,6 +49,21 @@ pub struct ServerToml {
     /// are served, with CORS (default: none).
     #[serde(default)]
     pub allowed_origins: Vec<String>,
+    /// Longest wait for a request's head (request line and headers), counted from the
+    /// connection's accept or from the first byte after an idle keep-alive gap (default
+    /// `"10s"`); past it the connection is closed.
+    pub header_read_timeout: Option<String>,
+    /// Longest wait for a request body once the server starts waiting for it (default
+    /// `"30s"`); past it the request gets 408.
+    pub body_read_timeout: Option<String>,
+    /// Longest a keep-alive connection may sit between requests (default `"60s"`).
+    pub idle_timeout: Option<String>,
+    /// Most open client connections (default: half the open-file limit less 64, at most
+    /// 10,000). At the cap, the connection idle the longest is closed for a new one.
+    pub max_connections: Option<usize>,
+    /// Most requests served at once (default 1,024); more get 503 with `Retry-After`.
+    /// `/healthz`, `/readyz` and `/metrics` are exempt.
+    pub max_in_flight: Option<usize>,
 }
 
 /// `[[providers]]`: one upstream.

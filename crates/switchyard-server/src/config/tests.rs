@@ -375,3 +375,34 @@ fn health_checks_are_opt_in_validated_with_their_path_and_default_to_listing() {
     let p = problems(&format!("{base}health_check = {{ often = \"1s\" }}\n"));
     assert!(p[0].contains("unknown field `often`"), "{p:?}");
 }
+
+#[test]
+fn server_limits_are_checked_with_their_paths() {
+    let text = r#"
+        [server]
+        header_read_timeout = "soon"
+        body_read_timeout = "0s"
+        idle_timeout = "1 minute-ish"
+        max_connections = 0
+        max_in_flight = 0
+
+        [[providers]]
+        name = "sim"
+        kind = "simulated"
+
+        [[routes]]
+        name = "r"
+        providers = ["sim"]
+    "#;
+    let p = problems(text);
+    for expect in [
+        "server.header_read_timeout: \"soon\" is not a duration",
+        "server.body_read_timeout: must be greater than zero",
+        "server.idle_timeout: \"1 minute-ish\" is not a duration",
+        "server.max_connections: must be greater than zero",
+        "server.max_in_flight: must be greater than zero",
+    ] {
+        assert!(p.iter().any(|x| x.starts_with(expect)), "{expect}\n{p:#?}");
+    }
+    assert_eq!(p.len(), 5, "{p:#?}");
+}

@@ -155,6 +155,7 @@ mod tests {
             max_body_bytes: crate::app::DEFAULT_MAX_BODY_BYTES,
             ready: AtomicBool::new(ready),
             allowed_origins: crate::guard::AllowedOrigins::default(),
+            grace_over: tokio_util::sync::CancellationToken::new(),
         }))
     }
 

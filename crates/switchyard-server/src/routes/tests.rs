@@ -64,6 +64,7 @@ fn fixture(
         max_body_bytes: 2048,
         ready: AtomicBool::new(true),
         allowed_origins: crate::guard::AllowedOrigins::default(),
+        grace_over: tokio_util::sync::CancellationToken::new(),
     }));
     Fixture {
         state,

@@ -9,6 +9,9 @@
 //!   error event;
 //! - `hostile.rs`: keyless mode refuses a web page's requests (Host, Origin, content type);
 //!   a 4 MiB `model` is refused by name and logged cut;
+//! - `edge.rs`: slow, silent and too many clients; the connection and in-flight caps; the
+//!   HTTP layer's own errors in OpenAI's JSON;
+//! - `shutdown.rs`: SIGTERM with streams still open at the end of the grace period;
 //! - `lifecycle.rs`: request log + `report`, graceful shutdown, `check`, `keys new`, the
 //!   non-loopback refusal;
 //! - `money.rs`: budgets hold against requests without `max_tokens`, the route's
@@ -38,6 +41,7 @@ mod support;
 mod upstream;
 
 mod durability;
+mod edge;
 mod errors;
 mod failover;
 mod health;
@@ -48,3 +52,4 @@ mod preflight;
 mod proxy;
 mod python_sdk;
 mod rescue;
+mod shutdown;

@@ -221,6 +221,8 @@ async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
             .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
         if too_large {
             ApiError::too_large(limit)
+        } else if crate::edge::is_body_timeout(&e) {
+            crate::edge::body_timeout()
         } else {
             ApiError::bad_request(None, format!("could not read the request body: {e}"))
         }

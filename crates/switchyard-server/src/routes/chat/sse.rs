@@ -1,10 +1,12 @@
 //! The streamed response: OpenAI `chat.completion.chunk` events ending in `data: [DONE]`,
-//! or — when a committed stream breaks and cannot be rescued — an `error` event and no
-//! `[DONE]`, so no client mistakes a truncated answer for a finished one. A client that
-//! goes away drops the body, which drops the gateway stream and cancels the upstream call;
-//! the partial usage is still logged.
+//! or — when a committed stream breaks and cannot be rescued, or is still open when the
+//! server's shutdown grace period ends — an `error` event and no `[DONE]`, so no client
+//! mistakes a truncated answer for a finished one. A client that goes away drops the body,
+//! which drops the gateway stream and cancels the upstream call; the partial usage is
+//! still logged (status 499; 503 when the shutdown ended it).
 
 use std::convert::Infallible;
+use std::pin::Pin;
 
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, StatusCode};
@@ -14,6 +16,7 @@ use serde::Serialize;
 use serde_json::json;
 use switchyard::gateway::{CancelSlot, ChatStream, StreamEvent};
 use switchyard::{ChatChunk, ChatResponse};
+use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use super::wire::{WireFunctionCall, WireUsage};
 use super::{
@@ -67,6 +70,15 @@ struct Writer {
     started_role: bool,
     /// Set once the request's log line is written.
     logged: bool,
+    /// Resolves when the server's shutdown grace period is over (a child of
+    /// `Shared::grace_over`, so waiting on it touches no lock other streams share).
+    grace_over: Pin<Box<WaitForCancellationFutureOwned>>,
+}
+
+/// What the writer does next.
+enum Next {
+    Event(StreamEvent),
+    GraceOver,
 }
 
 impl Writer {
@@ -82,12 +94,13 @@ impl Writer {
             model: stream.model.clone(),
             cancel: stream.cancel_slot(),
             stream: Some(stream),
-            state,
             ctx,
             include_usage,
             ttft,
             started_role: false,
             logged: false,
+            grace_over: Box::pin(state.grace_over.child_token().cancelled_owned()),
+            state,
         }
     }
 
@@ -109,7 +122,16 @@ impl Writer {
             };
             return Some(self.chunk(delta, None, None, None));
         }
-        let event = self.stream.as_mut()?.next().await?;
+        let stream = self.stream.as_mut()?;
+        let next = tokio::select! {
+            biased;
+            () = self.grace_over.as_mut() => Next::GraceOver,
+            event = stream.next() => Next::Event(event?),
+        };
+        let event = match next {
+            Next::Event(event) => event,
+            Next::GraceOver => return Some(self.end_for_shutdown()),
+        };
         Some(match event {
             StreamEvent::Chunk(c) => self.content(&c),
             StreamEvent::Done(resp) => {
@@ -138,6 +160,23 @@ impl Writer {
                 event_bytes(&error_event(&err))
             }
         })
+    }
+
+    /// The grace period is over: drop the gateway stream (cancelling the upstream call),
+    /// log what was delivered and used (status 503), and end with an error event.
+    fn end_for_shutdown(&mut self) -> Bytes {
+        drop(self.stream.take());
+        self.logged = true;
+        let mut entry = match self.cancel.take() {
+            Some(partial) => super::completion_entry(&self.ctx, &partial, 503, Some(self.ttft)),
+            None => self.ctx.entry(503),
+        };
+        entry.error = Some("server_shutting_down".to_owned());
+        self.state.log.write(entry);
+        self.state
+            .metrics
+            .request(&self.ctx.route_label, 503, true, self.ctx.started.elapsed());
+        event_bytes(&crate::edge::shutting_down().body())
     }
 
     /// A content chunk; a finish reason goes in its own chunk, as OpenAI sends it.

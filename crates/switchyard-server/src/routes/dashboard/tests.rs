@@ -79,6 +79,7 @@ fn state(keys: &[KeyToml]) -> AppState {
         max_body_bytes: 4096,
         ready: AtomicBool::new(true),
         allowed_origins: crate::guard::AllowedOrigins::default(),
+        grace_over: tokio_util::sync::CancellationToken::new(),
     }))
 }
 

@@ -38,6 +38,7 @@ fn server(keys: &[KeyToml], origins: &[&str]) -> (AppState, Arc<ScriptedProvider
         max_body_bytes: 8 << 20,
         ready: AtomicBool::new(true),
         allowed_origins: AllowedOrigins::new(&origins),
+        grace_over: tokio_util::sync::CancellationToken::new(),
     }));
     (state, provider)
 }
