@@ -3,8 +3,6 @@
 //! the prefill trim and its seam, images, tools, JSON output, config); `reply.rs` parses
 //! messages, stream events and errors. Shared helpers live here.
 
-use std::time::Duration;
-
 use serde_json::{json, Value};
 
 use super::*;
