@@ -5,6 +5,7 @@
 //! the tutorial. Adapters translate and classify; they never retry, route or log.
 
 pub mod anthropic;
+pub mod codec;
 mod error_body;
 pub mod gemini;
 pub mod http;

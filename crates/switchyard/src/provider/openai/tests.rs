@@ -5,8 +5,15 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::reply::finish_reason;
 use super::*;
 use crate::chat::Tool;
+use crate::chat::{
+    ContentPart, FinishReason, ImageSource, Message, ResponseFormat, ToolCall, ToolCallDelta,
+    ToolChoice, Usage,
+};
+use crate::cost::Money;
+use crate::error::ErrorKind;
 use crate::provider::sse::SseParser;
 
 macro_rules! fixture {
