@@ -185,6 +185,18 @@ impl<C: Codec> HttpProvider<C> {
         &self.codec
     }
 
+    /// Where this provider's calls go.
+    #[cfg(test)]
+    pub(crate) fn endpoints(&self) -> &Endpoints {
+        &self.endpoints
+    }
+
+    /// The headers of a JSON call.
+    #[cfg(test)]
+    pub(crate) fn json_headers(&self) -> &HeaderMap {
+        &self.json_headers
+    }
+
     /// Scrub the key out of an error's text.
     fn redact(&self, error: ProviderError) -> ProviderError {
         self.errors.redact(error)

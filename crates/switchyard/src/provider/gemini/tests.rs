@@ -3,8 +3,12 @@
 
 use serde_json::{json, Value};
 
+use super::reply::finish_reason;
 use super::*;
-use crate::chat::{ContentPart, ImageSource, Message, ResponseFormat, Tool, ToolChoice};
+use crate::chat::{
+    ChatChunk, ContentPart, FinishReason, ImageSource, Message, ResponseFormat, Tool, ToolCall,
+    ToolCallDelta, ToolChoice, Usage,
+};
 use crate::provider::sse::SseParser;
 
 macro_rules! fixture {
@@ -321,31 +325,37 @@ fn urls_carry_the_model_and_never_the_key() {
             .api_key(Secret::new("AIza-secret")),
     );
     assert_eq!(
-        p.generate_url.as_str(),
+        p.endpoints().call.as_str(),
         "https://example.com/v1beta/models/gemini-2.5-flash:generateContent"
     );
     assert_eq!(
-        p.stream_url.as_str(),
+        p.endpoints().stream.as_str(),
         "https://example.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
     );
     assert_eq!(
-        p.models_url.as_str(),
+        p.endpoints().health.as_str(),
         "https://example.com/v1beta/models/gemini-2.5-flash",
         "models.get of the configured model (the health check)"
     );
-    for url in [&p.generate_url, &p.stream_url, &p.models_url] {
+    for url in [
+        &p.endpoints().call,
+        &p.endpoints().stream,
+        &p.endpoints().health,
+    ] {
         assert!(!url.as_str().contains("AIza"), "{url}");
     }
-    let key = p.json_headers.get("x-goog-api-key").unwrap();
+    let key = p.json_headers().get("x-goog-api-key").unwrap();
     assert!(key.is_sensitive());
     let tuned = provider(GeminiConfig::new("tunedModels/my-model-123"));
     assert!(tuned
-        .generate_url
+        .endpoints()
+        .call
         .as_str()
         .ends_with("/v1beta/tunedModels/my-model-123:generateContent"));
     let prefixed = provider(GeminiConfig::new("models/gemini-2.5-pro"));
     assert!(prefixed
-        .generate_url
+        .endpoints()
+        .call
         .as_str()
         .ends_with("/v1beta/models/gemini-2.5-pro:generateContent"));
 }

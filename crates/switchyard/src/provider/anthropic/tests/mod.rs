@@ -5,8 +5,12 @@
 
 use serde_json::{json, Value};
 
+use super::reply::{finish_reason, Seam};
 use super::*;
-use crate::chat::{ContentPart, ImageSource, Message, Role, Tool, ToolChoice};
+use crate::chat::{
+    ChatChunk, ContentPart, FinishReason, ImageSource, Message, Role, Tool, ToolCall,
+    ToolCallDelta, ToolChoice, Usage,
+};
 use crate::provider::http::HttpFailure;
 use crate::provider::sse::SseParser;
 
