@@ -1,15 +1,16 @@
 //! The Anthropic Messages API adapter (`POST {base}/v1/messages`).
 //!
-//! Owns the mapping between the shared shape and the Messages API: [`AnthropicConfig`],
-//! [`Anthropic::build_request`], [`parse_response`], [`EventParser::parse_event`] (one
-//! server-sent event), [`classify`] (in `classify.rs`: the only place status codes and
-//! error bodies are read), the serde types (private `wire` module) and the [`Provider`]
-//! impl. The request mapping's helpers are in `request.rs`. Fixture tests live in
-//! `tests.rs`; the shared HTTP suite in `tests/adapters/`.
+//! Owns the mapping between the shared shape and the Messages API: [`AnthropicConfig`] and
+//! [`AnthropicCodec`] here (the body, [`Anthropic::build_request`]); the request mapping's
+//! helpers in `request.rs`; replies in `reply.rs` ([`parse_response`]); stream events in
+//! `stream.rs` ([`EventParser::parse_event`]); [`classify`] in `classify.rs` (the only place
+//! status codes and error bodies are read); the serde types in the private `wire` module.
+//! Fixture tests live in `tests/`; the shared HTTP suite in `tests/adapters/`.
 //!
-//! Does not retry, route, log or time out a call: the gateway does. The transport
-//! (pooling, body limits, connect errors) is [`super::http`]; SSE framing and the "complete
-//! at the finish signal" rule are [`super::sse`].
+//! Does not retry, route, log or time out a call: the gateway does. The calls themselves
+//! (headers, posting, the health check, scrubbing the key) are [`super::codec::HttpProvider`];
+//! the transport (pooling, body limits, connect errors) is [`super::http`]; SSE framing and
+//! the "complete at the finish signal" rule are [`super::sse`].
 //!
 //! Request mapping, where Anthropic differs from the shared (OpenAI-like) shape:
 //! - System messages, wherever they stand, are lifted out into the top-level `system`

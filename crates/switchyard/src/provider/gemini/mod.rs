@@ -1,14 +1,15 @@
 //! The Google Gemini adapter (the Gemini API: `generateContent` and
 //! `streamGenerateContent?alt=sse` under `https://generativelanguage.googleapis.com/v1beta`).
 //!
-//! Owns the mapping between the shared shape and the Gemini API: [`GeminiConfig`],
-//! [`Gemini::build_request`], [`parse_response`], [`StreamParser::parse_event`] (one
-//! server-sent event), [`classify()`] (in `classify.rs`: the only place status codes and
-//! error bodies are read), the serde types (private `wire` module) and the [`Provider`]
-//! impl. Fixture tests live in `tests.rs`; the shared HTTP suite in `tests/adapters/`.
+//! Owns the mapping between the shared shape and the Gemini API: [`GeminiConfig`] and
+//! [`GeminiCodec`] here; the body in `request.rs` ([`Gemini::build_request`]); replies in
+//! `reply.rs` ([`parse_response`]); stream events in `stream.rs`
+//! ([`StreamParser::parse_event`]); [`classify()`] in `classify.rs` (the only place status
+//! codes and error bodies are read); the serde types in the private `wire` module. Fixture
+//! tests live in `tests/`; the shared HTTP suite in `tests/adapters/`.
 //!
-//! Does not retry, route, log or time out a call: the gateway does. The transport is
-//! [`super::http`]; SSE framing and the "complete at the finish signal" rule are
+//! Does not retry, route, log or time out a call: the gateway does. The calls themselves
+//! are [`super::codec::HttpProvider`]; the transport is [`super::http`]; SSE framing and the "complete at the finish signal" rule are
 //! [`super::sse`] (a Gemini stream has no end marker: the chunk carrying `finishReason` is
 //! the finish signal).
 //!

@@ -1,15 +1,17 @@
 //! The OpenAI Chat Completions adapter, for OpenAI and every server that speaks its API
 //! (vLLM, Ollama, llama.cpp, OpenRouter, Together, Groq, Azure OpenAI's v1 endpoint).
 //!
-//! Owns the mapping between the shared shape and Chat Completions: [`OpenAiConfig`],
-//! [`OpenAi::build_request`], [`parse_response`], [`parse_event`] (one server-sent event),
-//! [`classify`] (in `classify.rs`: the only place status codes and error bodies are read),
-//! the serde types (private `wire` module) and the [`Provider`] impl. Fixture tests live in
-//! `tests.rs`; the shared HTTP suite in `tests/adapters/`.
+//! Owns the mapping between the shared shape and Chat Completions: [`OpenAiConfig`] and
+//! [`OpenAiCodec`] here; the body in `request.rs` ([`OpenAi::build_request`]); replies in
+//! `reply.rs` ([`parse_response`]); stream events in `stream.rs` ([`parse_event`]);
+//! [`classify`] in `classify.rs` (the only place status codes and error bodies are read);
+//! the serde types in the private `wire` module. Fixture tests live in `tests/`; the shared
+//! HTTP suite in `tests/adapters/`.
 //!
-//! Does not retry, route, log or time out a call: the gateway does. The transport
-//! (pooling, body limits, connect errors) is [`super::http`]; SSE framing and the "complete
-//! at the finish signal" rule are [`super::sse`].
+//! Does not retry, route, log or time out a call: the gateway does. The calls themselves
+//! (headers, posting, the health check, scrubbing the key) are [`super::codec::HttpProvider`];
+//! the transport (pooling, body limits, connect errors) is [`super::http`]; SSE framing and
+//! the "complete at the finish signal" rule are [`super::sse`].
 //!
 //! Usage: `prompt_tokens` already counts cached tokens, so it is `input_tokens` as is;
 //! `prompt_tokens_details.cached_tokens` is `cached_input_tokens`; `completion_tokens`
@@ -20,23 +22,25 @@
 mod classify;
 mod reply;
 mod request;
+mod stream;
 #[cfg(test)]
 mod tests;
 mod wire;
 
 pub use classify::{classify, classify_value};
-pub use reply::{parse_event, parse_response};
+pub use reply::parse_response;
+pub use stream::{parse_event, Events};
 
 use std::time::{Duration, SystemTime};
 
 use ::http::HeaderMap;
 
-use super::codec::{Codec, Connection, Endpoints, HttpProvider, StreamEvents};
+use super::codec::{Codec, Connection, Endpoints, HttpProvider};
 use super::http::{
     self, ConfigError, Endpoint, HttpFailure, HttpSettings, Transport, UpstreamResponse,
 };
 use super::secret::Secret;
-use super::sse::{self, Parsed, SseEvent};
+use super::sse;
 use crate::chat::{ChatRequest, ProviderReply};
 use crate::clock::Clock;
 use crate::error::ProviderError;
@@ -202,15 +206,5 @@ impl Codec for OpenAiCodec {
             Some(name) => http::insert_secret_header(headers, name, "", key),
             None => http::insert_secret_header(headers, "authorization", "Bearer ", key),
         }
-    }
-}
-
-/// A Chat Completions stream's events: each one read alone by [`parse_event`].
-#[derive(Debug)]
-pub struct Events;
-
-impl StreamEvents for Events {
-    fn parse_event(&mut self, event: &SseEvent) -> Result<Parsed, ProviderError> {
-        parse_event(event)
     }
 }

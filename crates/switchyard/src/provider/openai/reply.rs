@@ -1,6 +1,6 @@
-//! Chat Completions answers: a whole completion ([`parse_response`]), one streamed chunk
-//! ([`parse_event`]), finish reasons, usage and the vendor's processing time. Error objects
-//! found here go to `classify.rs`.
+//! Chat Completions answers: a whole completion ([`parse_response`]) and the pieces streamed
+//! chunks share with it (finish reasons, usage), and the vendor's processing time. Error
+//! objects found here go to `classify.rs`.
 
 use std::time::Duration;
 
@@ -8,11 +8,10 @@ use serde_json::Value;
 
 use super::classify::classify_value;
 use super::wire;
-use crate::chat::{ChatChunk, FinishReason, ProviderReply, ToolCall, ToolCallDelta, Usage};
+use crate::chat::{FinishReason, ProviderReply, ToolCall, Usage};
 use crate::cost::Money;
 use crate::error::{ErrorKind, ProviderError};
 use crate::provider::http::{snippet, UpstreamResponse};
-use crate::provider::sse::{Parsed, SseEvent};
 
 /// Parse a 200 response body. A body that is not a chat completion (HTML from a proxy,
 /// empty, no `choices`) is `Malformed`; an error object is classified.
@@ -79,68 +78,6 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
     })
 }
 
-/// Parse one server-sent event of a streamed completion.
-///
-/// `[DONE]` is [`Parsed::Done`]; a chunk is [`Parsed::Chunk`] (choice 0's text and
-/// tool-call deltas, its `finish_reason`, and `usage` when present — the final usage chunk
-/// has `choices: []`); an error object (`{"error": …}`, vLLM's `{"object": "error"}`, an
-/// `event: error`) is classified like an HTTP error. Anything else that is not a chunk
-/// is `Malformed`.
-///
-/// # Errors
-/// As above.
-pub fn parse_event(event: &SseEvent) -> Result<Parsed, ProviderError> {
-    let data = event.data.trim();
-    if data == "[DONE]" {
-        return Ok(Parsed::Done);
-    }
-    let chunk: wire::Chunk = serde_json::from_str(data).map_err(|e| {
-        malformed(format!(
-            "stream chunk is not valid JSON ({e}): {}",
-            snippet(data.as_bytes())
-        ))
-    })?;
-    if chunk.error.is_some() || chunk.object.as_deref() == Some("error") || event.event == "error" {
-        return Err(classify_value(
-            &serde_json::from_str(data).unwrap_or(Value::Null),
-        ));
-    }
-    let mut out = ChatChunk {
-        model: chunk.model,
-        usage: chunk.usage.map(usage).transpose()?,
-        ..ChatChunk::default()
-    };
-    let choice = chunk
-        .choices
-        .unwrap_or_default()
-        .into_iter()
-        .find(|c| c.index == 0);
-    if let Some(choice) = choice {
-        out.finish_reason = choice.finish_reason.as_deref().map(finish_reason);
-        if let Some(delta) = choice.delta {
-            out.text = delta.content.or(delta.refusal).unwrap_or_default();
-            out.tool_calls = delta
-                .tool_calls
-                .unwrap_or_default()
-                .into_iter()
-                .map(|t| {
-                    let function = t.function.unwrap_or(wire::DeltaFunction {
-                        name: None,
-                        arguments: None,
-                    });
-                    ToolCallDelta {
-                        index: t.index,
-                        id: t.id,
-                        name: function.name,
-                        arguments: function.arguments.unwrap_or_default(),
-                    }
-                })
-                .collect();
-        }
-    }
-    Ok(Parsed::Chunk(out))
-}
-
 /// OpenAI's finish reasons, normalised (`function_call` is the legacy `tool_calls`).
 pub(super) fn finish_reason(reason: &str) -> FinishReason {
     match reason {
@@ -154,7 +91,7 @@ pub(super) fn finish_reason(reason: &str) -> FinishReason {
 
 /// The shared usage; an absurd count (above [`Usage::MAX_PLAUSIBLE_TOKENS`]) makes the
 /// reply `Malformed`, so the call fails over instead of being billed or counted.
-fn usage(u: wire::Usage) -> Result<Usage, ProviderError> {
+pub(super) fn usage(u: wire::Usage) -> Result<Usage, ProviderError> {
     let usage = Usage {
         input_tokens: u.prompt_tokens.unwrap_or(0),
         output_tokens: u.completion_tokens.unwrap_or(0),
@@ -188,6 +125,6 @@ pub(super) fn processing_time(response: &UpstreamResponse) -> Option<Duration> {
     (ms.is_finite() && ms >= 0.0).then(|| Duration::from_secs_f64(ms / 1000.0))
 }
 
-fn malformed(message: impl Into<String>) -> ProviderError {
+pub(super) fn malformed(message: impl Into<String>) -> ProviderError {
     ProviderError::new(ErrorKind::Malformed, message)
 }
