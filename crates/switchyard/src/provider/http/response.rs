@@ -121,7 +121,7 @@ impl UpstreamResponse {
     }
 
     /// The body as it arrives (for server-sent events). Pair it with
-    /// [`SseStream::new`](super::sse::SseStream::new) and
+    /// [`SseStream::new`](crate::provider::sse::SseStream::new) and
     /// [`max_body_bytes`](Self::max_body_bytes) as the per-event cap.
     #[must_use]
     pub fn into_byte_stream(self) -> ByteStream {
