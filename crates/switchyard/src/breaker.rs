@@ -33,7 +33,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::{duration_ms, UnixMillis};
-use crate::error::{BreakerEffect, ErrorKind};
+use crate::fault::{BreakerEffect, ErrorKind};
+pub use crate::trail::SkipReason;
 
 /// How a cooldown is measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -124,37 +125,6 @@ pub struct Now {
     pub ms: UnixMillis,
     /// The gateway's request index (request-counted cooldowns).
     pub request: u64,
-}
-
-/// Why a provider was not called.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SkipReason {
-    /// Its circuit is open.
-    CircuitOpen,
-    /// Half-open, and another request holds the probe lease.
-    ProbeInFlight,
-    /// It asked us (Retry-After) to stay away until later.
-    Cooling,
-    /// It has no known price and the route has a budget.
-    Unpriced,
-    /// A committed stream broke after passing the gateway's rescue buffer limit: what
-    /// it delivered was no longer kept, so this provider could not be asked to rescue it.
-    RescueBufferFull,
-}
-
-impl SkipReason {
-    /// Lower-case label for metrics and logs.
-    #[must_use]
-    pub fn label(self) -> &'static str {
-        match self {
-            Self::CircuitOpen => "circuit_open",
-            Self::ProbeInFlight => "probe_in_flight",
-            Self::Cooling => "cooling",
-            Self::Unpriced => "unpriced",
-            Self::RescueBufferFull => "rescue_buffer_full",
-        }
-    }
 }
 
 /// The breaker's answer to "may this request call the provider?".

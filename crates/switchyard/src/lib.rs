@@ -46,14 +46,17 @@ pub mod chat;
 pub mod clock;
 pub mod cost;
 pub mod error;
+pub mod fault;
 pub mod gateway;
 pub mod health;
+pub mod money;
 pub mod observe;
 pub mod provider;
 pub mod ratelimit;
 pub mod retry;
 pub mod route;
 pub mod state;
+pub mod trail;
 
 /// The README's library example, compiled and run as a doc test.
 #[doc = include_str!("../../../README.md")]
