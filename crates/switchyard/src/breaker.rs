@@ -21,7 +21,7 @@
 //! however long it was down, while one that stays down sees one probe per cooldown.
 //!
 //! Cooldowns are measured in time by default, or in gateway requests to reproduce the
-//! tutorial in `seeds/000_*` exactly (there the cooldown does not grow, and a probe is a
+//! tutorial of docs/tutorial.md exactly (there the cooldown does not grow, and a probe is a
 //! full turn of retries, as the tutorial's is).
 //!
 //! Active health checks feed the same machine through their own ops (`check.rs`).
@@ -79,8 +79,8 @@ impl Default for BreakerConfig {
 
 impl BreakerConfig {
     /// Whether a half-open probe is a single attempt (under the provider's probe limit):
-    /// true for time cooldowns. The tutorial's request-counted breaker probes with a full
-    /// turn of retries, as the tutorial in `seeds/000_*` does, so it can be replayed exactly.
+    /// true for time cooldowns. The request-counted breaker probes with a full turn of
+    /// retries, as the tutorial does (docs/tutorial.md), so it can be replayed exactly.
     #[must_use]
     pub fn single_attempt_probes(&self) -> bool {
         matches!(self.cooldown, Cooldown::Time { .. })

@@ -103,7 +103,7 @@ impl ErrorKind {
         Self::Cancelled,
     ];
 
-    /// DESIGN's default: retry on the same provider?
+    /// The default (docs/design.md, "Error table"): retry on the same provider?
     ///
     /// A silent provider (timeout) is not retried: each try would cost a full timeout.
     #[must_use]
@@ -118,7 +118,7 @@ impl ErrorKind {
         )
     }
 
-    /// DESIGN's default effect on the breaker.
+    /// The default effect on the breaker (docs/design.md, "Error table").
     #[must_use]
     pub fn trips_breaker(self) -> BreakerEffect {
         match self {
@@ -135,7 +135,7 @@ impl ErrorKind {
         }
     }
 
-    /// DESIGN's default: try the next provider?
+    /// The default (docs/design.md, "Error table"): try the next provider?
     ///
     /// Content filtering and bad requests return to the caller (the request itself is
     /// wrong); a cancelled request goes nowhere.
@@ -199,7 +199,7 @@ impl ErrorKind {
         Self::ALL.into_iter().find(|k| k.label() == label)
     }
 
-    /// DESIGN's default policy for this kind.
+    /// The default policy for this kind (docs/design.md, "Error table").
     #[must_use]
     pub fn default_policy(self) -> KindPolicy {
         KindPolicy {
