@@ -25,6 +25,30 @@ fn the_library_has_no_module_cycle() {
     assert!(cycles.is_empty(), "module cycles:\n{}", cycles.join("\n"));
 }
 
+/// The vocabulary (docs/design.md, "Layers") names only itself: the time source, money, error
+/// kinds, the attempt trail, the chat shape and the gateway's error.
+#[test]
+fn the_library_vocabulary_depends_on_nothing_above_it() {
+    const VOCABULARY: [&str; 6] = ["clock", "money", "fault", "trail", "chat", "error"];
+    let mut files = BTreeMap::new();
+    let src = crate_src("switchyard");
+    collect(&src, &src, &mut files);
+    let graphs = sibling_graphs(&files);
+    let root = &graphs[&Vec::new()];
+    let mut above = Vec::new();
+    for module in VOCABULARY {
+        for target in root.get(module).into_iter().flatten() {
+            if !VOCABULARY.contains(&target.as_str()) {
+                above.push(format!("{module} -> {target}"));
+            }
+        }
+    }
+    assert!(
+        above.is_empty(),
+        "the vocabulary imports from above it: {above:?}"
+    );
+}
+
 #[test]
 #[ignore = "the server crate is being regrouped; run with --ignored to list its cycles"]
 fn the_server_has_no_module_cycle() {
@@ -109,7 +133,25 @@ fn module_of(root: &Path, file: &Path) -> ModPath {
     segments
 }
 
+/// Sibling graphs: for each parent module, which of its children name which others.
+type Graphs = BTreeMap<ModPath, BTreeMap<String, BTreeSet<String>>>;
+
 fn cycles_of(files: &BTreeMap<ModPath, String>) -> Vec<String> {
+    let mut found = Vec::new();
+    for (parent, graph) in &sibling_graphs(files) {
+        let name = if parent.is_empty() {
+            "crate".to_owned()
+        } else {
+            parent.join("::")
+        };
+        for cycle in simple_cycles(graph) {
+            found.push(format!("{name}: {}", cycle.join(" -> ")));
+        }
+    }
+    found
+}
+
+fn sibling_graphs(files: &BTreeMap<ModPath, String>) -> Graphs {
     let mut modules: BTreeSet<ModPath> = files.keys().cloned().collect();
     let mut refs = Vec::new();
     for (module, text) in files {
@@ -119,7 +161,7 @@ fn cycles_of(files: &BTreeMap<ModPath, String>) -> Vec<String> {
         }
     }
     // Edges between siblings, grouped by their parent.
-    let mut graphs: BTreeMap<ModPath, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    let mut graphs = Graphs::new();
     for (from, target) in refs {
         let to = deepest_module(&modules, &target);
         let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
@@ -133,18 +175,7 @@ fn cycles_of(files: &BTreeMap<ModPath, String>) -> Vec<String> {
             .or_default()
             .insert(to[common].clone());
     }
-    let mut found = Vec::new();
-    for (parent, graph) in &graphs {
-        let name = if parent.is_empty() {
-            "crate".to_owned()
-        } else {
-            parent.join("::")
-        };
-        for cycle in simple_cycles(graph) {
-            found.push(format!("{name}: {}", cycle.join(" -> ")));
-        }
-    }
-    found
+    graphs
 }
 
 /// The longest prefix of `target` that is a known module.
