@@ -229,10 +229,10 @@ pub trait Socket: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static {
 }
 
 impl Socket for TcpStream {
-    fn arrival(&self) -> impl Future<Output = ()> + Send + '_ {
-        async move {
-            let _ = self.readable().await;
-        }
+    async fn arrival(&self) {
+        // a peek, not `readable()`: that one may resolve for a socket with nothing to read
+        let mut byte = [0u8; 1];
+        let _ = self.peek(&mut byte).await;
     }
 }
 
