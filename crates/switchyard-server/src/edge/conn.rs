@@ -29,7 +29,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tower_service::Service as _;
 
 use super::body::{Timed, Tracked};
-use super::{errors, Edge};
+use super::{errors, Edge, Socket};
 
 /// What the edge has asked of a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,19 +154,38 @@ impl ConnState {
 }
 
 /// Serve one connection until it ends, times out, or is told to close.
-pub(super) async fn drive<T>(edge: Arc<Edge>, io: T, conn: Arc<ConnState>)
-where
-    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    let io = TokioIo::new(Watched::new(io, Arc::clone(&conn), Arc::clone(&edge)));
+pub(super) async fn drive<T: Socket>(edge: Arc<Edge>, io: T, conn: Arc<ConnState>) {
+    if first_bytes(&edge, &io, &conn).await {
+        serve_http(&edge, io, &conn).await;
+    }
+    edge.forget(&conn);
+}
+
+/// Wait for the client's first bytes before building any HTTP state (hyper allocates its
+/// 8 KiB read buffer on its first read, also for a client that never sends anything).
+/// False when the head deadline passes first or the edge says drain or close.
+async fn first_bytes<T: Socket>(edge: &Edge, io: &T, conn: &ConnState) -> bool {
+    tokio::select! {
+        () = io.arrival() => true,
+        () = tokio::time::sleep(edge.limits.header_read_timeout) => false,
+        () = conn.control.notified() => conn.current() == Command::Serve,
+    }
+}
+
+/// HTTP/1 on the connection, under the watchdog and the edge's commands.
+async fn serve_http<T: Socket>(edge: &Arc<Edge>, io: T, conn: &Arc<ConnState>) {
+    let Some(first_look) = conn.next_look(&edge.limits, edge.now_ms()) else {
+        return;
+    };
+    let io = TokioIo::new(Watched::new(io, Arc::clone(conn), Arc::clone(edge)));
     let link = Arc::new(Link {
-        edge: Arc::clone(&edge),
-        conn: Arc::clone(&conn),
+        edge: Arc::clone(edge),
+        conn: Arc::clone(conn),
     });
     let service = hyper::service::service_fn(move |req| Arc::clone(&link).serve(req));
     let http = edge.http.serve_connection(io, service);
     tokio::pin!(http);
-    let watchdog = tokio::time::sleep(edge.limits.header_read_timeout);
+    let watchdog = tokio::time::sleep(first_look);
     tokio::pin!(watchdog);
     let mut draining = false;
     loop {
@@ -188,7 +207,6 @@ where
             },
         }
     }
-    edge.forget(&conn);
 }
 
 /// What a connection's requests share.

@@ -3,7 +3,8 @@
 //!
 //! Owns [`Limits`] (`[server]`: header read, body read and idle timeouts, the connection
 //! and in-flight caps) and [`Edge`], which accepts connections (with `TCP_NODELAY`) and
-//! drives each with hyper's HTTP/1 connection and a watchdog (`conn`). At the connection
+//! drives each with hyper's HTTP/1 connection and a watchdog (`conn`); a connection holds
+//! no HTTP state (no read buffer) until its first bytes arrive. At the connection
 //! cap a new client is not refused while others merely wait: the connection that has been
 //! idle (or reading a head) the longest is closed to make room; only when every
 //! connection is serving a request is the new one closed at once. Running out of file
@@ -24,7 +25,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use axum::Router;
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
 
 use crate::config::{self, Config};
 use crate::shutdown::Tasks;
@@ -180,10 +182,7 @@ impl Edge {
 
     /// Serve `io` as a new connection (tracked in `tasks`), making room at the cap by
     /// evicting the longest-idle connection; closed at once when every one is busy.
-    pub fn admit<T>(self: &Arc<Self>, io: T, tasks: &Tasks)
-    where
-        T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-    {
+    pub fn admit<T: Socket>(self: &Arc<Self>, io: T, tasks: &Tasks) {
         let Some(conn) = self.conns.open(self.limits.max_connections, self.now_ms()) else {
             return; // dropped: closed
         };
@@ -220,6 +219,27 @@ impl Edge {
 
     fn forget(&self, conn: &ConnState) {
         self.conns.remove(conn.id);
+    }
+}
+
+/// A client connection: bytes both ways, and a wait for the first ones that reads none.
+pub trait Socket: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static {
+    /// Resolves once there is something to read (or the peer has gone).
+    fn arrival(&self) -> impl Future<Output = ()> + Send + '_;
+}
+
+impl Socket for TcpStream {
+    async fn arrival(&self) {
+        // a peek, not `readable()`: that one may resolve for a socket with nothing to read
+        let mut byte = [0u8; 1];
+        let _ = self.peek(&mut byte).await;
+    }
+}
+
+/// In-memory connections (tests): no readiness to wait for, HTTP starts at once.
+impl Socket for tokio::io::DuplexStream {
+    fn arrival(&self) -> impl Future<Output = ()> + Send + '_ {
+        std::future::ready(())
     }
 }
 

@@ -425,3 +425,33 @@ fn limits_come_from_server_with_defaults() {
     assert_eq!(l.max_in_flight, 7);
     assert!(l.max_connections >= 16);
 }
+
+/// The wait before any HTTP state exists: pending on a socket with nothing to read (so
+/// hyper's buffers are not allocated for a client that sends nothing), over once a byte
+/// arrives.
+#[tokio::test]
+async fn a_tcp_connection_waits_for_its_first_byte_without_reading_it() {
+    use futures_util::FutureExt as _;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mut client = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
+        .await
+        .unwrap();
+    let (server, _) = listener.accept().await.unwrap();
+    {
+        let mut arrival = std::pin::pin!(server.arrival());
+        assert!(
+            arrival.as_mut().now_or_never().is_none(),
+            "nothing to read yet"
+        );
+    }
+    client.write_all(b"G").await.unwrap();
+    tokio::time::timeout(Duration::from_secs(30), server.arrival())
+        .await
+        .expect("the byte is seen");
+    let mut byte = [0u8; 1];
+    assert_eq!(
+        server.try_read(&mut byte).unwrap(),
+        1,
+        "and left for hyper to read"
+    );
+}
