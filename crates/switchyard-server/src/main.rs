@@ -1,37 +1,12 @@
 //! The `switchyard` binary: parses the command line and hands off to a subcommand.
 //!
 //! Owns the CLI's shape ([`Cli`], [`Command`]) and the exit code; each subcommand lives in
-//! its own module and returns a `Result` whose error `main` prints to stderr.
-
-// `ApiError` is large (it carries the attempt trail for 502/504 bodies); it lives only on the
-// cold error path of the HTTP edge, so boxing it would buy nothing.
-#![allow(clippy::result_large_err)]
-
-mod app;
-mod bounds;
-mod check;
-mod checks;
-mod config;
-mod dashboard;
-mod demo;
-mod edge;
-mod error;
-mod guard;
-mod insight;
-mod keys;
-mod limits;
-mod log;
-mod metrics;
-mod providers;
-mod report;
-mod restore;
-mod routes;
-mod serve;
-mod shutdown;
+//! the `switchyard_server` library and returns a `Result` whose error `main` prints to stderr.
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use switchyard_server::{check, demo, keys, report, serve};
 
 /// switchyard: an LLM gateway that keeps answering when a model provider fails.
 #[derive(Debug, Parser)]

@@ -1,0 +1,29 @@
+//! The switchyard server: the HTTP surface, client access, telemetry and the CLI commands
+//! around the `switchyard` gateway library. The `switchyard` binary (`src/main.rs`) only
+//! parses the command line and calls in here.
+
+// `ApiError` is large (it carries the attempt trail for 502/504 bodies); it lives only on the
+// cold error path of the HTTP edge, so boxing it would buy nothing.
+#![allow(clippy::result_large_err)]
+
+pub mod app;
+pub mod bounds;
+pub mod check;
+pub mod checks;
+pub mod config;
+pub mod dashboard;
+pub mod demo;
+pub mod edge;
+pub mod error;
+pub mod guard;
+pub mod insight;
+pub mod keys;
+pub mod limits;
+pub mod log;
+pub mod metrics;
+pub mod providers;
+pub mod report;
+pub mod restore;
+pub mod routes;
+pub mod serve;
+pub mod shutdown;
