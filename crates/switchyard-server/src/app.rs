@@ -8,9 +8,9 @@ use axum::Router;
 use switchyard::Gateway;
 use tokio_util::sync::CancellationToken;
 
+use crate::access::keys::KeyStore;
 use crate::guard::{self, AllowedOrigins};
 use crate::insight::Insight;
-use crate::keys::KeyStore;
 use crate::log::RequestLog;
 use crate::metrics::Metrics;
 use crate::routes;

@@ -6,6 +6,7 @@
 // cold error path of the HTTP edge, so boxing it would buy nothing.
 #![allow(clippy::result_large_err)]
 
+pub mod access;
 pub mod app;
 pub mod bounds;
 pub mod check;
@@ -17,11 +18,8 @@ pub mod edge;
 pub mod error;
 pub mod guard;
 pub mod insight;
-pub mod keys;
-pub mod limits;
 pub mod log;
 pub mod metrics;
-pub mod providers;
 pub mod report;
 pub mod restore;
 pub mod routes;

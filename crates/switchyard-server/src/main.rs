@@ -6,7 +6,8 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use switchyard_server::{check, demo, keys, report, serve};
+use switchyard_server::access::keys;
+use switchyard_server::{check, demo, report, serve};
 
 /// switchyard: an LLM gateway that keeps answering when a model provider fails.
 #[derive(Debug, Parser)]

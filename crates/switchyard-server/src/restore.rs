@@ -6,9 +6,9 @@ use switchyard::gateway::budget_scope;
 use switchyard::state::MemoryState;
 use switchyard::Money;
 
+use crate::access::keys::limits_of;
+use crate::access::limits::key_scope;
 use crate::config::Config;
-use crate::keys::limits_of;
-use crate::limits::key_scope;
 
 /// What was restored, for the startup message.
 #[derive(Debug, Default, PartialEq, Eq)]

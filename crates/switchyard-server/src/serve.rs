@@ -23,9 +23,9 @@ use crate::edge::{Edge, Limits};
 use switchyard::clock::Clock;
 use switchyard::state::{MemoryState, RedisConfig, RedisState, SharedState};
 
+use crate::access::keys::KeyStore;
 use crate::config::{self, Config, Wiring, EMBEDDED_DEFAULT};
 use crate::insight::Insight;
-use crate::keys::KeyStore;
 use crate::log::RequestLog;
 use crate::metrics::Metrics;
 use crate::restore;

@@ -125,9 +125,9 @@ mod tests {
     use switchyard::{Gateway, Money, ProviderSpec, Route};
 
     use super::*;
+    use crate::access::keys::{hash_token, KeyStore};
     use crate::app::Shared;
     use crate::config::KeyToml;
-    use crate::keys::{hash_token, KeyStore};
     use crate::log::RequestLog;
     use crate::metrics::Metrics;
 

@@ -26,11 +26,11 @@ use serde_json::{json, Value};
 use switchyard::observe::LedgerRow;
 use switchyard::ProviderHealth;
 
+use crate::access::limits::{key_scope, Period};
 use crate::app::AppState;
 use crate::dashboard::{self, Asset};
 use crate::error::ApiError;
 use crate::insight::{ProviderInsight, RECENT_REQUESTS, SAMPLE_WINDOW_MS, TRANSITION_WINDOW_MS};
-use crate::limits::{key_scope, Period};
 use crate::routes::admin::{budget_json, check_json};
 
 /// Requests listed when the query names no `limit`.

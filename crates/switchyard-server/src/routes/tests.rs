@@ -14,9 +14,9 @@ use switchyard::provider::scripted::{ScriptedProvider, Step, StreamStep};
 use switchyard::{ErrorKind, Gateway, Money, Price, ProviderSpec, Route};
 use tower::ServiceExt as _;
 
+use crate::access::keys::{hash_token, KeyStore};
 use crate::app::{app, AppState, Shared};
 use crate::config::KeyToml;
-use crate::keys::{hash_token, KeyStore};
 use crate::log::RequestLog;
 use crate::metrics::Metrics;
 

@@ -20,11 +20,11 @@ use serde::Serialize;
 use switchyard::{ChatResponse, GatewayError, Money};
 use tokio::time::Instant;
 
+use crate::access::keys::Caller;
+use crate::access::limits;
 use crate::app::AppState;
 use crate::bounds::{clip, MAX_NAME_CHARS};
 use crate::error::ApiError;
-use crate::keys::Caller;
-use crate::limits;
 use crate::log::LogEntry;
 use switchyard::gateway::CallOptions;
 use wire::{wire_tool_calls, WireToolCall, WireUsage};
@@ -42,7 +42,7 @@ pub(crate) struct Ctx {
     pub route_label: String,
     pub key: Option<String>,
     /// The key's limits (tokens used are counted against its `tpm`).
-    pub limits: Option<crate::limits::KeyLimits>,
+    pub limits: Option<crate::access::limits::KeyLimits>,
     pub time_ms: u64,
     pub started: Instant,
     pub stream: bool,

@@ -15,10 +15,10 @@ use switchyard::provider::scripted::{ScriptedProvider, Step};
 use switchyard::{ErrorKind, Gateway, Money, Price, ProviderSpec, Route};
 use tower::ServiceExt as _;
 
+use crate::access::keys::{hash_token, KeyStore};
 use crate::app::{app, AppState, Shared};
 use crate::config::KeyToml;
 use crate::insight::Insight;
-use crate::keys::{hash_token, KeyStore};
 use crate::log::RequestLog;
 use crate::metrics::Metrics;
 

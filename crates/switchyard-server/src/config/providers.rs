@@ -14,7 +14,7 @@ use switchyard::provider::openai::{OpenAi, OpenAiConfig};
 use switchyard::provider::secret::Secret;
 use switchyard::Provider;
 
-use crate::config::{duration, ProviderToml};
+use super::{duration, ProviderToml};
 
 /// An HTTP adapter for a validated, non-simulated provider entry.
 ///

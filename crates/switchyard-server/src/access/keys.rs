@@ -19,9 +19,9 @@ use subtle::ConstantTimeEq;
 
 use switchyard::Money;
 
+use crate::access::limits::{KeyLimits, Period};
 use crate::config::KeyToml;
 use crate::error::ApiError;
-use crate::limits::{KeyLimits, Period};
 
 /// One configured client key.
 #[derive(Debug, Clone)]
