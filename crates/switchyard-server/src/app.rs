@@ -10,10 +10,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::access::keys::KeyStore;
 use crate::guard::{self, AllowedOrigins};
-use crate::insight::Insight;
-use crate::log::RequestLog;
-use crate::metrics::Metrics;
 use crate::routes;
+use crate::telemetry::insight::Insight;
+use crate::telemetry::log::RequestLog;
+use crate::telemetry::metrics::Metrics;
 
 /// Default largest request body.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;

@@ -3,7 +3,7 @@
 //! Owns the summary — requests served, average and p95 latency, exact total cost, unpriced
 //! calls, failures by kind, failovers — and its two renderings (an aligned table like the
 //! tutorial's in `seeds/000_*`, or one JSON object). Does not own the log's schema or how
-//! it is read (`crate::log`).
+//! it is read (`crate::telemetry::log`).
 //!
 //! Definitions, per provider:
 //! - *served*: entries with status 200, answered by it, and no error recorded (a stream
@@ -26,7 +26,7 @@ use serde::Serialize;
 use switchyard::observe::Outcome;
 use switchyard::Money;
 
-use crate::log::{LogEntry, LogRead, Unreadable};
+use crate::telemetry::log::{LogEntry, LogRead, Unreadable};
 
 /// Arguments of `switchyard report`.
 #[derive(Debug, Clone, clap::Args)]
@@ -43,7 +43,10 @@ pub struct ReportArgs {
 /// # Errors
 /// A log that cannot be opened or read.
 pub fn run(args: &ReportArgs) -> Result<(), String> {
-    println!("{}", render(&crate::log::read(&args.log)?, args.json)?);
+    println!(
+        "{}",
+        render(&crate::telemetry::log::read(&args.log)?, args.json)?
+    );
     Ok(())
 }
 
@@ -460,7 +463,7 @@ total: 13 requests, 11 served, 1 failed over, errors by status: 502:1, broken st
             })
             .unwrap();
         }
-        let back = crate::log::read(&path).unwrap();
+        let back = crate::telemetry::log::read(&path).unwrap();
         assert_eq!(back.unreadable, Unreadable::default());
         assert_eq!(
             Report::from_entries(&back.entries),
@@ -484,7 +487,7 @@ total: 13 requests, 11 served, 1 failed over, errors by status: 502:1, broken st
         text.push_str(&lines[0][..lines[0].len() / 2]);
         let path = write_log("bad", &[]);
         std::fs::write(&path, text).unwrap();
-        let read = crate::log::read(&path).unwrap();
+        let read = crate::telemetry::log::read(&path).unwrap();
         assert_eq!(read.entries, fixture(), "every whole line is read");
         assert_eq!(
             read.unreadable,
@@ -522,7 +525,8 @@ total: 13 requests, 11 served, 1 failed over, errors by status: 502:1, broken st
         assert!(!render(&read, false).unwrap().contains("unreadable"));
         let json: serde_json::Value = serde_json::from_str(&render(&read, true).unwrap()).unwrap();
         assert_eq!(json["unreadable_lines"]["count"], 0);
-        let missing = crate::log::read(Path::new("/nonexistent/switchyard.jsonl")).unwrap_err();
+        let missing =
+            crate::telemetry::log::read(Path::new("/nonexistent/switchyard.jsonl")).unwrap_err();
         assert!(
             missing.starts_with("/nonexistent/switchyard.jsonl: "),
             "{missing}"

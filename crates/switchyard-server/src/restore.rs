@@ -36,7 +36,7 @@ pub struct Spend {
 }
 
 /// Replay the request log at `path` into `store`'s budgets as of `now`, one line at a time
-/// ([`crate::log::for_each_line`]: memory stays flat however long the log is). Lines that
+/// ([`crate::telemetry::log::for_each_line`]: memory stays flat however long the log is). Lines that
 /// do not parse (a line cut short by a crash) are skipped and counted rather than refusing
 /// to start; a missing file is empty.
 ///
@@ -49,7 +49,7 @@ pub fn replay_file(
     now: u64,
 ) -> std::io::Result<(Restored, usize)> {
     let mut restored = Restored::default();
-    match crate::log::for_each_line::<Spend>(path, |spend| {
+    match crate::telemetry::log::for_each_line::<Spend>(path, |spend| {
         replay_one(config, &spend, store, now, &mut restored);
     }) {
         Ok(unreadable) => Ok((restored, unreadable.count)),
@@ -162,7 +162,7 @@ mod tests {
 
     /// A whole request-log line as the log writes it.
     fn line(route: &str, cost: Option<f64>, time_ms: u64) -> String {
-        let entry = crate::log::LogEntry {
+        let entry = crate::telemetry::log::LogEntry {
             id: "req-1".into(),
             time_ms,
             route: route.into(),

@@ -25,11 +25,11 @@ use switchyard::state::{MemoryState, RedisConfig, RedisState, SharedState};
 
 use crate::access::keys::KeyStore;
 use crate::config::{self, Config, Wiring, EMBEDDED_DEFAULT};
-use crate::insight::Insight;
-use crate::log::RequestLog;
-use crate::metrics::Metrics;
 use crate::restore;
 use crate::shutdown::{self, Tasks};
+use crate::telemetry::insight::Insight;
+use crate::telemetry::log::RequestLog;
+use crate::telemetry::metrics::Metrics;
 
 /// After the grace period: the longest shutdown still takes (final stream events,
 /// closing connections, flushing the request log).

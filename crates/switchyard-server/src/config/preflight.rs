@@ -110,7 +110,7 @@ fn request_log(path: &str, replays: bool) -> Option<String> {
         }
     }
     let existed = p.symlink_metadata().is_ok();
-    match crate::log::open_for_append(p) {
+    match crate::telemetry::log::open_for_append(p) {
         Err(e) => Some(format!("request log {path}: {e}")),
         Ok(file) => {
             drop(file);

@@ -3,7 +3,7 @@
 //! Owns what an operator or an orchestrator reads: liveness, readiness, the breakers and
 //! books as JSON (behind an admin key when keys are configured), and the Prometheus
 //! exposition (open, like the probes). Does not own the numbers themselves
-//! (the gateway's health and ledger, [`Metrics`](crate::metrics::Metrics)) nor the
+//! (the gateway's health and ledger, [`Metrics`](crate::telemetry::metrics::Metrics)) nor the
 //! readiness flag's life cycle (`serve` sets and clears it).
 
 use std::collections::BTreeMap;
@@ -19,7 +19,7 @@ use switchyard::health::CheckReport;
 
 use crate::app::AppState;
 use crate::error::ApiError;
-use crate::metrics::CONTENT_TYPE;
+use crate::telemetry::metrics::CONTENT_TYPE;
 
 /// `GET /healthz`: the process is up.
 pub async fn healthz() -> &'static str {
@@ -128,8 +128,8 @@ mod tests {
     use crate::access::keys::{hash_token, KeyStore};
     use crate::app::Shared;
     use crate::config::KeyToml;
-    use crate::log::RequestLog;
-    use crate::metrics::Metrics;
+    use crate::telemetry::log::RequestLog;
+    use crate::telemetry::metrics::Metrics;
 
     fn state(keys: KeyStore, ready: bool) -> AppState {
         state_with(keys, ready, ScriptedProvider::new("gpt-4o-mini"))
@@ -149,7 +149,7 @@ mod tests {
             keys,
             metrics,
             log: RequestLog::disabled(),
-            insight: Arc::new(crate::insight::Insight::new(
+            insight: Arc::new(crate::telemetry::insight::Insight::new(
                 switchyard::clock::Clock::system(),
             )),
             max_body_bytes: crate::app::DEFAULT_MAX_BODY_BYTES,

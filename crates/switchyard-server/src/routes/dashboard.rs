@@ -14,7 +14,7 @@
 //!
 //! Nothing here reveals a secret: no key hashes or tokens, no env var names or values;
 //! attempt messages were scrubbed by the adapters. Does not own the history itself
-//! ([`Insight`](crate::insight::Insight)) nor the gateway's books.
+//! ([`Insight`](crate::telemetry::insight::Insight)) nor the gateway's books.
 
 use std::collections::BTreeMap;
 
@@ -28,10 +28,12 @@ use switchyard::ProviderHealth;
 
 use crate::access::limits::{key_scope, Period};
 use crate::app::AppState;
-use crate::dashboard::{self, Asset};
 use crate::error::ApiError;
-use crate::insight::{ProviderInsight, RECENT_REQUESTS, SAMPLE_WINDOW_MS, TRANSITION_WINDOW_MS};
 use crate::routes::admin::{budget_json, check_json};
+use crate::telemetry::dashboard::{self, Asset};
+use crate::telemetry::insight::{
+    ProviderInsight, RECENT_REQUESTS, SAMPLE_WINDOW_MS, TRANSITION_WINDOW_MS,
+};
 
 /// Requests listed when the query names no `limit`.
 const DEFAULT_REQUESTS: usize = 50;

@@ -17,8 +17,8 @@ use tower::ServiceExt as _;
 use crate::access::keys::{hash_token, KeyStore};
 use crate::app::{app, AppState, Shared};
 use crate::config::KeyToml;
-use crate::log::RequestLog;
-use crate::metrics::Metrics;
+use crate::telemetry::log::RequestLog;
+use crate::telemetry::metrics::Metrics;
 
 mod hostile;
 mod recovery;
@@ -58,7 +58,7 @@ fn fixture(
         keys: KeyStore::new(keys),
         metrics,
         log: RequestLog::disabled(),
-        insight: Arc::new(crate::insight::Insight::new(
+        insight: Arc::new(crate::telemetry::insight::Insight::new(
             switchyard::clock::Clock::system(),
         )),
         max_body_bytes: 2048,

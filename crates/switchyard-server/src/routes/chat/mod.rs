@@ -25,7 +25,7 @@ use crate::access::limits;
 use crate::app::AppState;
 use crate::bounds::{clip, MAX_NAME_CHARS};
 use crate::error::ApiError;
-use crate::log::LogEntry;
+use crate::telemetry::log::LogEntry;
 use switchyard::gateway::CallOptions;
 use wire::{wire_tool_calls, WireToolCall, WireUsage};
 

@@ -18,9 +18,9 @@ use tower::ServiceExt as _;
 use crate::access::keys::{hash_token, KeyStore};
 use crate::app::{app, AppState, Shared};
 use crate::config::KeyToml;
-use crate::insight::Insight;
-use crate::log::RequestLog;
-use crate::metrics::Metrics;
+use crate::telemetry::insight::Insight;
+use crate::telemetry::log::RequestLog;
+use crate::telemetry::metrics::Metrics;
 
 const ADMIN: &str = "sy-admin-token-7f3a";
 const TEAM: &str = "sy-team-token-91c2";

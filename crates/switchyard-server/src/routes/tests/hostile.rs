@@ -7,7 +7,7 @@ use switchyard::clock::Clock;
 
 use super::*;
 use crate::guard::AllowedOrigins;
-use crate::insight::Insight;
+use crate::telemetry::insight::Insight;
 
 /// 4 MiB: the size of value the attacks used.
 const HUGE: usize = 4 << 20;
@@ -67,7 +67,7 @@ async fn small_answer(state: &AppState, req: Request<Body>) -> (StatusCode, Valu
 }
 
 /// The newest dashboard entry (the newest request-log line).
-fn last_logged(state: &AppState) -> crate::log::LogEntry {
+fn last_logged(state: &AppState) -> crate::telemetry::log::LogEntry {
     state
         .insight
         .recent(1)

@@ -7,7 +7,7 @@ use switchyard::clock::Clock;
 use switchyard::ProviderError;
 
 use super::*;
-use crate::insight::Insight;
+use crate::telemetry::insight::Insight;
 
 /// A 429 with a fractional Retry-After (rounded up on the way out).
 fn limited(ms: u64) -> Step {

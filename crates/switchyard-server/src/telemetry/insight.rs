@@ -21,7 +21,7 @@ use switchyard::clock::{Clock, UnixMillis};
 use switchyard::observe::{Attempt, Observer, Outcome};
 use switchyard::{ErrorKind, GatewayError, Money};
 
-use crate::log::{LogEntry, LogTap};
+use crate::telemetry::log::{LogEntry, LogTap};
 
 /// Requests kept for the dashboard's list.
 pub const RECENT_REQUESTS: usize = 200;
