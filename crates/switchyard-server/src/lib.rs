@@ -7,18 +7,13 @@
 #![allow(clippy::result_large_err)]
 
 pub mod access;
-pub mod app;
-pub mod bounds;
 pub mod check;
 pub mod checks;
 pub mod config;
 pub mod demo;
-pub mod edge;
-pub mod error;
-pub mod guard;
+pub mod http;
 pub mod report;
 pub mod restore;
-pub mod routes;
 pub mod serve;
 pub mod shutdown;
 pub mod telemetry;

@@ -18,8 +18,8 @@ use tokio::net::TcpListener;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::app::{app, AppState, Shared, DEFAULT_MAX_BODY_BYTES};
-use crate::edge::{Edge, Limits};
+use crate::http::edge::{Edge, Limits};
+use crate::http::{app, AppState, Shared, DEFAULT_MAX_BODY_BYTES};
 use switchyard::clock::Clock;
 use switchyard::state::{MemoryState, RedisConfig, RedisState, SharedState};
 
@@ -140,7 +140,7 @@ async fn serve(args: &ServeArgs, config: Config, source: String) -> Result<(), S
             .max_body_bytes
             .unwrap_or(DEFAULT_MAX_BODY_BYTES),
         ready: AtomicBool::new(false),
-        allowed_origins: crate::guard::AllowedOrigins::new(&config.server.allowed_origins),
+        allowed_origins: crate::http::guard::AllowedOrigins::new(&config.server.allowed_origins),
         grace_over: CancellationToken::new(),
     }));
     let listener = TcpListener::bind(listen)

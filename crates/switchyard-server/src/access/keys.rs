@@ -21,7 +21,7 @@ use switchyard::Money;
 
 use crate::access::limits::{KeyLimits, Period};
 use crate::config::KeyToml;
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// One configured client key.
 #[derive(Debug, Clone)]
@@ -82,7 +82,7 @@ impl KeyStore {
         Self { keys }
     }
 
-    /// No keys configured: keyless loopback mode (`crate::guard` then checks `Host`).
+    /// No keys configured: keyless loopback mode (`crate::http::guard` then checks `Host`).
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()

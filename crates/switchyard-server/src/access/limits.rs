@@ -12,7 +12,7 @@ use switchyard::gateway::{Budget, CallOptions};
 use switchyard::state::SharedState;
 use switchyard::{Money, Usage};
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// A budget's calendar period.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

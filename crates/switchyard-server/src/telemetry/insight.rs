@@ -9,7 +9,7 @@
 //! blocks on I/O, never fails, and memory stays flat however long the process runs.
 //!
 //! Does not own the gateway's own books (health, ledger, budgets: the dashboard reads them
-//! from the gateway) nor how any of it is served (`routes::dashboard`).
+//! from the gateway) nor how any of it is served (`crate::http::dashboard`).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

@@ -2,7 +2,7 @@
 //! binary with `include_str!` (no build step, no CDN, no web fonts: it works offline).
 //!
 //! Owns the files and their content types. Serving them, and the admin JSON the script
-//! polls, is `routes::dashboard`'s job.
+//! polls, is `crate::http::dashboard`'s job.
 
 /// One embedded file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,7 @@
 //! exposition with gauges computed at scrape time from the gateway's health snapshot.
 //!
 //! Does not own: health itself (the gateway's), the request log (its count of dropped
-//! lines is passed in), or routing of `/metrics` (`routes::admin`).
+//! lines is passed in), or routing of `/metrics` (`crate::http::admin`).
 //!
 //! Labels are low-cardinality by construction: route and provider names come from config,
 //! every other label is a fixed `&'static str` (error kind, skip reason, state). Error

@@ -6,8 +6,8 @@ use axum::http::HeaderMap;
 use axum::Json;
 use serde_json::{json, Value};
 
-use crate::app::AppState;
-use crate::error::ApiError;
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
 
 /// List the routes.
 ///

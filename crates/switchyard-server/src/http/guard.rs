@@ -19,7 +19,7 @@
 //!    and preflights are answered only for listed origins. Checked with keys too: the API
 //!    takes nothing but JSON bodies.
 //!
-//! Does not own authentication (`keys`), body size or body parsing (`routes::chat`).
+//! Does not own authentication (`crate::access::keys`), body size or body parsing (`crate::http::dialects::chat`).
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -29,9 +29,9 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::app::AppState;
-use crate::bounds::{clip, ECHO_BYTES};
-use crate::error::ApiError;
+use crate::http::bounds::{clip, ECHO_BYTES};
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
 
 /// Response headers a listed origin's scripts may read.
 const EXPOSED: &str = "x-request-id, x-switchyard-provider, x-switchyard-attempts, \
@@ -103,7 +103,7 @@ pub async fn check(State(state): State<AppState>, request: Request, next: Next) 
 /// A refusal, with an `x-request-id` like every other answer.
 fn refused(e: ApiError, headers: &HeaderMap) -> Response {
     let mut response = e.into_response();
-    if let Ok(id) = HeaderValue::from_str(&crate::routes::chat::request_id(headers)) {
+    if let Ok(id) = HeaderValue::from_str(&crate::http::request_id::request_id(headers)) {
         response.headers_mut().insert("x-request-id", id);
     }
     response

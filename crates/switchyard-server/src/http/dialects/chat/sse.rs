@@ -22,7 +22,7 @@ use super::wire::{WireFunctionCall, WireUsage};
 use super::{
     completion_entry, completion_id, error_event, log_completion, who_answered, Ctx, Trail,
 };
-use crate::app::AppState;
+use crate::http::state::AppState;
 
 /// Turn a committed gateway stream into the HTTP response.
 pub(super) fn respond(
@@ -176,7 +176,7 @@ impl Writer {
         self.state
             .metrics
             .request(&self.ctx.route_label, 503, true, self.ctx.started.elapsed());
-        event_bytes(&crate::edge::shutting_down().body())
+        event_bytes(&crate::http::edge::shutting_down().body())
     }
 
     /// A content chunk; a finish reason goes in its own chunk, as OpenAI sends it.

@@ -43,7 +43,10 @@ fn router(gate: Arc<Notify>) -> Router {
                 match axum::body::to_bytes(body, 1 << 20).await {
                     Ok(b) => Ok(b),
                     Err(e) if is_body_timeout(&e) => Err(body_timeout()),
-                    Err(e) => Err(crate::error::ApiError::bad_request(None, e.to_string())),
+                    Err(e) => Err(crate::http::error::ApiError::bad_request(
+                        None,
+                        e.to_string(),
+                    )),
                 }
             }),
         )

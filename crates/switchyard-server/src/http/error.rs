@@ -4,7 +4,7 @@
 //! body shape `{"error": {"message", "type", "code", "param"}}`, so OpenAI client libraries
 //! raise their usual typed exceptions. Messages never carry secrets: upstream messages were
 //! scrubbed by the adapters, and nothing here adds credentials. Nor do they carry a client's
-//! text unbounded: what they quote of it is cut ([`crate::bounds`]).
+//! text unbounded: what they quote of it is cut ([`crate::http::bounds`]).
 
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -12,7 +12,7 @@ use serde_json::json;
 use switchyard::observe::Attempt;
 use switchyard::{ErrorKind, GatewayError};
 
-use crate::bounds::{clip, elide, ECHO_BYTES, MESSAGE_BYTES, PARAM_BYTES};
+use crate::http::bounds::{clip, elide, ECHO_BYTES, MESSAGE_BYTES, PARAM_BYTES};
 
 /// An error response.
 #[derive(Debug, Clone, PartialEq)]

@@ -17,8 +17,8 @@ use serde_json::{json, Value};
 use switchyard::cost::BudgetState;
 use switchyard::health::CheckReport;
 
-use crate::app::AppState;
-use crate::error::ApiError;
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
 use crate::telemetry::metrics::CONTENT_TYPE;
 
 /// `GET /healthz`: the process is up.
@@ -126,8 +126,8 @@ mod tests {
 
     use super::*;
     use crate::access::keys::{hash_token, KeyStore};
-    use crate::app::Shared;
     use crate::config::KeyToml;
+    use crate::http::state::Shared;
     use crate::telemetry::log::RequestLog;
     use crate::telemetry::metrics::Metrics;
 
@@ -152,9 +152,9 @@ mod tests {
             insight: Arc::new(crate::telemetry::insight::Insight::new(
                 switchyard::clock::Clock::system(),
             )),
-            max_body_bytes: crate::app::DEFAULT_MAX_BODY_BYTES,
+            max_body_bytes: crate::http::state::DEFAULT_MAX_BODY_BYTES,
             ready: AtomicBool::new(ready),
-            allowed_origins: crate::guard::AllowedOrigins::default(),
+            allowed_origins: crate::http::guard::AllowedOrigins::default(),
             grace_over: tokio_util::sync::CancellationToken::new(),
         }))
     }

@@ -1,12 +1,12 @@
 //! Hostile and careless clients through `app()` with `oneshot`: megabyte strings where names
 //! belong (refused by field, or cut, in every answer, log line and dashboard entry), and the
-//! request guard (`crate::guard`): content type, `Origin`, and `Host` without keys.
+//! request guard (`crate::http::guard`): content type, `Origin`, and `Host` without keys.
 
 use axum::http::HeaderValue;
 use switchyard::clock::Clock;
 
 use super::*;
-use crate::guard::AllowedOrigins;
+use crate::http::guard::AllowedOrigins;
 use crate::telemetry::insight::Insight;
 
 /// 4 MiB: the size of value the attacks used.

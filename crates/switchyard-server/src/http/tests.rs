@@ -15,8 +15,8 @@ use switchyard::{ErrorKind, Gateway, Money, Price, ProviderSpec, Route};
 use tower::ServiceExt as _;
 
 use crate::access::keys::{hash_token, KeyStore};
-use crate::app::{app, AppState, Shared};
 use crate::config::KeyToml;
+use crate::http::{app, AppState, Shared};
 use crate::telemetry::log::RequestLog;
 use crate::telemetry::metrics::Metrics;
 
@@ -63,7 +63,7 @@ fn fixture(
         )),
         max_body_bytes: 2048,
         ready: AtomicBool::new(true),
-        allowed_origins: crate::guard::AllowedOrigins::default(),
+        allowed_origins: crate::http::guard::AllowedOrigins::default(),
         grace_over: tokio_util::sync::CancellationToken::new(),
     }));
     Fixture {

@@ -16,8 +16,8 @@ use switchyard::{ErrorKind, Gateway, Money, Price, ProviderSpec, Route};
 use tower::ServiceExt as _;
 
 use crate::access::keys::{hash_token, KeyStore};
-use crate::app::{app, AppState, Shared};
 use crate::config::KeyToml;
+use crate::http::{app, AppState, Shared};
 use crate::telemetry::insight::Insight;
 use crate::telemetry::log::RequestLog;
 use crate::telemetry::metrics::Metrics;
@@ -78,7 +78,7 @@ fn state(keys: &[KeyToml]) -> AppState {
         insight,
         max_body_bytes: 4096,
         ready: AtomicBool::new(true),
-        allowed_origins: crate::guard::AllowedOrigins::default(),
+        allowed_origins: crate::http::guard::AllowedOrigins::default(),
         grace_over: tokio_util::sync::CancellationToken::new(),
     }))
 }

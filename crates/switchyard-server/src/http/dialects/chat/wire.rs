@@ -10,8 +10,8 @@ use switchyard::chat::{
 };
 use switchyard::{ChatRequest, Role, Usage};
 
-use crate::bounds::{clip, elide, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
-use crate::error::ApiError;
+use crate::http::bounds::{clip, elide, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
+use crate::http::error::ApiError;
 
 /// How much of a parser's message (which may quote the client's value) a 400 carries.
 const PARSER_MESSAGE_BYTES: usize = 256;

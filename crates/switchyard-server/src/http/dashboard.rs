@@ -27,9 +27,9 @@ use switchyard::observe::LedgerRow;
 use switchyard::ProviderHealth;
 
 use crate::access::limits::{key_scope, Period};
-use crate::app::AppState;
-use crate::error::ApiError;
-use crate::routes::admin::{budget_json, check_json};
+use crate::http::admin::{budget_json, check_json};
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
 use crate::telemetry::dashboard::{self, Asset};
 use crate::telemetry::insight::{
     ProviderInsight, RECENT_REQUESTS, SAMPLE_WINDOW_MS, TRANSITION_WINDOW_MS,

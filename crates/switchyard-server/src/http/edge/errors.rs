@@ -1,12 +1,12 @@
 //! The errors the HTTP layer itself raises, in OpenAI's error JSON like every other
-//! error (`crate::error::ApiError`): 405 on a known path, 408 for a body that stops
+//! error (`crate::http::error::ApiError`): 405 on a known path, 408 for a body that stops
 //! arriving, 503 when in-flight requests are at the cap, the SSE event that ends a stream
 //! at the shutdown deadline, and the replacements for hyper's own bodiless parse-error
 //! responses (400, 414, 431).
 
 use axum::http::StatusCode;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// `Retry-After` of a request shed at the in-flight cap, seconds.
 const SHED_RETRY_AFTER_SECS: u64 = 1;

@@ -1,7 +1,7 @@
 //! `POST /v1/chat/completions`: OpenAI's request in, the gateway in the middle, OpenAI's
 //! response (or SSE stream) out — plus who answered, in headers and a `switchyard` object.
 //!
-//! Order of checks (after the guard's Host, Origin and content type: `crate::guard`):
+//! Order of checks (after the guard's Host, Origin and content type: `crate::http::guard`):
 //! client key (401) → body size (413) → JSON, and `model` / `user` lengths (400) → route
 //! (404, listing the routes the key may use) → key's routes (403) → gateway. Streams hold
 //! their headers until the gateway commits (first content chunk), so failures before that
@@ -22,9 +22,10 @@ use tokio::time::Instant;
 
 use crate::access::keys::Caller;
 use crate::access::limits;
-use crate::app::AppState;
-use crate::bounds::{clip, MAX_NAME_CHARS};
-use crate::error::ApiError;
+use crate::http::bounds::{clip, MAX_NAME_CHARS};
+use crate::http::error::ApiError;
+use crate::http::request_id::request_id;
+use crate::http::state::AppState;
 use crate::telemetry::log::LogEntry;
 use switchyard::gateway::CallOptions;
 use wire::{wire_tool_calls, WireToolCall, WireUsage};
@@ -221,8 +222,8 @@ async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
             .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
         if too_large {
             ApiError::too_large(limit)
-        } else if crate::edge::is_body_timeout(&e) {
-            crate::edge::body_timeout()
+        } else if crate::http::edge::is_body_timeout(&e) {
+            crate::http::edge::body_timeout()
         } else {
             ApiError::bad_request(None, format!("could not read the request body: {e}"))
         }
@@ -328,16 +329,6 @@ fn set(headers: &mut HeaderMap, name: &'static str, value: &str) {
 /// Exact dollars as a plain decimal (`0.000123`).
 pub(crate) fn usd(m: Money) -> String {
     m.decimal().to_string()
-}
-
-/// The client's `x-request-id` if it is sane, else a fresh one.
-pub(crate) fn request_id(headers: &HeaderMap) -> String {
-    if let Some(v) = headers.get("x-request-id").and_then(|v| v.to_str().ok()) {
-        if !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()) {
-            return v.to_owned();
-        }
-    }
-    format!("req_{:016x}{:08x}", fastrand::u64(..), fastrand::u32(..))
 }
 
 /// The `switchyard` object in response bodies.

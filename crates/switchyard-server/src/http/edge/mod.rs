@@ -1,5 +1,5 @@
 //! The connection-level edge: the accept loop and every limit that protects the server
-//! from slow, idle or too many clients, in front of the router (`crate::app`).
+//! from slow, idle or too many clients, in front of the router (`crate::http::app`).
 //!
 //! Owns [`Limits`] (`[server]`: header read, body read and idle timeouts, the connection
 //! and in-flight caps) and [`Edge`], which accepts connections (with `TCP_NODELAY`) and
