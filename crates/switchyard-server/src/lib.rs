@@ -7,13 +7,8 @@
 #![allow(clippy::result_large_err)]
 
 pub mod access;
-pub mod check;
-pub mod checks;
+pub mod cli;
 pub mod config;
-pub mod demo;
 pub mod http;
-pub mod report;
-pub mod restore;
-pub mod serve;
 pub mod shutdown;
 pub mod telemetry;

@@ -10,7 +10,7 @@
 //! descriptors evicts the same way. Requests beyond the in-flight cap get 503 with
 //! `Retry-After` at once; [`EXEMPT_FROM_IN_FLIGHT`] lists the probes that are never shed.
 //!
-//! Shutdown ([`Edge::drain`], [`Edge::close_all`]) is sequenced by `crate::serve`.
+//! Shutdown ([`Edge::drain`], [`Edge::close_all`]) is sequenced by `crate::cli::serve`.
 //! Does not own request-level checks (keys, body size, fields: the handlers).
 
 mod body;

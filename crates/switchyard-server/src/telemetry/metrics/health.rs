@@ -5,7 +5,7 @@
 //! and `switchyard_health_spend_usd{provider}` (completion checks; never in a budget), and
 //! the last check of each provider for `/admin/health` and the dashboard. Fed by
 //! [`Metrics`](super::Metrics)' observer hook; the checks themselves run in
-//! `crate::checks`.
+//! `crate::cli::serve::checks`.
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};

@@ -8,6 +8,9 @@
 //! log to flush — the process exits within the grace period plus [`AFTER_GRACE`] and the
 //! runtime's shutdown.
 
+mod checks;
+mod restore;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,7 +28,6 @@ use switchyard::state::{MemoryState, RedisConfig, RedisState, SharedState};
 
 use crate::access::keys::KeyStore;
 use crate::config::{self, Config, Wiring, EMBEDDED_DEFAULT};
-use crate::restore;
 use crate::shutdown::{self, Tasks};
 use crate::telemetry::insight::Insight;
 use crate::telemetry::log::RequestLog;
@@ -160,7 +162,7 @@ async fn serve(args: &ServeArgs, config: Config, source: String) -> Result<(), S
         limits.max_connections,
         if workers == 1 { "" } else { "s" },
     );
-    crate::checks::start(&config, &state.gateway, &tasks);
+    checks::start(&config, &state.gateway, &tasks);
     state.ready.store(true, Ordering::SeqCst);
     let grace = grace_period(&config)?;
     let stop_by = serve_until_signal(listener, state, limits, grace).await;
