@@ -143,7 +143,7 @@ fn validate_server(config: &Config, p: &mut Problems) {
     }
     p.duration("server.shutdown_grace", s.shutdown_grace.as_deref());
     for (i, origin) in s.allowed_origins.iter().enumerate() {
-        if let Some(why) = crate::http::guard::origin_problem(origin) {
+        if let Some(why) = crate::http::origins::origin_problem(origin) {
             p.add(format!("server.allowed_origins[{i}]"), why);
         }
     }

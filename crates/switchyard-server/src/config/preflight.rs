@@ -19,7 +19,7 @@ use super::{duration, Config};
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:4000";
 
 /// Where `serve` listens: `--listen` (`cli`), else `[server] listen`, else
-/// [`DEFAULT_LISTEN`].
+/// `DEFAULT_LISTEN`.
 ///
 /// # Errors
 /// Not an address, or a non-loopback address without `[[keys]]`.

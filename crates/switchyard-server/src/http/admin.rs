@@ -154,7 +154,7 @@ mod tests {
             )),
             max_body_bytes: crate::http::state::DEFAULT_MAX_BODY_BYTES,
             ready: AtomicBool::new(ready),
-            allowed_origins: crate::http::guard::AllowedOrigins::default(),
+            allowed_origins: crate::http::origins::AllowedOrigins::default(),
             grace_over: tokio_util::sync::CancellationToken::new(),
         }))
     }

@@ -31,6 +31,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::http::bounds::{clip, ECHO_BYTES};
 use crate::http::error::ApiError;
+use crate::http::origins::AllowedOrigins;
 use crate::http::state::AppState;
 
 /// Response headers a listed origin's scripts may read.
@@ -38,45 +39,6 @@ const EXPOSED: &str = "x-request-id, x-switchyard-provider, x-switchyard-attempt
                        x-switchyard-failed-over, x-switchyard-cost-usd, retry-after";
 /// How long a browser may cache a preflight answer, in seconds.
 const PREFLIGHT_MAX_AGE: &str = "600";
-
-/// The origins `[server] allowed_origins` lists (lower-cased, without a trailing `/`).
-#[derive(Debug, Clone, Default)]
-pub struct AllowedOrigins(Vec<String>);
-
-impl AllowedOrigins {
-    /// From the configured list (validated by `config`; see [`origin_problem`]).
-    #[must_use]
-    pub fn new(origins: &[String]) -> Self {
-        Self(
-            origins
-                .iter()
-                .map(|o| o.trim().trim_end_matches('/').to_ascii_lowercase())
-                .collect(),
-        )
-    }
-
-    fn allows(&self, origin: &str) -> bool {
-        self.0.iter().any(|o| o.eq_ignore_ascii_case(origin))
-    }
-}
-
-/// Why `origin` cannot be an `allowed_origins` entry, if it cannot: an origin is a scheme
-/// (`http` or `https`), a host and an optional port, like `http://localhost:3000`.
-#[must_use]
-pub fn origin_problem(origin: &str) -> Option<String> {
-    let authority = origin
-        .strip_prefix("http://")
-        .or_else(|| origin.strip_prefix("https://"));
-    let ok = authority.is_some_and(|a| {
-        let a = a.strip_suffix('/').unwrap_or(a);
-        !a.is_empty() && !a.contains(['/', '?', '#', '@', '*', ' '])
-    });
-    (!ok).then(|| {
-        format!(
-            "{origin:?} is not an origin like \"http://localhost:3000\" (http or https, a host and an optional port; no path, no wildcard)"
-        )
-    })
-}
 
 /// The middleware: refuse what the checks refuse, answer listed origins' preflights, and
 /// mark listed origins' responses readable.
@@ -267,6 +229,7 @@ fn preflight(origin: HeaderValue, request: &HeaderMap) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::origins::origin_problem;
 
     #[test]
     fn loopback_names_with_or_without_a_port() {

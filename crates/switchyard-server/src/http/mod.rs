@@ -1,6 +1,6 @@
 //! The HTTP surface: everything between a client's socket and the gateway.
 //!
-//! The route table ([`app`]) sits on top; below it the handlers (the inbound dialects,
+//! The route table ([`app()`]) sits on top; below it the handlers (the inbound dialects,
 //! admin, models, dashboard), and below those what they share: [`AppState`], the error
 //! shape every failure is answered with ([`ApiError`]), the request guard and the bounds on
 //! client text. The connection edge (accept loop, timeouts, caps) wraps the router.
@@ -14,6 +14,7 @@ pub mod edge;
 pub mod error;
 pub mod guard;
 pub mod models;
+pub mod origins;
 pub mod request_id;
 pub mod state;
 

@@ -10,7 +10,7 @@ use switchyard::Gateway;
 use tokio_util::sync::CancellationToken;
 
 use crate::access::keys::KeyStore;
-use crate::http::guard::AllowedOrigins;
+use crate::http::origins::AllowedOrigins;
 use crate::telemetry::insight::Insight;
 use crate::telemetry::log::RequestLog;
 use crate::telemetry::metrics::Metrics;

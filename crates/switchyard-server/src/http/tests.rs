@@ -63,7 +63,7 @@ fn fixture(
         )),
         max_body_bytes: 2048,
         ready: AtomicBool::new(true),
-        allowed_origins: crate::http::guard::AllowedOrigins::default(),
+        allowed_origins: crate::http::origins::AllowedOrigins::default(),
         grace_over: tokio_util::sync::CancellationToken::new(),
     }));
     Fixture {

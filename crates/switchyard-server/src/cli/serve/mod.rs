@@ -142,7 +142,7 @@ async fn serve(args: &ServeArgs, config: Config, source: String) -> Result<(), S
             .max_body_bytes
             .unwrap_or(DEFAULT_MAX_BODY_BYTES),
         ready: AtomicBool::new(false),
-        allowed_origins: crate::http::guard::AllowedOrigins::new(&config.server.allowed_origins),
+        allowed_origins: crate::http::origins::AllowedOrigins::new(&config.server.allowed_origins),
         grace_over: CancellationToken::new(),
     }));
     let listener = TcpListener::bind(listen)

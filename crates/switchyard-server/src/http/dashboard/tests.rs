@@ -78,7 +78,7 @@ fn state(keys: &[KeyToml]) -> AppState {
         insight,
         max_body_bytes: 4096,
         ready: AtomicBool::new(true),
-        allowed_origins: crate::http::guard::AllowedOrigins::default(),
+        allowed_origins: crate::http::origins::AllowedOrigins::default(),
         grace_over: tokio_util::sync::CancellationToken::new(),
     }))
 }

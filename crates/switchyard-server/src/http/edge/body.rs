@@ -21,7 +21,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 #[error("the request body did not arrive within {0:?}")]
 pub struct BodyTimeout(pub Duration);
 
-/// Is a [`BodyTimeout`] anywhere in `err`'s chain of sources? (Body readers wrap the
+/// Is a `BodyTimeout` anywhere in `err`'s chain of sources? (Body readers wrap the
 /// body's error in their own.)
 #[must_use]
 pub fn is_body_timeout(err: &(dyn std::error::Error + 'static)) -> bool {

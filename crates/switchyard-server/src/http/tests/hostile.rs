@@ -6,7 +6,7 @@ use axum::http::HeaderValue;
 use switchyard::clock::Clock;
 
 use super::*;
-use crate::http::guard::AllowedOrigins;
+use crate::http::origins::AllowedOrigins;
 use crate::telemetry::insight::Insight;
 
 /// 4 MiB: the size of value the attacks used.

@@ -116,7 +116,7 @@ async fn each_transition_is_counted_once_in_metrics_and_the_timeline() {
         insight,
         max_body_bytes: 2048,
         ready: AtomicBool::new(true),
-        allowed_origins: crate::http::guard::AllowedOrigins::default(),
+        allowed_origins: crate::http::origins::AllowedOrigins::default(),
         grace_over: tokio_util::sync::CancellationToken::new(),
     }));
     let t0 = clock.unix_ms();
