@@ -109,42 +109,8 @@ fn runtime(workers: Option<usize>) -> std::io::Result<tokio::runtime::Runtime> {
 async fn serve(args: &ServeArgs, config: Config, source: String) -> Result<(), String> {
     let listen = listen_address(&config, args.listen.as_deref())?;
     let tasks = Tasks::new();
-    let metrics = Arc::new(Metrics::new());
-    let env = |name: &str| std::env::var(name).ok();
-    let clock = Clock::system();
-    let store = state_store(&config, clock, &tasks).await?;
-    let insight = Arc::new(Insight::new(clock));
-    let wiring = Wiring {
-        observers: vec![metrics.clone(), insight.clone()],
-        store: Some(store),
-        clock: Some(clock),
-    };
-    let built = config::build_gateway(&config, &env, true, wiring)?;
-    for w in &built.warnings {
-        eprintln!("switchyard: warning: {w}");
-    }
-    let log = match &config.server.request_log {
-        Some(path) => RequestLog::open(path.as_ref(), &tasks)
-            .await
-            .map_err(|e| format!("request log {path}: {e}"))?,
-        None => RequestLog::disabled(),
-    }
-    .with_tap(insight.clone());
+    let state = build_state(&config, Clock::system(), &tasks).await?;
     let limits = Limits::from_config(&config)?;
-    let state = AppState(Arc::new(Shared {
-        gateway: built.gateway,
-        keys: KeyStore::new(&config.keys),
-        metrics,
-        log,
-        insight,
-        max_body_bytes: config
-            .server
-            .max_body_bytes
-            .unwrap_or(DEFAULT_MAX_BODY_BYTES),
-        ready: AtomicBool::new(false),
-        allowed_origins: crate::http::origins::AllowedOrigins::new(&config.server.allowed_origins),
-        grace_over: CancellationToken::new(),
-    }));
     let listener = TcpListener::bind(listen)
         .await
         .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
@@ -173,6 +139,48 @@ async fn serve(args: &ServeArgs, config: Config, source: String) -> Result<(), S
         eprintln!("switchyard: warning: background tasks (the request log) did not finish in time");
     }
     Ok(())
+}
+
+/// The handlers' state `config` asks for, as `serve` builds it before listening: the
+/// state store (Redis, or memory with the request log's spend restored), the gateway with
+/// metrics and insight observing it, the request log (its writer on `tasks`), the keys.
+/// Build warnings go to stderr. Not ready (`/readyz`) until the caller says so; drive it
+/// with `crate::http::app`, in process or behind the edge.
+pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result<AppState, String> {
+    let metrics = Arc::new(Metrics::new());
+    let env = |name: &str| std::env::var(name).ok();
+    let store = state_store(config, clock, tasks).await?;
+    let insight = Arc::new(Insight::new(clock));
+    let wiring = Wiring {
+        observers: vec![metrics.clone(), insight.clone()],
+        store: Some(store),
+        clock: Some(clock),
+    };
+    let built = config::build_gateway(config, &env, true, wiring)?;
+    for w in &built.warnings {
+        eprintln!("switchyard: warning: {w}");
+    }
+    let log = match &config.server.request_log {
+        Some(path) => RequestLog::open(path.as_ref(), tasks)
+            .await
+            .map_err(|e| format!("request log {path}: {e}"))?,
+        None => RequestLog::disabled(),
+    }
+    .with_tap(insight.clone());
+    Ok(AppState(Arc::new(Shared {
+        gateway: built.gateway,
+        keys: KeyStore::new(&config.keys),
+        metrics,
+        log,
+        insight,
+        max_body_bytes: config
+            .server
+            .max_body_bytes
+            .unwrap_or(DEFAULT_MAX_BODY_BYTES),
+        ready: AtomicBool::new(false),
+        allowed_origins: crate::http::origins::AllowedOrigins::new(&config.server.allowed_origins),
+        grace_over: CancellationToken::new(),
+    })))
 }
 
 /// Serve until the signal, then shut down: not ready, idle connections closed, in-flight
