@@ -33,7 +33,7 @@ pub enum Command {
     /// Manage client keys.
     #[command(subcommand)]
     Keys(KeysCommand),
-    /// Replay the tutorial's gateway run (seeds/000) on switchyard's real gateway, or a
+    /// Replay the tutorial's gateway run (docs/tutorial.md) on switchyard's real gateway, or a
     /// scenario of your own.
     Demo(demo::DemoArgs),
 }

@@ -2,7 +2,7 @@
 //!
 //! Owns the summary — requests served, average and p95 latency, exact total cost, unpriced
 //! calls, failures by kind, failovers — and its two renderings (an aligned table like the
-//! tutorial's in `seeds/000_*`, or one JSON object). Does not own the log's schema or how
+//! tutorial's in docs/tutorial.md, or one JSON object). Does not own the log's schema or how
 //! it is read (`crate::telemetry::log`).
 //!
 //! Definitions, per provider:

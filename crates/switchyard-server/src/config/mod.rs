@@ -1,7 +1,7 @@
 //! The configuration file: schema, loading, and validation.
 //!
 //! Owns the TOML contract with users (`[server]`, `[[providers]]`, `[[routes]]`,
-//! `[[keys]]`, `[state]`, names as in DESIGN) and turns a file into a checked [`Config`]:
+//! `[[keys]]`, `[state]`, names as in `switchyard.example.toml`) and turns a file into a checked [`Config`]:
 //! unknown fields are rejected by serde; everything else (durations, references, prices,
 //! names) is checked here, and *every* problem is reported at once with its path, e.g.
 //! `routes[1].providers[2]: no provider named "gtp"`. Secrets appear only as env-var names.

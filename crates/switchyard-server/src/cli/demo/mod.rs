@@ -1,4 +1,4 @@
-//! `switchyard demo`: the tutorial in `seeds/000_*`, run on the library's real gateway.
+//! `switchyard demo`: the tutorial in docs/tutorial.md, run on the library's real gateway.
 //!
 //! Owns the subcommand: its arguments ([`DemoArgs`]), its errors ([`DemoError`]) and the
 //! order of its steps (load the scenario, replay it on a current-thread runtime, print).
