@@ -484,7 +484,7 @@ impl Gateway {
         req: &ChatRequest,
         opts: &CallOptions,
     ) -> Result<ChatResponse, GatewayError> {
-        let route = self.route(route)?;
+        let route = self.route_arc(route)?;
         let result = if req.messages.is_empty() {
             Err(GatewayError::InvalidRequest(
                 "messages must not be empty".to_owned(),

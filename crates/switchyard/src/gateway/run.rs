@@ -19,7 +19,9 @@ pub(super) use super::hold::Reservation;
 use super::hold::{Guard, Hold, RESERVATION_SLACK};
 use super::{budget_scope, Budget, CallOptions, Gateway, Slot};
 use crate::breaker::{Admission, Now, Op, SkipReason};
-use crate::chat::{ChatChunk, ChatRequest, ChatResponse, ProviderReply, Usage};
+use crate::chat::{
+    ChatChunk, ChatRequest, ChatResponse, FinishReason, ProviderReply, ToolCall, Usage,
+};
 use crate::clock::UnixMillis;
 use crate::cost::{estimate_input_tokens, BudgetState, Money, Price};
 use crate::error::{AttemptError, ErrorKind, GatewayError, ProviderError};
@@ -117,13 +119,16 @@ impl AttemptLimits {
     }
 }
 
-/// One request in flight.
-pub(super) struct Run<'a> {
-    pub gw: &'a Gateway,
-    pub route: &'a Route,
+/// One request in flight: the runner a plain request and a stream (through its rescues)
+/// share, and the trail it leaves.
+pub(super) struct Run {
+    pub gw: Gateway,
+    pub route: Arc<Route>,
     pub started: Instant,
     pub deadline: Instant,
     pub request_index: u64,
+    /// Slot indices in the order the route tries them (fixed when the first turn starts).
+    pub plan: Vec<usize>,
     pub attempts: Vec<Attempt>,
     pub errors: Vec<AttemptError>,
     /// Set when the deadline cut a turn short or left candidates untried.
@@ -135,12 +140,12 @@ pub(super) struct Run<'a> {
     retry_at: Option<UnixMillis>,
     /// Set once the caller has (or will be given) the outcome. A run dropped before
     /// that was abandoned by its caller: `Drop` tells observers, with the trail so far.
-    /// Rescue runs inside a committed stream start settled (the stream reports).
+    /// A committed stream owns its run and sets this when it reports (`stream.rs`).
     pub settled: bool,
     rng: fastrand::Rng,
 }
 
-impl Drop for Run<'_> {
+impl Drop for Run {
     fn drop(&mut self) {
         if self.settled {
             return;
@@ -155,8 +160,8 @@ impl Drop for Run<'_> {
     }
 }
 
-impl<'a> Run<'a> {
-    pub(super) fn new(gw: &'a Gateway, route: &'a Route, opts: &CallOptions) -> Self {
+impl Run {
+    pub(super) fn new(gw: &Gateway, route: &Arc<Route>, opts: &CallOptions) -> Self {
         let started = gw.inner.clock.now();
         let request_index = gw
             .inner
@@ -169,11 +174,12 @@ impl<'a> Run<'a> {
             .map(|mut r| fastrand::Rng::with_seed(r.u64(..)))
             .unwrap_or_default();
         Self {
-            gw,
-            route,
+            gw: gw.clone(),
+            route: Arc::clone(route),
             started,
             deadline: started + route.deadline,
             request_index,
+            plan: Vec::new(),
             attempts: Vec::new(),
             errors: Vec::new(),
             deadline_hit: false,
@@ -184,58 +190,44 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Continue a request's run (stream rescue) with its trail so far.
-    pub(super) fn resume(
-        gw: &'a Gateway,
-        route: &'a Route,
-        started: Instant,
-        deadline: Instant,
-        request_index: u64,
-        budgets: Vec<Budget>,
-    ) -> Self {
-        let rng = fastrand::Rng::with_seed(request_index);
-        Self {
-            gw,
-            route,
-            started,
-            deadline,
-            request_index,
-            attempts: Vec::new(),
-            errors: Vec::new(),
-            deadline_hit: false,
-            retry_at: None,
-            budgets,
-            settled: true,
-            rng,
-        }
-    }
-
     /// A non-streaming request, start to finish.
     pub(super) async fn execute(mut self, req: &ChatRequest) -> Result<ChatResponse, GatewayError> {
-        let result = self.each_candidate(req).await;
+        let result = match self.first_answer(req, Call::Send).await {
+            Ok((pos, won)) => Ok(self.answer(pos, won).await),
+            Err(e) => Err(e),
+        };
         self.settled = true;
         result
     }
 
-    async fn each_candidate(&mut self, req: &ChatRequest) -> Result<ChatResponse, GatewayError> {
-        for i in self.plan() {
-            let slot = &self.gw.inner.slots[i];
-            match self.candidate(slot, req, Call::Send).await {
-                Ok(Some(won)) => {
-                    return Ok(self.answer(slot, won).await);
-                }
+    /// The attempt loop of every request, plain or streamed: the candidates in plan order
+    /// until one answers (for a stream: reaches its commit point). Returns its position in
+    /// the plan and its win; an error settles the run (the caller reports it).
+    pub(super) async fn first_answer(
+        &mut self,
+        req: &ChatRequest,
+        call: Call,
+    ) -> Result<(usize, Won), GatewayError> {
+        self.plan = self.order();
+        for pos in 0..self.plan.len() {
+            match self.candidate(self.plan[pos], req, call).await {
+                Ok(Some(won)) => return Ok((pos, won)),
                 Ok(None) => {}
-                Err(stop) => return Err(self.stopped(stop)),
+                Err(stop) => {
+                    self.settled = true;
+                    return Err(self.stopped(stop));
+                }
             }
         }
+        self.settled = true;
         Err(self.exhausted())
     }
 
-    /// One candidate's turn, mapped to: an answer, "try the next one" (`None`), or a stop
-    /// that ends the request.
+    /// One candidate's turn (slot index `i`), mapped to: an answer, "try the next one"
+    /// (`None`), or a stop that ends the request.
     pub(super) async fn candidate(
         &mut self,
-        slot: &Slot,
+        i: usize,
         req: &ChatRequest,
         call: Call,
     ) -> Result<Option<Won>, Stop> {
@@ -243,6 +235,8 @@ impl<'a> Run<'a> {
             self.deadline_hit = true;
             return Ok(None);
         }
+        let gw = self.gw.clone(); // the slot outlives the turn's `&mut self`
+        let slot = &gw.inner.slots[i];
         match self.turn(slot, req, call).await {
             TurnEnd::Answered(won) => Ok(Some(won)),
             TurnEnd::Skipped => Ok(None),
@@ -328,7 +322,7 @@ impl<'a> Run<'a> {
     }
 
     /// Slot indices in the order the route tries them.
-    pub(super) fn plan(&self) -> Vec<usize> {
+    fn order(&self) -> Vec<usize> {
         let slots: Vec<usize> = self
             .route
             .providers
@@ -351,6 +345,7 @@ impl<'a> Run<'a> {
             .collect()
     }
 
+    /// What is left of the request's deadline.
     pub(super) fn time_left(&self) -> Duration {
         self.deadline
             .saturating_duration_since(self.gw.inner.clock.now())
@@ -380,6 +375,7 @@ impl<'a> Run<'a> {
         applied
     }
 
+    /// Tell observers of an attempt and add it to the trail.
     pub(super) fn record(&mut self, attempt: Attempt) {
         for o in &self.gw.inner.observers {
             o.on_attempt(&self.route.name, &attempt);
@@ -571,7 +567,8 @@ impl<'a> Run<'a> {
                 Ok(answer) => return Ok((answer, latency, attempt)),
                 Err(e) => e,
             };
-            self.record_failure(slot, attempt, &err, latency);
+            let model = slot.spec.provider.model();
+            self.record_failure(slot, model, attempt, &err, latency);
             let policy = self.route.policy_for(err.kind);
             let op = Op::AttemptFailed {
                 kind: err.kind,
@@ -638,9 +635,11 @@ impl<'a> Run<'a> {
         })
     }
 
+    /// Record a failed attempt (trail and errors; a rate limit notes when it ends).
     pub(super) fn record_failure(
         &mut self,
         slot: &Slot,
+        model: &str,
         attempt: u32,
         err: &ProviderError,
         latency: Duration,
@@ -655,7 +654,7 @@ impl<'a> Run<'a> {
         });
         self.record(Attempt {
             provider: slot.spec.name.clone(),
-            model: slot.spec.provider.model().to_owned(),
+            model: model.to_owned(),
             attempt,
             outcome: Outcome::Failed {
                 kind: err.kind,
@@ -668,57 +667,95 @@ impl<'a> Run<'a> {
 
     /// Record the success, check the usage against the limits, settle the reservation
     /// (at the real cost, whatever was reserved), and build the completion.
-    async fn answer(&mut self, slot: &Slot, won: Won) -> ChatResponse {
+    async fn answer(&mut self, pos: usize, won: Won) -> ChatResponse {
         let Answer::Reply(reply) = won.answer else {
             unreachable!("a send turn answers with a reply")
         };
-        let (latency, attempt) = (won.latency, won.attempt);
-        slot.observe_latency(latency.as_secs_f64() * 1000.0);
+        let gw = self.gw.clone();
+        let slot = &gw.inner.slots[self.plan[pos]];
         let model = reply
             .model
             .clone()
             .unwrap_or_else(|| slot.spec.provider.model().to_owned());
+        self.record_success(slot, &model, won.attempt, won.latency);
+        let usage = reply.usage.as_ref();
+        check_usage(&gw, &self.route.name, slot, &model, won.limits, usage);
+        let cost = cost_of(reply.reported_cost, usage, slot.price);
+        if let Some(r) = won.reservation {
+            r.settle(self.state().as_ref(), cost).await;
+        }
+        let completion = Completion {
+            text: reply.text,
+            tool_calls: reply.tool_calls,
+            finish_reason: reply.finish_reason,
+            model,
+            usage: reply.usage,
+            cost,
+            provider_latency: reply.reported_latency,
+            max_tokens_applied: won.limits.applied,
+        };
+        let attempts = std::mem::take(&mut self.attempts);
+        self.response(slot, completion, attempts)
+    }
+
+    /// Record a successful attempt (its latency feeds the provider's average).
+    pub(super) fn record_success(
+        &mut self,
+        slot: &Slot,
+        model: &str,
+        attempt: u32,
+        latency: Duration,
+    ) {
+        slot.observe_latency(latency.as_secs_f64() * 1000.0);
         self.record(Attempt {
             provider: slot.spec.name.clone(),
-            model: model.clone(),
+            model: model.to_owned(),
             attempt,
             outcome: Outcome::Success,
             status: None,
             latency,
         });
-        let route = &self.route.name;
-        check_usage(
-            self.gw,
-            route,
-            slot,
-            &model,
-            won.limits,
-            reply.usage.as_ref(),
-        );
-        let cost = cost_of(reply.reported_cost, reply.usage.as_ref(), slot.price);
-        if let Some(r) = won.reservation {
-            r.settle(self.state().as_ref(), cost).await;
-        }
-        ChatResponse {
-            text: reply.text,
-            tool_calls: reply.tool_calls,
-            finish_reason: reply.finish_reason,
-            provider: slot.spec.name.clone(),
-            model,
-            failed_over: self.failed_over(&slot.spec.name),
-            usage: reply.usage,
-            cost,
-            attempts: std::mem::take(&mut self.attempts),
-            latency: self.gw.inner.clock.now() - self.started,
-            provider_latency: reply.reported_latency,
-            max_tokens_applied: won.limits.applied,
-        }
     }
 
-    /// True when any provider other than `answering` was tried or skipped.
-    pub(super) fn failed_over(&self, answering: &str) -> bool {
-        self.attempts.iter().any(|a| a.provider != answering)
+    /// The completion `slot` gave, with the request's trail (`attempts`) and latency.
+    pub(super) fn response(
+        &self,
+        slot: &Slot,
+        c: Completion,
+        attempts: Vec<Attempt>,
+    ) -> ChatResponse {
+        ChatResponse {
+            text: c.text,
+            tool_calls: c.tool_calls,
+            finish_reason: c.finish_reason,
+            provider: slot.spec.name.clone(),
+            model: c.model,
+            failed_over: failed_over(&attempts, &slot.spec.name),
+            usage: c.usage,
+            cost: c.cost,
+            attempts,
+            latency: self.gw.inner.clock.now() - self.started,
+            provider_latency: c.provider_latency,
+            max_tokens_applied: c.max_tokens_applied,
+        }
     }
+}
+
+/// What a completion says, apart from the request's trail and timing.
+pub(super) struct Completion {
+    pub text: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub finish_reason: Option<FinishReason>,
+    pub model: String,
+    pub usage: Option<Usage>,
+    pub cost: Option<Money>,
+    pub provider_latency: Option<Duration>,
+    pub max_tokens_applied: Option<u32>,
+}
+
+/// True when the trail shows any provider other than `answering` tried or skipped.
+pub(super) fn failed_over(attempts: &[Attempt], answering: &str) -> bool {
+    attempts.iter().any(|a| a.provider != answering)
 }
 
 /// The route's budget (if any) followed by the caller's.

@@ -26,19 +26,20 @@ use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use futures_util::{Stream, StreamExt as _};
 use tokio::time::Instant;
 
-use super::run::{check_usage, cost_of, Answer, Call, Limits, Reservation, Run, Won};
+use super::run::{
+    check_usage, cost_of, failed_over, Answer, Call, Completion, Limits, Reservation, Run, Won,
+};
 use super::Gateway;
-use crate::breaker::SkipReason;
+use crate::breaker::{Op, SkipReason};
 use crate::chat::{
     ChatChunk, ChatRequest, ChatResponse, FinishReason, Message, ToolCall, ToolCallDelta, Usage,
 };
 use crate::cost::Money;
-use crate::error::{AttemptError, ErrorKind, GatewayError, ProviderError};
+use crate::error::{ErrorKind, GatewayError, ProviderError};
 use crate::observe::{Attempt, Outcome};
 use crate::provider::ChunkStream;
 use crate::route::Route;
@@ -136,13 +137,12 @@ impl Gateway {
         opts: &super::CallOptions,
     ) -> Result<ChatStream, GatewayError> {
         let route = Arc::clone(self.route_arc(route)?);
-        let req = Arc::new(req);
         let result = if req.messages.is_empty() {
             Err(GatewayError::InvalidRequest(
                 "messages must not be empty".to_owned(),
             ))
         } else {
-            self.open(&route, &req, opts).await
+            self.open(&route, Arc::new(req), opts).await
         };
         if let Err(e) = &result {
             for o in &self.inner.observers {
@@ -155,35 +155,12 @@ impl Gateway {
     async fn open(
         &self,
         route: &Arc<Route>,
-        req: &Arc<ChatRequest>,
+        req: Arc<ChatRequest>,
         opts: &super::CallOptions,
     ) -> Result<ChatStream, GatewayError> {
         let mut run = Run::new(self, route, opts);
-        let plan = run.plan();
-        for (pos, &i) in plan.iter().enumerate() {
-            let slot = &self.inner.slots[i];
-            let turn = run.candidate(slot, req, Call::Stream).await;
-            if !matches!(turn, Ok(None)) {
-                run.settled = true; // committed or stopped: the caller learns either way
-            }
-            match turn {
-                Ok(Some(won)) => {
-                    let live = Live::commit(
-                        &mut run,
-                        Arc::clone(route),
-                        Arc::clone(req),
-                        plan.clone(),
-                        pos,
-                        won,
-                    );
-                    return Ok(live.into_stream());
-                }
-                Ok(None) => {}
-                Err(stop) => return Err(run.stopped(stop)),
-            }
-        }
-        run.settled = true;
-        Err(run.exhausted())
+        let (pos, won) = run.first_answer(&req, Call::Stream).await?;
+        Ok(Live::commit(run, req, pos, won).into_stream())
     }
 }
 
@@ -205,108 +182,139 @@ enum Rung {
     Restart,
 }
 
-/// Everything a committed stream owns.
-struct Live {
-    gw: Gateway,
-    route: Arc<Route>,
-    req: Arc<ChatRequest>,
-    plan: Vec<usize>,
-    /// Position in `plan` of the provider currently streaming.
-    pos: usize,
-    upstream: Option<ChunkStream>,
-    reservation: Option<Reservation>,
-    /// What the current segment's call was allowed (its usage is checked against it).
-    limits: Limits,
-    mode: Mode,
-    queue: VecDeque<StreamEvent>,
-    /// Text already delivered to the client, kept (up to the rescue buffer limit) for a
-    /// continuation's prefill, a restart's splice and the final response.
-    sent: String,
+/// What the client has been sent, kept (up to the rescue buffer limit) for a
+/// continuation's prefill, a restart's splice and the final response.
+#[derive(Default)]
+struct Kept {
+    /// Text delivered.
+    text: String,
+    /// Tool calls delivered so far, whole.
+    tool_calls: Vec<ToolCall>,
     /// Tool-call deltas were delivered (a prefill cannot continue those).
     sent_tools: bool,
-    /// Tool calls delivered so far, whole (kept like `sent`).
-    tool_calls: Vec<ToolCall>,
-    /// Bytes of text and tool-call fragments delivered; past the gateway's
-    /// `rescue_buffer_bytes` nothing more is kept.
-    kept_bytes: usize,
-    /// The rescue buffer limit was passed: `sent` and `tool_calls` were dropped, and a
-    /// break can no longer be rescued.
+    /// Bytes of text and tool-call fragments delivered; past the limit nothing more is kept.
+    bytes: usize,
+    /// The limit was passed: `text` and `tool_calls` were dropped, and a break can no
+    /// longer be rescued.
     unrescuable: bool,
+}
+
+impl Kept {
+    /// Keep a delivered chunk's content while the total stays within `limit`; once past
+    /// it, drop (and free) all that was kept: the stream is served on but can no longer
+    /// be rescued.
+    fn keep(&mut self, chunk: &ChatChunk, limit: usize) {
+        self.sent_tools |= !chunk.tool_calls.is_empty();
+        if self.unrescuable {
+            return;
+        }
+        let tools: usize = chunk
+            .tool_calls
+            .iter()
+            .map(|d| {
+                d.arguments.len()
+                    + d.id.as_ref().map_or(0, String::len)
+                    + d.name.as_ref().map_or(0, String::len)
+            })
+            .sum();
+        self.bytes = self
+            .bytes
+            .saturating_add(chunk.text.len())
+            .saturating_add(tools);
+        if self.bytes > limit {
+            self.unrescuable = true;
+            self.text = String::new();
+            self.tool_calls = Vec::new();
+            return;
+        }
+        self.text.push_str(&chunk.text);
+        merge_tool_deltas(&mut self.tool_calls, &chunk.tool_calls);
+    }
+}
+
+/// One provider's part of a committed stream: from its commit (or rescue) to its end.
+struct Segment {
+    upstream: Option<ChunkStream>,
+    reservation: Option<Reservation>,
+    /// What the call was allowed (its usage is checked against it).
+    limits: Limits,
+    /// The usage the vendor reported.
+    usage: Option<Usage>,
+    /// Content chunks the provider produced (delivered or held back by a splice): the
+    /// output estimate of a segment that broke or was cancelled before the vendor
+    /// reported usage (about one token per chunk).
+    chunks: u64,
+    started: Instant,
+}
+
+impl Segment {
+    /// A segment whose turn `won` with `stream`; the call started `latency` before `now`.
+    fn opened(won: Won, now: Instant) -> (Self, Vec<ChatChunk>) {
+        let Answer::Opened { stream, head } = won.answer else {
+            unreachable!("a stream turn answers with an opened stream")
+        };
+        let segment = Self {
+            upstream: Some(stream),
+            reservation: won.reservation,
+            limits: won.limits,
+            usage: None,
+            chunks: 0,
+            started: now - won.latency,
+        };
+        (segment, head)
+    }
+}
+
+/// Everything a committed stream owns besides its request's run.
+struct Live {
+    /// The request's runner and trail: rescues take their turns on it.
+    run: Run,
+    req: Arc<ChatRequest>,
+    /// Position in the run's plan of the provider currently streaming.
+    pos: usize,
+    segment: Segment,
+    mode: Mode,
+    queue: VecDeque<StreamEvent>,
+    kept: Kept,
     /// Usage and cost of closed segments (`None` until some segment reported or was
-    /// estimated).
+    /// estimated; a cost turns `None` once a billed segment's cost is unknown).
     usage: Option<Usage>,
     cost: Option<Money>,
-    /// The current segment's reported usage.
-    segment_usage: Option<Usage>,
-    /// Content chunks the current segment's provider produced (delivered or held back
-    /// by a splice): the output estimate of a segment that broke or was cancelled
-    /// before the vendor reported usage (about one token per chunk).
-    segment_chunks: u64,
     model: String,
     finish: Option<FinishReason>,
     /// The failure that broke the committed stream first: what the client hears if no
     /// rescue works.
     cause: Option<ProviderError>,
-    /// Next rescue candidate (position in `plan`) and rung.
+    /// Next rescue candidate (position in the plan) and rung.
     next: (usize, Rung),
-    attempts: Vec<Attempt>,
-    errors: Vec<AttemptError>,
-    started: Instant,
-    segment_started: Instant,
-    deadline: Instant,
-    request_index: u64,
-    /// Set once observers have been told how the request ended.
-    reported: bool,
     cancelled: CancelSlot,
-    budgets: Vec<super::Budget>,
 }
 
 impl Live {
-    fn commit(
-        run: &mut Run<'_>,
-        route: Arc<Route>,
-        req: Arc<ChatRequest>,
-        plan: Vec<usize>,
-        pos: usize,
-        won: Won,
-    ) -> Live {
-        let slot = &run.gw.inner.slots[plan[pos]];
-        let Answer::Opened { stream, head } = won.answer else {
-            unreachable!("a stream turn answers with an opened stream")
-        };
+    /// Take over a run whose turn at `pos` reached the commit point. The run stays
+    /// unsettled: the stream reports how the request ended.
+    fn commit(run: Run, req: Arc<ChatRequest>, pos: usize, won: Won) -> Live {
+        let (segment, head) = Segment::opened(won, run.gw.inner.clock.now());
+        let model = run.gw.inner.slots[run.plan[pos]]
+            .spec
+            .provider
+            .model()
+            .to_owned();
         let mut live = Live {
-            gw: run.gw.clone(),
-            route,
+            segment,
+            run,
             req,
-            plan,
             pos,
-            upstream: Some(stream),
-            reservation: won.reservation,
-            limits: won.limits,
             mode: Mode::Pass,
             queue: VecDeque::new(),
-            sent: String::new(),
-            sent_tools: false,
-            tool_calls: Vec::new(),
-            kept_bytes: 0,
-            unrescuable: false,
+            kept: Kept::default(),
             usage: None,
             cost: Some(Money::ZERO),
-            segment_usage: None,
-            segment_chunks: 0,
-            model: slot.spec.provider.model().to_owned(),
+            model,
             finish: None,
             cause: None,
             next: (pos + 1, Rung::Continuation),
-            attempts: std::mem::take(&mut run.attempts),
-            errors: std::mem::take(&mut run.errors),
-            started: run.started,
-            segment_started: run.gw.inner.clock.now() - won.latency,
-            deadline: run.deadline,
-            request_index: run.request_index,
-            reported: false,
             cancelled: CancelSlot::default(),
-            budgets: run.budgets.clone(),
         };
         for chunk in head {
             // the first segment passes straight through: it cannot diverge
@@ -318,10 +326,10 @@ impl Live {
     fn into_stream(self) -> ChatStream {
         let provider = self.slot().spec.name.clone();
         ChatStream {
-            failed_over: self.attempts.iter().any(|a| a.provider != provider),
+            failed_over: failed_over(&self.run.attempts, &provider),
             provider,
             model: self.model.clone(),
-            attempts: self.attempts.clone(),
+            attempts: self.run.attempts.clone(),
             cancelled: self.cancelled.clone(),
             // boxed: the state moves through every poll, and a pointer is cheaper to move
             inner: Box::pin(futures_util::stream::unfold(
@@ -335,7 +343,7 @@ impl Live {
     }
 
     fn slot(&self) -> &super::Slot {
-        &self.gw.inner.slots[self.plan[self.pos]]
+        &self.run.gw.inner.slots[self.run.plan[self.pos]]
     }
 
     async fn next_event(&mut self) -> Option<StreamEvent> {
@@ -343,8 +351,8 @@ impl Live {
             if let Some(e) = self.queue.pop_front() {
                 return Some(e);
             }
-            let stall = self.slot().spec.stall_timeout.min(self.time_left());
-            let upstream = self.upstream.as_mut()?;
+            let stall = self.slot().spec.stall_timeout.min(self.run.time_left());
+            let upstream = self.segment.upstream.as_mut()?;
             match tokio::time::timeout(stall, upstream.next()).await {
                 Ok(Some(Ok(chunk))) => {
                     if self.take(chunk).is_err() {
@@ -368,21 +376,16 @@ impl Live {
         }
     }
 
-    fn time_left(&self) -> Duration {
-        self.deadline
-            .saturating_duration_since(self.gw.inner.clock.now())
-    }
-
     /// Pass a chunk on (through the splice, if one is running); finish on the signal.
     fn take(&mut self, mut chunk: ChatChunk) -> Result<(), Diverged> {
         if let Some(m) = &chunk.model {
             self.model.clone_from(m);
         }
         if let Some(u) = chunk.usage {
-            self.segment_usage = Some(u);
+            self.segment.usage = Some(u);
         }
         if chunk.has_content() {
-            self.segment_chunks += 1;
+            self.segment.chunks += 1;
         }
         if let Mode::Splice { expect, got } = &mut self.mode {
             got.push_str(&chunk.text);
@@ -404,7 +407,8 @@ impl Live {
         }
         let finish = chunk.finish_reason.clone();
         if chunk.has_content() {
-            self.keep(&chunk);
+            self.kept
+                .keep(&chunk, self.run.gw.inner.rescue_buffer_bytes);
         }
         if chunk.has_content() || finish.is_some() {
             self.queue.push_back(StreamEvent::Chunk(chunk));
@@ -416,51 +420,14 @@ impl Live {
         Ok(())
     }
 
-    /// Keep a delivered chunk's content for a rescue and the final response while the
-    /// total stays within the rescue buffer limit; once past it, drop (and free) all that
-    /// was kept: the stream is served on but can no longer be rescued.
-    fn keep(&mut self, chunk: &ChatChunk) {
-        self.sent_tools |= !chunk.tool_calls.is_empty();
-        if self.unrescuable {
-            return;
-        }
-        let tools: usize = chunk
-            .tool_calls
-            .iter()
-            .map(|d| {
-                d.arguments.len()
-                    + d.id.as_ref().map_or(0, String::len)
-                    + d.name.as_ref().map_or(0, String::len)
-            })
-            .sum();
-        self.kept_bytes = self
-            .kept_bytes
-            .saturating_add(chunk.text.len())
-            .saturating_add(tools);
-        if self.kept_bytes > self.gw.inner.rescue_buffer_bytes {
-            self.unrescuable = true;
-            self.sent = String::new();
-            self.tool_calls = Vec::new();
-            return;
-        }
-        self.sent.push_str(&chunk.text);
-        merge_tool_deltas(&mut self.tool_calls, &chunk.tool_calls);
-    }
-
     /// The finish signal arrived: record, settle, and queue the summary.
     fn finished(&mut self) {
-        self.upstream = None;
-        let latency = self.gw.inner.clock.now() - self.segment_started;
-        self.slot().observe_latency(latency.as_secs_f64() * 1000.0);
-        let attempt = Attempt {
-            provider: self.slot().spec.name.clone(),
-            model: self.model.clone(),
-            attempt: self.tries_on_current(),
-            outcome: Outcome::Success,
-            status: None,
-            latency,
-        };
-        self.record(attempt);
+        self.segment.upstream = None;
+        let latency = self.run.gw.inner.clock.now() - self.segment.started;
+        let gw = self.run.gw.clone();
+        let slot = &gw.inner.slots[self.run.plan[self.pos]];
+        let attempt = self.tries_on_current();
+        self.run.record_success(slot, &self.model, attempt, latency);
         self.close_segment(true);
         let resp = self.response();
         self.report(Ok(&resp));
@@ -470,39 +437,19 @@ impl Live {
     /// Tries on the current provider in this request (for the trail's attempt number).
     fn tries_on_current(&self) -> u32 {
         let name = &self.slot().spec.name;
-        let n = self
-            .attempts
-            .iter()
+        let n = (self.run.attempts.iter())
             .filter(|a| &a.provider == name && matches!(a.outcome, Outcome::Failed { .. }))
             .count();
         u32::try_from(n + 1).unwrap_or(u32::MAX)
     }
 
-    fn record(&mut self, attempt: Attempt) {
-        for o in &self.gw.inner.observers {
-            o.on_attempt(&self.route.name, &attempt);
-        }
-        self.attempts.push(attempt);
-    }
-
+    /// Record the current segment's failure.
     fn record_failed(&mut self, err: &ProviderError) {
-        let latency = self.gw.inner.clock.now() - self.segment_started;
-        self.errors.push(AttemptError {
-            provider: self.slot().spec.name.clone(),
-            error: err.clone(),
-        });
-        let attempt = Attempt {
-            provider: self.slot().spec.name.clone(),
-            model: self.model.clone(),
-            attempt: self.tries_on_current(),
-            outcome: Outcome::Failed {
-                kind: err.kind,
-                message: err.message.clone(),
-            },
-            status: err.status,
-            latency,
-        };
-        self.record(attempt);
+        let latency = self.run.gw.inner.clock.now() - self.segment.started;
+        let gw = self.run.gw.clone();
+        let slot = &gw.inner.slots[self.run.plan[self.pos]];
+        let attempt = self.tries_on_current();
+        (self.run).record_failure(slot, &self.model, attempt, err, latency);
     }
 
     /// Fold the current segment's usage and cost into the totals and settle its
@@ -510,17 +457,12 @@ impl Live {
     /// unreported one has unknown cost); a broken or cancelled one for what it reported,
     /// else one output token per chunk it produced — the vendor billed those too.
     fn close_segment(&mut self, finished: bool) {
-        let (route, usage) = (&self.route.name, self.segment_usage.as_ref());
-        check_usage(
-            &self.gw,
-            route,
-            self.slot(),
-            &self.model,
-            self.limits,
-            usage,
-        );
-        let chunks = std::mem::take(&mut self.segment_chunks);
-        let usage = self.segment_usage.take().or_else(|| {
+        let (gw, slot) = (&self.run.gw, self.slot());
+        let usage = self.segment.usage.as_ref();
+        let limits = self.segment.limits;
+        check_usage(gw, &self.run.route.name, slot, &self.model, limits, usage);
+        let chunks = std::mem::take(&mut self.segment.chunks);
+        let usage = self.segment.usage.take().or_else(|| {
             // a broken segment was billed for what it produced; estimate it
             (!finished && chunks > 0).then(|| Usage {
                 output_tokens: chunks,
@@ -535,9 +477,9 @@ impl Live {
         if billed {
             self.cost = self.cost.zip(cost).map(|(a, b)| a + b);
         }
-        if let Some(mut r) = self.reservation.take() {
+        if let Some(mut r) = self.segment.reservation.take() {
             if billed {
-                r.settle_detached(self.gw.inner.state.as_ref(), cost);
+                r.settle_detached(self.run.gw.inner.state.as_ref(), cost);
             } else {
                 r.release_now();
             }
@@ -546,27 +488,24 @@ impl Live {
 
     /// The committed stream broke: count it against the provider and climb the ladder.
     async fn broken(&mut self, err: ProviderError) {
-        self.upstream = None;
+        self.segment.upstream = None;
         self.record_failed(&err);
-        let policy = self.route.policy_for(err.kind);
-        let now_ops = [
-            crate::breaker::Op::AttemptFailed {
+        let effect = self.run.route.policy_for(err.kind).breaker;
+        let ops = [
+            Op::AttemptFailed {
                 kind: err.kind,
-                effect: policy.breaker,
+                effect,
                 retry_after: err.retry_after,
                 lease: None,
             },
-            crate::breaker::Op::TurnFailed {
+            Op::TurnFailed {
                 kind: err.kind,
-                effect: policy.breaker,
+                effect,
                 lease: None,
             },
         ];
-        {
-            let run = self.run();
-            for op in now_ops {
-                run.breaker(self.slot(), op).await;
-            }
+        for op in ops {
+            self.run.breaker(self.slot(), op).await;
         }
         self.close_segment(false);
         self.cause.get_or_insert(err);
@@ -577,8 +516,8 @@ impl Live {
     /// provider's fault: no breaker verdict, no rescue (there is no time left for one);
     /// the stream ends with `DeadlineExceeded` and no `[DONE]`.
     fn out_of_time(&mut self) {
-        self.upstream = None;
-        let deadline = self.route.deadline;
+        self.segment.upstream = None;
+        let deadline = self.run.route.deadline;
         let msg = format!(
             "the route's deadline of {}ms passed mid-stream",
             deadline.as_millis()
@@ -587,8 +526,8 @@ impl Live {
         self.close_segment(false);
         let err = GatewayError::DeadlineExceeded {
             deadline,
-            errors: self.errors.clone(),
-            attempts: self.attempts.clone(),
+            errors: self.run.errors.clone(),
+            attempts: self.run.attempts.clone(),
         };
         self.report(Err(&err));
         self.queue.push_back(StreamEvent::Failed(Box::new(err)));
@@ -597,7 +536,7 @@ impl Live {
     /// A restart produced different text than was sent: it cannot be spliced. Not the
     /// provider's fault, so the breaker is not told.
     fn diverged(&mut self) {
-        self.upstream = None;
+        self.segment.upstream = None;
         let err = ProviderError::new(
             ErrorKind::Malformed,
             "restart diverged from the text already sent; cannot splice",
@@ -607,23 +546,12 @@ impl Live {
         self.mode = Mode::Pass;
     }
 
-    fn run(&self) -> Run<'_> {
-        Run::resume(
-            &self.gw,
-            &self.route,
-            self.started,
-            self.deadline,
-            self.request_index,
-            self.budgets.clone(),
-        )
-    }
-
     /// Climb the rescue ladder from `self.next`; on success a new upstream is live, else
     /// the stream ends with the original failure.
     async fn rescue(&mut self) {
-        if self.unrescuable {
+        if self.kept.unrescuable {
             self.skip_rescuers();
-        } else if !self.sent_tools {
+        } else if !self.kept.sent_tools {
             while let Some((pos, rung)) = self.next_rung() {
                 if self.try_rung(pos, rung).await {
                     return;
@@ -637,7 +565,7 @@ impl Live {
         let err = GatewayError::Provider {
             provider: self.slot().spec.name.clone(),
             error: cause,
-            attempts: self.attempts.clone(),
+            attempts: self.run.attempts.clone(),
         };
         self.report(Err(&err));
         self.queue.push_back(StreamEvent::Failed(Box::new(err)));
@@ -646,26 +574,28 @@ impl Live {
     /// The stream passed the rescue buffer limit: record every candidate left as skipped
     /// for that reason (the trail says why none was asked), and use them up.
     fn skip_rescuers(&mut self) {
-        let rest = self.plan.get(self.next.0..).unwrap_or_default().to_vec();
-        self.next = (self.plan.len(), Rung::Continuation);
-        for i in rest {
-            let spec = &self.gw.inner.slots[i].spec;
+        let gw = self.run.gw.clone();
+        let plan = std::mem::take(&mut self.run.plan);
+        for &i in plan.get(self.next.0..).unwrap_or_default() {
+            let spec = &gw.inner.slots[i].spec;
             let skip = Attempt::skipped(
                 &spec.name,
                 spec.provider.model(),
                 SkipReason::RescueBufferFull,
             );
-            self.record(skip);
+            self.run.record(skip);
         }
+        self.next = (plan.len(), Rung::Continuation);
+        self.run.plan = plan;
     }
 
     /// The next (candidate, rung) to try, advancing the cursor.
     fn next_rung(&mut self) -> Option<(usize, Rung)> {
         let (pos, rung) = self.next;
-        let slot = self.gw.inner.slots.get(*self.plan.get(pos)?)?;
+        let slot = self.run.gw.inner.slots.get(*self.run.plan.get(pos)?)?;
         if rung == Rung::Continuation {
             self.next = (pos, Rung::Restart);
-            if slot.spec.supports_prefill && !self.sent.is_empty() {
+            if slot.spec.supports_prefill && !self.kept.text.is_empty() {
                 return Some((pos, Rung::Continuation));
             }
         }
@@ -675,37 +605,21 @@ impl Live {
 
     /// Try one rung; true when a rescue stream is live and its head passed the splice.
     async fn try_rung(&mut self, pos: usize, rung: Rung) -> bool {
-        if self.time_left().is_zero() {
+        if self.run.time_left().is_zero() {
             return false;
         }
         let req = match rung {
-            Rung::Continuation => continuation_of(&self.req, &self.sent),
+            Rung::Continuation => continuation_of(&self.req, &self.kept.text),
             Rung::Restart => ChatRequest::clone(&self.req),
         };
-        let slot_index = self.plan[pos];
-        let (won, attempts, errors) = {
-            let mut run = self.run();
-            let slot = &self.gw.inner.slots[slot_index];
-            let won = run.candidate(slot, &req, Call::Stream).await.ok().flatten();
-            (
-                won,
-                std::mem::take(&mut run.attempts),
-                std::mem::take(&mut run.errors),
-            )
-        };
-        for a in attempts {
-            self.attempts.push(a); // observers already saw these
-        }
-        self.errors.extend(errors);
-        let Some(won) = won else { return false };
-        let Answer::Opened { stream, head } = won.answer else {
+        let turn = self.run.candidate(self.run.plan[pos], &req, Call::Stream);
+        let Ok(Some(won)) = turn.await else {
             return false;
         };
+        let (latency, attempt) = (won.latency, won.attempt);
+        let (segment, head) = Segment::opened(won, self.run.gw.inner.clock.now());
         self.pos = pos;
-        self.upstream = Some(stream);
-        self.reservation = won.reservation;
-        self.limits = won.limits;
-        self.segment_started = self.gw.inner.clock.now() - won.latency;
+        self.segment = segment;
         let method = match rung {
             Rung::Continuation => "continuation",
             Rung::Restart => "restart",
@@ -713,18 +627,18 @@ impl Live {
         let attempt = Attempt {
             provider: self.slot().spec.name.clone(),
             model: self.slot().spec.provider.model().to_owned(),
-            attempt: won.attempt,
+            attempt,
             outcome: Outcome::Rescue {
                 method: method.to_owned(),
             },
             status: None,
-            latency: won.latency,
+            latency,
         };
-        self.record(attempt);
+        self.run.record(attempt);
         self.mode = match rung {
             Rung::Continuation => Mode::Pass,
             Rung::Restart => Mode::Splice {
-                expect: self.sent.clone(),
+                expect: self.kept.text.clone(),
                 got: String::new(),
             },
         };
@@ -739,31 +653,26 @@ impl Live {
 
     /// The completion so far.
     fn response(&self) -> ChatResponse {
-        ChatResponse {
-            text: self.sent.clone(),
-            tool_calls: self.tool_calls.clone(),
+        let completion = Completion {
+            text: self.kept.text.clone(),
+            tool_calls: self.kept.tool_calls.clone(),
             finish_reason: self.finish.clone(),
-            provider: self.slot().spec.name.clone(),
             model: self.model.clone(),
-            failed_over: self
-                .attempts
-                .iter()
-                .any(|a| a.provider != self.slot().spec.name),
             usage: self.usage,
             cost: self.cost,
-            attempts: self.attempts.clone(),
-            latency: self.gw.inner.clock.now() - self.started,
             provider_latency: None,
-            max_tokens_applied: self.limits.applied,
-        }
+            max_tokens_applied: self.segment.limits.applied,
+        };
+        (self.run).response(self.slot(), completion, self.run.attempts.clone())
     }
 
+    /// Tell observers how the request ended, once (settling the run).
     fn report(&mut self, result: Result<&ChatResponse, &GatewayError>) {
-        if std::mem::replace(&mut self.reported, true) {
+        if std::mem::replace(&mut self.run.settled, true) {
             return;
         }
-        for o in &self.gw.inner.observers {
-            o.on_complete(&self.route.name, result);
+        for o in &self.run.gw.inner.observers {
+            o.on_complete(&self.run.route.name, result);
         }
     }
 }
@@ -772,7 +681,7 @@ impl Drop for Live {
     /// The client went away mid-stream: the upstream call is dropped with us; bill what
     /// the vendor reported, or estimate one token per content chunk it produced.
     fn drop(&mut self) {
-        if self.reported {
+        if self.run.settled {
             return;
         }
         self.close_segment(false);
