@@ -406,7 +406,7 @@ struct Inner {
     /// Seeds each request's backoff jitter.
     rng: Mutex<fastrand::Rng>,
     /// What a committed stream may keep of what it delivered before it stops being
-    /// rescuable (`stream.rs`).
+    /// rescuable (`stream/kept.rs`).
     rescue_buffer_bytes: usize,
 }
 
