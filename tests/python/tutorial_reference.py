@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The tutorial's gateway (shared/seeds/000_*), in Python, as switchyard's test oracle.
+"""The tutorial's gateway (docs/tutorial.md), in Python, as switchyard's test oracle.
 
 Reads a demo scenario TOML (the same file `switchyard demo --scenario FILE --json` reads)
 and prints the same JSON object: completed, errors, responses, every log row, each

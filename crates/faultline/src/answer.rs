@@ -7,7 +7,7 @@
 use std::sync::LazyLock;
 
 /// What every healthy completion says: 60 words, streamed as 60 tokens.
-pub const CANONICAL_ANSWER: &str = "A gateway earns trust when things go wrong. It retries what is worth retrying, waits exactly as long as the vendor asks, and moves on when the deadline draws near. After repeated failures it opens a circuit, sends one probe when the cooldown passes, and closes again on success. Every answer says who served it, what it cost, and why.";
+pub static CANONICAL_ANSWER: &str = "A gateway earns trust when things go wrong. It retries what is worth retrying, waits exactly as long as the vendor asks, and moves on when the deadline draws near. After repeated failures it opens a circuit, sends one probe when the cooldown passes, and closes again on success. Every answer says who served it, what it cost, and why.";
 
 /// `usage.prompt_tokens` of every answer, whatever the prompt.
 pub const PROMPT_TOKENS: u64 = 24;

@@ -149,9 +149,11 @@ static TOKEN_TAILS: LazyLock<Vec<Vec<u8>>> = LazyLock::new(|| {
 /// The index of `piece` among the canonical tokens, when it is one of those slices
 /// (pieces are slices of [`answer::CANONICAL_ANSWER`], found by address).
 fn canonical_index(piece: &str) -> Option<usize> {
-    let base = answer::CANONICAL_ANSWER.as_ptr() as usize;
-    let offset = (piece.as_ptr() as usize).checked_sub(base)?;
     let tokens = answer::tokens();
+    // The tokens' own start, not `CANONICAL_ANSWER.as_ptr()`: a `const` string may have a
+    // different address at each use, so only the copy the tokens were cut from will do.
+    let base = tokens.first()?.as_ptr() as usize;
+    let offset = (piece.as_ptr() as usize).checked_sub(base)?;
     let i = tokens
         .binary_search_by_key(&offset, |t| t.as_ptr() as usize - base)
         .ok()?;

@@ -1,84 +1,19 @@
-//! The `switchyard` binary: parses the command line and hands off to a subcommand.
+//! The `switchyard` binary: parses the command line, installs the diagnostics subscriber
+//! (`RUST_LOG`, default `info`, on stderr) and hands off to the subcommand.
 //!
-//! Owns the CLI's shape ([`Cli`], [`Command`]) and the exit code; each subcommand lives in
-//! its own module and returns a `Result` whose error `main` prints to stderr.
-
-// `ApiError` is large (it carries the attempt trail for 502/504 bodies); it lives only on the
-// cold error path of the HTTP edge, so boxing it would buy nothing.
-#![allow(clippy::result_large_err)]
-
-mod app;
-mod bounds;
-mod check;
-mod checks;
-mod config;
-mod dashboard;
-mod demo;
-mod edge;
-mod error;
-mod guard;
-mod insight;
-mod keys;
-mod limits;
-mod log;
-mod metrics;
-mod providers;
-mod report;
-mod restore;
-mod routes;
-mod serve;
-mod shutdown;
+//! Owns only the exit code; the CLI's shape and every subcommand live in the
+//! `switchyard_server` library (`switchyard_server::cli`), whose errors `main` prints to stderr.
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
-
-/// switchyard: an LLM gateway that keeps answering when a model provider fails.
-#[derive(Debug, Parser)]
-#[command(name = "switchyard", version, about)]
-struct Cli {
-    /// What to do.
-    #[command(subcommand)]
-    command: Command,
-}
-
-/// The subcommands.
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Run the OpenAI-compatible proxy (without --config: simulated providers, no keys).
-    Serve(serve::ServeArgs),
-    /// Validate a config and print the routes, providers, prices and warnings.
-    Check(check::CheckArgs),
-    /// Summarise a request log per provider.
-    Report(report::ReportArgs),
-    /// Manage client keys.
-    #[command(subcommand)]
-    Keys(KeysCommand),
-    /// Replay the tutorial's gateway run (seeds/000) on switchyard's real gateway, or a
-    /// scenario of your own.
-    Demo(demo::DemoArgs),
-}
-
-/// `switchyard keys ...`.
-#[derive(Debug, Subcommand)]
-enum KeysCommand {
-    /// Print a fresh client token (once) and the `[[keys]]` lines to paste into config.
-    New {
-        /// Who the key is for (appears in logs).
-        name: String,
-    },
-}
+use clap::Parser;
+use switchyard_server::cli::{self, Cli};
+use switchyard_server::telemetry::trace;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match &cli.command {
-        Command::Serve(args) => serve::run(args),
-        Command::Check(args) => check::run(args),
-        Command::Report(args) => report::run(args),
-        Command::Keys(KeysCommand::New { name }) => keys::new_key_text(name).map(|t| print!("{t}")),
-        Command::Demo(args) => demo::run(args).map_err(|e| e.to_string()),
-    };
-    match result {
+    trace::install();
+    match cli::run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("switchyard: error: {e}");

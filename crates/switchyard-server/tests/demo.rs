@@ -1,6 +1,6 @@
 //! `switchyard demo`, end to end through the built binary.
 //!
-//! 1. The default demo prints every line and number the tutorial (`seeds/000_*`) printed.
+//! 1. The default demo prints every line and number the tutorial (docs/tutorial.md) printed.
 //! 2. Generated scenarios run through `switchyard demo --scenario F --json` and through our
 //!    Python reference (`tests/python/tutorial_reference.py`, the tutorial's algorithm with
 //!    `random.Random` and pandas) give equal JSON values, floats compared exactly. The

@@ -21,7 +21,7 @@
 //! however long it was down, while one that stays down sees one probe per cooldown.
 //!
 //! Cooldowns are measured in time by default, or in gateway requests to reproduce the
-//! tutorial in `seeds/000_*` exactly (there the cooldown does not grow, and a probe is a
+//! tutorial of docs/tutorial.md exactly (there the cooldown does not grow, and a probe is a
 //! full turn of retries, as the tutorial's is).
 //!
 //! Active health checks feed the same machine through their own ops (`check.rs`).
@@ -33,7 +33,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::{duration_ms, UnixMillis};
-use crate::error::{BreakerEffect, ErrorKind};
+use crate::fault::{BreakerEffect, ErrorKind};
+pub use crate::trail::SkipReason;
 
 /// How a cooldown is measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,8 +79,8 @@ impl Default for BreakerConfig {
 
 impl BreakerConfig {
     /// Whether a half-open probe is a single attempt (under the provider's probe limit):
-    /// true for time cooldowns. The tutorial's request-counted breaker probes with a full
-    /// turn of retries, as the tutorial in `seeds/000_*` does, so it can be replayed exactly.
+    /// true for time cooldowns. The request-counted breaker probes with a full turn of
+    /// retries, as the tutorial does (docs/tutorial.md), so it can be replayed exactly.
     #[must_use]
     pub fn single_attempt_probes(&self) -> bool {
         matches!(self.cooldown, Cooldown::Time { .. })
@@ -124,37 +125,6 @@ pub struct Now {
     pub ms: UnixMillis,
     /// The gateway's request index (request-counted cooldowns).
     pub request: u64,
-}
-
-/// Why a provider was not called.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SkipReason {
-    /// Its circuit is open.
-    CircuitOpen,
-    /// Half-open, and another request holds the probe lease.
-    ProbeInFlight,
-    /// It asked us (Retry-After) to stay away until later.
-    Cooling,
-    /// It has no known price and the route has a budget.
-    Unpriced,
-    /// A committed stream broke after passing the gateway's rescue buffer limit: what
-    /// it delivered was no longer kept, so this provider could not be asked to rescue it.
-    RescueBufferFull,
-}
-
-impl SkipReason {
-    /// Lower-case label for metrics and logs.
-    #[must_use]
-    pub fn label(self) -> &'static str {
-        match self {
-            Self::CircuitOpen => "circuit_open",
-            Self::ProbeInFlight => "probe_in_flight",
-            Self::Cooling => "cooling",
-            Self::Unpriced => "unpriced",
-            Self::RescueBufferFull => "rescue_buffer_full",
-        }
-    }
 }
 
 /// The breaker's answer to "may this request call the provider?".

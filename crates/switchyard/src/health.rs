@@ -13,18 +13,20 @@
 //! [`lease_ttl`] and another replica takes over.
 //!
 //! Running one check (calling the provider, applying the verdict, telling observers) is
-//! the gateway's (`Gateway::check_provider`).
+//! the gateway's (`Gateway::check_provider`, in `gateway/health.rs`); the loop reaches it
+//! through [`CheckTarget`], so this module stays below the gateway.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::breaker::Op;
-use crate::clock::UnixMillis;
-use crate::cost::Money;
-use crate::error::{BreakerEffect, ErrorKind};
-use crate::gateway::Gateway;
+use crate::clock::{Clock, UnixMillis};
+use crate::fault::{BreakerEffect, ErrorKind};
+use crate::money::Money;
+use crate::state::SharedState;
 
 /// What a check sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -137,11 +139,26 @@ pub fn lease_ttl(check: &HealthCheck) -> Duration {
     check.every.saturating_mul(2).saturating_add(check.timeout)
 }
 
+/// What the checker loop drives: the gateway (`gateway/health.rs` implements it).
+pub trait CheckTarget {
+    /// The time source.
+    fn clock(&self) -> &Clock;
+    /// Where the fleet's checker leases live.
+    fn state(&self) -> &Arc<dyn SharedState>;
+    /// Run one check of `provider` now and apply its verdict; `None` when no provider has
+    /// that name.
+    fn check_provider(
+        &self,
+        provider: &str,
+        check: &HealthCheck,
+    ) -> impl Future<Output = Option<CheckReport>> + Send;
+}
+
 /// Check `provider` every `check.every` (the first check at once) while `holder` holds its
 /// lease, until `stop` resolves. A check in flight when `stop` resolves is abandoned (its
 /// future dropped), so the loop never delays shutdown.
 pub async fn run(
-    gateway: Gateway,
+    gateway: impl CheckTarget,
     provider: String,
     check: HealthCheck,
     holder: String,

@@ -1,21 +1,29 @@
 //! switchyard: an LLM gateway that keeps answering when a model provider fails.
 //!
-//! Crate map (each module opens with what it owns):
-//! - [`chat`] — the shared shape: requests, replies, completions, chunks, usage.
-//! - [`error`] — the error taxonomy (kind, blame, retry / breaker / failover policy).
-//! - [`gateway`] — the only place that knows the step order; health snapshots.
-//! - [`route`] — routes and the pure candidate ordering.
-//! - [`retry`] — backoff, Retry-After, the retry decision.
-//! - [`breaker`] — Closed / Open / HalfOpen as pure transitions taking `now`.
-//! - [`health`] — active health checks: settings, the verdict rule, the checker loop.
+//! Crate map (each module opens with what it owns). Modules depend on each other in one
+//! direction only (docs/design.md, "Layers"; `tests/module_graph.rs` checks it); the
+//! vocabulary at the bottom depends on nothing above it:
 //! - [`clock`] — the one time source.
-//! - [`cost`] — exact money, prices and output limits (`prices.json`), a request's worst
-//!   case, budget arithmetic.
-//! - [`observe`] — the attempt trail, usage overruns, observers, the ledger.
+//! - [`money`] — exact money ([`Money`], integer pico-dollars).
+//! - [`fault`] — a failed upstream call classified: the error taxonomy (kind, blame,
+//!   retry / breaker / failover policy) and `ProviderError`.
+//! - [`trail`] — the attempt trail: each try and skip of a request and what it came to.
+//! - [`chat`] — the shared shape: requests, replies, completions, chunks, usage.
+//! - [`error`] — the gateway's error (`GatewayError`); re-exports [`fault`].
+//!
+//! Policies, state, providers and the gateway above them:
+//! - [`breaker`] — Closed / Open / HalfOpen as pure transitions taking `now`.
+//! - [`retry`] — backoff, Retry-After, the retry decision.
+//! - [`route`] — routes and the pure candidate ordering.
 //! - [`ratelimit`] — per-minute rate limits (GCRA), as pure arithmetic.
+//! - [`cost`] — prices and output limits (`prices.json`), a request's worst case, budget
+//!   arithmetic.
+//! - [`health`] — active health checks: settings, the verdict rule, the checker loop.
 //! - [`state`] — where breaker, budget and rate-limit state lives (memory; Redis).
 //! - [`provider`] — the `Provider` trait; the HTTP transport, SSE parser and `Secret`; the
 //!   OpenAI, Anthropic and Gemini adapters; scripted and simulated providers.
+//! - [`observe`] — usage overruns, observers, the ledger.
+//! - [`gateway`] — the only place that knows the step order; health snapshots.
 //! - [`blocking`] — a blocking wrapper for callers without a runtime.
 //!
 //! ```
@@ -46,14 +54,17 @@ pub mod chat;
 pub mod clock;
 pub mod cost;
 pub mod error;
+pub mod fault;
 pub mod gateway;
 pub mod health;
+pub mod money;
 pub mod observe;
 pub mod provider;
 pub mod ratelimit;
 pub mod retry;
 pub mod route;
 pub mod state;
+pub mod trail;
 
 /// The README's library example, compiled and run as a doc test.
 #[doc = include_str!("../../../README.md")]

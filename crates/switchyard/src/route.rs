@@ -57,7 +57,7 @@ pub struct Route {
     /// price table, no `max_output_tokens` override, no adapter default): without it the
     /// worst case of such a request, and so its reservation, would be unbounded.
     pub default_max_tokens: u32,
-    /// Per-kind overrides of DESIGN's default policy.
+    /// Per-kind overrides of the default policy (docs/design.md, "Error table").
     pub policies: BTreeMap<ErrorKind, KindPolicy>,
 }
 

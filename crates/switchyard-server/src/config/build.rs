@@ -14,8 +14,8 @@ use switchyard::retry::RetryPolicy;
 use switchyard::state::SharedState;
 use switchyard::{ErrorKind, Gateway, Money, Provider, ProviderSpec, Route};
 
+use super::providers;
 use super::{duration, Config, ProviderToml, RouteToml};
-use crate::providers;
 
 /// Looks an environment variable up (injectable so tests need not touch the process env).
 pub type KeyLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
@@ -93,7 +93,7 @@ pub fn build_gateway(
         builder = builder.route(route(r)?);
     }
     let gateway = builder.build().map_err(|e| e.to_string())?;
-    warnings.extend(crate::keys::weak_token_warnings(&config.keys));
+    warnings.extend(crate::access::keys::weak_token_warnings(&config.keys));
     warnings.extend(budget_warnings(&gateway));
     Ok(Built { gateway, warnings })
 }

@@ -1,5 +1,5 @@
 //! A provider's `health_check` table: validated with its path, then turned into the
-//! library's [`HealthCheck`] for the checkers `serve` starts (`crate::checks`).
+//! library's [`HealthCheck`] for the checkers `serve` starts (`crate::cli::serve::checks`).
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The configuration file: schema, loading, and validation.
 //!
 //! Owns the TOML contract with users (`[server]`, `[[providers]]`, `[[routes]]`,
-//! `[[keys]]`, `[state]`, names as in DESIGN) and turns a file into a checked [`Config`]:
+//! `[[keys]]`, `[state]`, names as in `switchyard.example.toml`) and turns a file into a checked [`Config`]:
 //! unknown fields are rejected by serde; everything else (durations, references, prices,
 //! names) is checked here, and *every* problem is reported at once with its path, e.g.
 //! `routes[1].providers[2]: no provider named "gtp"`. Secrets appear only as env-var names.
@@ -10,6 +10,7 @@
 mod build;
 mod health;
 mod preflight;
+mod providers;
 mod schema;
 
 use std::collections::HashSet;
@@ -142,7 +143,7 @@ fn validate_server(config: &Config, p: &mut Problems) {
     }
     p.duration("server.shutdown_grace", s.shutdown_grace.as_deref());
     for (i, origin) in s.allowed_origins.iter().enumerate() {
-        if let Some(why) = crate::guard::origin_problem(origin) {
+        if let Some(why) = crate::http::origins::origin_problem(origin) {
             p.add(format!("server.allowed_origins[{i}]"), why);
         }
     }
@@ -430,7 +431,7 @@ fn validate_keys(config: &Config, routes: &HashSet<String>, p: &mut Problems) {
     let mut hashes = HashSet::new();
     for (i, k) in config.keys.iter().enumerate() {
         let at = format!("keys[{i}]");
-        if let Err(e) = crate::keys::check_name(&k.name) {
+        if let Err(e) = crate::access::keys::check_name(&k.name) {
             p.add(format!("{at}.name"), e);
         } else if !names.insert(k.name.clone()) {
             p.add(
@@ -466,7 +467,7 @@ fn validate_key_limits(k: &KeyToml, at: &str, p: &mut Problems) {
         }
     }
     if let Some(period) = &k.budget_period {
-        if crate::limits::Period::parse(period).is_none() {
+        if crate::access::limits::Period::parse(period).is_none() {
             p.add(
                 format!("{at}.budget_period"),
                 format!("{period:?} is not one of total, day, month"),

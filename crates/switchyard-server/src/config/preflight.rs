@@ -19,7 +19,7 @@ use super::{duration, Config};
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:4000";
 
 /// Where `serve` listens: `--listen` (`cli`), else `[server] listen`, else
-/// [`DEFAULT_LISTEN`].
+/// `DEFAULT_LISTEN`.
 ///
 /// # Errors
 /// Not an address, or a non-loopback address without `[[keys]]`.
@@ -110,7 +110,7 @@ fn request_log(path: &str, replays: bool) -> Option<String> {
         }
     }
     let existed = p.symlink_metadata().is_ok();
-    match crate::log::open_for_append(p) {
+    match crate::telemetry::log::open_for_append(p) {
         Err(e) => Some(format!("request log {path}: {e}")),
         Ok(file) => {
             drop(file);

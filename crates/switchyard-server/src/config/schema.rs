@@ -216,7 +216,7 @@ pub struct BreakerToml {
     pub max_cooldown: Option<String>,
 }
 
-/// One kind's policy override; unset fields keep DESIGN's default.
+/// One kind's policy override; unset fields keep the default (docs/design.md, the error table).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyToml {

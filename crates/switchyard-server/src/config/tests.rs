@@ -22,18 +22,23 @@ fn the_example_file_parses() {
     );
     // placeholders nobody holds a token for: serving the example verbatim admits no one
     assert_eq!(
-        crate::keys::weak_token_warnings(&config.keys),
+        crate::access::keys::weak_token_warnings(&config.keys),
         Vec::<String>::new()
     );
     for k in &config.keys {
-        assert_ne!(k.sha256, crate::keys::hash_token("test"), "{}", k.name);
+        assert_ne!(
+            k.sha256,
+            crate::access::keys::hash_token("test"),
+            "{}",
+            k.name
+        );
     }
 }
 
 #[test]
 fn key_names_follow_the_keys_new_rule() {
     let base = "[[providers]]\nname = \"s\"\nkind = \"simulated\"\n[[routes]]\nname = \"r\"\nproviders = [\"s\"]\n";
-    let hash = crate::keys::hash_token("sy-a-long-enough-random-token-for-this-test");
+    let hash = crate::access::keys::hash_token("sy-a-long-enough-random-token-for-this-test");
     let key =
         |name: &str| format!("[[keys]]\nname = {name:?}\nsha256 = \"{hash}\"\nroutes = [\"*\"]\n");
     assert!(problems(&format!("{base}{}", key("ci-bot.prod_2"))).is_empty());

@@ -1,4 +1,4 @@
-//! Beyond the list: more of DESIGN's promises, with the same tools — an error
+//! Beyond the list: more of the promises in docs/design.md, with the same tools — an error
 //! event before the commit point fails over invisibly and after it is rescued, a
 //! cancelled half-open probe cannot wedge the circuit, and a committed stream still ends
 //! at the deadline, honestly.

@@ -20,7 +20,7 @@
 //!   before the answer);
 //! - `health.rs`: a listing health check finds a 401 and the first user request goes
 //!   straight to the fallback;
-//! - `design.rs`: more of DESIGN's promises — error events before and after the commit
+//! - `design.rs`: more of the promises in docs/design.md — error events before and after the commit
 //!   point, a cancelled probe does not wedge the circuit, a committed stream still ends
 //!   at the deadline.
 //!

@@ -8,7 +8,7 @@ use crate::support::{upstream, Conf, Gateway};
 
 /// 1. 429 with `Retry-After: 2` once → the retry comes no sooner than told; no more than
 /// 2 attempts in the first 1.5 s. (The wait fits `max_retry_after` and the deadline, so
-/// DESIGN says: retry, not fail over.)
+/// docs/design.md says: retry, not fail over.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn s01_retry_after_is_waited_for_exactly() {
     let up = upstream().await;

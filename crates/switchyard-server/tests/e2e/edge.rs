@@ -33,7 +33,7 @@ fn addr(server: &Server) -> SocketAddr {
 
 /// Is the connection closed by the server (EOF or reset), waiting at most [`WAIT`]?
 /// Panics if the server sends anything.
-async fn closed_by_server(mut tcp: TcpStream) -> bool {
+pub(crate) async fn closed_by_server(mut tcp: TcpStream) -> bool {
     let mut buf = [0u8; 256];
     match tokio::time::timeout(WAIT, tcp.read(&mut buf)).await {
         Ok(Ok(0) | Err(_)) => true,

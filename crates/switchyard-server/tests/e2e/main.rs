@@ -21,6 +21,7 @@
 //! - `preflight.rs`: `check` refuses what `serve` refuses before listening, warns of
 //!   guessable keys; `keys new` refuses names that would break the TOML;
 //! - `health.rs`: a health check in flight is abandoned at shutdown;
+//! - `diagnostics.rs`: the library's `tracing` warnings on stderr, filtered by `RUST_LOG`;
 //! - `python_sdk.rs`: the official `openai` Python SDK against the proxy
 //!   (`tests/python/test_openai_sdk.py`, interpreter from `$SWITCHYARD_PYTHON`).
 //!
@@ -40,6 +41,7 @@ mod common;
 mod support;
 mod upstream;
 
+mod diagnostics;
 mod durability;
 mod edge;
 mod errors;

@@ -1,6 +1,6 @@
 //! SIGTERM while streams are still open: at the end of the grace period each stream ends
 //! with an explicit `error` event (never `[DONE]`), each gets its request-log line (status
-//! 503, the usage billed so far), and the process exits.
+//! 503, the usage billed so far), idle connections are closed, and the process exits.
 
 use futures_util::StreamExt as _;
 use serde_json::Value;
@@ -51,6 +51,12 @@ async fn sigterm_ends_streams_open_at_the_grace_deadline_with_an_error_event_and
             text
         }));
     }
+    // and connections that never sent a byte
+    let addr: std::net::SocketAddr = server.base.trim_start_matches("http://").parse().unwrap();
+    let mut silent = Vec::new();
+    for _ in 0..3 {
+        silent.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+    }
     let status = server.terminate().await;
     assert!(
         status.success(),
@@ -81,6 +87,9 @@ async fn sigterm_ends_streams_open_at_the_grace_deadline_with_an_error_event_and
             entry["usage"]["output_tokens"].as_u64().unwrap_or(0) > 0,
             "the tokens streamed so far are billed: {line}"
         );
+    }
+    for tcp in silent {
+        assert!(crate::edge::closed_by_server(tcp).await);
     }
     assert!(
         server.output().contains("grace period over"),

@@ -11,7 +11,7 @@
 //! - Kinds that say nothing about health (ignored ones; a rate limit) change nothing.
 
 use super::{Breaker, BreakerConfig, CircuitState, Now, Transition};
-use crate::error::{BreakerEffect, ErrorKind};
+use crate::fault::{BreakerEffect, ErrorKind};
 
 impl Breaker {
     /// A health check failed with `kind`, whose effect under the route's policy is

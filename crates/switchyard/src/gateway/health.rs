@@ -10,9 +10,27 @@
 use crate::chat::ChatRequest;
 use crate::cost::Money;
 use crate::error::{BreakerEffect, ErrorKind, ProviderError};
-use crate::health::{verdict, CheckReport, HealthCheck, Probe};
+use crate::health::{verdict, CheckReport, CheckTarget, HealthCheck, Probe};
 
 use super::{run::cost_of, Gateway, Slot};
+
+impl CheckTarget for Gateway {
+    fn clock(&self) -> &crate::clock::Clock {
+        Gateway::clock(self)
+    }
+
+    fn state(&self) -> &std::sync::Arc<dyn crate::state::SharedState> {
+        Gateway::state(self)
+    }
+
+    fn check_provider(
+        &self,
+        provider: &str,
+        check: &HealthCheck,
+    ) -> impl std::future::Future<Output = Option<CheckReport>> + Send {
+        Gateway::check_provider(self, provider, check)
+    }
+}
 
 /// The prompt of a completion check (answered with at most one token).
 const CHECK_PROMPT: &str = "Reply with one word: ok";

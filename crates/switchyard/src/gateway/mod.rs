@@ -406,7 +406,7 @@ struct Inner {
     /// Seeds each request's backoff jitter.
     rng: Mutex<fastrand::Rng>,
     /// What a committed stream may keep of what it delivered before it stops being
-    /// rescuable (`stream.rs`).
+    /// rescuable (`stream/kept.rs`).
     rescue_buffer_bytes: usize,
 }
 
@@ -484,7 +484,7 @@ impl Gateway {
         req: &ChatRequest,
         opts: &CallOptions,
     ) -> Result<ChatResponse, GatewayError> {
-        let route = self.route(route)?;
+        let route = self.route_arc(route)?;
         let result = if req.messages.is_empty() {
             Err(GatewayError::InvalidRequest(
                 "messages must not be empty".to_owned(),

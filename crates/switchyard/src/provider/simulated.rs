@@ -1,6 +1,6 @@
 //! The tutorial's simulated provider: seeded failures, latencies and costs, no network.
 //!
-//! Owns a provider that behaves exactly like `SimulatedProvider` in `seeds/000_*`: each
+//! Owns a provider that behaves exactly like the tutorial's (docs/tutorial.md): each
 //! call draws `random()`; below `failure_rate` it fails with "`<name>` timed out"; otherwise
 //! latency = `round(uniform(lo, hi), 1)` ms, cost = `round(max_tokens / 1000 ·
 //! cost_per_1k, 5)` and text = `"[" + name + "] " + prompt[:30] + "..."`. By default it reports

@@ -1,4 +1,4 @@
-//! DESIGN's error table, row by row, through the gateway; failover and the error trail.
+//! The error table of docs/design.md, row by row, through the gateway; failover and the error trail.
 
 use std::sync::Arc;
 use std::time::Duration;

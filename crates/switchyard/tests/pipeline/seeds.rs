@@ -1,4 +1,5 @@
-//! The worked examples of the seed documents, on the real gateway and an injected clock.
+//! Two worked breaker timelines (docs/design.md, "Circuit breaker"), on the real gateway
+//! and an injected clock.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,7 +9,7 @@ use switchyard::ErrorKind;
 
 use super::{breaker, route, two};
 
-/// `seeds/001_*`: threshold 2, cooldown 60 s, calls at 0, 1, 2, 61, 62 s → backup,
+/// Threshold 2, cooldown 60 s, calls at 0, 1, 2, 61, 62 s → backup,
 /// backup, backup without calling the primary, primary (the one probe), primary; failure
 /// counts 1, 2, 2, 0, 0.
 #[tokio::test(start_paused = true)]
@@ -50,7 +51,7 @@ async fn interview_timeline() {
     assert_eq!(primary_calls, [1, 2, 2, 3, 4]);
 }
 
-/// `seeds/004_*`: a provider that always times out opens after three failures and is then
+/// A provider that always times out opens after three failures and is then
 /// skipped, while every request is still answered.
 #[tokio::test(start_paused = true)]
 async fn simulated_outage() {

@@ -1,0 +1,60 @@
+//! The command line: its shape ([`Cli`], [`Command`]) and one module per subcommand.
+//!
+//! Each subcommand returns a `Result` whose error the binary prints to stderr; `serve` is
+//! the long-running one (the server's startup and shutdown sequence lives there).
+
+pub mod check;
+pub mod demo;
+pub mod report;
+pub mod serve;
+
+use clap::{Parser, Subcommand};
+
+use crate::access::keys;
+
+/// switchyard: an LLM gateway that keeps answering when a model provider fails.
+#[derive(Debug, Parser)]
+#[command(name = "switchyard", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the OpenAI-compatible proxy (without --config: simulated providers, no keys).
+    Serve(serve::ServeArgs),
+    /// Validate a config and print the routes, providers, prices and warnings.
+    Check(check::CheckArgs),
+    /// Summarise a request log per provider.
+    Report(report::ReportArgs),
+    /// Manage client keys.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+    /// Replay the tutorial's gateway run (docs/tutorial.md) on switchyard's real gateway, or a
+    /// scenario of your own.
+    Demo(demo::DemoArgs),
+}
+
+/// `switchyard keys ...`.
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Print a fresh client token (once) and the `[[keys]]` lines to paste into config.
+    New {
+        /// Who the key is for (appears in logs).
+        name: String,
+    },
+}
+
+/// Run the subcommand `cli` names.
+pub fn run(cli: &Cli) -> Result<(), String> {
+    match &cli.command {
+        Command::Serve(args) => serve::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Report(args) => report::run(args),
+        Command::Keys(KeysCommand::New { name }) => keys::new_key_text(name).map(|t| print!("{t}")),
+        Command::Demo(args) => demo::run(args).map_err(|e| e.to_string()),
+    }
+}

@@ -1,0 +1,288 @@
+//! `switchyard serve`: load the config, build the gateway, listen, and shut down cleanly.
+//!
+//! Owns startup (config or the embedded default, the loopback-without-keys refusal,
+//! warnings, the request log, the edge's limits) and the shutdown sequence: on SIGTERM /
+//! Ctrl-C stop accepting, mark not-ready, close idle connections and let in-flight
+//! requests finish within the grace period; at its end, end every open stream with an
+//! error event (logged, status 503), close what is left, and wait briefly for the request
+//! log to flush — the process exits within the grace period plus [`AFTER_GRACE`] and the
+//! runtime's shutdown.
+
+mod checks;
+mod restore;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::http::edge::{Edge, Limits};
+use crate::http::{app, AppState, Shared, DEFAULT_MAX_BODY_BYTES};
+use switchyard::clock::Clock;
+use switchyard::state::{MemoryState, RedisConfig, RedisState, SharedState};
+
+use crate::access::keys::KeyStore;
+use crate::config::{self, Config, Wiring, EMBEDDED_DEFAULT};
+use crate::shutdown::{self, Tasks};
+use crate::telemetry::insight::Insight;
+use crate::telemetry::log::RequestLog;
+use crate::telemetry::metrics::Metrics;
+
+/// After the grace period: the longest shutdown still takes (final stream events,
+/// closing connections, flushing the request log).
+pub const AFTER_GRACE: Duration = Duration::from_millis(900);
+/// Of [`AFTER_GRACE`], how long connections get to deliver their final stream events
+/// before they are closed.
+const FINAL_EVENTS: Duration = Duration::from_millis(300);
+/// Of [`AFTER_GRACE`], how long closed connections get to finish their tasks.
+const CLOSE_WAIT: Duration = Duration::from_millis(200);
+/// The least time the request log gets to flush, however late.
+const MIN_FLUSH: Duration = Duration::from_millis(100);
+/// How long the runtime waits for its blocking threads when the server has stopped.
+const RUNTIME_SHUTDOWN: Duration = Duration::from_millis(100);
+
+/// `switchyard serve` options.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Config file (TOML). Without it, the embedded default: simulated providers, no keys.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Override `[server] listen` (e.g. `127.0.0.1:0` for any free port).
+    #[arg(long)]
+    pub listen: Option<String>,
+}
+
+/// Load the config named by `path`, or the embedded default.
+///
+/// # Errors
+/// Every problem in the file.
+pub fn load(path: Option<&std::path::Path>) -> Result<(Config, String), String> {
+    match path {
+        Some(p) => Ok((
+            config::load(p).map_err(|e| e.to_string())?,
+            p.display().to_string(),
+        )),
+        None => Ok((
+            config::parse(EMBEDDED_DEFAULT, "embedded default").map_err(|e| e.to_string())?,
+            "embedded default (simulated providers)".to_owned(),
+        )),
+    }
+}
+
+/// Run the server until a shutdown signal.
+///
+/// # Errors
+/// Bad config, a refused listen address, or a socket that cannot be bound.
+pub fn run(args: &ServeArgs) -> Result<(), String> {
+    let (config, source) = load(args.config.as_deref())?;
+    let rt =
+        runtime(config.server.workers).map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let result = rt.block_on(serve(args, config, source));
+    // a blocking write stuck in the kernel must not hold the exit past the grace period
+    rt.shutdown_timeout(RUNTIME_SHUTDOWN);
+    result
+}
+
+/// The runtime `[server] workers` asks for: by default one worker thread per available core;
+/// `workers = 1` is tokio's single-threaded scheduler (on one core it spent less CPU per
+/// request than one multi-threaded worker at 16 and more concurrent requests, the same at
+/// one, and cut the p99 at 256 from ~58 to 15–18 ms, at ~3 MB more peak RSS: BENCHMARKS.md,
+/// `bench/ab workers`).
+fn runtime(workers: Option<usize>) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = match workers {
+        Some(1) => tokio::runtime::Builder::new_current_thread(),
+        Some(n) => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(n);
+            b
+        }
+        None => tokio::runtime::Builder::new_multi_thread(),
+    };
+    builder.enable_all().build()
+}
+
+async fn serve(args: &ServeArgs, config: Config, source: String) -> Result<(), String> {
+    let listen = listen_address(&config, args.listen.as_deref())?;
+    let tasks = Tasks::new();
+    let state = build_state(&config, Clock::system(), &tasks).await?;
+    let limits = Limits::from_config(&config)?;
+    let listener = TcpListener::bind(listen)
+        .await
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let routes: Vec<&str> = state
+        .gateway
+        .routes()
+        .iter()
+        .map(|r| r.name.as_str())
+        .collect();
+    let workers = tokio::runtime::Handle::current().metrics().num_workers();
+    println!(
+        "switchyard listening on http://{local} ({source}; routes: {}; up to {} connections; {workers} worker thread{})",
+        routes.join(", "),
+        limits.max_connections,
+        if workers == 1 { "" } else { "s" },
+    );
+    checks::start(&config, &state.gateway, &tasks);
+    state.ready.store(true, Ordering::SeqCst);
+    let grace = grace_period(&config)?;
+    let stop_by = serve_until_signal(listener, state, limits, grace).await;
+    let flush = stop_by
+        .saturating_duration_since(Instant::now())
+        .max(MIN_FLUSH);
+    if !tasks.close(flush).await {
+        eprintln!("switchyard: warning: background tasks (the request log) did not finish in time");
+    }
+    Ok(())
+}
+
+/// The handlers' state `config` asks for, as `serve` builds it before listening: the
+/// state store (Redis, or memory with the request log's spend restored), the gateway with
+/// metrics and insight observing it, the request log (its writer on `tasks`), the keys.
+/// Build warnings go to stderr. Not ready (`/readyz`) until the caller says so; drive it
+/// with `crate::http::app`, in process or behind the edge.
+pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result<AppState, String> {
+    let metrics = Arc::new(Metrics::new());
+    let env = |name: &str| std::env::var(name).ok();
+    let store = state_store(config, clock, tasks).await?;
+    let insight = Arc::new(Insight::new(clock));
+    let wiring = Wiring {
+        observers: vec![metrics.clone(), insight.clone()],
+        store: Some(store),
+        clock: Some(clock),
+    };
+    let built = config::build_gateway(config, &env, true, wiring)?;
+    for w in &built.warnings {
+        eprintln!("switchyard: warning: {w}");
+    }
+    let log = match &config.server.request_log {
+        Some(path) => RequestLog::open(path.as_ref(), tasks)
+            .await
+            .map_err(|e| format!("request log {path}: {e}"))?,
+        None => RequestLog::disabled(),
+    }
+    .with_tap(insight.clone());
+    Ok(AppState(Arc::new(Shared {
+        gateway: built.gateway,
+        keys: KeyStore::new(&config.keys),
+        metrics,
+        log,
+        insight,
+        max_body_bytes: config
+            .server
+            .max_body_bytes
+            .unwrap_or(DEFAULT_MAX_BODY_BYTES),
+        ready: AtomicBool::new(false),
+        allowed_origins: crate::http::origins::AllowedOrigins::new(&config.server.allowed_origins),
+        grace_over: CancellationToken::new(),
+    })))
+}
+
+/// Serve until the signal, then shut down: not ready, idle connections closed, in-flight
+/// requests given `grace`; then open streams are ended and the rest closed. Returns when
+/// the whole shutdown must be over. Dropping the last router with the connections lets
+/// the request log's writer finish.
+async fn serve_until_signal(
+    listener: TcpListener,
+    state: AppState,
+    limits: Limits,
+    grace: Duration,
+) -> Instant {
+    // One router for every connection, built once: each request gets a clone of it (a
+    // reference count), never a rebuilt route table.
+    let edge = Edge::new(limits, app(state.clone()));
+    let conns = Tasks::new();
+    edge.accept_until(listener, &conns, shutdown::signal())
+        .await;
+    let deadline = Instant::now() + grace;
+    state.ready.store(false, Ordering::SeqCst);
+    eprintln!("switchyard: shutting down; in-flight requests have {grace:?}");
+    edge.drain();
+    if conns.wait(grace).await {
+        return deadline + AFTER_GRACE;
+    }
+    eprintln!(
+        "switchyard: grace period over; ending {} open connection(s): streams get an error event",
+        edge.open_connections()
+    );
+    state.grace_over.cancel();
+    if !conns.wait(FINAL_EVENTS).await {
+        edge.close_all();
+        if !conns.wait(CLOSE_WAIT).await {
+            eprintln!("switchyard: warning: some connections did not close in time");
+        }
+    }
+    deadline + AFTER_GRACE
+}
+
+/// The state store `[state]` asks for. The memory backend gets back the spend its
+/// request log recorded, so budgets survive restarts.
+async fn state_store(
+    config: &Config,
+    clock: Clock,
+    tasks: &Tasks,
+) -> Result<Arc<dyn SharedState>, String> {
+    if let Some(redis) = redis_config(config)? {
+        let store = RedisState::connect(redis, clock).await;
+        tasks.spawn(store.background(tasks.stopping()));
+        let status = store.status();
+        if !status.connected {
+            eprintln!(
+                "switchyard: warning: Redis is not answering ({}); serving on local state until it does",
+                status.last_error.unwrap_or_default()
+            );
+        }
+        return Ok(Arc::new(store));
+    }
+    let memory = Arc::new(MemoryState::new());
+    if let Some(path) = &config.server.request_log {
+        let (r, skipped) = restore::replay_file(config, path.as_ref(), &memory, clock.unix_ms())
+            .map_err(|e| format!("reading the request log {path} to restore spend: {e}"))?;
+        if r.entries > 0 || skipped > 0 {
+            eprintln!(
+                "switchyard: restored {} of spend from {} request-log line(s) in {path}{}",
+                r.spend,
+                r.entries,
+                if skipped > 0 {
+                    format!(" ({skipped} unreadable line(s) skipped)")
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+    Ok(memory)
+}
+
+/// The Redis settings, when `[state] backend = "redis"` (shared with `check`).
+fn redis_config(config: &Config) -> Result<Option<RedisConfig>, String> {
+    config::redis_config(config)
+}
+
+/// Where to listen; refused when public without keys (shared with `check`).
+fn listen_address(config: &Config, cli: Option<&str>) -> Result<SocketAddr, String> {
+    config::listen_address(config, cli)
+}
+
+fn grace_period(config: &Config) -> Result<Duration, String> {
+    config::grace_period(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_non_loopback_without_keys() {
+        let (config, _) = load(None).unwrap();
+        let e = listen_address(&config, Some("0.0.0.0:4000")).unwrap_err();
+        assert!(e.contains("without client keys"), "{e}");
+        assert!(listen_address(&config, Some("127.0.0.1:0")).is_ok());
+        assert!(listen_address(&config, Some("[::1]:4000")).is_ok());
+    }
+}

@@ -1,0 +1,65 @@
+//! The route table: which handler answers which path, and the layers around them. No
+//! logic lives here; the state the handlers share is `crate::http::state`'s.
+
+use axum::http::Uri;
+use axum::routing::{get, post};
+use axum::Router;
+
+use crate::http::dialects::chat;
+use crate::http::error::ApiError;
+use crate::http::request_id::request_id;
+use crate::http::state::AppState;
+use crate::http::{admin, dashboard, edge, guard, models};
+
+/// The HTTP surface.
+pub fn app(state: AppState) -> Router {
+    // The guard (Host, Origin, content type) sees every request first, the fallback's too.
+    // Every other response gets an `x-request-id` here; the chat handler sets its own (the
+    // id its log line and dashboard entry carry) and stays off this layer's per-request cost.
+    let rest = Router::new()
+        .route("/v1/models", get(models::list))
+        .route("/healthz", get(admin::healthz))
+        .route("/readyz", get(admin::readyz))
+        .route("/admin/health", get(admin::health))
+        .route("/metrics", get(admin::metrics))
+        .route("/", get(dashboard::page))
+        .route("/dashboard/{asset}", get(dashboard::asset))
+        .route("/admin/overview", get(dashboard::overview))
+        .route("/admin/transitions", get(dashboard::transitions))
+        .route("/admin/requests", get(dashboard::requests))
+        .route("/admin/requests/{id}", get(dashboard::request))
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn(request_id_on_response));
+    Router::new()
+        .route("/v1/chat/completions", post(chat::completions))
+        .merge(rest)
+        // after every route: a known path asked with another method gets OpenAI's JSON
+        .method_not_allowed_fallback(edge::method_not_allowed)
+        // last, so that it guards every route and both fallbacks
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::check,
+        ))
+        .with_state(state)
+}
+
+/// The client's `x-request-id` (when sane) or a fresh one, on a response that has none.
+async fn request_id_on_response(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let id = request_id(request.headers());
+    let mut response = next.run(request).await;
+    if let Ok(value) = axum::http::HeaderValue::from_str(&id) {
+        response
+            .headers_mut()
+            .entry("x-request-id")
+            .or_insert(value);
+    }
+    response
+}
+
+/// Any path we do not serve: OpenAI-shaped 404.
+async fn not_found(uri: Uri) -> ApiError {
+    ApiError::no_such_path(uri.path())
+}

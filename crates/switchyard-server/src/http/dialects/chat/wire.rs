@@ -1,0 +1,630 @@
+//! OpenAI's Chat Completions JSON, as clients send and expect it, and its mapping to and
+//! from switchyard's shared shape. Inbound: every field a client may send that the shared
+//! shape carries; others are ignored (documented in the README), except ones whose meaning
+//! we cannot honour (`n > 1`), which are refused by name.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use switchyard::chat::{
+    ContentPart, ImageSource, Message, ResponseFormat, Tool, ToolCall, ToolChoice,
+};
+use switchyard::{ChatRequest, Role, Usage};
+
+use crate::http::bounds::{clip, elide, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
+use crate::http::error::ApiError;
+
+/// How much of a parser's message (which may quote the client's value) a 400 carries.
+const PARSER_MESSAGE_BYTES: usize = 256;
+
+/// The request body.
+#[derive(Debug, Deserialize)]
+pub struct WireRequest {
+    /// The route.
+    pub model: String,
+    /// The conversation.
+    pub messages: Vec<WireMessage>,
+    /// Server-sent events.
+    #[serde(default)]
+    pub stream: bool,
+    /// `{"include_usage": true}`.
+    pub stream_options: Option<StreamOptions>,
+    max_tokens: Option<u32>,
+    max_completion_tokens: Option<u32>,
+    temperature: Option<f32>,
+    top_p: Option<f32>,
+    stop: Option<OneOrMany>,
+    tools: Option<Vec<WireTool>>,
+    tool_choice: Option<WireToolChoice>,
+    response_format: Option<WireResponseFormat>,
+    user: Option<String>,
+    n: Option<u32>,
+}
+
+/// `stream_options`.
+#[derive(Debug, Default, Deserialize)]
+pub struct StreamOptions {
+    /// Send a final chunk with usage.
+    #[serde(default)]
+    pub include_usage: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+/// One message.
+#[derive(Debug, Deserialize)]
+pub struct WireMessage {
+    role: String,
+    content: Option<WireContent>,
+    tool_calls: Option<Vec<WireToolCall>>,
+    tool_call_id: Option<String>,
+    name: Option<String>,
+}
+
+/// A message's `content`: a string, or an array of parts. (Read by hand rather than as an
+/// untagged enum: no buffering of the value, and an error that says what was expected.)
+#[derive(Debug)]
+enum WireContent {
+    Text(String),
+    Parts(Vec<WirePart>),
+}
+
+impl<'de> Deserialize<'de> for WireContent {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Content;
+        impl<'de> serde::de::Visitor<'de> for Content {
+            type Value = WireContent;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or an array of content parts")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<WireContent, E> {
+                Ok(WireContent::Text(s.to_owned()))
+            }
+            fn visit_string<E: serde::de::Error>(self, s: String) -> Result<WireContent, E> {
+                Ok(WireContent::Text(s))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<WireContent, A::Error> {
+                Vec::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+                    .map(WireContent::Parts)
+            }
+        }
+        d.deserialize_any(Content)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WirePart {
+    Text { text: String },
+    ImageUrl { image_url: WireImage },
+}
+
+#[derive(Debug, Deserialize)]
+struct WireImage {
+    url: String,
+    detail: Option<String>,
+}
+
+/// A tool call, in and out.
+#[derive(Debug, Deserialize, Serialize)]
+pub struct WireToolCall {
+    /// Call id.
+    pub id: String,
+    /// Always `function`.
+    #[serde(rename = "type", default = "function_type")]
+    pub kind: String,
+    /// Name and arguments.
+    pub function: WireFunctionCall,
+}
+
+fn function_type() -> String {
+    "function".to_owned()
+}
+
+/// `function` of a tool call.
+#[derive(Debug, Deserialize, Serialize)]
+pub struct WireFunctionCall {
+    /// Function name.
+    pub name: String,
+    /// JSON arguments text.
+    pub arguments: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireTool {
+    #[serde(rename = "type")]
+    kind: String,
+    function: WireFunction,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireFunction {
+    name: String,
+    description: Option<String>,
+    parameters: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum WireToolChoice {
+    Mode(String),
+    Named { function: NamedFunction },
+}
+
+#[derive(Debug, Deserialize)]
+struct NamedFunction {
+    name: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WireResponseFormat {
+    Text,
+    JsonObject,
+    JsonSchema { json_schema: WireJsonSchema },
+}
+
+#[derive(Debug, Deserialize)]
+struct WireJsonSchema {
+    name: String,
+    schema: Option<Value>,
+    strict: Option<bool>,
+}
+
+/// Parse a body, naming the field at fault.
+///
+/// A body that parses pays for no path tracking; one that does not is parsed again with
+/// it, to name the field.
+///
+/// # Errors
+/// 400 with `param` set to the JSON path of the bad field.
+pub fn parse(body: &[u8]) -> Result<WireRequest, ApiError> {
+    serde_json::from_slice(body).or_else(|_| parse_tracked(body))
+}
+
+/// [`parse`] with the path of the field being read tracked, for the error.
+fn parse_tracked(body: &[u8]) -> Result<WireRequest, ApiError> {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    let req = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            return not_json(&inner);
+        }
+        let param = (path != ".").then_some(path);
+        // serde quotes a wrong-typed string or an unknown variant in full: keep its ends
+        let inner = inner.to_string();
+        let inner = elide(&inner, PARSER_MESSAGE_BYTES);
+        let msg = match &param {
+            Some(p) => format!("invalid field `{}`: {inner}", clip(p, ECHO_BYTES)),
+            None => format!("invalid request body: {inner}"),
+        };
+        ApiError::bad_request(param, msg)
+    })?;
+    de.end().map_err(|e| not_json(&e))?;
+    Ok(req)
+}
+
+fn not_json(e: &serde_json::Error) -> ApiError {
+    let e = e.to_string();
+    ApiError::bad_request(
+        None,
+        format!(
+            "request body is not valid JSON: {}",
+            elide(&e, PARSER_MESSAGE_BYTES)
+        ),
+    )
+}
+
+fn bad(param: &str, msg: impl Into<String>) -> ApiError {
+    ApiError::bad_request(Some(param.to_owned()), msg)
+}
+
+impl WireRequest {
+    /// Refuse identifiers longer than [`MAX_NAME_CHARS`]: the route name `model` (taken out
+    /// of the request already, so passed in) and `user`. They are names, not content; the
+    /// route name is logged, kept for the dashboard and quoted in errors.
+    ///
+    /// # Errors
+    /// 400 naming the field.
+    pub fn check_lengths(&self, model: &str) -> Result<(), ApiError> {
+        for (field, value) in [("model", Some(model)), ("user", self.user.as_deref())] {
+            if value.is_some_and(|v| longer_than(v, MAX_NAME_CHARS)) {
+                return Err(bad(
+                    field,
+                    format!("{field}: longer than {MAX_NAME_CHARS} characters"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The shared shape, checking what serde cannot; the conversation's text is moved, not
+    /// copied.
+    ///
+    /// # Errors
+    /// 400 naming the field.
+    pub fn into_chat(self) -> Result<ChatRequest, ApiError> {
+        if self.messages.is_empty() {
+            return Err(bad(
+                "messages",
+                "`messages` must contain at least one message",
+            ));
+        }
+        if self.n.is_some_and(|n| n != 1) {
+            return Err(bad("n", "only n = 1 is supported"));
+        }
+        if self.temperature.is_some_and(|t| !(0.0..=2.0).contains(&t)) {
+            return Err(bad("temperature", "`temperature` must be between 0 and 2"));
+        }
+        if self.top_p.is_some_and(|t| !(0.0..=1.0).contains(&t)) {
+            return Err(bad("top_p", "`top_p` must be between 0 and 1"));
+        }
+        let max_tokens = self.max_completion_tokens.or(self.max_tokens);
+        if max_tokens == Some(0) {
+            return Err(bad("max_tokens", "`max_tokens` must be at least 1"));
+        }
+        let tools = self.tools()?;
+        let tool_choice = self.tool_choice()?;
+        let messages = self
+            .messages
+            .into_iter()
+            .enumerate()
+            .map(|(i, m)| m.into_message(i))
+            .collect::<Result<_, _>>()?;
+        Ok(ChatRequest {
+            messages,
+            max_tokens,
+            temperature: self.temperature,
+            top_p: self.top_p,
+            stop: match self.stop {
+                None => Vec::new(),
+                Some(OneOrMany::One(s)) => vec![s],
+                Some(OneOrMany::Many(v)) => v,
+            },
+            tools,
+            tool_choice,
+            response_format: self.response_format.map(|f| match f {
+                WireResponseFormat::Text => ResponseFormat::Text,
+                WireResponseFormat::JsonObject => ResponseFormat::JsonObject,
+                WireResponseFormat::JsonSchema { json_schema } => ResponseFormat::JsonSchema {
+                    name: json_schema.name,
+                    schema: json_schema
+                        .schema
+                        .unwrap_or(Value::Object(Default::default())),
+                    strict: json_schema.strict,
+                },
+            }),
+            user: self.user,
+        })
+    }
+
+    fn tools(&self) -> Result<Vec<Tool>, ApiError> {
+        let Some(tools) = &self.tools else {
+            return Ok(Vec::new());
+        };
+        tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                if t.kind != "function" {
+                    return Err(bad(
+                        &format!("tools[{i}].type"),
+                        "only `function` tools are supported",
+                    ));
+                }
+                Ok(Tool {
+                    name: t.function.name.clone(),
+                    description: t.function.description.clone(),
+                    parameters: t
+                        .function
+                        .parameters
+                        .clone()
+                        .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
+                })
+            })
+            .collect()
+    }
+
+    fn tool_choice(&self) -> Result<Option<ToolChoice>, ApiError> {
+        Ok(match &self.tool_choice {
+            None => None,
+            Some(WireToolChoice::Mode(m)) => Some(match m.as_str() {
+                "auto" => ToolChoice::Auto,
+                "none" => ToolChoice::None,
+                "required" => ToolChoice::Required,
+                other => {
+                    return Err(bad(
+                        "tool_choice",
+                        format!(
+                            "{:?} is not one of auto, none, required, or a named function",
+                            clip(other, ECHO_BYTES)
+                        ),
+                    ))
+                }
+            }),
+            Some(WireToolChoice::Named { function }) => {
+                Some(ToolChoice::Tool(function.name.clone()))
+            }
+        })
+    }
+}
+
+impl WireMessage {
+    fn into_message(self, i: usize) -> Result<Message, ApiError> {
+        let role = match self.role.as_str() {
+            "system" | "developer" => Role::System,
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "tool" => Role::Tool,
+            other => {
+                return Err(bad(
+                    &format!("messages[{i}].role"),
+                    format!(
+                        "{:?} is not one of system, developer, user, assistant, tool",
+                        clip(other, ECHO_BYTES)
+                    ),
+                ))
+            }
+        };
+        let content = match self.content {
+            None => Vec::new(),
+            Some(WireContent::Text(text)) => vec![ContentPart::Text { text }],
+            Some(WireContent::Parts(parts)) => parts.into_iter().map(part).collect(),
+        };
+        if role == Role::Tool && self.tool_call_id.is_none() {
+            return Err(bad(
+                &format!("messages[{i}].tool_call_id"),
+                "a tool message needs `tool_call_id`",
+            ));
+        }
+        if content.is_empty() && self.tool_calls.as_ref().is_none_or(Vec::is_empty) {
+            return Err(bad(
+                &format!("messages[{i}].content"),
+                "a message needs content or tool calls",
+            ));
+        }
+        Ok(Message {
+            role,
+            content,
+            tool_calls: self
+                .tool_calls
+                .into_iter()
+                .flatten()
+                .map(|c| ToolCall {
+                    id: c.id,
+                    name: c.function.name,
+                    arguments: c.function.arguments,
+                })
+                .collect(),
+            tool_call_id: self.tool_call_id,
+            name: self.name,
+        })
+    }
+}
+
+fn part(p: WirePart) -> ContentPart {
+    match p {
+        WirePart::Text { text } => ContentPart::Text { text },
+        WirePart::ImageUrl { image_url } => ContentPart::Image {
+            source: image_source(image_url.url),
+            detail: image_url.detail,
+        },
+    }
+}
+
+/// `data:<media>;base64,<data>` URLs become inline images (every vendor takes those);
+/// anything else stays a URL.
+fn image_source(mut url: String) -> ImageSource {
+    let media = url
+        .strip_prefix("data:")
+        .and_then(|rest| rest.split_once(";base64,"))
+        .map(|(media, _)| media.to_owned());
+    if let Some(media_type) = media {
+        // the data stays in the URL's buffer (images can be megabytes)
+        url.drain(.."data:".len() + media_type.len() + ";base64,".len());
+        return ImageSource::Base64 {
+            media_type,
+            data: url,
+        };
+    }
+    ImageSource::Url { url }
+}
+
+/// OpenAI's usage object. `total_tokens` saturates: it never wraps below its parts.
+#[derive(Debug, Serialize)]
+pub struct WireUsage {
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    total_tokens: u64,
+    prompt_tokens_details: CachedTokens,
+    completion_tokens_details: ReasoningTokens,
+}
+
+#[derive(Debug, Serialize)]
+struct CachedTokens {
+    cached_tokens: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct ReasoningTokens {
+    reasoning_tokens: u64,
+}
+
+impl From<&Usage> for WireUsage {
+    fn from(u: &Usage) -> Self {
+        Self {
+            prompt_tokens: u.input_tokens,
+            completion_tokens: u.output_tokens,
+            total_tokens: u.total_tokens(),
+            prompt_tokens_details: CachedTokens {
+                cached_tokens: u.cached_input_tokens,
+            },
+            completion_tokens_details: ReasoningTokens {
+                reasoning_tokens: u.reasoning_tokens,
+            },
+        }
+    }
+}
+
+/// Tool calls in OpenAI's response shape.
+#[must_use]
+pub fn wire_tool_calls(calls: &[ToolCall]) -> Vec<WireToolCall> {
+    calls
+        .iter()
+        .map(|c| WireToolCall {
+            id: c.id.clone(),
+            kind: function_type(),
+            function: WireFunctionCall {
+                name: c.name.clone(),
+                arguments: c.arguments.clone(),
+            },
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(body: &str) -> Result<ChatRequest, ApiError> {
+        parse(body.as_bytes())?.into_chat()
+    }
+
+    #[test]
+    fn maps_the_openai_request() {
+        let r = req(r#"{"model":"smart","messages":[
+            {"role":"developer","content":"be brief"},
+            {"role":"user","content":[{"type":"text","text":"what is this?"},
+              {"type":"image_url","image_url":{"url":"data:image/png;base64,iVBOR","detail":"low"}}]},
+            {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
+            {"role":"tool","tool_call_id":"c1","content":"42"}],
+            "max_tokens":50,"max_completion_tokens":60,"stop":"END","temperature":0.2,
+            "tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],
+            "tool_choice":{"type":"function","function":{"name":"f"}},
+            "response_format":{"type":"json_object"},"user":"u1","seed":7}"#)
+        .unwrap();
+        assert_eq!(r.messages[0].role, Role::System);
+        assert_eq!(r.max_tokens, Some(60), "max_completion_tokens wins");
+        assert_eq!(r.stop, ["END"]);
+        assert!(
+            matches!(&r.messages[1].content[1], ContentPart::Image { source: ImageSource::Base64 { media_type, .. }, .. } if media_type == "image/png")
+        );
+        assert_eq!(r.messages[2].tool_calls[0].name, "f");
+        assert_eq!(r.messages[3].tool_call_id.as_deref(), Some("c1"));
+        assert_eq!(r.tool_choice, Some(ToolChoice::Tool("f".into())));
+        assert_eq!(r.response_format, Some(ResponseFormat::JsonObject));
+    }
+
+    #[test]
+    fn bad_fields_are_named() {
+        let cases = [
+            (
+                r#"{"model":"m","messages":[{"role":"wizard","content":"x"}]}"#,
+                "messages[0].role",
+            ),
+            (
+                r#"{"model":"m","messages":[{"role":"user","content":5}]}"#,
+                "messages[0].content",
+            ),
+            (r#"{"model":"m","messages":[]}"#, "messages"),
+            (
+                r#"{"model":"m","messages":[{"role":"user","content":"x"}],"temperature":9}"#,
+                "temperature",
+            ),
+            (
+                r#"{"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":"lots"}"#,
+                "max_tokens",
+            ),
+            (
+                r#"{"model":"m","messages":[{"role":"user","content":"x"}],"n":3}"#,
+                "n",
+            ),
+            (r#"{"messages":[{"role":"user","content":"x"}]}"#, "model"),
+        ];
+        for (body, param) in cases {
+            let e = req(body).unwrap_err();
+            assert_eq!(e.status, 400, "{body}");
+            let got = e.param.clone().unwrap_or_default();
+            assert!(
+                got == param || (param == "model" && e.message.contains("model")),
+                "{body}: {got:?} / {}",
+                e.message
+            );
+        }
+        let e = req("{not json").unwrap_err();
+        assert!(e.message.contains("not valid JSON"));
+    }
+
+    #[test]
+    fn a_body_with_anything_after_its_object_is_not_json() {
+        let e = req(r#"{"model":"m","messages":[{"role":"user","content":"x"}]} {"#).unwrap_err();
+        assert_eq!(e.status, 400);
+        assert_eq!(e.param, None);
+        assert!(e.message.contains("not valid JSON"), "{}", e.message);
+        assert!(
+            req("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}\n ")
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn content_that_is_neither_text_nor_parts_says_what_was_expected() {
+        let e = req(r#"{"model":"m","messages":[{"role":"user","content":{"text":"x"}}]}"#)
+            .unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("messages[0].content"));
+        assert!(
+            e.message.contains("a string or an array of content parts"),
+            "{}",
+            e.message
+        );
+        let e = req(r#"{"model":"m","messages":[{"role":"user","content":[{"type":"text"}]}]}"#)
+            .unwrap_err();
+        assert_eq!(
+            e.param.as_deref(),
+            Some("messages[0].content[0]"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn total_tokens_saturates_instead_of_wrapping() {
+        let u = Usage {
+            input_tokens: u64::MAX,
+            output_tokens: 5,
+            ..Usage::default()
+        };
+        let wire = serde_json::to_value(WireUsage::from(&u)).unwrap();
+        assert_eq!(wire["total_tokens"], u64::MAX, "not 4");
+        assert_eq!(wire["prompt_tokens"], u64::MAX);
+    }
+
+    #[test]
+    fn inline_images_keep_their_data_and_urls_stay_urls() {
+        let r = req(r#"{"model":"m","messages":[{"role":"user","content":[
+            {"type":"image_url","image_url":{"url":"data:image/jpeg;base64,/9j/4AAQ"}},
+            {"type":"image_url","image_url":{"url":"https://example.com/cat.png"}}]}]}"#)
+        .unwrap();
+        let [ContentPart::Image { source: first, .. }, ContentPart::Image { source: second, .. }] =
+            r.messages[0].content.as_slice()
+        else {
+            panic!("two images: {:?}", r.messages[0].content)
+        };
+        assert!(
+            matches!(first, ImageSource::Base64 { media_type, data } if media_type == "image/jpeg" && data == "/9j/4AAQ"),
+            "{first:?}"
+        );
+        assert!(
+            matches!(second, ImageSource::Url { url } if url == "https://example.com/cat.png"),
+            "{second:?}"
+        );
+    }
+}

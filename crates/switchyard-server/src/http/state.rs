@@ -1,0 +1,53 @@
+//! The state every handler shares: small, cheap to clone, below every route.
+//!
+//! Handlers, the guard and the dialects import [`AppState`] from here; the route table
+//! (`crate::http::app`) imports them, never the other way round.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use switchyard::Gateway;
+use tokio_util::sync::CancellationToken;
+
+use crate::access::keys::KeyStore;
+use crate::http::origins::AllowedOrigins;
+use crate::telemetry::insight::Insight;
+use crate::telemetry::log::RequestLog;
+use crate::telemetry::metrics::Metrics;
+
+/// Default largest request body.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// What handlers share: small, cheap to clone.
+#[derive(Clone)]
+pub struct AppState(pub Arc<Shared>);
+
+/// The shared parts.
+pub struct Shared {
+    /// The gateway.
+    pub gateway: Gateway,
+    /// Client keys (empty: open, loopback only).
+    pub keys: KeyStore,
+    /// Prometheus metrics (also a gateway observer).
+    pub metrics: Arc<Metrics>,
+    /// The request log.
+    pub log: RequestLog,
+    /// Recent history for the dashboard (also a gateway observer and the log's tap).
+    pub insight: Arc<Insight>,
+    /// Largest accepted body.
+    pub max_body_bytes: usize,
+    /// False while starting up or shutting down (`/readyz`).
+    pub ready: AtomicBool,
+    /// Browser origins other than the gateway's own that may call it (`crate::http::guard`).
+    pub allowed_origins: AllowedOrigins,
+    /// Cancelled when shutdown's grace period ends: every stream still open ends with an
+    /// error event (`crate::http::dialects::chat`'s SSE writer), and is logged.
+    pub grace_over: CancellationToken,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}

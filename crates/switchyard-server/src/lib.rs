@@ -1,0 +1,26 @@
+//! The switchyard server: the HTTP surface, client access, telemetry and the CLI commands
+//! around the `switchyard` gateway library. The `switchyard` binary (`src/main.rs`) only
+//! parses the command line, installs the diagnostics subscriber and calls [`cli::run`].
+//!
+//! Crate map:
+//! - [`http`]: the HTTP surface — the route table, [`http::AppState`], the error shape
+//!   ([`http::ApiError`]), the request guard, bounds on client text, the connection edge,
+//!   the admin / models / dashboard handlers and the inbound dialects (Chat Completions);
+//! - [`access`]: client keys, per-key budgets and rate limits;
+//! - [`telemetry`]: metrics, the request log, the dashboard's memory and files, and the
+//!   `tracing` subscriber;
+//! - [`config`]: the TOML schema, loading and validation, and building the gateway from it;
+//! - [`cli`]: the command line and its subcommands (`serve`, `check`, `report`, `keys`,
+//!   `demo`);
+//! - [`shutdown`]: the task tracker (the one place that spawns) and the stop signal.
+
+// `ApiError` is large (it carries the attempt trail for 502/504 bodies); it lives only on the
+// cold error path of the HTTP edge, so boxing it would buy nothing.
+#![allow(clippy::result_large_err)]
+
+pub mod access;
+pub mod cli;
+pub mod config;
+pub mod http;
+pub mod shutdown;
+pub mod telemetry;

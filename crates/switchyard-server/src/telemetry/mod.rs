@@ -1,0 +1,13 @@
+//! Telemetry: what the server tells its operators about the traffic it carried.
+//!
+//! Owns the Prometheus metrics (the health checks' among them), the request log (one JSON
+//! line per request), the dashboard's short memory of recent requests and transitions, the
+//! dashboard's static files, and the subscriber that shows `tracing` diagnostics on stderr.
+//! Each is a side output: it observes requests, never steers them. The routes that serve
+//! these live in `crate::http`.
+
+pub mod dashboard;
+pub mod insight;
+pub mod log;
+pub mod metrics;
+pub mod trace;

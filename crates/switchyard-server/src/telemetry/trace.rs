@@ -1,0 +1,86 @@
+//! Diagnostics on stderr: the subscriber that shows the `tracing` events of the library
+//! and its dependencies — e.g. the shared state's "Redis unavailable" and "resynced" lines
+//! (`switchyard::state`'s Redis link).
+//!
+//! Owns the filter (`RUST_LOG`'s directives, [`DEFAULT_FILTER`] when unset) and installing
+//! the process-wide subscriber. It does not own the server's own stderr lines (startup,
+//! warnings, alerts), which are printed directly, nor the request log.
+
+use tracing_subscriber::EnvFilter;
+
+/// The level shown when `RUST_LOG` is unset or empty.
+pub const DEFAULT_FILTER: &str = "info";
+
+/// The filter `rust_log` (the value of `RUST_LOG`, if set) asks for, and a warning when
+/// it could not be used: directives that do not parse are replaced by [`DEFAULT_FILTER`].
+pub fn filter(rust_log: Option<&str>) -> (EnvFilter, Option<String>) {
+    let directives = rust_log.map(str::trim).filter(|d| !d.is_empty());
+    match directives.map(EnvFilter::try_new) {
+        None => (EnvFilter::new(DEFAULT_FILTER), None),
+        Some(Ok(filter)) => (filter, None),
+        Some(Err(e)) => (
+            EnvFilter::new(DEFAULT_FILTER),
+            Some(format!(
+                "switchyard: warning: RUST_LOG {:?} is not a valid filter ({e}); logging at {DEFAULT_FILTER:?}",
+                directives.unwrap_or_default()
+            )),
+        ),
+    }
+}
+
+/// Install the process-wide subscriber: `RUST_LOG`'s filter, plain text on stderr (stdout
+/// carries command output: `check`, `report`, `keys new`, the listening line).
+pub fn install() {
+    let rust_log = std::env::var("RUST_LOG").ok();
+    let (filter, warning) = filter(rust_log.as_deref());
+    if let Some(warning) = warning {
+        eprintln!("{warning}");
+    }
+    let installed = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+    if let Err(e) = installed {
+        eprintln!("switchyard: warning: diagnostics are not shown: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracing_subscriber::filter::LevelFilter;
+
+    #[test]
+    fn unset_or_empty_means_info() {
+        for rust_log in [None, Some(""), Some("  ")] {
+            let (filter, warning) = filter(rust_log);
+            assert_eq!(
+                filter.max_level_hint(),
+                Some(LevelFilter::INFO),
+                "{rust_log:?}"
+            );
+            assert_eq!(warning, None);
+        }
+    }
+
+    #[test]
+    fn rust_log_sets_the_level() {
+        let (filter, warning) = filter(Some("warn,switchyard=debug"));
+        assert_eq!(filter.max_level_hint(), Some(LevelFilter::DEBUG));
+        assert_eq!(warning, None);
+        let (filter, _) = super::filter(Some("error"));
+        assert_eq!(filter.max_level_hint(), Some(LevelFilter::ERROR));
+    }
+
+    #[test]
+    fn an_invalid_filter_is_reported_and_replaced_by_info() {
+        let (filter, warning) = filter(Some("switchyard=loud"));
+        assert_eq!(filter.max_level_hint(), Some(LevelFilter::INFO));
+        let warning = warning.unwrap();
+        assert!(
+            warning.contains("RUST_LOG \"switchyard=loud\""),
+            "{warning}"
+        );
+        assert!(warning.contains("logging at \"info\""), "{warning}");
+    }
+}

@@ -1,0 +1,104 @@
+//! A plain request's answer: the success recorded, the usage checked, the reservation
+//! settled, and the completion built (the one builder a committed stream uses too).
+
+use std::time::Duration;
+
+use super::{check_usage, cost_of, Answer, Run, Won};
+use crate::chat::{ChatResponse, FinishReason, ToolCall, Usage};
+use crate::cost::Money;
+use crate::gateway::Slot;
+use crate::observe::{Attempt, Outcome};
+
+impl Run {
+    /// Record the success, check the usage against the limits, settle the reservation
+    /// (at the real cost, whatever was reserved), and build the completion.
+    pub(super) async fn answer(&mut self, pos: usize, won: Won) -> ChatResponse {
+        let Answer::Reply(reply) = won.answer else {
+            unreachable!("a send turn answers with a reply")
+        };
+        let gw = self.gw.clone();
+        let slot = &gw.inner.slots[self.plan[pos]];
+        let model = reply
+            .model
+            .clone()
+            .unwrap_or_else(|| slot.spec.provider.model().to_owned());
+        self.record_success(slot, &model, won.attempt, won.latency);
+        let usage = reply.usage.as_ref();
+        check_usage(&gw, &self.route.name, slot, &model, won.limits, usage);
+        let cost = cost_of(reply.reported_cost, usage, slot.price);
+        if let Some(r) = won.reservation {
+            r.settle(self.state().as_ref(), cost).await;
+        }
+        let completion = Completion {
+            text: reply.text,
+            tool_calls: reply.tool_calls,
+            finish_reason: reply.finish_reason,
+            model,
+            usage: reply.usage,
+            cost,
+            provider_latency: reply.reported_latency,
+            max_tokens_applied: won.limits.applied,
+        };
+        let attempts = std::mem::take(&mut self.attempts);
+        self.response(slot, completion, attempts)
+    }
+
+    /// Record a successful attempt (its latency feeds the provider's average).
+    pub(in crate::gateway) fn record_success(
+        &mut self,
+        slot: &Slot,
+        model: &str,
+        attempt: u32,
+        latency: Duration,
+    ) {
+        slot.observe_latency(latency.as_secs_f64() * 1000.0);
+        self.record(Attempt {
+            provider: slot.spec.name.clone(),
+            model: model.to_owned(),
+            attempt,
+            outcome: Outcome::Success,
+            status: None,
+            latency,
+        });
+    }
+
+    /// The completion `slot` gave, with the request's trail (`attempts`) and latency.
+    pub(in crate::gateway) fn response(
+        &self,
+        slot: &Slot,
+        c: Completion,
+        attempts: Vec<Attempt>,
+    ) -> ChatResponse {
+        ChatResponse {
+            text: c.text,
+            tool_calls: c.tool_calls,
+            finish_reason: c.finish_reason,
+            provider: slot.spec.name.clone(),
+            model: c.model,
+            failed_over: failed_over(&attempts, &slot.spec.name),
+            usage: c.usage,
+            cost: c.cost,
+            attempts,
+            latency: self.gw.inner.clock.now() - self.started,
+            provider_latency: c.provider_latency,
+            max_tokens_applied: c.max_tokens_applied,
+        }
+    }
+}
+
+/// What a completion says, apart from the request's trail and timing.
+pub(in crate::gateway) struct Completion {
+    pub text: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub finish_reason: Option<FinishReason>,
+    pub model: String,
+    pub usage: Option<Usage>,
+    pub cost: Option<Money>,
+    pub provider_latency: Option<Duration>,
+    pub max_tokens_applied: Option<u32>,
+}
+
+/// True when the trail shows any provider other than `answering` tried or skipped.
+pub(in crate::gateway) fn failed_over(attempts: &[Attempt], answering: &str) -> bool {
+    attempts.iter().any(|a| a.provider != answering)
+}

@@ -1,0 +1,188 @@
+//! The retry loop on one provider: attempts under their timeouts (a half-open probe's is
+//! one attempt under the probe limit), each failure recorded and told to the breaker, and
+//! the backoff between them; a stream attempt reads up to its commit point.
+
+use std::time::Duration;
+
+use futures_util::StreamExt as _;
+
+use super::{Answer, Call, Run};
+use crate::breaker::Op;
+use crate::chat::ChatRequest;
+use crate::error::{ErrorKind, ProviderError};
+use crate::gateway::{ProviderSpec, Slot};
+use crate::retry::{self, Backoff, Decision};
+
+/// How long one attempt may take, before the deadline clamps it.
+#[derive(Debug, Clone, Copy)]
+struct AttemptLimits {
+    /// The whole call (a stream: until its connection is accepted).
+    timeout: Duration,
+    /// Streams: until the first content chunk.
+    first_token: Duration,
+}
+
+impl AttemptLimits {
+    fn of(spec: &ProviderSpec) -> Self {
+        Self {
+            timeout: spec.timeout,
+            first_token: spec.first_token_timeout,
+        }
+    }
+
+    /// A probe's: the probe limit bounds the first token too.
+    fn probe(spec: &ProviderSpec) -> Self {
+        let timeout = spec.probe_limit();
+        Self {
+            timeout,
+            first_token: spec.first_token_timeout.min(timeout),
+        }
+    }
+}
+
+impl Run {
+    /// The retry loop: attempts on one provider until success, a stop, or the deadline.
+    pub(super) async fn attempts_loop(
+        &mut self,
+        slot: &Slot,
+        req: &ChatRequest,
+        call: Call,
+        lease: Option<u64>,
+    ) -> Result<(Answer, Duration, u32), ProviderError> {
+        // A half-open probe is one attempt under the probe's own limit: its outcome alone
+        // decides the circuit, and a failure fails the request over at once.
+        let (max_attempts, limits) = match lease {
+            Some(_) if self.route.breaker.single_attempt_probes() => {
+                (1, AttemptLimits::probe(&slot.spec))
+            }
+            _ => (
+                slot.spec
+                    .max_attempts
+                    .unwrap_or(self.route.retry.max_attempts),
+                AttemptLimits::of(&slot.spec),
+            ),
+        };
+        let mut backoff = Backoff::with_rng(
+            self.route.retry.base_delay,
+            self.route.retry.max_delay,
+            self.rng.fork(),
+        );
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            if let Some(lease) = lease {
+                let timeout = limits.timeout.min(self.time_left());
+                let until_ms = self.now().ms + crate::clock::duration_ms(timeout);
+                self.breaker(slot, Op::Renew { lease, until_ms }).await;
+            }
+            let started = self.gw.inner.clock.now();
+            let result = self.attempt(slot, req, call, limits).await;
+            let latency = self.gw.inner.clock.now() - started;
+            let err = match result {
+                Ok(answer) => return Ok((answer, latency, attempt)),
+                Err(e) => e,
+            };
+            let model = slot.spec.provider.model();
+            self.record_failure(slot, model, attempt, &err, latency);
+            let policy = self.route.policy_for(err.kind);
+            let op = Op::AttemptFailed {
+                kind: err.kind,
+                effect: policy.breaker,
+                retry_after: err.retry_after,
+                lease,
+            };
+            self.breaker(slot, op).await;
+            let wait = backoff.next().unwrap_or_default();
+            let (retry, left) = (&self.route.retry, self.time_left());
+            match retry::decide(&policy, retry, max_attempts, attempt, &err, wait, left) {
+                Decision::Retry(wait) => tokio::time::sleep(wait).await,
+                Decision::Stop(reason) => {
+                    if reason == retry::StopReason::NoTimeLeft {
+                        self.deadline_hit = true;
+                    }
+                    return Err(err);
+                }
+            }
+        }
+    }
+
+    /// One attempt, bounded by `limits` (and the deadline: a limit the deadline cut short
+    /// marks the deadline hit when it expires).
+    async fn attempt(
+        &mut self,
+        slot: &Slot,
+        req: &ChatRequest,
+        call: Call,
+        limits: AttemptLimits,
+    ) -> Result<Answer, ProviderError> {
+        let left = self.time_left();
+        let timeout = limits.timeout.min(left);
+        let clamped = left < limits.timeout;
+        let provider = &slot.spec.provider;
+        let result = match call {
+            Call::Send => tokio::time::timeout(timeout, provider.send(req))
+                .await
+                .map(|r| r.map(Answer::Reply)),
+            Call::Stream => {
+                let first = limits.first_token.min(left);
+                let clamped = clamped || left < limits.first_token;
+                let opened =
+                    tokio::time::timeout(first, open_stream(provider.as_ref(), req, timeout)).await;
+                if opened.is_err() && clamped {
+                    self.deadline_hit = true;
+                }
+                return opened.unwrap_or_else(|_| {
+                    Err(ProviderError::new(
+                        ErrorKind::Timeout,
+                        format!("no first token within {}ms", first.as_millis()),
+                    ))
+                });
+            }
+        };
+        result.unwrap_or_else(|_| {
+            if clamped {
+                self.deadline_hit = true;
+            }
+            Err(ProviderError::new(
+                ErrorKind::Timeout,
+                format!("no response within {}ms", timeout.as_millis()),
+            ))
+        })
+    }
+}
+
+/// Open a stream and read up to its first content chunk (or its finish signal). The
+/// connection must be accepted within `timeout`.
+async fn open_stream(
+    provider: &dyn crate::provider::Provider,
+    req: &ChatRequest,
+    timeout: Duration,
+) -> Result<Answer, ProviderError> {
+    let mut stream = tokio::time::timeout(timeout, provider.stream(req))
+        .await
+        .map_err(|_| {
+            ProviderError::new(
+                ErrorKind::Timeout,
+                format!("no response within {}ms", timeout.as_millis()),
+            )
+        })??;
+    let mut head = Vec::new();
+    loop {
+        match stream.next().await {
+            Some(Ok(chunk)) => {
+                let commit = chunk.has_content() || chunk.finish_reason.is_some();
+                head.push(chunk);
+                if commit {
+                    return Ok(Answer::Opened { stream, head });
+                }
+            }
+            Some(Err(e)) => return Err(e),
+            None => {
+                return Err(ProviderError::new(
+                    ErrorKind::Malformed,
+                    "stream closed before any content or finish signal",
+                ))
+            }
+        }
+    }
+}

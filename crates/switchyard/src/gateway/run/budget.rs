@@ -1,0 +1,143 @@
+//! What a turn may spend: the output bound of the call, the worst-case reservation
+//! against every budget that applies, and (when it settles) the check of the reported
+//! usage against both, and the exact cost.
+
+use std::borrow::Cow;
+
+use super::super::hold::{Guard, Hold, RESERVATION_SLACK};
+use super::{Reservation, Run};
+use crate::chat::{ChatRequest, Usage};
+use crate::cost::{estimate_input_tokens, BudgetState, Money, Price};
+use crate::gateway::{Gateway, Slot};
+use crate::observe::Overrun;
+use crate::state::Cleanup;
+
+/// What one turn's call was allowed, and what its reservation assumed: reported usage is
+/// checked against these when the call settles.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(in crate::gateway) struct Limits {
+    /// The most output tokens the call may produce: the client's `max_tokens`, else the
+    /// adapter's default, else the model's output limit, else (budgeted requests only)
+    /// the route's `default_max_tokens`. `None`: unknown, and no budget needed it.
+    pub output: Option<u64>,
+    /// The input-token bound the reservation was sized by; `None` when none was held.
+    pub input: Option<u64>,
+    /// The route's `default_max_tokens`, when the gateway set it on the request.
+    pub applied: Option<u32>,
+}
+
+impl Run {
+    /// The turn's output bound, and the request as it is sent: when it spends against a
+    /// budget, sets no `max_tokens`, and the model's output limit is unknown, with the
+    /// route's `default_max_tokens` set (a clone; rare, since the price table knows the
+    /// limits of the models it prices).
+    pub(super) fn bounded<'r>(
+        &self,
+        slot: &Slot,
+        req: &'r ChatRequest,
+    ) -> (Cow<'r, ChatRequest>, Limits) {
+        let known = req
+            .max_tokens
+            .or_else(|| slot.spec.provider.default_max_tokens())
+            .or(slot.max_output_tokens);
+        if let Some(n) = known {
+            let limits = Limits {
+                output: Some(u64::from(n)),
+                ..Limits::default()
+            };
+            return (Cow::Borrowed(req), limits);
+        }
+        if self.budgets.is_empty() || slot.price.is_none() {
+            return (Cow::Borrowed(req), Limits::default());
+        }
+        let n = self.route.default_max_tokens;
+        let limits = Limits {
+            output: Some(u64::from(n)),
+            input: None,
+            applied: Some(n),
+        };
+        (Cow::Owned(req.clone().with_max_tokens(n)), limits)
+    }
+
+    /// Reserve the request's worst case (input bound at the dearest input rate, `output`
+    /// tokens at the output rate) against every budget that applies (the route's, the
+    /// caller's); all or nothing.
+    pub(super) async fn reserve(
+        &self,
+        slot: &Slot,
+        req: &ChatRequest,
+        output: Option<u64>,
+    ) -> Result<Option<Reservation>, (String, BudgetState)> {
+        if self.budgets.is_empty() {
+            return Ok(None);
+        }
+        let input_tokens = estimate_input_tokens(req);
+        let price = slot.price.unwrap_or_default();
+        let amount = price.worst_case(input_tokens, output.unwrap_or(0));
+        // a lapsed reservation must not free money a live request may still spend
+        let lease = self.time_left() + RESERVATION_SLACK;
+        let mut holds = Vec::with_capacity(self.budgets.len());
+        for b in &self.budgets {
+            let id = self
+                .state()
+                .reserve(&b.scope, b.limit, amount, lease)
+                .await
+                .map_err(|books| (b.scope.clone(), books))?;
+            let cleanup = Cleanup::ReleaseBudget {
+                scope: b.scope.clone(),
+                id,
+                amount,
+            };
+            holds.push(Hold {
+                scope: b.scope.clone(),
+                id,
+                guard: Guard::new(self.state(), cleanup),
+            });
+        }
+        Ok(Some(Reservation {
+            amount,
+            input_tokens,
+            holds,
+        }))
+    }
+}
+
+/// Tell observers when a call's reported usage passed what it was allowed (output) or
+/// what its reservation assumed (input). The budget may then be overspent by the
+/// difference; the call is still settled at its real cost.
+pub(in crate::gateway) fn check_usage(
+    gw: &Gateway,
+    route: &str,
+    slot: &Slot,
+    model: &str,
+    limits: Limits,
+    usage: Option<&Usage>,
+) {
+    let Some(u) = usage else { return };
+    let output_over = limits.output.is_some_and(|n| u.output_tokens > n);
+    let input_over = limits.input.is_some_and(|n| u.input_tokens > n);
+    if !(output_over || input_over) {
+        return;
+    }
+    let overrun = Overrun {
+        provider: slot.spec.name.clone(),
+        model: model.to_owned(),
+        output_allowed: limits.output,
+        output_reported: u.output_tokens,
+        input_bound: limits.input,
+        input_reported: u.input_tokens,
+    };
+    for o in &gw.inner.observers {
+        o.on_overrun(route, &overrun);
+    }
+}
+
+/// The exact cost of a call: what the provider billed, else usage × price; `None` when
+/// either is unknown.
+pub(in crate::gateway) fn cost_of(
+    reported: Option<Money>,
+    usage: Option<&crate::chat::Usage>,
+    price: Option<Price>,
+) -> Option<Money> {
+    reported.or_else(|| Some(price?.cost(usage?)))
+}

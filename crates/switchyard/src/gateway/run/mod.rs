@@ -1,0 +1,465 @@
+//! One request's journey through a route: the attempt loop every request runs, plain or
+//! streamed.
+//!
+//! For each planned candidate: budget-unpriced check → breaker admission → the output
+//! bound (the route's default `max_tokens` is set when a budgeted request's worst case is
+//! otherwise unknown) → reservation of the worst case (`budget.rs`) → the retry loop under
+//! the deadline (`attempt.rs`) → breaker verdict → settle or release (and an overrun alert
+//! when the reported usage passed the bound) → answer, fail over, or return (`answer.rs`).
+//! Guards give back a probe lease and a reservation if the caller drops the request
+//! mid-flight. Streams use the same loop, with "answered" meaning "the first content chunk
+//! arrived" (the commit point); the committed stream (`gateway/stream/`) then owns the
+//! run, and its rescues take their turns on it.
+
+mod answer;
+mod attempt;
+mod budget;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::hold::Guard;
+pub(super) use super::hold::Reservation;
+use super::{budget_scope, Budget, CallOptions, Gateway, Slot};
+use crate::breaker::{Admission, Now, Op, SkipReason};
+use crate::chat::{ChatChunk, ChatRequest, ChatResponse, ProviderReply};
+use crate::clock::UnixMillis;
+use crate::cost::BudgetState;
+use crate::error::{AttemptError, ErrorKind, GatewayError, ProviderError};
+use crate::observe::{Attempt, Outcome};
+use crate::provider::ChunkStream;
+use crate::route::{plan, Candidate, Route};
+use crate::state::{Cleanup, SharedState};
+
+pub(super) use answer::{failed_over, Completion};
+pub(super) use budget::{check_usage, cost_of, Limits};
+
+/// How one provider's turn ended.
+#[allow(clippy::large_enum_variant)] // short-lived, on the stack
+pub(super) enum TurnEnd {
+    Answered(Won),
+    Skipped,
+    Failed(ProviderError),
+    Refused(String, BudgetState),
+}
+
+/// What kind of call a turn makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Call {
+    Send,
+    Stream,
+}
+
+/// Why a request stops before trying every candidate.
+pub(super) enum Stop {
+    /// A budget (scope, books) refused before dispatch.
+    Refused(String, BudgetState),
+    /// An error the route does not fail over, returned as itself.
+    Returned {
+        provider: String,
+        error: ProviderError,
+    },
+}
+
+/// A successful call's result.
+pub(super) enum Answer {
+    Reply(ProviderReply),
+    /// A stream that reached its first content chunk (or its finish signal).
+    Opened {
+        stream: ChunkStream,
+        /// Chunks received up to and including the first content chunk.
+        head: Vec<ChatChunk>,
+    },
+}
+
+/// A turn that got an answer, with what settling it needs.
+pub(super) struct Won {
+    pub answer: Answer,
+    pub latency: Duration,
+    pub attempt: u32,
+    pub reservation: Option<Reservation>,
+    pub limits: Limits,
+}
+
+/// One request in flight: the runner a plain request and a stream (through its rescues)
+/// share, and the trail it leaves.
+pub(super) struct Run {
+    pub gw: Gateway,
+    pub route: Arc<Route>,
+    pub started: Instant,
+    pub deadline: Instant,
+    pub request_index: u64,
+    /// Slot indices in the order the route tries them (fixed when the first turn starts).
+    pub plan: Vec<usize>,
+    pub attempts: Vec<Attempt>,
+    pub errors: Vec<AttemptError>,
+    /// Set when the deadline cut a turn short or left candidates untried.
+    pub deadline_hit: bool,
+    /// Every budget this request spends against: the route's, then the caller's.
+    pub budgets: Vec<Budget>,
+    /// The earliest moment a rate-limited candidate accepts again (its Retry-After, or the
+    /// end of its cooling): what a request that met only rate limits tells its caller.
+    retry_at: Option<UnixMillis>,
+    /// Set once the caller has (or will be given) the outcome. A run dropped before
+    /// that was abandoned by its caller: `Drop` tells observers, with the trail so far.
+    /// A committed stream owns its run and sets this when it reports (`stream/live.rs`).
+    pub settled: bool,
+    rng: fastrand::Rng,
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if self.settled {
+            return;
+        }
+        let err = GatewayError::Cancelled {
+            partial: None,
+            attempts: std::mem::take(&mut self.attempts),
+        };
+        for o in &self.gw.inner.observers {
+            o.on_complete(&self.route.name, Err(&err));
+        }
+    }
+}
+
+impl Run {
+    pub(super) fn new(gw: &Gateway, route: &Arc<Route>, opts: &CallOptions) -> Self {
+        let started = gw.inner.clock.now();
+        let request_index = gw
+            .inner
+            .requests
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let rng = gw
+            .inner
+            .rng
+            .lock()
+            .map(|mut r| fastrand::Rng::with_seed(r.u64(..)))
+            .unwrap_or_default();
+        Self {
+            gw: gw.clone(),
+            route: Arc::clone(route),
+            started,
+            deadline: started + route.deadline,
+            request_index,
+            plan: Vec::new(),
+            attempts: Vec::new(),
+            errors: Vec::new(),
+            deadline_hit: false,
+            retry_at: None,
+            budgets: budgets_of(route, opts),
+            settled: false,
+            rng,
+        }
+    }
+
+    /// A non-streaming request, start to finish.
+    pub(super) async fn execute(mut self, req: &ChatRequest) -> Result<ChatResponse, GatewayError> {
+        let result = match self.first_answer(req, Call::Send).await {
+            Ok((pos, won)) => Ok(self.answer(pos, won).await),
+            Err(e) => Err(e),
+        };
+        self.settled = true;
+        result
+    }
+
+    /// The attempt loop of every request, plain or streamed: the candidates in plan order
+    /// until one answers (for a stream: reaches its commit point). Returns its position in
+    /// the plan and its win; an error settles the run (the caller reports it).
+    pub(super) async fn first_answer(
+        &mut self,
+        req: &ChatRequest,
+        call: Call,
+    ) -> Result<(usize, Won), GatewayError> {
+        self.plan = self.order();
+        for pos in 0..self.plan.len() {
+            match self.candidate(self.plan[pos], req, call).await {
+                Ok(Some(won)) => return Ok((pos, won)),
+                Ok(None) => {}
+                Err(stop) => {
+                    self.settled = true;
+                    return Err(self.stopped(stop));
+                }
+            }
+        }
+        self.settled = true;
+        Err(self.exhausted())
+    }
+
+    /// One candidate's turn (slot index `i`), mapped to: an answer, "try the next one"
+    /// (`None`), or a stop that ends the request.
+    pub(super) async fn candidate(
+        &mut self,
+        i: usize,
+        req: &ChatRequest,
+        call: Call,
+    ) -> Result<Option<Won>, Stop> {
+        if self.time_left().is_zero() {
+            self.deadline_hit = true;
+            return Ok(None);
+        }
+        let gw = self.gw.clone(); // the slot outlives the turn's `&mut self`
+        let slot = &gw.inner.slots[i];
+        match self.turn(slot, req, call).await {
+            TurnEnd::Answered(won) => Ok(Some(won)),
+            TurnEnd::Skipped => Ok(None),
+            TurnEnd::Refused(scope, books) => Err(Stop::Refused(scope, books)),
+            TurnEnd::Failed(err) if !self.route.policy_for(err.kind).fail_over => {
+                Err(Stop::Returned {
+                    provider: slot.spec.name.clone(),
+                    error: err,
+                })
+            }
+            TurnEnd::Failed(_) => Ok(None),
+        }
+    }
+
+    /// The error for a stop, carrying the trail so far.
+    pub(super) fn stopped(&mut self, stop: Stop) -> GatewayError {
+        let attempts = std::mem::take(&mut self.attempts);
+        match stop {
+            Stop::Refused(scope, books) => GatewayError::BudgetExceeded {
+                scope,
+                limit: books.limit,
+                spent: books.spent,
+                reserved: books.reserved,
+                attempts,
+            },
+            Stop::Returned { provider, error } => GatewayError::Provider {
+                provider,
+                error,
+                attempts,
+            },
+        }
+    }
+
+    /// The error once every candidate has been tried or skipped.
+    pub(super) fn exhausted(&mut self) -> GatewayError {
+        let rate_limited = self.rate_limited_for();
+        let errors = std::mem::take(&mut self.errors);
+        let attempts = std::mem::take(&mut self.attempts);
+        if let Some(retry_after) = rate_limited {
+            return GatewayError::RateLimited {
+                retry_after,
+                errors,
+                attempts,
+            };
+        }
+        if self.deadline_hit {
+            GatewayError::DeadlineExceeded {
+                deadline: self.route.deadline,
+                errors,
+                attempts,
+            }
+        } else {
+            GatewayError::AllFailed { errors, attempts }
+        }
+    }
+
+    /// When every provider of the route was tried or skipped, and each one only failed
+    /// with rate limits or was skipped as cooling: the wait until the earliest of them
+    /// accepts again.
+    fn rate_limited_for(&self) -> Option<Duration> {
+        let only = self.attempts.iter().all(|a| match &a.outcome {
+            Outcome::Failed { kind, .. } => *kind == ErrorKind::RateLimited,
+            Outcome::Skipped { reason } => *reason == SkipReason::Cooling,
+            Outcome::Success | Outcome::Rescue { .. } => false,
+        });
+        let every =
+            (self.route.providers.iter()).all(|p| self.attempts.iter().any(|a| a.provider == *p));
+        let at = self.retry_at.filter(|_| only && every)?;
+        Some(Duration::from_millis(at.saturating_sub(self.now().ms)))
+    }
+
+    /// A rate-limited candidate accepts again at `at_ms`.
+    fn note_retry_at(&mut self, at_ms: UnixMillis) {
+        self.retry_at = Some(self.retry_at.map_or(at_ms, |t| t.min(at_ms)));
+    }
+
+    /// Note when a candidate skipped as cooling accepts again.
+    async fn note_cooling(&mut self, slot: &Slot) {
+        let now = self.now();
+        let breaker = self.state().breaker(&slot.spec.name).await;
+        let until = breaker.snapshot(&self.route.breaker, now).cooling_until_ms;
+        self.note_retry_at(until.unwrap_or(now.ms));
+    }
+
+    /// Slot indices in the order the route tries them.
+    fn order(&self) -> Vec<usize> {
+        let slots: Vec<usize> = self
+            .route
+            .providers
+            .iter()
+            .filter_map(|name| self.gw.inner.by_name.get(name).copied())
+            .collect();
+        let candidates: Vec<Candidate> = slots
+            .iter()
+            .map(|&i| {
+                let s = &self.gw.inner.slots[i];
+                Candidate {
+                    nominal_cost: s.price.map(|p| p.nominal_cost()),
+                    latency_ms: s.latency(),
+                }
+            })
+            .collect();
+        plan(self.route.order, &candidates)
+            .into_iter()
+            .map(|k| slots[k])
+            .collect()
+    }
+
+    /// What is left of the request's deadline.
+    pub(super) fn time_left(&self) -> Duration {
+        self.deadline
+            .saturating_duration_since(self.gw.inner.clock.now())
+    }
+
+    pub(super) fn now(&self) -> Now {
+        Now {
+            ms: self.gw.inner.clock.unix_ms(),
+            request: self.request_index,
+        }
+    }
+
+    fn state(&self) -> &Arc<dyn SharedState> {
+        &self.gw.inner.state
+    }
+
+    pub(super) async fn breaker(&self, slot: &Slot, op: Op) -> crate::breaker::Applied {
+        let applied = self
+            .state()
+            .breaker_op(&slot.spec.name, &self.route.breaker, self.now(), op)
+            .await;
+        if let Some(t) = &applied.transition {
+            for o in &self.gw.inner.observers {
+                o.on_transition(&slot.spec.name, t);
+            }
+        }
+        applied
+    }
+
+    /// Tell observers of an attempt and add it to the trail.
+    pub(super) fn record(&mut self, attempt: Attempt) {
+        for o in &self.gw.inner.observers {
+            o.on_attempt(&self.route.name, &attempt);
+        }
+        self.attempts.push(attempt);
+    }
+
+    fn skip(&mut self, slot: &Slot, reason: SkipReason) -> TurnEnd {
+        let model = slot.spec.provider.model().to_owned();
+        self.record(Attempt::skipped(&slot.spec.name, &model, reason));
+        TurnEnd::Skipped
+    }
+
+    /// One provider's turn: admission, reservation, the retry loop, the verdict.
+    async fn turn(&mut self, slot: &Slot, req: &ChatRequest, call: Call) -> TurnEnd {
+        if !self.budgets.is_empty() && slot.price.is_none() && !self.route.allow_unpriced {
+            return self.skip(slot, SkipReason::Unpriced);
+        }
+        let limit = if self.route.breaker.single_attempt_probes() {
+            slot.spec.probe_limit()
+        } else {
+            slot.spec.timeout
+        };
+        let lease_for = limit.min(self.time_left());
+        let lease = match self.breaker(slot, Op::Admit { lease_for }).await.admission {
+            Admission::Reject(reason) => {
+                if reason == SkipReason::Cooling {
+                    self.note_cooling(slot).await;
+                }
+                return self.skip(slot, reason);
+            }
+            Admission::Admit => None,
+            Admission::Probe { lease } => Some(lease),
+        };
+        let mut probe = lease.map(|lease| {
+            Guard::new(
+                self.state(),
+                Cleanup::ReleaseProbe {
+                    provider: slot.spec.name.clone(),
+                    lease,
+                },
+            )
+        });
+        let (req, mut limits) = self.bounded(slot, req);
+        let reservation = match self.reserve(slot, &req, limits.output).await {
+            Ok(r) => r,
+            Err((scope, books)) => return TurnEnd::Refused(scope, books),
+        };
+        limits.input = reservation.as_ref().map(|r| r.input_tokens);
+        let end = self.attempts_loop(slot, &req, call, lease).await;
+        if let Some(p) = probe.as_mut() {
+            p.disarm(); // the breaker gets its verdict below (or releases the lease itself)
+        }
+        match end {
+            Ok((answer, latency, attempt)) => {
+                self.breaker(slot, Op::Succeeded { lease }).await;
+                TurnEnd::Answered(Won {
+                    answer,
+                    latency,
+                    attempt,
+                    reservation,
+                    limits,
+                })
+            }
+            Err(err) => {
+                if let Some(mut r) = reservation {
+                    r.release_now();
+                }
+                let effect = self.route.policy_for(err.kind).breaker;
+                let op = Op::TurnFailed {
+                    kind: err.kind,
+                    effect,
+                    lease,
+                };
+                self.breaker(slot, op).await;
+                TurnEnd::Failed(err)
+            }
+        }
+    }
+
+    /// Record a failed attempt (trail and errors; a rate limit notes when it ends).
+    pub(super) fn record_failure(
+        &mut self,
+        slot: &Slot,
+        model: &str,
+        attempt: u32,
+        err: &ProviderError,
+        latency: Duration,
+    ) {
+        if err.kind == ErrorKind::RateLimited {
+            let wait = err.retry_after.map_or(0, crate::clock::duration_ms);
+            self.note_retry_at(self.now().ms.saturating_add(wait));
+        }
+        self.errors.push(AttemptError {
+            provider: slot.spec.name.clone(),
+            error: err.clone(),
+        });
+        self.record(Attempt {
+            provider: slot.spec.name.clone(),
+            model: model.to_owned(),
+            attempt,
+            outcome: Outcome::Failed {
+                kind: err.kind,
+                message: err.message.clone(),
+            },
+            status: err.status,
+            latency,
+        });
+    }
+}
+
+/// The route's budget (if any) followed by the caller's.
+fn budgets_of(route: &Route, opts: &CallOptions) -> Vec<Budget> {
+    let mut budgets = Vec::with_capacity(1 + opts.budgets.len());
+    if let Some(limit) = route.budget {
+        budgets.push(Budget {
+            scope: budget_scope(&route.name),
+            limit,
+        });
+    }
+    budgets.extend(opts.budgets.iter().cloned());
+    budgets
+}

@@ -1,0 +1,75 @@
+//! What a committed stream keeps of what it delivered, up to the rescue buffer limit.
+
+use crate::chat::{ChatChunk, ToolCall, ToolCallDelta};
+
+/// What the client has been sent, kept (up to the rescue buffer limit) for a
+/// continuation's prefill, a restart's splice and the final response.
+#[derive(Default)]
+pub(super) struct Kept {
+    /// Text delivered.
+    pub(super) text: String,
+    /// Tool calls delivered so far, whole.
+    pub(super) tool_calls: Vec<ToolCall>,
+    /// Tool-call deltas were delivered (a prefill cannot continue those).
+    pub(super) sent_tools: bool,
+    /// Bytes of text and tool-call fragments delivered; past the limit nothing more is kept.
+    pub(super) bytes: usize,
+    /// The limit was passed: `text` and `tool_calls` were dropped, and a break can no
+    /// longer be rescued.
+    pub(super) unrescuable: bool,
+}
+
+impl Kept {
+    /// Keep a delivered chunk's content while the total stays within `limit`; once past
+    /// it, drop (and free) all that was kept: the stream is served on but can no longer
+    /// be rescued.
+    pub(super) fn keep(&mut self, chunk: &ChatChunk, limit: usize) {
+        self.sent_tools |= !chunk.tool_calls.is_empty();
+        if self.unrescuable {
+            return;
+        }
+        let tools: usize = chunk
+            .tool_calls
+            .iter()
+            .map(|d| {
+                d.arguments.len()
+                    + d.id.as_ref().map_or(0, String::len)
+                    + d.name.as_ref().map_or(0, String::len)
+            })
+            .sum();
+        self.bytes = self
+            .bytes
+            .saturating_add(chunk.text.len())
+            .saturating_add(tools);
+        if self.bytes > limit {
+            self.unrescuable = true;
+            self.text = String::new();
+            self.tool_calls = Vec::new();
+            return;
+        }
+        self.text.push_str(&chunk.text);
+        merge_tool_deltas(&mut self.tool_calls, &chunk.tool_calls);
+    }
+}
+
+/// Fold streamed tool-call fragments into whole calls, by index.
+fn merge_tool_deltas(calls: &mut Vec<ToolCall>, deltas: &[ToolCallDelta]) {
+    for d in deltas {
+        let i = d.index as usize;
+        while calls.len() <= i {
+            calls.push(ToolCall {
+                id: String::new(),
+                name: String::new(),
+                arguments: String::new(),
+            });
+        }
+        let call = &mut calls[i];
+        if let Some(id) = &d.id {
+            call.id.clone_from(id);
+        }
+        if let Some(name) = &d.name {
+            call.name.push_str(name);
+        }
+        call.arguments.push_str(&d.arguments);
+    }
+}

@@ -1,0 +1,317 @@
+//! A committed stream at work: chunks passed on (through a splice while one runs), each
+//! segment closed (usage checked, cost billed, reservation settled) when it finishes,
+//! breaks or is cancelled, and the request reported once.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use futures_util::StreamExt as _;
+
+use super::{CancelSlot, ChatStream, Diverged, Kept, Live, Mode, Rung, Segment, StreamEvent};
+use crate::breaker::Op;
+use crate::chat::{ChatChunk, ChatRequest, ChatResponse, Usage};
+use crate::cost::Money;
+use crate::error::{ErrorKind, GatewayError, ProviderError};
+use crate::gateway::run::{check_usage, cost_of, failed_over, Completion, Run, Won};
+use crate::gateway::Slot;
+use crate::observe::Outcome;
+
+impl Live {
+    /// Take over a run whose turn at `pos` reached the commit point. The run stays
+    /// unsettled: the stream reports how the request ended.
+    pub(super) fn commit(run: Run, req: Arc<ChatRequest>, pos: usize, won: Won) -> Live {
+        let (segment, head) = Segment::opened(won, run.gw.inner.clock.now());
+        let model = run.gw.inner.slots[run.plan[pos]]
+            .spec
+            .provider
+            .model()
+            .to_owned();
+        let mut live = Live {
+            segment,
+            run,
+            req,
+            pos,
+            mode: Mode::Pass,
+            queue: VecDeque::new(),
+            kept: Kept::default(),
+            usage: None,
+            cost: Some(Money::ZERO),
+            model,
+            finish: None,
+            cause: None,
+            next: (pos + 1, Rung::Continuation),
+            cancelled: CancelSlot::default(),
+        };
+        for chunk in head {
+            // the first segment passes straight through: it cannot diverge
+            let _ = live.take(chunk);
+        }
+        live
+    }
+
+    pub(super) fn into_stream(self) -> ChatStream {
+        let provider = self.slot().spec.name.clone();
+        ChatStream {
+            failed_over: failed_over(&self.run.attempts, &provider),
+            provider,
+            model: self.model.clone(),
+            attempts: self.run.attempts.clone(),
+            cancelled: self.cancelled.clone(),
+            // boxed: the state moves through every poll, and a pointer is cheaper to move
+            inner: Box::pin(futures_util::stream::unfold(
+                Box::new(self),
+                |mut live| async move {
+                    let event = live.next_event().await?;
+                    Some((event, live))
+                },
+            )),
+        }
+    }
+
+    pub(super) fn slot(&self) -> &Slot {
+        &self.run.gw.inner.slots[self.run.plan[self.pos]]
+    }
+
+    async fn next_event(&mut self) -> Option<StreamEvent> {
+        loop {
+            if let Some(e) = self.queue.pop_front() {
+                return Some(e);
+            }
+            let stall = self.slot().spec.stall_timeout.min(self.run.time_left());
+            let upstream = self.segment.upstream.as_mut()?;
+            match tokio::time::timeout(stall, upstream.next()).await {
+                Ok(Some(Ok(chunk))) => {
+                    if self.take(chunk).is_err() {
+                        self.diverged();
+                        self.rescue().await;
+                    }
+                }
+                Ok(Some(Err(e))) => self.broken(e).await,
+                Ok(None) => {
+                    let msg = "stream closed before the finish signal";
+                    self.broken(ProviderError::new(ErrorKind::Malformed, msg))
+                        .await;
+                }
+                Err(_) if stall < self.slot().spec.stall_timeout => self.out_of_time(),
+                Err(_) => {
+                    let msg = format!("stream stalled for {}ms", stall.as_millis());
+                    self.broken(ProviderError::new(ErrorKind::Timeout, msg))
+                        .await;
+                }
+            }
+        }
+    }
+
+    /// Pass a chunk on (through the splice, if one is running); finish on the signal.
+    pub(super) fn take(&mut self, mut chunk: ChatChunk) -> Result<(), Diverged> {
+        if let Some(m) = &chunk.model {
+            self.model.clone_from(m);
+        }
+        if let Some(u) = chunk.usage {
+            self.segment.usage = Some(u);
+        }
+        if chunk.has_content() {
+            self.segment.chunks += 1;
+        }
+        if let Mode::Splice { expect, got } = &mut self.mode {
+            got.push_str(&chunk.text);
+            if got.len() < expect.len() {
+                if !expect.starts_with(got.as_str()) || chunk.finish_reason.is_some() {
+                    return Err(Diverged);
+                }
+                chunk.text.clear(); // held back: the client already has it
+                if chunk.tool_calls.is_empty() {
+                    return Ok(());
+                }
+            } else {
+                if !got.starts_with(expect.as_str()) {
+                    return Err(Diverged);
+                }
+                chunk.text = got[expect.len()..].to_owned();
+                self.mode = Mode::Pass;
+            }
+        }
+        let finish = chunk.finish_reason.clone();
+        if chunk.has_content() {
+            self.kept
+                .keep(&chunk, self.run.gw.inner.rescue_buffer_bytes);
+        }
+        if chunk.has_content() || finish.is_some() {
+            self.queue.push_back(StreamEvent::Chunk(chunk));
+        }
+        if let Some(f) = finish {
+            self.finish = Some(f);
+            self.finished();
+        }
+        Ok(())
+    }
+
+    /// The finish signal arrived: record, settle, and queue the summary.
+    fn finished(&mut self) {
+        self.segment.upstream = None;
+        let latency = self.run.gw.inner.clock.now() - self.segment.started;
+        let gw = self.run.gw.clone();
+        let slot = &gw.inner.slots[self.run.plan[self.pos]];
+        let attempt = self.tries_on_current();
+        self.run.record_success(slot, &self.model, attempt, latency);
+        self.close_segment(true);
+        let resp = self.response();
+        self.report(Ok(&resp));
+        self.queue.push_back(StreamEvent::Done(Box::new(resp)));
+    }
+
+    /// Tries on the current provider in this request (for the trail's attempt number).
+    fn tries_on_current(&self) -> u32 {
+        let name = &self.slot().spec.name;
+        let n = (self.run.attempts.iter())
+            .filter(|a| &a.provider == name && matches!(a.outcome, Outcome::Failed { .. }))
+            .count();
+        u32::try_from(n + 1).unwrap_or(u32::MAX)
+    }
+
+    /// Record the current segment's failure.
+    fn record_failed(&mut self, err: &ProviderError) {
+        let latency = self.run.gw.inner.clock.now() - self.segment.started;
+        let gw = self.run.gw.clone();
+        let slot = &gw.inner.slots[self.run.plan[self.pos]];
+        let attempt = self.tries_on_current();
+        (self.run).record_failure(slot, &self.model, attempt, err, latency);
+    }
+
+    /// Fold the current segment's usage and cost into the totals and settle its
+    /// reservation. A finished segment is billed for the usage the vendor reported (an
+    /// unreported one has unknown cost); a broken or cancelled one for what it reported,
+    /// else one output token per chunk it produced — the vendor billed those too.
+    fn close_segment(&mut self, finished: bool) {
+        let (gw, slot) = (&self.run.gw, self.slot());
+        let usage = self.segment.usage.as_ref();
+        let limits = self.segment.limits;
+        check_usage(gw, &self.run.route.name, slot, &self.model, limits, usage);
+        let chunks = std::mem::take(&mut self.segment.chunks);
+        let usage = self.segment.usage.take().or_else(|| {
+            // a broken segment was billed for what it produced; estimate it
+            (!finished && chunks > 0).then(|| Usage {
+                output_tokens: chunks,
+                ..Usage::default()
+            })
+        });
+        let billed = finished || usage.is_some();
+        let cost = cost_of(None, usage.as_ref(), self.slot().price);
+        if let Some(u) = usage {
+            self.usage = Some(self.usage.map_or(u, |total| total.plus(u)));
+        }
+        if billed {
+            self.cost = self.cost.zip(cost).map(|(a, b)| a + b);
+        }
+        if let Some(mut r) = self.segment.reservation.take() {
+            if billed {
+                r.settle_detached(self.run.gw.inner.state.as_ref(), cost);
+            } else {
+                r.release_now();
+            }
+        }
+    }
+
+    /// The committed stream broke: count it against the provider and climb the ladder.
+    async fn broken(&mut self, err: ProviderError) {
+        self.segment.upstream = None;
+        self.record_failed(&err);
+        let effect = self.run.route.policy_for(err.kind).breaker;
+        let ops = [
+            Op::AttemptFailed {
+                kind: err.kind,
+                effect,
+                retry_after: err.retry_after,
+                lease: None,
+            },
+            Op::TurnFailed {
+                kind: err.kind,
+                effect,
+                lease: None,
+            },
+        ];
+        for op in ops {
+            self.run.breaker(self.slot(), op).await;
+        }
+        self.close_segment(false);
+        self.cause.get_or_insert(err);
+        self.rescue().await;
+    }
+
+    /// The request's deadline passed mid-stream. That is the caller's limit, not the
+    /// provider's fault: no breaker verdict, no rescue (there is no time left for one);
+    /// the stream ends with `DeadlineExceeded` and no `[DONE]`.
+    fn out_of_time(&mut self) {
+        self.segment.upstream = None;
+        let deadline = self.run.route.deadline;
+        let msg = format!(
+            "the route's deadline of {}ms passed mid-stream",
+            deadline.as_millis()
+        );
+        self.record_failed(&ProviderError::new(ErrorKind::Timeout, msg));
+        self.close_segment(false);
+        let err = GatewayError::DeadlineExceeded {
+            deadline,
+            errors: self.run.errors.clone(),
+            attempts: self.run.attempts.clone(),
+        };
+        self.report(Err(&err));
+        self.queue.push_back(StreamEvent::Failed(Box::new(err)));
+    }
+
+    /// A restart produced different text than was sent: it cannot be spliced. Not the
+    /// provider's fault, so the breaker is not told.
+    pub(super) fn diverged(&mut self) {
+        self.segment.upstream = None;
+        let err = ProviderError::new(
+            ErrorKind::Malformed,
+            "restart diverged from the text already sent; cannot splice",
+        );
+        self.record_failed(&err);
+        self.close_segment(false);
+        self.mode = Mode::Pass;
+    }
+
+    /// The completion so far.
+    fn response(&self) -> ChatResponse {
+        let completion = Completion {
+            text: self.kept.text.clone(),
+            tool_calls: self.kept.tool_calls.clone(),
+            finish_reason: self.finish.clone(),
+            model: self.model.clone(),
+            usage: self.usage,
+            cost: self.cost,
+            provider_latency: None,
+            max_tokens_applied: self.segment.limits.applied,
+        };
+        (self.run).response(self.slot(), completion, self.run.attempts.clone())
+    }
+
+    /// Tell observers how the request ended, once (settling the run).
+    pub(super) fn report(&mut self, result: Result<&ChatResponse, &GatewayError>) {
+        if std::mem::replace(&mut self.run.settled, true) {
+            return;
+        }
+        for o in &self.run.gw.inner.observers {
+            o.on_complete(&self.run.route.name, result);
+        }
+    }
+}
+
+impl Drop for Live {
+    /// The client went away mid-stream: the upstream call is dropped with us; bill what
+    /// the vendor reported, or estimate one token per content chunk it produced.
+    fn drop(&mut self) {
+        if self.run.settled {
+            return;
+        }
+        self.close_segment(false);
+        let partial = self.response();
+        self.cancelled.put(partial.clone());
+        let err = GatewayError::Cancelled {
+            partial: Some(Box::new(partial)),
+            attempts: Vec::new(),
+        };
+        self.report(Err(&err));
+    }
+}

@@ -1,0 +1,124 @@
+//! The rescue ladder of a broken committed stream: for each later candidate, a
+//! continuation (when it takes a prefill and text was sent), then a restart spliced
+//! against what was sent; or, past the rescue buffer limit, every candidate skipped.
+
+use super::{Live, Mode, Rung, Segment, StreamEvent};
+use crate::breaker::SkipReason;
+use crate::chat::{ChatRequest, Message};
+use crate::error::{ErrorKind, GatewayError, ProviderError};
+use crate::gateway::run::Call;
+use crate::observe::{Attempt, Outcome};
+
+impl Live {
+    /// Climb the rescue ladder from `self.next`; on success a new upstream is live, else
+    /// the stream ends with the original failure.
+    pub(super) async fn rescue(&mut self) {
+        if self.kept.unrescuable {
+            self.skip_rescuers();
+        } else if !self.kept.sent_tools {
+            while let Some((pos, rung)) = self.next_rung() {
+                if self.try_rung(pos, rung).await {
+                    return;
+                }
+            }
+        }
+        let cause = self
+            .cause
+            .clone()
+            .unwrap_or_else(|| ProviderError::new(ErrorKind::Malformed, "stream broke"));
+        let err = GatewayError::Provider {
+            provider: self.slot().spec.name.clone(),
+            error: cause,
+            attempts: self.run.attempts.clone(),
+        };
+        self.report(Err(&err));
+        self.queue.push_back(StreamEvent::Failed(Box::new(err)));
+    }
+
+    /// The stream passed the rescue buffer limit: record every candidate left as skipped
+    /// for that reason (the trail says why none was asked), and use them up.
+    fn skip_rescuers(&mut self) {
+        let gw = self.run.gw.clone();
+        let plan = std::mem::take(&mut self.run.plan);
+        for &i in plan.get(self.next.0..).unwrap_or_default() {
+            let spec = &gw.inner.slots[i].spec;
+            let skip = Attempt::skipped(
+                &spec.name,
+                spec.provider.model(),
+                SkipReason::RescueBufferFull,
+            );
+            self.run.record(skip);
+        }
+        self.next = (plan.len(), Rung::Continuation);
+        self.run.plan = plan;
+    }
+
+    /// The next (candidate, rung) to try, advancing the cursor.
+    fn next_rung(&mut self) -> Option<(usize, Rung)> {
+        let (pos, rung) = self.next;
+        let slot = self.run.gw.inner.slots.get(*self.run.plan.get(pos)?)?;
+        if rung == Rung::Continuation {
+            self.next = (pos, Rung::Restart);
+            if slot.spec.supports_prefill && !self.kept.text.is_empty() {
+                return Some((pos, Rung::Continuation));
+            }
+        }
+        self.next = (pos + 1, Rung::Continuation);
+        Some((pos, Rung::Restart))
+    }
+
+    /// Try one rung; true when a rescue stream is live and its head passed the splice.
+    async fn try_rung(&mut self, pos: usize, rung: Rung) -> bool {
+        if self.run.time_left().is_zero() {
+            return false;
+        }
+        let req = match rung {
+            Rung::Continuation => continuation_of(&self.req, &self.kept.text),
+            Rung::Restart => ChatRequest::clone(&self.req),
+        };
+        let turn = self.run.candidate(self.run.plan[pos], &req, Call::Stream);
+        let Ok(Some(won)) = turn.await else {
+            return false;
+        };
+        let (latency, attempt) = (won.latency, won.attempt);
+        let (segment, head) = Segment::opened(won, self.run.gw.inner.clock.now());
+        self.pos = pos;
+        self.segment = segment;
+        let method = match rung {
+            Rung::Continuation => "continuation",
+            Rung::Restart => "restart",
+        };
+        let attempt = Attempt {
+            provider: self.slot().spec.name.clone(),
+            model: self.slot().spec.provider.model().to_owned(),
+            attempt,
+            outcome: Outcome::Rescue {
+                method: method.to_owned(),
+            },
+            status: None,
+            latency,
+        };
+        self.run.record(attempt);
+        self.mode = match rung {
+            Rung::Continuation => Mode::Pass,
+            Rung::Restart => Mode::Splice {
+                expect: self.kept.text.clone(),
+                got: String::new(),
+            },
+        };
+        for chunk in head {
+            if self.take(chunk).is_err() {
+                self.diverged();
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// The original request plus the text already sent, as an assistant prefill.
+fn continuation_of(req: &ChatRequest, sent: &str) -> ChatRequest {
+    let mut next = req.clone();
+    next.messages.push(Message::assistant(sent));
+    next
+}

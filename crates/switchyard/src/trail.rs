@@ -1,0 +1,137 @@
+//! The attempt trail: what each try and skip of a request came to.
+//!
+//! Owns [`Attempt`] (one entry), its [`Outcome`] and the [`SkipReason`] a provider was not
+//! called for. Replies (`chat`) and errors (`error`) carry a trail; observers (`observe`)
+//! are shown each entry as it is made. Part of the vocabulary's bottom layer: it depends
+//! only on `fault` (the kind of a failure).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::fault::ErrorKind;
+
+/// Why a provider was not called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    /// Its circuit is open.
+    CircuitOpen,
+    /// Half-open, and another request holds the probe lease.
+    ProbeInFlight,
+    /// It asked us (Retry-After) to stay away until later.
+    Cooling,
+    /// It has no known price and the route has a budget.
+    Unpriced,
+    /// A committed stream broke after passing the gateway's rescue buffer limit: what
+    /// it delivered was no longer kept, so this provider could not be asked to rescue it.
+    RescueBufferFull,
+}
+
+impl SkipReason {
+    /// Lower-case label for metrics and logs.
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::CircuitOpen => "circuit_open",
+            Self::ProbeInFlight => "probe_in_flight",
+            Self::Cooling => "cooling",
+            Self::Unpriced => "unpriced",
+            Self::RescueBufferFull => "rescue_buffer_full",
+        }
+    }
+}
+
+/// What one try or skip came to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The provider answered.
+    Success,
+    /// The provider failed.
+    Failed {
+        /// How.
+        kind: ErrorKind,
+        /// The error message (never a credential).
+        message: String,
+    },
+    /// The provider was not called.
+    Skipped {
+        /// Why.
+        reason: SkipReason,
+    },
+    /// A committed stream broke and this provider was asked to finish it.
+    Rescue {
+        /// `continuation` or `restart`.
+        method: String,
+    },
+}
+
+impl Outcome {
+    /// A short label: `success`, `failed:<kind>`, `skipped:<reason>`, `rescue:<method>`.
+    #[must_use]
+    pub fn label(&self) -> String {
+        match self {
+            Self::Success => "success".to_owned(),
+            Self::Failed { kind, .. } => format!("failed:{kind}"),
+            Self::Skipped { reason } => format!("skipped:{}", reason.label()),
+            Self::Rescue { method } => format!("rescue:{method}"),
+        }
+    }
+}
+
+/// One entry of the audit trail: a try or a skip.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// The provider's configured name.
+    pub provider: String,
+    /// The model it calls.
+    pub model: String,
+    /// 1-based attempt number within the provider's turn; 0 for a skip.
+    pub attempt: u32,
+    /// What happened.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    /// The HTTP status, when there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// How long the try took (zero for skips).
+    #[serde(with = "duration_ms_f64", rename = "latency_ms")]
+    pub latency: Duration,
+}
+
+impl Attempt {
+    /// A skip record.
+    #[must_use]
+    pub fn skipped(provider: &str, model: &str, reason: SkipReason) -> Self {
+        Self {
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+            attempt: 0,
+            outcome: Outcome::Skipped { reason },
+            status: None,
+            latency: Duration::ZERO,
+        }
+    }
+
+    /// True for a try that reached the provider (not a skip).
+    #[must_use]
+    pub fn was_called(&self) -> bool {
+        !matches!(self.outcome, Outcome::Skipped { .. })
+    }
+}
+
+/// Serialize a duration as fractional milliseconds.
+pub(crate) mod duration_ms_f64 {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64() * 1000.0)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let ms = f64::deserialize(d)?;
+        Ok(Duration::from_secs_f64(ms.max(0.0) / 1000.0))
+    }
+}
