@@ -1,10 +1,15 @@
-//! Providers: the one trait adapters implement, and the in-process ones.
+//! Providers: the one trait the gateway calls, the HTTP provider vendors run on, and the
+//! in-process ones.
 //!
 //! Owns [`Provider`] (async, object-safe: the gateway holds `Arc<dyn Provider>`), the chunk
-//! stream type, the scripted provider used by pipeline tests, and the simulated provider of
-//! the tutorial. Adapters translate and classify; they never retry, route or log.
+//! stream type, [`codec::HttpProvider`] (the one HTTP provider; each vendor folder —
+//! `openai/`, `anthropic/`, `gemini/` — is a [`codec::Codec`] it drives), the scripted
+//! provider used by pipeline tests, and the simulated provider of the tutorial. Vendor
+//! codecs translate and classify; they never retry, route or log.
 
 pub mod anthropic;
+pub mod codec;
+mod error_body;
 pub mod gemini;
 pub mod http;
 pub mod openai;

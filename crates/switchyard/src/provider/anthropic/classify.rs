@@ -24,6 +24,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 use crate::error::{ErrorKind, ProviderError};
+use crate::provider::error_body::ErrorBody;
 use crate::provider::http::HttpFailure;
 
 /// Phrases of a context-window error ("prompt is too long: 215823 tokens > 200000 maximum";
@@ -106,27 +107,7 @@ struct VendorError {
     kind: Option<String>,
 }
 
-impl VendorError {
-    fn from_body(body: &[u8]) -> Self {
-        match serde_json::from_slice::<Value>(body) {
-            Ok(value) => {
-                let mut vendor = Self::from_value(&value);
-                if vendor.message.is_empty() {
-                    vendor.message = super::snippet(body);
-                }
-                vendor
-            }
-            Err(_) if body.iter().all(u8::is_ascii_whitespace) => Self {
-                message: "empty error body".to_owned(),
-                ..Self::default()
-            },
-            Err(_) => Self {
-                message: format!("non-JSON error body: {}", super::snippet(body)),
-                ..Self::default()
-            },
-        }
-    }
-
+impl ErrorBody for VendorError {
     fn from_value(value: &Value) -> Self {
         let error = match value.get("error") {
             Some(Value::String(text)) => {
@@ -152,6 +133,12 @@ impl VendorError {
         }
     }
 
+    fn message_mut(&mut self) -> &mut String {
+        &mut self.message
+    }
+}
+
+impl VendorError {
     fn is(&self, kind: &str) -> bool {
         self.kind.as_deref() == Some(kind)
     }

@@ -1,15 +1,16 @@
 //! The Anthropic Messages API adapter (`POST {base}/v1/messages`).
 //!
-//! Owns the mapping between the shared shape and the Messages API: [`AnthropicConfig`],
-//! [`Anthropic::build_request`], [`parse_response`], [`EventParser::parse_event`] (one
-//! server-sent event), [`classify`] (in `classify.rs`: the only place status codes and
-//! error bodies are read), the serde types (private `wire` module) and the [`Provider`]
-//! impl. The request mapping's helpers are in `request.rs`. Fixture tests live in
-//! `tests.rs`; the shared HTTP suite in `tests/adapters/`.
+//! Owns the mapping between the shared shape and the Messages API: [`AnthropicConfig`] and
+//! [`AnthropicCodec`] here (the body, [`Anthropic::build_request`]); the request mapping's
+//! helpers in `request.rs`; replies in `reply.rs` ([`parse_response`]); stream events in
+//! `stream.rs` ([`EventParser::parse_event`]); [`classify`] in `classify.rs` (the only place
+//! status codes and error bodies are read); the serde types in the private `wire` module.
+//! Fixture tests live in `tests/`; the shared HTTP suite in `tests/adapters/`.
 //!
-//! Does not retry, route, log or time out a call: the gateway does. The transport
-//! (pooling, body limits, connect errors) is [`super::http`]; SSE framing and the "complete
-//! at the finish signal" rule are [`super::sse`].
+//! Does not retry, route, log or time out a call: the gateway does. The calls themselves
+//! (headers, posting, the health check, scrubbing the key) are [`super::codec::HttpProvider`];
+//! the transport (pooling, body limits, connect errors) is [`super::http`]; SSE framing and
+//! the "complete at the finish signal" rule are [`super::sse`].
 //!
 //! Request mapping, where Anthropic differs from the shared (OpenAI-like) shape:
 //! - System messages, wherever they stand, are lifted out into the top-level `system`
@@ -45,31 +46,26 @@
 //! `cache_creation_input_tokens`. `output_tokens` (thinking included) is as is.
 
 mod classify;
+mod reply;
 mod request;
+mod stream;
 #[cfg(test)]
 mod tests;
 mod wire;
 
 pub use classify::{classify, classify_value, parse_rfc3339, reset_wait};
+pub use reply::parse_response;
+pub use stream::EventParser;
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use ::http::HeaderMap;
-use async_trait::async_trait;
-use futures_util::StreamExt as _;
-use serde_json::{json, Value};
 
-use super::http::{
-    self, redact, snippet, ConfigError, Endpoint, ErrorPolicy, HttpClient, HttpSettings, Transport,
-    UpstreamResponse,
-};
+use super::codec::{Codec, Connection, Endpoints, HttpProvider, StreamEvents};
+use super::http::{self, ConfigError, Endpoint, HttpFailure, HttpSettings, Transport};
 use super::secret::Secret;
-use super::sse::{self, Parsed, SseEvent, SseStream};
-use super::{reply_as_chunk, ChunkStream, Provider};
-use crate::chat::{
-    ChatChunk, ChatRequest, FinishReason, ProviderReply, ResponseFormat, ToolCall, ToolCallDelta,
-    Usage,
-};
+use super::sse::{self, Parsed, SseEvent};
+use crate::chat::{ChatRequest, ProviderReply, ResponseFormat};
 use crate::clock::Clock;
 use crate::error::{ErrorKind, ProviderError};
 
@@ -167,24 +163,9 @@ impl AnthropicConfig {
     }
 }
 
-/// A Claude model behind the Messages API.
-#[derive(Debug)]
-pub struct Anthropic {
-    model: String,
-    default_max_tokens: u32,
-    structured_outputs: bool,
-    api_key: Option<Secret>,
-    /// Classifies non-2xx answers and scrubs the key from every error.
-    errors: ErrorPolicy,
-    http: HttpClient,
-    messages_url: Endpoint,
-    models_url: Endpoint,
-    /// Headers of a JSON call (key, version, extras), built once.
-    json_headers: HeaderMap,
-    /// The same with `Accept: text/event-stream`.
-    sse_headers: HeaderMap,
-    usage_grace: Duration,
-}
+/// A Claude model behind the Messages API: the shared HTTP provider running
+/// [`AnthropicCodec`].
+pub type Anthropic = HttpProvider<AnthropicCodec>;
 
 impl Anthropic {
     /// A provider from `config`, pooled on `transport`.
@@ -192,40 +173,28 @@ impl Anthropic {
     /// # Errors
     /// An unusable `base_url`, header, version or key (empty, or not valid in a header).
     pub fn new(config: AnthropicConfig, transport: &Transport) -> Result<Self, ConfigError> {
-        let messages_url = Endpoint::at(&config.base_url, "/v1/messages")?;
-        let models_url = Endpoint::at(&config.base_url, "/v1/models")?;
-        let mut headers = HeaderMap::new();
-        if let Some(key) = &config.api_key {
-            if key.is_empty() {
-                return Err(ConfigError("api_key is empty".to_owned()));
-            }
-            http::insert_secret_header(&mut headers, "x-api-key", "", key)?;
-        }
-        http::insert_header(&mut headers, "anthropic-version", &config.anthropic_version)?;
-        for (name, value) in &config.headers {
-            http::insert_header(&mut headers, name, value)?;
-        }
-        let mut json_headers = headers.clone();
-        http::insert_header(&mut json_headers, "accept", "application/json")?;
-        let mut sse_headers = headers;
-        http::insert_header(&mut sse_headers, "accept", "text/event-stream")?;
-        Ok(Self {
-            http: transport.client(config.http)?,
+        let call = Endpoint::at(&config.base_url, "/v1/messages")?;
+        let endpoints = Endpoints {
+            stream: call.clone(),
+            call,
+            health: Endpoint::at(&config.base_url, "/v1/models")?,
+        };
+        let mut headers = Vec::with_capacity(config.headers.len() + 1);
+        headers.push(("anthropic-version".to_owned(), config.anthropic_version));
+        headers.extend(config.headers);
+        let codec = AnthropicCodec {
             model: config.model,
             default_max_tokens: config.default_max_tokens,
             structured_outputs: config.structured_outputs,
-            errors: ErrorPolicy {
-                classify,
-                key: config.api_key.clone(),
-                clock: config.clock,
-            },
+        };
+        let connection = Connection {
             api_key: config.api_key,
-            messages_url,
-            models_url,
-            json_headers,
-            sse_headers,
+            headers,
+            http: config.http,
             usage_grace: config.usage_grace,
-        })
+            clock: config.clock,
+        };
+        Self::assemble(codec, endpoints, connection, transport)
     }
 
     /// The JSON body of a Messages call for `req`.
@@ -235,7 +204,30 @@ impl Anthropic {
     /// a JSON object, a tool result without a call id, an image where Anthropic takes none,
     /// a malformed `data:` URL, or no user/assistant message at all.
     pub fn build_request(&self, req: &ChatRequest, stream: bool) -> Result<Vec<u8>, ProviderError> {
-        self.encode(req, stream).map(|(body, _)| body)
+        self.codec().encode(req, stream).map(|(body, _)| body)
+    }
+}
+
+/// The Messages API on the wire.
+#[derive(Debug)]
+pub struct AnthropicCodec {
+    model: String,
+    default_max_tokens: u32,
+    structured_outputs: bool,
+}
+
+impl Codec for AnthropicCodec {
+    const KIND: &'static str = "anthropic";
+    /// The whitespace trimmed off a final prefill (see the module docs).
+    type Call = String;
+    type Events = EventParser;
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn default_max_tokens(&self) -> Option<u32> {
+        Some(self.default_max_tokens)
     }
 
     /// The body, and the whitespace trimmed off a final prefill (see the module docs).
@@ -271,423 +263,33 @@ impl Anthropic {
             output_config: request::native_output_config(req).filter(|_| native_schema),
             stream,
         };
-        let body = super::encode_body(&body)?;
+        let body = crate::provider::encode_body(&body)?;
         Ok((body, trimmed))
     }
 
-    /// Scrub the key out of an error's text.
-    fn redact(&self, error: ProviderError) -> ProviderError {
-        self.errors.redact(error)
-    }
-
-    async fn post(&self, body: Vec<u8>, stream: bool) -> Result<UpstreamResponse, ProviderError> {
-        let headers = if stream {
-            &self.sse_headers
-        } else {
-            &self.json_headers
-        };
-        let sent = self.http.post_json(&self.messages_url, headers, body).await;
-        self.errors.checked(sent).await
-    }
-}
-
-#[async_trait]
-impl Provider for Anthropic {
-    fn kind(&self) -> &'static str {
-        "anthropic"
-    }
-
-    fn model(&self) -> &str {
-        &self.model
-    }
-
-    fn default_max_tokens(&self) -> Option<u32> {
-        Some(self.default_max_tokens)
-    }
-
-    async fn send(&self, req: &ChatRequest) -> Result<ProviderReply, ProviderError> {
-        let (body, trimmed) = self.encode(req, false)?;
-        let response = self.post(body, false).await?;
-        let bytes = response.body().await.map_err(|e| self.redact(e))?;
-        let mut reply = parse_response(&bytes).map_err(|e| self.redact(e))?;
-        Seam::new(trimmed).apply(&mut reply.text);
+    fn parse_reply(&self, body: &[u8], trimmed: String) -> Result<ProviderReply, ProviderError> {
+        let mut reply = parse_response(body)?;
+        reply::Seam::new(trimmed).apply(&mut reply.text);
         Ok(reply)
     }
 
-    async fn stream(&self, req: &ChatRequest) -> Result<ChunkStream, ProviderError> {
-        let (body, trimmed) = self.encode(req, true)?;
-        let response = self.post(body, true).await?;
-        match response.media_type().as_deref() {
-            // A proxy that ignored `stream: true` (or an error object in a 200 body).
-            Some("application/json") => {
-                let bytes = response.body().await.map_err(|e| self.redact(e))?;
-                let mut reply = parse_response(&bytes).map_err(|e| self.redact(e))?;
-                Seam::new(trimmed).apply(&mut reply.text);
-                return Ok(Box::pin(futures_util::stream::iter([Ok(reply_as_chunk(
-                    reply,
-                ))])));
-            }
-            Some("text/html") => {
-                let bytes = response.body().await.unwrap_or_default();
-                return Err(self.redact(
-                    malformed(format!(
-                        "expected an event stream, got HTML: {}",
-                        snippet(&bytes)
-                    ))
-                    .with_status(200),
-                ));
-            }
-            _ => {}
-        }
-        let limit = response.max_body_bytes();
-        let events = SseStream::new(response.into_byte_stream(), limit);
-        let mut parser = EventParser::after_prefill(trimmed);
-        let chunks = sse::into_chunks(events, self.usage_grace, move |e| parser.parse_event(e));
-        let key = self.api_key.clone();
-        Ok(Box::pin(chunks.map(move |item| {
-            item.map_err(|e| redact(key.as_ref(), e))
-        })))
+    fn events(&self, trimmed: String) -> EventParser {
+        EventParser::after_prefill(trimmed)
     }
 
-    /// `GET {base_url}/v1/models`: free, and proves the key and the endpoint.
-    async fn check_health(&self) -> Result<(), ProviderError> {
-        let sent = self.http.get(&self.models_url, &self.json_headers).await;
-        let response = self.errors.checked(sent).await?;
-        response.body().await.map_err(|e| self.redact(e))?;
-        Ok(())
+    fn classify(failure: &HttpFailure, now: SystemTime) -> ProviderError {
+        classify(failure, now)
+    }
+
+    fn authenticate(&self, key: &Secret, headers: &mut HeaderMap) -> Result<(), ConfigError> {
+        http::insert_secret_header(headers, "x-api-key", "", key)
     }
 }
 
-/// Parse a 200 response body. A body that is not a `message` (HTML from a proxy, empty, no
-/// `content`, another `type`) is `Malformed`; an `error` object is classified.
-///
-/// Text blocks are concatenated; `tool_use` blocks become tool calls (arguments = the JSON
-/// text of `input`); thinking and other blocks are not part of the answer.
-///
-/// # Errors
-/// As above.
-pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
-    let message: wire::Message = serde_json::from_slice(body).map_err(|e| {
-        let what = if body.iter().all(u8::is_ascii_whitespace) {
-            "an empty body".to_owned()
-        } else {
-            format!("{e}: {}", snippet(body))
-        };
-        malformed(format!("expected a message, got {what}"))
-    })?;
-    match message.kind.as_deref() {
-        Some("message") => {}
-        Some("error") => {
-            let value = serde_json::from_slice(body).unwrap_or(Value::Null);
-            return Err(classify_value(&value));
-        }
-        other => {
-            return Err(malformed(format!(
-                "expected an object of type \"message\", got {other:?}"
-            )))
-        }
+impl StreamEvents for EventParser {
+    fn parse_event(&mut self, event: &SseEvent) -> Result<Parsed, ProviderError> {
+        EventParser::parse_event(self, event)
     }
-    let content = message
-        .content
-        .ok_or_else(|| malformed("message without `content`"))?;
-    let mut text = String::new();
-    let mut tool_calls = Vec::new();
-    for block in content {
-        match block {
-            wire::ContentBlock::Text { text: t } => text.push_str(&t),
-            wire::ContentBlock::ToolUse { id, name, input } => tool_calls.push(ToolCall {
-                id,
-                name,
-                arguments: arguments_text(&input),
-            }),
-            wire::ContentBlock::Other => {}
-        }
-    }
-    Ok(ProviderReply {
-        text,
-        tool_calls,
-        finish_reason: message.stop_reason.as_deref().map(finish_reason),
-        model: message.model,
-        usage: message.usage.map(normalized_usage).transpose()?,
-        reported_cost: None,
-        reported_latency: None,
-    })
-}
-
-/// Reads one streamed message, event by event. Stateful: it remembers the model and input
-/// usage from `message_start` (merged into the finish chunk's usage) and which content
-/// blocks are tool calls (a block's `index` counts every block; a tool call's counts only
-/// tool calls).
-#[derive(Debug, Default)]
-pub struct EventParser {
-    model: Option<String>,
-    /// Usage so far (cumulative counts; later events replace earlier ones).
-    usage: Option<wire::Usage>,
-    tools: Vec<ToolBlock>,
-    /// Whitespace trimmed off the prefill, dropped from the start of the text.
-    seam: Seam,
-}
-
-/// A `tool_use` content block of the stream.
-#[derive(Debug)]
-struct ToolBlock {
-    /// The content block's index.
-    block: u32,
-    /// Its position among the tool calls.
-    call: u32,
-    /// Some non-empty argument text was emitted.
-    has_arguments: bool,
-}
-
-impl EventParser {
-    /// A parser at the start of a stream.
-    #[must_use]
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// A parser for the reply to a request whose prefill lost `trimmed` (trailing
-    /// whitespace): the same characters at the start of the text are dropped once.
-    fn after_prefill(trimmed: String) -> Self {
-        Self {
-            seam: Seam::new(trimmed),
-            ..Self::default()
-        }
-    }
-
-    /// Parse one server-sent event.
-    ///
-    /// `message_delta` carries the finish signal (`stop_reason`) with the usage, merged
-    /// with the input usage of `message_start`; `message_stop` is [`Parsed::Done`]; text
-    /// and tool-argument deltas are chunks; `ping`, thinking deltas and unknown events are
-    /// skipped; an `error` event is classified like an HTTP error. Data that is not JSON of
-    /// a known shape is `Malformed`.
-    ///
-    /// # Errors
-    /// As above.
-    pub fn parse_event(&mut self, event: &SseEvent) -> Result<Parsed, ProviderError> {
-        let mut parsed = self.parse(event)?;
-        if let Parsed::Chunk(chunk) = &mut parsed {
-            self.seam.apply(&mut chunk.text);
-        }
-        Ok(parsed)
-    }
-
-    fn parse(&mut self, event: &SseEvent) -> Result<Parsed, ProviderError> {
-        let data = event.data.trim();
-        if event.event == "error" {
-            return Err(classify_value(&error_value(data)));
-        }
-        let parsed: wire::Event = serde_json::from_str(data).map_err(|e| {
-            malformed(format!(
-                "stream event {:?} is not valid ({e}): {}",
-                event.event,
-                snippet(data.as_bytes())
-            ))
-        })?;
-        match parsed {
-            wire::Event::MessageStart { message } => {
-                self.model = message.model;
-                self.absorb(message.usage)?;
-                Ok(Parsed::Skip)
-            }
-            wire::Event::ContentBlockStart {
-                index,
-                content_block,
-            } => Ok(self.block_start(index, content_block)),
-            wire::Event::ContentBlockDelta { index, delta } => self.block_delta(index, delta),
-            wire::Event::ContentBlockStop { index } => Ok(self.block_stop(index)),
-            wire::Event::MessageDelta { delta, usage } => {
-                self.absorb(usage)?;
-                Ok(Parsed::Chunk(ChatChunk {
-                    finish_reason: delta.stop_reason.as_deref().map(finish_reason),
-                    usage: self.usage.map(normalized_usage).transpose()?,
-                    model: self.model.clone(),
-                    ..ChatChunk::default()
-                }))
-            }
-            wire::Event::MessageStop => Ok(Parsed::Done),
-            wire::Event::Ping | wire::Event::Other => Ok(Parsed::Skip),
-            wire::Event::Error => Err(classify_value(&error_value(data))),
-        }
-    }
-
-    /// Merge newer counts in; absurd ones fail the stream at once (`message_start`
-    /// arrives before any content, so that still fails over).
-    fn absorb(&mut self, usage: Option<wire::Usage>) -> Result<(), ProviderError> {
-        if let Some(newer) = usage {
-            let merged = self.usage.unwrap_or_default().updated(newer);
-            normalized_usage(merged)?;
-            self.usage = Some(merged);
-        }
-        Ok(())
-    }
-
-    fn block_start(&mut self, index: u32, block: wire::StartBlock) -> Parsed {
-        match block {
-            wire::StartBlock::Text { text } if !text.is_empty() => text_chunk(text),
-            wire::StartBlock::ToolUse { id, name, input } => {
-                let call = u32::try_from(self.tools.len()).unwrap_or(u32::MAX);
-                // The start carries `input: {}`; the arguments follow as deltas. A proxy
-                // that sends the whole input here sends no deltas.
-                let arguments = match &input {
-                    Value::Object(map) if !map.is_empty() => input.to_string(),
-                    _ => String::new(),
-                };
-                self.tools.push(ToolBlock {
-                    block: index,
-                    call,
-                    has_arguments: !arguments.is_empty(),
-                });
-                tool_chunk(ToolCallDelta {
-                    index: call,
-                    id: Some(id),
-                    name: Some(name),
-                    arguments,
-                })
-            }
-            wire::StartBlock::Text { .. } | wire::StartBlock::Other => Parsed::Skip,
-        }
-    }
-
-    fn block_delta(&mut self, index: u32, delta: wire::Delta) -> Result<Parsed, ProviderError> {
-        match delta {
-            wire::Delta::Text { text } => Ok(text_chunk(text)),
-            wire::Delta::InputJson { partial_json } => {
-                let tool = self
-                    .tools
-                    .iter_mut()
-                    .find(|t| t.block == index)
-                    .ok_or_else(|| {
-                        malformed(format!(
-                            "input_json_delta for content block {index}, which is not a tool_use block"
-                        ))
-                    })?;
-                if partial_json.is_empty() {
-                    return Ok(Parsed::Skip);
-                }
-                tool.has_arguments = true;
-                Ok(tool_chunk(ToolCallDelta {
-                    index: tool.call,
-                    arguments: partial_json,
-                    ..ToolCallDelta::default()
-                }))
-            }
-            wire::Delta::Other => Ok(Parsed::Skip),
-        }
-    }
-
-    /// A tool call that ended without arguments gets `{}`, as a non-streamed one would.
-    fn block_stop(&mut self, index: u32) -> Parsed {
-        match self.tools.iter_mut().find(|t| t.block == index) {
-            Some(tool) if !tool.has_arguments => {
-                tool.has_arguments = true;
-                tool_chunk(ToolCallDelta {
-                    index: tool.call,
-                    arguments: "{}".to_owned(),
-                    ..ToolCallDelta::default()
-                })
-            }
-            _ => Parsed::Skip,
-        }
-    }
-}
-
-/// Whitespace trimmed off a prefill, still to be dropped from the start of the reply.
-#[derive(Debug, Default)]
-struct Seam {
-    pending: String,
-}
-
-impl Seam {
-    fn new(trimmed: String) -> Self {
-        Self { pending: trimmed }
-    }
-
-    /// Drop from the start of `text` the characters it shares with what is pending. Text
-    /// arrives in pieces: a piece consumed whole leaves the rest pending; any other text
-    /// ends the seam.
-    fn apply(&mut self, text: &mut String) {
-        if self.pending.is_empty() || text.is_empty() {
-            return;
-        }
-        let common: usize = self
-            .pending
-            .chars()
-            .zip(text.chars())
-            .take_while(|(a, b)| a == b)
-            .map(|(a, _)| a.len_utf8())
-            .sum();
-        text.drain(..common);
-        if text.is_empty() {
-            self.pending.drain(..common);
-        } else {
-            self.pending.clear();
-        }
-    }
-}
-
-fn text_chunk(text: String) -> Parsed {
-    Parsed::Chunk(ChatChunk {
-        text,
-        ..ChatChunk::default()
-    })
-}
-
-fn tool_chunk(delta: ToolCallDelta) -> Parsed {
-    Parsed::Chunk(ChatChunk {
-        tool_calls: vec![delta],
-        ..ChatChunk::default()
-    })
-}
-
-/// An error event's data as JSON; text that is not JSON becomes its message.
-fn error_value(data: &str) -> Value {
-    serde_json::from_str(data)
-        .unwrap_or_else(|_| json!({"error": {"message": snippet(data.as_bytes())}}))
-}
-
-/// A tool call's `input` as arguments text (`{}` when absent).
-fn arguments_text(input: &Value) -> String {
-    match input {
-        Value::Null => "{}".to_owned(),
-        other => other.to_string(),
-    }
-}
-
-/// Anthropic's stop reasons, normalised. `model_context_window_exceeded` is a truncation
-/// (documented as "treat the response as truncated"); `pause_turn` and unknown reasons are
-/// kept verbatim.
-fn finish_reason(reason: &str) -> FinishReason {
-    match reason {
-        "end_turn" | "stop_sequence" => FinishReason::Stop,
-        "max_tokens" | "model_context_window_exceeded" => FinishReason::Length,
-        "tool_use" => FinishReason::ToolCalls,
-        "refusal" => FinishReason::ContentFilter,
-        other => FinishReason::Other(other.to_owned()),
-    }
-}
-
-/// Anthropic's usage in the shared convention (see the module docs); an absurd count
-/// (above [`Usage::MAX_PLAUSIBLE_TOKENS`]) makes the reply `Malformed`.
-fn normalized_usage(u: wire::Usage) -> Result<Usage, ProviderError> {
-    let cache_read = u.cache_read_input_tokens.unwrap_or(0);
-    let cache_write = u.cache_creation_input_tokens.unwrap_or(0);
-    let usage = Usage {
-        input_tokens: u
-            .input_tokens
-            .unwrap_or(0)
-            .saturating_add(cache_read)
-            .saturating_add(cache_write),
-        output_tokens: u.output_tokens.unwrap_or(0),
-        cached_input_tokens: cache_read,
-        cache_write_tokens: cache_write,
-        reasoning_tokens: 0,
-    };
-    usage
-        .check_plausible()
-        .map_err(|e| malformed(e.to_string()))?;
-    Ok(usage)
 }
 
 fn malformed(message: impl Into<String>) -> ProviderError {

@@ -1,7 +1,7 @@
 //! The shared shape as a Messages API request body: system prompt lifting, role merging,
 //! the prefill trim, content blocks, tool calls and results, images, tool choice and the
 //! JSON-output instruction (the rules are in the parent module's docs). Pure functions;
-//! [`super::Anthropic::build_request`] assembles their results into the body.
+//! the codec's `encode` ([`super::Anthropic::build_request`]) assembles their results.
 
 use std::borrow::Cow;
 

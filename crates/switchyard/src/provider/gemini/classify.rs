@@ -41,6 +41,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 use crate::error::{ErrorKind, ProviderError};
+use crate::provider::error_body::ErrorBody;
 use crate::provider::http::HttpFailure;
 
 /// Phrases of a context-window error.
@@ -121,27 +122,7 @@ struct GoogleError {
     retry_delay: Option<Duration>,
 }
 
-impl GoogleError {
-    fn from_body(body: &[u8]) -> Self {
-        match serde_json::from_slice::<Value>(body) {
-            Ok(value) => {
-                let mut google = Self::from_value(&value);
-                if google.message.is_empty() {
-                    google.message = super::snippet(body);
-                }
-                google
-            }
-            Err(_) if body.iter().all(u8::is_ascii_whitespace) => Self {
-                message: "empty error body".to_owned(),
-                ..Self::default()
-            },
-            Err(_) => Self {
-                message: format!("non-JSON error body: {}", super::snippet(body)),
-                ..Self::default()
-            },
-        }
-    }
-
+impl ErrorBody for GoogleError {
     fn from_value(value: &Value) -> Self {
         let value = match value {
             Value::Array(items) => items.first().unwrap_or(&Value::Null),
@@ -177,6 +158,12 @@ impl GoogleError {
         google
     }
 
+    fn message_mut(&mut self) -> &mut String {
+        &mut self.message
+    }
+}
+
+impl GoogleError {
     /// Take what matters from one `details` entry.
     fn read_detail(&mut self, detail: &Value) {
         let kind = detail

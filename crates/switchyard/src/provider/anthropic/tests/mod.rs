@@ -3,12 +3,14 @@
 //! the prefill trim and its seam, images, tools, JSON output, config); `reply.rs` parses
 //! messages, stream events and errors. Shared helpers live here.
 
-use std::time::Duration;
-
 use serde_json::{json, Value};
 
+use super::reply::{finish_reason, Seam};
 use super::*;
-use crate::chat::{ContentPart, ImageSource, Message, Role, Tool, ToolChoice};
+use crate::chat::{
+    ChatChunk, ContentPart, FinishReason, ImageSource, Message, Role, Tool, ToolCall,
+    ToolCallDelta, ToolChoice, Usage,
+};
 use crate::provider::http::HttpFailure;
 use crate::provider::sse::SseParser;
 

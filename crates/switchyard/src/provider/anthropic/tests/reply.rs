@@ -305,37 +305,7 @@ fn stream_errors_and_garbage() {
 /// errors.json, straight through `classify` (the shared suite runs it over HTTP too).
 #[test]
 fn error_table_classifies() {
-    let now = httpdate::parse_http_date("Sun, 29 Nov 2026 10:00:00 GMT").unwrap();
-    let cases: Vec<Value> = serde_json::from_str(fixture!("errors.json")).unwrap();
-    for case in cases {
-        let mut headers = ::http::HeaderMap::new();
-        for (k, v) in case["headers"].as_object().into_iter().flatten() {
-            http::insert_header(&mut headers, k, v.as_str().unwrap()).unwrap();
-        }
-        let body = match case.get("body_text") {
-            Some(text) => text.as_str().unwrap().to_owned(),
-            None => case["body"].to_string(),
-        };
-        let failure = HttpFailure {
-            status: u16::try_from(case["status"].as_u64().unwrap()).unwrap(),
-            headers,
-            body: body.into(),
-        };
-        let err = classify(&failure, now);
-        let name = case["name"].as_str().unwrap();
-        assert_eq!(
-            err.kind.label(),
-            case["kind"].as_str().unwrap(),
-            "{name}: {err}"
-        );
-        assert_eq!(err.status, Some(failure.status), "{name}");
-        let expected = case["retry_after_ms"].as_u64().map(Duration::from_millis);
-        assert_eq!(err.retry_after, expected, "{name}");
-        assert!(
-            !err.message.is_empty() && err.message.chars().count() <= 501,
-            "{name}"
-        );
-    }
+    crate::provider::error_body::table::assert_classifies(fixture!("errors.json"), classify);
 }
 
 #[test]

@@ -446,8 +446,11 @@ fn config_errors_are_reported_and_never_show_the_key() {
     let p = provider(AnthropicConfig::new(MODEL).api_key(Secret::new("sk-ant-visible-nowhere")));
     assert!(!format!("{p:?}").contains("sk-ant-visible-nowhere"));
     assert_eq!(
-        p.messages_url.as_str(),
+        p.endpoints().call.as_str(),
         "https://api.anthropic.com/v1/messages"
     );
-    assert_eq!(p.models_url.as_str(), "https://api.anthropic.com/v1/models");
+    assert_eq!(
+        p.endpoints().health.as_str(),
+        "https://api.anthropic.com/v1/models"
+    );
 }

@@ -1,0 +1,306 @@
+//! The one HTTP provider every vendor runs on, and the [`Codec`] a vendor implements.
+//!
+//! Owns [`HttpProvider`]: headers built once (key, vendor headers, extras, `Accept`), the
+//! call (`post` → classify a non-2xx answer → parse the reply), the streamed call (an event
+//! stream read under the shared completion rule of [`super::sse`]; a JSON or HTML answer to
+//! a streamed call handled the same way for every vendor), the health check's free listing
+//! request, and the key scrubbed from every error it returns.
+//!
+//! A vendor is a [`Codec`] in its own folder (`openai/`, `anthropic/`, `gemini/`): its
+//! request body, its reply and stream-event parsers, its error classifier and how it sends
+//! its key. Codecs do no I/O. The transport is [`super::http`].
+
+use std::time::{Duration, SystemTime};
+
+use ::http::HeaderMap;
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures_util::StreamExt as _;
+
+use super::http::{
+    self, redact, snippet, ConfigError, Endpoint, ErrorPolicy, HttpClient, HttpFailure,
+    HttpSettings, Transport, UpstreamResponse,
+};
+use super::secret::Secret;
+use super::sse::{self, Parsed, SseEvent, SseStream};
+use super::{reply_as_chunk, ChunkStream, Provider};
+use crate::chat::{ChatRequest, ProviderReply};
+use crate::clock::Clock;
+use crate::error::{ErrorKind, ProviderError};
+
+/// One vendor's API: what goes on the wire and how its answers read. No I/O.
+pub trait Codec: std::fmt::Debug + Send + Sync + 'static {
+    /// The adapter kind (`openai`, `anthropic`, `gemini`).
+    const KIND: &'static str;
+
+    /// What encoding a request leaves for reading its reply (Anthropic: the whitespace
+    /// trimmed off a prefill); `()` for vendors that need nothing.
+    type Call: Send + 'static;
+
+    /// Reads one stream's events, in order; a fresh one per stream.
+    type Events: StreamEvents;
+
+    /// The model id this codec sends.
+    fn model(&self) -> &str;
+
+    /// The output cap sent when a request sets none (see [`Provider::default_max_tokens`]).
+    fn default_max_tokens(&self) -> Option<u32> {
+        None
+    }
+
+    /// The request body for `req`, and what reading its reply needs.
+    ///
+    /// # Errors
+    /// `BadRequest` when the request cannot be expressed in this vendor's API.
+    fn encode(
+        &self,
+        req: &ChatRequest,
+        stream: bool,
+    ) -> Result<(Vec<u8>, Self::Call), ProviderError>;
+
+    /// A 2xx body as a reply (an error object inside it classified).
+    ///
+    /// # Errors
+    /// `Malformed` for a body that is not a reply; the classified error of an error object.
+    fn parse_reply(&self, body: &[u8], call: Self::Call) -> Result<ProviderReply, ProviderError>;
+
+    /// The vendor's own processing time, from a reply's headers.
+    fn reported_latency(&self, _response: &UpstreamResponse) -> Option<Duration> {
+        None
+    }
+
+    /// The reader of one stream's events.
+    fn events(&self, call: Self::Call) -> Self::Events;
+
+    /// A streamed call answered with JSON: the same answer as server-sent events when the
+    /// JSON is the vendor's non-SSE stream format; `None` to read it as one reply.
+    fn json_as_events(&self, _body: &Bytes) -> Option<Bytes> {
+        None
+    }
+
+    /// A non-2xx answer as an error (the only place status codes are read).
+    fn classify(failure: &HttpFailure, now: SystemTime) -> ProviderError;
+
+    /// Put `key` into `headers` the way this vendor takes it (marked sensitive).
+    ///
+    /// # Errors
+    /// A key or header name that is not valid in a header.
+    fn authenticate(&self, key: &Secret, headers: &mut HeaderMap) -> Result<(), ConfigError>;
+}
+
+/// A vendor's reader of one stream's server-sent events.
+pub trait StreamEvents: Send + 'static {
+    /// One event as a chunk, the end marker, or nothing.
+    ///
+    /// # Errors
+    /// `Malformed` for an event that is not the vendor's; an error event classified.
+    fn parse_event(&mut self, event: &SseEvent) -> Result<Parsed, ProviderError>;
+}
+
+/// Where a vendor's calls go.
+#[derive(Debug, Clone)]
+pub struct Endpoints {
+    /// The non-streaming call.
+    pub call: Endpoint,
+    /// The streaming call (the same as `call` for vendors that switch by a body field).
+    pub stream: Endpoint,
+    /// The free listing request of the health check.
+    pub health: Endpoint,
+}
+
+/// What every vendor's configuration holds besides its codec.
+#[derive(Debug)]
+pub struct Connection {
+    /// The key, sent by [`Codec::authenticate`]; `None` sends none.
+    pub api_key: Option<Secret>,
+    /// Headers sent on every call after the key, in order (later ones replace earlier).
+    pub headers: Vec<(String, String)>,
+    /// Connect timeout and body cap.
+    pub http: HttpSettings,
+    /// After the finish signal, how long a stream waits for its usage.
+    pub usage_grace: Duration,
+    /// Wall time for HTTP-date `Retry-After` values.
+    pub clock: Clock,
+}
+
+/// One upstream: a vendor codec bound to a model, endpoints and a credential.
+#[derive(Debug)]
+pub struct HttpProvider<C> {
+    codec: C,
+    api_key: Option<Secret>,
+    /// Classifies non-2xx answers and scrubs the key from every error.
+    errors: ErrorPolicy,
+    http: HttpClient,
+    endpoints: Endpoints,
+    /// Headers of a JSON call (key, vendor headers, extras), built once.
+    json_headers: HeaderMap,
+    /// The same with `Accept: text/event-stream`.
+    sse_headers: HeaderMap,
+    usage_grace: Duration,
+}
+
+impl<C: Codec> HttpProvider<C> {
+    /// A provider for `codec` at `endpoints`, pooled on `transport`.
+    ///
+    /// # Errors
+    /// An empty key, or a key or header not valid in a header.
+    pub fn assemble(
+        codec: C,
+        endpoints: Endpoints,
+        connection: Connection,
+        transport: &Transport,
+    ) -> Result<Self, ConfigError> {
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &connection.api_key {
+            if key.is_empty() {
+                return Err(ConfigError("api_key is empty".to_owned()));
+            }
+            codec.authenticate(key, &mut headers)?;
+        }
+        for (name, value) in &connection.headers {
+            http::insert_header(&mut headers, name, value)?;
+        }
+        let mut json_headers = headers.clone();
+        http::insert_header(&mut json_headers, "accept", "application/json")?;
+        let mut sse_headers = headers;
+        http::insert_header(&mut sse_headers, "accept", "text/event-stream")?;
+        Ok(Self {
+            http: transport.client(connection.http)?,
+            errors: ErrorPolicy {
+                classify: C::classify,
+                key: connection.api_key.clone(),
+                clock: connection.clock,
+            },
+            codec,
+            api_key: connection.api_key,
+            endpoints,
+            json_headers,
+            sse_headers,
+            usage_grace: connection.usage_grace,
+        })
+    }
+
+    /// The vendor codec.
+    pub fn codec(&self) -> &C {
+        &self.codec
+    }
+
+    /// Where this provider's calls go.
+    #[cfg(test)]
+    pub(crate) fn endpoints(&self) -> &Endpoints {
+        &self.endpoints
+    }
+
+    /// The headers of a JSON call.
+    #[cfg(test)]
+    pub(crate) fn json_headers(&self) -> &HeaderMap {
+        &self.json_headers
+    }
+
+    /// Scrub the key out of an error's text.
+    fn redact(&self, error: ProviderError) -> ProviderError {
+        self.errors.redact(error)
+    }
+
+    async fn post(&self, body: Vec<u8>, stream: bool) -> Result<UpstreamResponse, ProviderError> {
+        let (url, headers) = if stream {
+            (&self.endpoints.stream, &self.sse_headers)
+        } else {
+            (&self.endpoints.call, &self.json_headers)
+        };
+        let sent = self.http.post_json(url, headers, body).await;
+        self.errors.checked(sent).await
+    }
+
+    /// A streamed call answered with JSON: the vendor's non-SSE stream format, or one reply
+    /// (a server that ignored the stream flag, or an error object in a 200 body).
+    fn json_as_stream(&self, bytes: &Bytes, call: C::Call) -> Result<ChunkStream, ProviderError> {
+        if let Some(events) = self.codec.json_as_events(bytes) {
+            let bytes = futures_util::stream::iter([Ok(events)]);
+            return Ok(self.chunks(SseStream::new(bytes, usize::MAX), call));
+        }
+        let reply = self
+            .codec
+            .parse_reply(bytes, call)
+            .map_err(|e| self.redact(e))?;
+        Ok(Box::pin(futures_util::stream::iter([Ok(reply_as_chunk(
+            reply,
+        ))])))
+    }
+
+    /// Events to chunks under the shared completion rule, errors scrubbed.
+    fn chunks<S>(&self, events: SseStream<S>, call: C::Call) -> ChunkStream
+    where
+        S: futures_util::Stream<Item = Result<Bytes, ProviderError>> + Unpin + Send + 'static,
+    {
+        let mut parser = self.codec.events(call);
+        let chunks = sse::into_chunks(events, self.usage_grace, move |e| parser.parse_event(e));
+        let key = self.api_key.clone();
+        Box::pin(chunks.map(move |item| item.map_err(|e| redact(key.as_ref(), e))))
+    }
+}
+
+#[async_trait]
+impl<C: Codec> Provider for HttpProvider<C> {
+    fn kind(&self) -> &'static str {
+        C::KIND
+    }
+
+    fn model(&self) -> &str {
+        self.codec.model()
+    }
+
+    fn default_max_tokens(&self) -> Option<u32> {
+        self.codec.default_max_tokens()
+    }
+
+    async fn send(&self, req: &ChatRequest) -> Result<ProviderReply, ProviderError> {
+        let (body, call) = self.codec.encode(req, false)?;
+        let response = self.post(body, false).await?;
+        let latency = self.codec.reported_latency(&response);
+        let bytes = response.body().await.map_err(|e| self.redact(e))?;
+        let mut reply = self
+            .codec
+            .parse_reply(&bytes, call)
+            .map_err(|e| self.redact(e))?;
+        if latency.is_some() {
+            reply.reported_latency = latency;
+        }
+        Ok(reply)
+    }
+
+    async fn stream(&self, req: &ChatRequest) -> Result<ChunkStream, ProviderError> {
+        let (body, call) = self.codec.encode(req, true)?;
+        let response = self.post(body, true).await?;
+        match response.media_type().as_deref() {
+            Some("application/json") => {
+                let bytes = response.body().await.map_err(|e| self.redact(e))?;
+                return self.json_as_stream(&bytes, call);
+            }
+            Some("text/html") => {
+                let bytes = response.body().await.unwrap_or_default();
+                return Err(self.redact(
+                    ProviderError::new(
+                        ErrorKind::Malformed,
+                        format!("expected an event stream, got HTML: {}", snippet(&bytes)),
+                    )
+                    .with_status(200),
+                ));
+            }
+            _ => {}
+        }
+        let limit = response.max_body_bytes();
+        Ok(self.chunks(SseStream::new(response.into_byte_stream(), limit), call))
+    }
+
+    /// The vendor's free listing request: proves the key and the endpoint.
+    async fn check_health(&self) -> Result<(), ProviderError> {
+        let sent = self
+            .http
+            .get(&self.endpoints.health, &self.json_headers)
+            .await;
+        let response = self.errors.checked(sent).await?;
+        response.body().await.map_err(|e| self.redact(e))?;
+        Ok(())
+    }
+}

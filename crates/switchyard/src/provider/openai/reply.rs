@@ -1,0 +1,130 @@
+//! Chat Completions answers: a whole completion ([`parse_response`]) and the pieces streamed
+//! chunks share with it (finish reasons, usage), and the vendor's processing time. Error
+//! objects found here go to `classify.rs`.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::classify::classify_value;
+use super::wire;
+use crate::chat::{FinishReason, ProviderReply, ToolCall, Usage};
+use crate::cost::Money;
+use crate::error::{ErrorKind, ProviderError};
+use crate::provider::http::{snippet, UpstreamResponse};
+
+/// Parse a 200 response body. A body that is not a chat completion (HTML from a proxy,
+/// empty, no `choices`) is `Malformed`; an error object is classified.
+///
+/// # Errors
+/// As above.
+pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
+    let completion: wire::Completion = serde_json::from_slice(body).map_err(|e| {
+        let what = if body.iter().all(u8::is_ascii_whitespace) {
+            "an empty body".to_owned()
+        } else {
+            format!("{e}: {}", snippet(body))
+        };
+        malformed(format!("expected a chat completion, got {what}"))
+    })?;
+    if completion.error.is_some() || completion.object.as_deref() == Some("error") {
+        return Err(classify_value(
+            &serde_json::from_slice(body).unwrap_or(Value::Null),
+        ));
+    }
+    let choices = completion
+        .choices
+        .ok_or_else(|| malformed("chat completion without `choices`"))?;
+    let choice = choices
+        .into_iter()
+        .min_by_key(|c| c.index)
+        .ok_or_else(|| malformed("chat completion with no choices"))?;
+    let message = choice.message;
+    let mut text = match message.content {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s,
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        Some(other) => return Err(malformed(format!("unexpected message content: {other}"))),
+    };
+    if text.is_empty() {
+        text = message.refusal.unwrap_or_default();
+    }
+    let tool_calls = message
+        .tool_calls
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| ToolCall {
+            id: c.id.unwrap_or_else(|| format!("call_{i}")),
+            name: c.function.name,
+            arguments: match c.function.arguments {
+                None | Some(Value::Null) => "{}".to_owned(),
+                Some(Value::String(s)) => s,
+                Some(other) => other.to_string(),
+            },
+        })
+        .collect();
+    Ok(ProviderReply {
+        text,
+        tool_calls,
+        finish_reason: choice.finish_reason.as_deref().map(finish_reason),
+        model: completion.model,
+        usage: completion.usage.map(usage).transpose()?,
+        reported_cost: completion.usage.and_then(|u| u.cost).and_then(money),
+        reported_latency: None,
+    })
+}
+
+/// OpenAI's finish reasons, normalised (`function_call` is the legacy `tool_calls`).
+pub(super) fn finish_reason(reason: &str) -> FinishReason {
+    match reason {
+        "stop" => FinishReason::Stop,
+        "length" => FinishReason::Length,
+        "tool_calls" | "function_call" => FinishReason::ToolCalls,
+        "content_filter" => FinishReason::ContentFilter,
+        other => FinishReason::Other(other.to_owned()),
+    }
+}
+
+/// The shared usage; an absurd count (above [`Usage::MAX_PLAUSIBLE_TOKENS`]) makes the
+/// reply `Malformed`, so the call fails over instead of being billed or counted.
+pub(super) fn usage(u: wire::Usage) -> Result<Usage, ProviderError> {
+    let usage = Usage {
+        input_tokens: u.prompt_tokens.unwrap_or(0),
+        output_tokens: u.completion_tokens.unwrap_or(0),
+        cached_input_tokens: u
+            .prompt_tokens_details
+            .and_then(|d| d.cached_tokens)
+            .unwrap_or(0),
+        cache_write_tokens: 0,
+        reasoning_tokens: u
+            .completion_tokens_details
+            .and_then(|d| d.reasoning_tokens)
+            .unwrap_or(0),
+    };
+    usage
+        .check_plausible()
+        .map_err(|e| malformed(e.to_string()))?;
+    Ok(usage)
+}
+
+fn money(usd: f64) -> Option<Money> {
+    (usd.is_finite() && usd >= 0.0).then(|| Money::from_usd(usd))
+}
+
+/// `openai-processing-ms`: the vendor's own time for the call.
+pub(super) fn processing_time(response: &UpstreamResponse) -> Option<Duration> {
+    let ms: f64 = response
+        .header("openai-processing-ms")?
+        .trim()
+        .parse()
+        .ok()?;
+    (ms.is_finite() && ms >= 0.0).then(|| Duration::from_secs_f64(ms / 1000.0))
+}
+
+pub(super) fn malformed(message: impl Into<String>) -> ProviderError {
+    ProviderError::new(ErrorKind::Malformed, message)
+}

@@ -1,0 +1,159 @@
+//! Chat Completions request bodies: the shared shape's messages, tools, tool choice and
+//! response format as OpenAI's wire types. Does not send anything.
+
+use std::borrow::Cow;
+
+use serde_json::{json, Value};
+
+use super::wire;
+use crate::chat::{
+    ChatRequest, ContentPart, ImageSource, Message, ResponseFormat, Role, ToolChoice,
+};
+use crate::error::{ErrorKind, ProviderError};
+
+/// The JSON body of a Chat Completions call for `req`.
+///
+/// # Errors
+/// `BadRequest` when the request cannot be expressed (a tool result without a call id).
+pub(super) fn body(
+    req: &ChatRequest,
+    model: &str,
+    use_max_tokens: bool,
+    stream: bool,
+) -> Result<Vec<u8>, ProviderError> {
+    let messages = req
+        .messages
+        .iter()
+        .map(wire_message)
+        .collect::<Result<Vec<_>, _>>()?;
+    let tools = req
+        .tools
+        .iter()
+        .map(|t| wire::ToolDef {
+            kind: "function",
+            function: wire::FunctionDef {
+                name: &t.name,
+                description: t.description.as_deref(),
+                parameters: &t.parameters,
+            },
+        })
+        .collect();
+    let body = wire::Request {
+        model,
+        messages,
+        max_completion_tokens: req.max_tokens.filter(|_| !use_max_tokens),
+        max_tokens: req.max_tokens.filter(|_| use_max_tokens),
+        temperature: req.temperature,
+        top_p: req.top_p,
+        stop: &req.stop,
+        tools,
+        tool_choice: req.tool_choice.as_ref().map(wire_tool_choice),
+        response_format: req.response_format.as_ref().map(wire_response_format),
+        user: req.user.as_deref(),
+        stream,
+        stream_options: stream.then_some(wire::StreamOptions {
+            include_usage: true,
+        }),
+    };
+    crate::provider::encode_body(&body)
+}
+
+/// One shared-shape message as a Chat Completions message.
+fn wire_message(m: &Message) -> Result<wire::Message<'_>, ProviderError> {
+    let role = match m.role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+    };
+    let tool_call_id = match m.role {
+        Role::Tool => Some(m.tool_call_id.as_deref().ok_or_else(|| {
+            ProviderError::new(ErrorKind::BadRequest, "tool message without tool_call_id")
+        })?),
+        _ => None,
+    };
+    let tool_calls: Vec<_> = m
+        .tool_calls
+        .iter()
+        .map(|c| wire::ToolCallOut {
+            id: &c.id,
+            kind: "function",
+            function: wire::FunctionCallOut {
+                name: &c.name,
+                arguments: &c.arguments,
+            },
+        })
+        .collect();
+    let content = if m.role == Role::Assistant && m.content.is_empty() && !tool_calls.is_empty() {
+        None
+    } else {
+        Some(wire_content(m))
+    };
+    Ok(wire::Message {
+        role,
+        content,
+        tool_calls,
+        tool_call_id,
+    })
+}
+
+/// Plain text as a string (every compatible server takes it); parts when there are images
+/// or several text parts. Only user messages carry images.
+fn wire_content(m: &Message) -> wire::Content<'_> {
+    let has_image = m
+        .content
+        .iter()
+        .any(|p| matches!(p, ContentPart::Image { .. }));
+    if !has_image || m.role != Role::User {
+        return match m.content.as_slice() {
+            [ContentPart::Text { text }] => wire::Content::Text(Cow::Borrowed(text)),
+            _ => wire::Content::Text(Cow::Owned(m.joined_text())),
+        };
+    }
+    let parts = m
+        .content
+        .iter()
+        .map(|p| match p {
+            ContentPart::Text { text } => wire::Part::Text { text },
+            ContentPart::Image { source, detail } => wire::Part::ImageUrl {
+                image_url: wire::ImageUrl {
+                    url: match source {
+                        ImageSource::Url { url } => Cow::Borrowed(url),
+                        ImageSource::Base64 { media_type, data } => {
+                            Cow::Owned(format!("data:{media_type};base64,{data}"))
+                        }
+                    },
+                    detail: detail.as_deref(),
+                },
+            },
+        })
+        .collect();
+    wire::Content::Parts(parts)
+}
+
+fn wire_tool_choice(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+    }
+}
+
+fn wire_response_format(format: &ResponseFormat) -> Value {
+    match format {
+        ResponseFormat::Text => json!({"type": "text"}),
+        ResponseFormat::JsonObject => json!({"type": "json_object"}),
+        ResponseFormat::JsonSchema {
+            name,
+            schema,
+            strict,
+        } => {
+            let mut spec = json!({"name": name, "schema": schema});
+            if let Some(strict) = strict {
+                spec["strict"] = json!(strict);
+            }
+            json!({"type": "json_schema", "json_schema": spec})
+        }
+    }
+}

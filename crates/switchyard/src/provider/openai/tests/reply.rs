@@ -1,0 +1,259 @@
+//! Replies, stream events, finish reasons, usage and the error table.
+
+use super::*;
+
+#[test]
+fn text_completion_with_cached_tokens() {
+    let reply = parse_response(fixture!("completion_text.json").as_bytes()).unwrap();
+    assert_eq!(
+        reply.text,
+        "The capital of France is Paris (Île-de-France)."
+    );
+    assert_eq!(reply.finish_reason, Some(FinishReason::Stop));
+    assert_eq!(reply.model.as_deref(), Some("gpt-4o-mini-2024-07-18"));
+    assert_eq!(
+        reply.usage,
+        Some(Usage {
+            input_tokens: 25,
+            output_tokens: 12,
+            cached_input_tokens: 5,
+            cache_write_tokens: 0,
+            reasoning_tokens: 0,
+        })
+    );
+    assert_eq!(reply.reported_cost, None);
+}
+
+#[test]
+fn tool_call_completion() {
+    let reply = parse_response(fixture!("completion_tool_call.json").as_bytes()).unwrap();
+    assert_eq!(reply.text, "");
+    assert_eq!(reply.finish_reason, Some(FinishReason::ToolCalls));
+    assert_eq!(
+        reply.tool_calls,
+        [ToolCall {
+            id: "call_sy0002".into(),
+            name: "get_weather".into(),
+            arguments: r#"{"city":"Paris"}"#.into(),
+        }]
+    );
+}
+
+#[test]
+fn reasoning_tokens_stay_inside_output_and_cached_inside_input() {
+    let reply = parse_response(fixture!("completion_reasoning.json").as_bytes()).unwrap();
+    let usage = reply.usage.unwrap();
+    assert_eq!(
+        (usage.input_tokens, usage.cached_input_tokens),
+        (2048, 1920)
+    );
+    assert_eq!((usage.output_tokens, usage.reasoning_tokens), (900, 896));
+    assert_eq!(usage.uncached_input_tokens(), 128);
+    assert_eq!(reply.finish_reason, Some(FinishReason::Length));
+}
+
+#[test]
+fn openrouter_cost_is_reported() {
+    let reply = parse_response(fixture!("completion_openrouter_cost.json").as_bytes()).unwrap();
+    assert_eq!(reply.reported_cost, Some(Money::from_usd(0.000_003_3)));
+}
+
+#[test]
+fn a_refusal_is_the_text() {
+    let reply = parse_response(fixture!("completion_refusal.json").as_bytes()).unwrap();
+    assert_eq!(reply.text, "I'm sorry, I can't help with that.");
+}
+
+#[test]
+fn odd_but_valid_shapes_from_compatible_servers() {
+    let body = json!({"choices": [{"message": {"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+        "tool_calls": [{"function": {"name": "f", "arguments": {"x": 1}}}]}, "finish_reason": "eos"}]});
+    let reply = parse_response(body.to_string().as_bytes()).unwrap();
+    assert_eq!(reply.text, "ab");
+    assert_eq!(reply.tool_calls[0].arguments, r#"{"x":1}"#);
+    assert_eq!(reply.tool_calls[0].id, "call_0");
+    assert_eq!(reply.finish_reason, Some(FinishReason::Other("eos".into())));
+    assert_eq!(reply.usage, None);
+}
+
+#[test]
+fn malformed_bodies_are_never_empty_completions() {
+    let cases: Vec<Value> = serde_json::from_str(fixture!("malformed.json")).unwrap();
+    let mut bodies: Vec<String> = cases
+        .iter()
+        .map(|c| c["body"].as_str().unwrap().to_owned())
+        .collect();
+    bodies.extend([
+        String::new(),
+        "  \n".into(),
+        "<html><body>Bad gateway</body></html>".into(),
+    ]);
+    for body in bodies {
+        let err = parse_response(body.as_bytes()).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Malformed, "{body:?}: {err}");
+    }
+}
+
+#[test]
+fn an_error_inside_a_200_is_classified() {
+    let quota = json!({"error": {"message": "You exceeded your current quota", "type": "insufficient_quota", "code": "insufficient_quota"}});
+    let err = parse_response(quota.to_string().as_bytes()).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::QuotaExhausted);
+    assert_eq!(err.vendor_code.as_deref(), Some("insufficient_quota"));
+    let vllm = json!({"object": "error", "message": "This model's maximum context length is 4096 tokens.", "type": "BadRequestError", "code": 400});
+    assert_eq!(
+        parse_response(vllm.to_string().as_bytes())
+            .unwrap_err()
+            .kind,
+        ErrorKind::ContextLength
+    );
+}
+
+/// Every event of a fixture, parsed.
+fn events(sse: &str) -> Vec<Result<Parsed, ProviderError>> {
+    SseParser::new()
+        .push(sse.as_bytes())
+        .iter()
+        .map(parse_event)
+        .collect()
+}
+
+#[test]
+fn stream_fixture_text_finish_and_usage() {
+    let parsed: Vec<Parsed> = events(fixture!("stream_text.sse"))
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let text: String = parsed
+        .iter()
+        .filter_map(|p| match p {
+            Parsed::Chunk(c) => Some(c.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "The capital of France is Paris (Île-de-France).");
+    let n = parsed.len();
+    let Parsed::Chunk(finish) = &parsed[n - 3] else {
+        panic!("{parsed:?}")
+    };
+    assert_eq!(finish.finish_reason, Some(FinishReason::Stop));
+    let Parsed::Chunk(usage) = &parsed[n - 2] else {
+        panic!("{parsed:?}")
+    };
+    assert_eq!(
+        usage
+            .usage
+            .map(|u| (u.input_tokens, u.output_tokens, u.cached_input_tokens)),
+        Some((25, 12, 5))
+    );
+    assert!(usage.finish_reason.is_none() && usage.text.is_empty());
+    assert_eq!(parsed[n - 1], Parsed::Done);
+}
+
+#[test]
+fn stream_fixture_tool_call_deltas() {
+    let deltas: Vec<ToolCallDelta> = events(fixture!("stream_tool_call.sse"))
+        .into_iter()
+        .filter_map(|p| match p.unwrap() {
+            Parsed::Chunk(c) => Some(c.tool_calls),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(deltas[0].id.as_deref(), Some("call_sy0102"));
+    assert_eq!(deltas[0].name.as_deref(), Some("get_weather"));
+    assert!(deltas.iter().all(|d| d.index == 0));
+    let args: String = deltas.iter().map(|d| d.arguments.as_str()).collect();
+    assert_eq!(args, r#"{"city":"Paris"}"#);
+}
+
+#[test]
+fn stream_errors_and_garbage() {
+    let first = events(fixture!("stream_error_first.sse"));
+    assert_eq!(first[0].as_ref().unwrap_err().kind, ErrorKind::Server);
+
+    let garbage = parse_event(&SseEvent::message("{\"choices\": [")).unwrap_err();
+    assert_eq!(garbage.kind, ErrorKind::Malformed);
+    let html = parse_event(&SseEvent::message("<html>")).unwrap_err();
+    assert_eq!(html.kind, ErrorKind::Malformed);
+
+    let openrouter_mid_stream = json!({"id": "gen-1", "object": "chat.completion.chunk",
+        "error": {"code": 502, "message": "Provider disconnected"},
+        "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}]});
+    let err = parse_event(&SseEvent::message(openrouter_mid_stream.to_string())).unwrap_err();
+    assert_eq!((err.kind, err.status), (ErrorKind::Server, None));
+
+    let named = SseEvent {
+        event: "error".into(),
+        ..SseEvent::message(r#"{"message": "rate limited", "code": "rate_limit_exceeded"}"#)
+    };
+    assert_eq!(
+        parse_event(&named).unwrap_err().kind,
+        ErrorKind::RateLimited
+    );
+}
+
+#[test]
+fn usage_chunk_with_null_choices_is_accepted() {
+    let vllm = json!({"id": "x", "object": "chat.completion.chunk", "choices": null,
+        "usage": {"prompt_tokens": 3, "completion_tokens": 4}});
+    let Parsed::Chunk(chunk) = parse_event(&SseEvent::message(vllm.to_string())).unwrap() else {
+        panic!()
+    };
+    assert_eq!(chunk.usage.map(|u| u.output_tokens), Some(4));
+}
+
+#[test]
+fn finish_reasons_are_normalised() {
+    let cases = [
+        ("stop", FinishReason::Stop),
+        ("length", FinishReason::Length),
+        ("tool_calls", FinishReason::ToolCalls),
+        ("function_call", FinishReason::ToolCalls),
+        ("content_filter", FinishReason::ContentFilter),
+        ("eos", FinishReason::Other("eos".into())),
+    ];
+    for (wire, ours) in cases {
+        assert_eq!(finish_reason(wire), ours);
+    }
+}
+
+/// errors.json, straight through `classify` (the shared suite runs it over HTTP too).
+#[test]
+fn error_table_classifies() {
+    crate::provider::error_body::table::assert_classifies(fixture!("errors.json"), classify);
+}
+
+#[test]
+fn a_numeric_code_stands_in_for_the_status() {
+    let err = classify_value(
+        &json!({"error": {"code": "429", "message": "Requests exceeded. Please retry after 6 seconds."}}),
+    );
+    assert_eq!(err.kind, ErrorKind::RateLimited);
+    assert_eq!(err.retry_after, Some(Duration::from_secs(6)));
+}
+
+#[test]
+fn absurd_usage_is_malformed_so_the_call_fails_over() {
+    let body = |usage: Value| {
+        json!({"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}], "usage": usage})
+            .to_string()
+    };
+    // 2^64-1 prompt tokens once made total_tokens wrap to 4 downstream
+    let wrap = body(json!({"prompt_tokens": u64::MAX, "completion_tokens": 5}));
+    let err = parse_response(wrap.as_bytes()).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Malformed, "{err}");
+    assert!(err.message.contains("input tokens"), "{}", err.message);
+    let reasoning = body(json!({"prompt_tokens": 1, "completion_tokens": 5,
+        "completion_tokens_details": {"reasoning_tokens": 9_223_372_036_854_775_808_u64}}));
+    assert_eq!(
+        parse_response(reasoning.as_bytes()).unwrap_err().kind,
+        ErrorKind::Malformed
+    );
+    let plausible = body(json!({"prompt_tokens": 1_000_000, "completion_tokens": 128_000}));
+    assert!(parse_response(plausible.as_bytes()).is_ok());
+
+    let chunk = json!({"choices": [], "usage": {"prompt_tokens": 1_u64 << 63, "completion_tokens": 1_u64 << 63}});
+    let err = parse_event(&SseEvent::message(chunk.to_string())).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Malformed);
+}
