@@ -117,7 +117,6 @@ pub(crate) fn budget_json(b: &BudgetState) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
 
     use axum::body::to_bytes;
@@ -128,7 +127,6 @@ mod tests {
     use crate::access::keys::{hash_token, KeyStore};
     use crate::config::KeyToml;
     use crate::http::state::Shared;
-    use crate::telemetry::log::RequestLog;
     use crate::telemetry::metrics::Metrics;
 
     fn state(keys: KeyStore, ready: bool) -> AppState {
@@ -144,19 +142,11 @@ mod tests {
             .observer(metrics.clone())
             .build()
             .unwrap();
-        AppState(Arc::new(Shared {
-            gateway,
-            keys,
-            metrics,
-            log: RequestLog::disabled(),
-            insight: Arc::new(crate::telemetry::insight::Insight::new(
-                switchyard::clock::Clock::system(),
-            )),
-            max_body_bytes: crate::http::state::DEFAULT_MAX_BODY_BYTES,
-            ready: AtomicBool::new(ready),
-            allowed_origins: crate::http::origins::AllowedOrigins::default(),
-            grace_over: tokio_util::sync::CancellationToken::new(),
-        }))
+        let shared = Shared::for_tests(gateway, keys, metrics);
+        shared
+            .ready
+            .store(ready, std::sync::atomic::Ordering::SeqCst);
+        AppState(Arc::new(shared))
     }
 
     fn keyed() -> KeyStore {

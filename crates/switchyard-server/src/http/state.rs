@@ -51,3 +51,24 @@ impl std::ops::Deref for AppState {
         &self.0
     }
 }
+
+#[cfg(test)]
+impl Shared {
+    /// In-process tests' state: `gateway` with the given keys and metrics, ready, no request
+    /// log file, a fresh insight ring, default body limit and origins. Tests change the
+    /// fields they care about before wrapping it in an [`AppState`], so a new field is
+    /// added here once, not in every test's constructor.
+    pub(crate) fn for_tests(gateway: Gateway, keys: KeyStore, metrics: Arc<Metrics>) -> Self {
+        Self {
+            gateway,
+            keys,
+            metrics,
+            log: RequestLog::disabled(),
+            insight: Arc::new(Insight::new(switchyard::clock::Clock::system())),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            ready: AtomicBool::new(true),
+            allowed_origins: AllowedOrigins::default(),
+            grace_over: CancellationToken::new(),
+        }
+    }
+}

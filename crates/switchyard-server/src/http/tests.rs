@@ -1,7 +1,6 @@
 //! Router tests: every endpoint and error through `app()` with `oneshot`, over scripted
 //! providers (no sockets, paused time where timing matters).
 
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -53,19 +52,9 @@ fn fixture(
         .observer(metrics.clone())
         .build()
         .unwrap();
-    let state = AppState(Arc::new(Shared {
-        gateway,
-        keys: KeyStore::new(keys),
-        metrics,
-        log: RequestLog::disabled(),
-        insight: Arc::new(crate::telemetry::insight::Insight::new(
-            switchyard::clock::Clock::system(),
-        )),
-        max_body_bytes: 2048,
-        ready: AtomicBool::new(true),
-        allowed_origins: crate::http::origins::AllowedOrigins::default(),
-        grace_over: tokio_util::sync::CancellationToken::new(),
-    }));
+    let mut shared = Shared::for_tests(gateway, KeyStore::new(keys), metrics);
+    shared.max_body_bytes = 2048;
+    let state = AppState(Arc::new(shared));
     Fixture {
         state,
         primary,

@@ -2,7 +2,6 @@
 //! admin-key gating, what each JSON endpoint reports after real traffic, and that no
 //! secret ever appears in it.
 
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -70,17 +69,11 @@ fn state(keys: &[KeyToml]) -> AppState {
         .observer(insight.clone())
         .build()
         .unwrap();
-    AppState(Arc::new(Shared {
-        gateway,
-        keys: KeyStore::new(keys),
-        metrics,
-        log: RequestLog::disabled().with_tap(insight.clone()),
-        insight,
-        max_body_bytes: 4096,
-        ready: AtomicBool::new(true),
-        allowed_origins: crate::http::origins::AllowedOrigins::default(),
-        grace_over: tokio_util::sync::CancellationToken::new(),
-    }))
+    let mut shared = Shared::for_tests(gateway, KeyStore::new(keys), metrics);
+    shared.log = RequestLog::disabled().with_tap(insight.clone());
+    shared.insight = insight;
+    shared.max_body_bytes = 4096;
+    AppState(Arc::new(shared))
 }
 
 fn get(path: &str, token: Option<&str>) -> Request<Body> {

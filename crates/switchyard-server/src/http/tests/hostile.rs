@@ -29,17 +29,12 @@ fn server(keys: &[KeyToml], origins: &[&str]) -> (AppState, Arc<ScriptedProvider
         .build()
         .unwrap();
     let origins: Vec<String> = origins.iter().map(|o| (*o).to_owned()).collect();
-    let state = AppState(Arc::new(Shared {
-        gateway,
-        keys: KeyStore::new(keys),
-        metrics,
-        log: RequestLog::disabled().with_tap(insight.clone()),
-        insight,
-        max_body_bytes: 8 << 20,
-        ready: AtomicBool::new(true),
-        allowed_origins: AllowedOrigins::new(&origins),
-        grace_over: tokio_util::sync::CancellationToken::new(),
-    }));
+    let mut shared = Shared::for_tests(gateway, KeyStore::new(keys), metrics);
+    shared.log = RequestLog::disabled().with_tap(insight.clone());
+    shared.insight = insight;
+    shared.max_body_bytes = 8 << 20;
+    shared.allowed_origins = AllowedOrigins::new(&origins);
+    let state = AppState(Arc::new(shared));
     (state, provider)
 }
 

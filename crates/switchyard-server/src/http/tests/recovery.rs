@@ -108,17 +108,10 @@ async fn each_transition_is_counted_once_in_metrics_and_the_timeline() {
         .observer(insight.clone())
         .build()
         .unwrap();
-    let state = AppState(Arc::new(Shared {
-        gateway,
-        keys: KeyStore::new(&[]),
-        metrics,
-        log: RequestLog::disabled(),
-        insight,
-        max_body_bytes: 2048,
-        ready: AtomicBool::new(true),
-        allowed_origins: crate::http::origins::AllowedOrigins::default(),
-        grace_over: tokio_util::sync::CancellationToken::new(),
-    }));
+    let mut shared = Shared::for_tests(gateway, KeyStore::new(&[]), metrics);
+    shared.insight = insight;
+    shared.max_body_bytes = 2048;
+    let state = AppState(Arc::new(shared));
     let t0 = clock.unix_ms();
     assert_eq!(
         call(&state, post(&chat("smart"))).await.status(),
