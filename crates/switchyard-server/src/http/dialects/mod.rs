@@ -11,6 +11,7 @@
 //! Today: OpenAI's Chat Completions ([`chat`]). How to add one: `docs/architecture.md`.
 
 pub mod chat;
+pub(crate) mod ctx;
 pub(crate) mod flow;
 pub(crate) mod sse;
 
@@ -22,7 +23,7 @@ use switchyard::{ChatChunk, ChatRequest, ChatResponse};
 
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
-pub(crate) use flow::Ctx;
+pub(crate) use ctx::Ctx;
 
 /// What a dialect's decoder hands the shared flow. (The route, streaming and ignored
 /// fields go into the request's [`Ctx`] as soon as the decoder knows them, so that a

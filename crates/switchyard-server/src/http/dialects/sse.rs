@@ -16,7 +16,7 @@ use futures_util::StreamExt as _;
 use switchyard::gateway::{CancelSlot, ChatStream, StreamEvent};
 use tokio_util::sync::WaitForCancellationFutureOwned;
 
-use super::flow::{completion_entry, record_tokens, who_answered, Ctx};
+use super::ctx::{completion_entry, record_tokens, who_answered, Ctx};
 use super::{Dialect, StreamEncoder};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
