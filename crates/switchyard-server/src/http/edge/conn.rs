@@ -238,7 +238,7 @@ impl Link {
     async fn serve(
         self: Arc<Self>,
         req: Request<Incoming>,
-    ) -> Result<Response<Tracked>, std::convert::Infallible> {
+    ) -> Result<Response<Tracked<Served>>, std::convert::Infallible> {
         self.conn.begin_request();
         let exempt = super::EXEMPT_FROM_IN_FLIGHT.contains(&req.uri().path());
         let slot = !exempt && self.edge.take_slot();
@@ -256,7 +256,7 @@ impl Link {
         };
         Ok(response.map(|inner| Tracked {
             inner,
-            _served: served,
+            _guard: served,
         }))
     }
 }
