@@ -4,12 +4,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::simulated::{SimulatedConfig, SimulatedProvider};
 use switchyard::breaker::{BreakerConfig, Cooldown};
 use switchyard::clock::Clock;
 use switchyard::error::KindPolicy;
 use switchyard::observe::Observer;
 use switchyard::provider::http::{Transport, TransportConfig};
-use switchyard::provider::simulated::{SimulatedConfig, SimulatedProvider};
 use switchyard::retry::RetryPolicy;
 use switchyard::state::SharedState;
 use switchyard::{ErrorKind, Gateway, Money, Provider, ProviderSpec, Route};

@@ -9,9 +9,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::simulated::SimulatedProvider;
 use switchyard::breaker::{BreakerConfig, Cooldown, SkipReason};
 use switchyard::observe::{Attempt, Outcome};
-use switchyard::provider::simulated::SimulatedProvider;
 use switchyard::retry::RetryPolicy;
 use switchyard::{
     ChatRequest, ChatResponse, ErrorKind, Gateway, ProviderReply, ProviderSpec, Route,

@@ -6,17 +6,24 @@
 //! cost_per_1k, 5)` and text = `"[" + name + "] " + prompt[:30] + "..."`. By default it reports
 //! that latency without waiting (the demo); with `sleep_scale` set it really waits that long
 //! times the scale (the server's embedded default, so it feels like a gateway).
+//!
+//! Sits below both of its users: `config` builds one for every `kind = "simulated"` entry
+//! (the embedded default), and `cli::demo` replays the tutorial on them. Its generator
+//! (`pyrandom`) is CPython's; the library knows nothing of either.
 
 use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::pyrandom::{py_round, PyRandom};
-use super::{ChunkStream, Provider};
-use crate::chat::{ChatChunk, ChatRequest, FinishReason, ProviderReply, Usage};
-use crate::cost::{usd_per_mtok_to_micros, Money, Price, PriceError};
-use crate::error::{ErrorKind, ProviderError};
+use switchyard::chat::{ChatChunk, ChatRequest, FinishReason, ProviderReply, Usage};
+use switchyard::cost::{usd_per_mtok_to_micros, Money, Price, PriceError};
+use switchyard::error::{ErrorKind, ProviderError};
+use switchyard::provider::{ChunkStream, Provider};
+
+pub mod pyrandom;
+
+use pyrandom::{py_round, PyRandom};
 
 /// The tutorial's `LLMRequest.max_tokens` default.
 pub const DEFAULT_MAX_TOKENS: u32 = 200;
