@@ -354,3 +354,38 @@ async fn messages_continue_an_assistant_prefill_or_reject_it() {
         .unwrap()
         .contains("prefill"));
 }
+
+#[tokio::test]
+async fn no_done_and_finish_only_hold_the_connection_at_their_phase() {
+    let s = start().await;
+    s.script("m", Fault::NoDone);
+    s.script("f", Fault::FinishOnly);
+    // Messages: everything but message_stop; then silence
+    let mut r = post(&s, "/v1/messages", &messages("m", true)).await;
+    assert_eq!(r.end, End::Silent);
+    let frames = typed_frames(&r);
+    assert_eq!(names(&frames).last(), Some(&"message_delta"));
+    assert_eq!(messages_text(&frames), CANONICAL_ANSWER);
+    drop(r.socket.take());
+    // Responses has no end marker: the whole stream, response.completed last, then silence
+    let mut r = post(&s, "/v1/responses", &responses("m", true)).await;
+    assert_eq!(r.end, End::Silent);
+    assert_eq!(names(&typed_frames(&r)).last(), Some(&"response.completed"));
+    drop(r.socket.take());
+    // finish only: the text is done, but no usage (message_delta / response.completed)
+    let mut r = post(&s, "/v1/messages", &messages("f", true)).await;
+    assert_eq!(r.end, End::Silent);
+    assert_eq!(names(&typed_frames(&r)).last(), Some(&"content_block_stop"));
+    drop(r.socket.take());
+    let mut r = post(&s, "/v1/responses", &responses("f", true)).await;
+    assert_eq!(r.end, End::Silent);
+    assert_eq!(
+        names(&typed_frames(&r)).last(),
+        Some(&"response.output_item.done")
+    );
+    drop(r.socket.take());
+    attempts_when(&s, "f", |a| {
+        a.len() == 2 && a.iter().all(|x| x.client_gone())
+    })
+    .await;
+}
