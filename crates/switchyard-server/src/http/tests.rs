@@ -20,6 +20,7 @@ use crate::telemetry::log::RequestLog;
 use crate::telemetry::metrics::Metrics;
 
 mod hostile;
+mod messages;
 mod recovery;
 
 struct Fixture {
