@@ -619,3 +619,80 @@ async fn count_tokens_without_an_anthropic_provider_is_a_400_naming_the_route() 
     );
     assert_eq!(f.primary.calls(), 0);
 }
+
+#[tokio::test]
+async fn images_system_blocks_and_structured_output_map_into_the_shared_shape() {
+    let f = basic();
+    let body = json!({"model": "smart", "max_tokens": 50, "stop_sequences": ["END"],
+        "temperature": 0.5, "top_p": 0.9, "top_k": 40, "service_tier": "auto",
+        "system": "be brief",
+        "output_config": {"format": {"type": "json_schema",
+            "schema": {"type": "object", "properties": {"a": {"type": "string"}}}}},
+        "messages": [
+            {"role": "user", "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBOR"}},
+                {"type": "image", "source": {"type": "url", "url": "https://example.com/cat.png"}},
+                {"type": "text", "text": "what are these?"}]},
+            {"role": "assistant", "content": [{"type": "redacted_thinking", "data": "EmwKAhgB"},
+                {"type": "text", "text": "Two images."}]},
+            {"role": "user", "content": [
+                {"type": "mid_conv_system", "content": [{"type": "text", "text": "answer in French"}]},
+                {"type": "text", "text": "and now?"}]}]});
+    let resp = call(&f.state, post_messages(&body)).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(
+        header(&resp, "x-switchyard-ignored"),
+        "service_tier, top_k, thinking"
+    );
+    let sent = &f.primary.requests()[0];
+    assert_eq!(sent.stop, ["END"]);
+    assert_eq!((sent.temperature, sent.top_p), (Some(0.5), Some(0.9)));
+    assert!(matches!(
+        &sent.response_format,
+        Some(switchyard::chat::ResponseFormat::JsonSchema { schema, .. }) if schema["properties"]["a"]["type"] == "string"
+    ));
+    let roles: Vec<Role> = sent.messages.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [Role::System, Role::User, Role::Assistant, Role::System, Role::User]
+    );
+    assert!(matches!(
+        &sent.messages[1].content[0],
+        ContentPart::Image { source: switchyard::chat::ImageSource::Base64 { media_type, data }, .. }
+            if media_type == "image/png" && data == "iVBOR"
+    ));
+    assert!(matches!(
+        &sent.messages[1].content[1],
+        ContentPart::Image { source: switchyard::chat::ImageSource::Url { url }, .. }
+            if url == "https://example.com/cat.png"
+    ));
+    assert_eq!(sent.messages[2].joined_text(), "Two images.");
+    assert_eq!(sent.messages[3].joined_text(), "answer in French");
+    assert_eq!(sent.messages[4].joined_text(), "and now?");
+}
+
+#[tokio::test]
+async fn server_only_features_are_refused_by_name() {
+    let f = basic();
+    for (field, value) in [
+        ("container", json!("container_1")),
+        ("mcp_servers", json!([{"type": "url", "url": "https://mcp.example.com", "name": "x"}])),
+    ] {
+        let mut body = hello("smart");
+        body[field] = value;
+        let (status, err) = error_of(call(&f.state, post_messages(&body)).await).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        let message = err["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with(&format!("{field}:")), "{message}");
+    }
+    let mut body = hello("smart");
+    body["messages"][0]["content"] = json!([{"type": "document",
+        "source": {"type": "text", "media_type": "text/plain", "data": "x"}}]);
+    let (status, err) = error_of(call(&f.state, post_messages(&body)).await).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(err["error"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("messages.0.content.0.type:"));
+    assert_eq!(f.primary.calls(), 0);
+}
