@@ -45,7 +45,7 @@ fn python() -> Command {
     cmd
 }
 
-fn anthropic_provider(name: &str, uri: &str) -> String {
+pub fn anthropic_provider(name: &str, uri: &str) -> String {
     format!(
         "[[providers]]\nname = \"{name}\"\nkind = \"anthropic\"\nmodel = \"{CLAUDE_MODEL}\"\napi_key_env = \"{KEY_ENV}\"\nbase_url = \"{uri}\"\n\n"
     )
@@ -53,7 +53,7 @@ fn anthropic_provider(name: &str, uri: &str) -> String {
 
 /// An Anthropic upstream whose Messages calls are overloaded (529) and whose token count
 /// answers `count`.
-async fn claude(count: ResponseTemplate) -> MockServer {
+pub async fn claude(count: ResponseTemplate) -> MockServer {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/messages"))
@@ -72,7 +72,7 @@ async fn claude(count: ResponseTemplate) -> MockServer {
 /// The OpenAI upstream that answers everything: a tool result gets the weather, a request
 /// offering `get_weather` gets a call to it, a stream gets a streamed answer, anything
 /// else "Paris".
-async fn gpt() -> MockServer {
+pub async fn gpt() -> MockServer {
     let server = MockServer::start().await;
     let call = json!({"role": "assistant", "content": null, "tool_calls": [{
         "id": "call_w1", "type": "function",

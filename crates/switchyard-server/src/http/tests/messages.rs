@@ -654,7 +654,13 @@ async fn images_system_blocks_and_structured_output_map_into_the_shared_shape() 
     let roles: Vec<Role> = sent.messages.iter().map(|m| m.role).collect();
     assert_eq!(
         roles,
-        [Role::System, Role::User, Role::Assistant, Role::System, Role::User]
+        [
+            Role::System,
+            Role::User,
+            Role::Assistant,
+            Role::System,
+            Role::User
+        ]
     );
     assert!(matches!(
         &sent.messages[1].content[0],
@@ -676,7 +682,10 @@ async fn server_only_features_are_refused_by_name() {
     let f = basic();
     for (field, value) in [
         ("container", json!("container_1")),
-        ("mcp_servers", json!([{"type": "url", "url": "https://mcp.example.com", "name": "x"}])),
+        (
+            "mcp_servers",
+            json!([{"type": "url", "url": "https://mcp.example.com", "name": "x"}]),
+        ),
     ] {
         let mut body = hello("smart");
         body[field] = value;
