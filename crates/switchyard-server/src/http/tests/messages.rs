@@ -510,6 +510,24 @@ async fn bad_fields_are_400s_naming_the_field_in_anthropics_terms() {
             "thinking.enabled.budget_tokens",
         ),
     ];
+    let misplaced = [
+        (
+            json!({"role": "user", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]}),
+            "messages.0.content.0",
+        ),
+        (
+            json!({"role": "assistant", "content": [{"type": "tool_result", "tool_use_id": "t"}]}),
+            "messages.0.content.0",
+        ),
+    ];
+    let cases = cases
+        .into_iter()
+        .chain(misplaced.into_iter().map(|(m, field)| {
+            (
+                json!({"model": "smart", "max_tokens": 5, "messages": [m]}),
+                field,
+            )
+        }));
     for (body, field) in cases {
         let (status, err) = error_of(call(&f.state, post_messages(&body)).await).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");

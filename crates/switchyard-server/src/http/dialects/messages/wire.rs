@@ -397,16 +397,19 @@ impl WireRequest {
         };
         let tools = tools(self.tools, ignored)?;
         let tool_choice = self.tool_choice.map(|c| tool_choice(c, ignored));
-        let mut messages = Vec::with_capacity(self.messages.len() + 3);
+        let mut turns = Turns {
+            out: Vec::with_capacity(self.messages.len() + 3),
+            names: HashMap::new(),
+            ignored,
+        };
         if let Some(system) = self.system {
-            system_messages(system, "system", &mut messages, ignored)?;
+            system_messages(system, "system", &mut turns.out, turns.ignored)?;
         }
-        let mut names = HashMap::new();
         for (i, m) in self.messages.into_iter().enumerate() {
-            m.push_into(i, &mut messages, &mut names, ignored)?;
+            turns.push(i, m)?;
         }
         Ok(ChatRequest {
-            messages,
+            messages: turns.out,
             max_tokens: Some(self.max_tokens),
             temperature: self.temperature,
             top_p: self.top_p,
@@ -550,18 +553,20 @@ fn tool_choice(c: WireToolChoice, ignored: &mut Ignored) -> ToolChoice {
 /// function: Gemini needs it).
 type Names = HashMap<String, String>;
 
-impl WireMessage {
-    /// This turn as shared-shape messages: a system turn as system messages; a user turn's
+/// The conversation being built, turn by turn.
+struct Turns<'i> {
+    out: Vec<Message>,
+    names: Names,
+    ignored: &'i mut Ignored,
+}
+
+impl Turns<'_> {
+    /// A turn as shared-shape messages: a system turn as system messages; a user turn's
     /// tool results as tool messages (first), its other blocks as one user message; an
-    /// assistant turn's text and tool calls as one assistant message.
-    fn push_into(
-        self,
-        i: usize,
-        out: &mut Vec<Message>,
-        names: &mut Names,
-        ignored: &mut Ignored,
-    ) -> Result<(), ApiError> {
-        let role = match self.role.as_str() {
+    /// assistant turn's text and tool calls as one assistant message; a mid-conversation
+    /// system block as a system message where it stands.
+    fn push(&mut self, i: usize, m: WireMessage) -> Result<(), ApiError> {
+        let role = match m.role.as_str() {
             "user" => Role::User,
             "assistant" => Role::Assistant,
             "system" => Role::System,
@@ -575,101 +580,124 @@ impl WireMessage {
                 ))
             }
         };
-        let blocks = match self.content {
+        let blocks = match m.content {
             StrOr::Str(text) => {
-                out.push(Message::text(role, text));
+                self.out.push(Message::text(role, text));
                 return Ok(());
             }
             StrOr::List(blocks) => blocks,
         };
-        let at = format!("messages.{i}.content");
-        let mut turn = Message::text(role, "");
-        turn.content.clear();
+        let mut turn = empty(role);
         for (j, block) in blocks.into_iter().enumerate() {
-            let here = || format!("{at}.{j}");
-            match block {
-                Block::Text {
-                    text,
-                    cache_control,
-                } => {
-                    ignored.add_if(cache_control.is_some(), "cache_control");
-                    turn.content.push(ContentPart::Text { text });
-                }
-                Block::Image {
-                    source,
-                    cache_control,
-                } => {
-                    if role == Role::Assistant {
-                        return Err(bad(&here(), "images are not allowed in assistant turns"));
-                    }
-                    ignored.add_if(cache_control.is_some(), "cache_control");
-                    turn.content.push(image(source));
-                }
-                Block::ToolUse {
+            self.block(&mut turn, block, &format!("messages.{i}.content.{j}"))?;
+        }
+        self.flush(&mut turn);
+        Ok(())
+    }
+
+    /// One block into `turn` (or, for tool results and system blocks, before it).
+    fn block(&mut self, turn: &mut Message, block: Block, at: &str) -> Result<(), ApiError> {
+        let role = turn.role;
+        let misplaced = |what: &str| {
+            let name = match role {
+                Role::User => "user",
+                Role::Assistant => "assistant",
+                Role::System | Role::Tool => "system",
+            };
+            Err(bad(
+                at,
+                format!("{what} blocks are not allowed in {name} turns"),
+            ))
+        };
+        match block {
+            Block::Text {
+                text,
+                cache_control,
+            } => {
+                self.ignored
+                    .add_if(cache_control.is_some(), "cache_control");
+                turn.content.push(ContentPart::Text { text });
+            }
+            Block::Image { .. } if role == Role::Assistant => return misplaced("image"),
+            Block::Image {
+                source,
+                cache_control,
+            } => {
+                self.ignored
+                    .add_if(cache_control.is_some(), "cache_control");
+                turn.content.push(image(source));
+            }
+            Block::ToolUse { .. } if role != Role::Assistant => return misplaced("tool_use"),
+            Block::ToolUse {
+                id,
+                name,
+                input,
+                cache_control,
+            } => {
+                self.ignored
+                    .add_if(cache_control.is_some(), "cache_control");
+                self.names.insert(id.clone(), name.clone());
+                let arguments = if input.is_null() {
+                    "{}".to_owned()
+                } else {
+                    input.to_string()
+                };
+                turn.tool_calls.push(ToolCall {
                     id,
                     name,
-                    input,
-                    cache_control,
-                } => {
-                    if role != Role::Assistant {
-                        return Err(bad(&here(), "tool_use blocks belong in assistant turns"));
-                    }
-                    ignored.add_if(cache_control.is_some(), "cache_control");
-                    names.insert(id.clone(), name.clone());
-                    let arguments = if input.is_null() {
-                        "{}".to_owned()
-                    } else {
-                        input.to_string()
-                    };
-                    turn.tool_calls.push(ToolCall {
-                        id,
-                        name,
-                        arguments,
-                    });
-                }
-                Block::ToolResult {
-                    tool_use_id,
+                    arguments,
+                });
+            }
+            Block::ToolResult { .. } if role != Role::User => return misplaced("tool_result"),
+            Block::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+                cache_control,
+            } => {
+                self.ignored
+                    .add_if(cache_control.is_some(), "cache_control");
+                self.ignored.add_if(is_error, "tool_result.is_error");
+                let result = tool_message(tool_use_id, content, &self.names, at)?;
+                self.out.push(result);
+            }
+            Block::Thinking { .. } | Block::RedactedThinking { .. } if role != Role::Assistant => {
+                return misplaced("thinking");
+            }
+            Block::Thinking { .. } | Block::RedactedThinking { .. } => self.ignored.add("thinking"),
+            Block::MidConvSystem {
+                content,
+                cache_control,
+            } => {
+                self.ignored
+                    .add_if(cache_control.is_some(), "cache_control");
+                self.flush(turn);
+                system_blocks(
                     content,
-                    is_error,
-                    cache_control,
-                } => {
-                    if role != Role::User {
-                        return Err(bad(&here(), "tool_result blocks belong in user turns"));
-                    }
-                    ignored.add_if(cache_control.is_some(), "cache_control");
-                    ignored.add_if(is_error, "tool_result.is_error");
-                    out.push(tool_message(tool_use_id, content, names, &here())?);
-                }
-                Block::Thinking { .. } | Block::RedactedThinking { .. } => {
-                    if role != Role::Assistant {
-                        return Err(bad(&here(), "thinking blocks belong in assistant turns"));
-                    }
-                    ignored.add("thinking");
-                }
-                Block::MidConvSystem {
-                    content,
-                    cache_control,
-                } => {
-                    ignored.add_if(cache_control.is_some(), "cache_control");
-                    flush(&mut turn, out);
-                    system_blocks(content, &format!("{}.content", here()), out, ignored)?;
-                }
+                    &format!("{at}.content"),
+                    &mut self.out,
+                    self.ignored,
+                )?;
             }
         }
-        flush(&mut turn, out);
         Ok(())
+    }
+
+    /// Push `turn` if it has anything, leaving an empty one of the same role.
+    fn flush(&mut self, turn: &mut Message) {
+        if turn.content.is_empty() && turn.tool_calls.is_empty() {
+            return;
+        }
+        let next = empty(turn.role);
+        self.out.push(std::mem::replace(turn, next));
     }
 }
 
-/// Push `turn` if it has anything, leaving an empty one of the same role.
-fn flush(turn: &mut Message, out: &mut Vec<Message>) {
-    if turn.content.is_empty() && turn.tool_calls.is_empty() {
-        return;
-    }
-    let role = turn.role;
-    let mut next = Message::text(role, "");
-    next.content.clear();
-    out.push(std::mem::replace(turn, next));
+/// A message of `role` with nothing in it yet.
+fn empty(role: Role) -> Message {
+    let mut m = Message::text(role, "");
+    m.content.clear();
+    m
 }
 
 fn tool_message(
