@@ -13,7 +13,7 @@ OpenAI provider answers (and whose second Anthropic provider counts tokens: 42),
 "The capital of France is Paris.", anything else with "Paris".
 
 Checks: messages.create, messages.stream (text_stream, get_final_message), a tool-use
-loop with tool_result, Claude Code's request shape (betas, adaptive thinking, effort,
+loop with tool_result (and the call streamed), Claude Code's request shape (betas, adaptive thinking, effort,
 context management, cached system blocks, a system turn) streamed through the beta
 client, count_tokens, and the typed exceptions for the proxy's 400, 401 and 404. Prints
 every mismatch and exits 1 if there was any.
@@ -124,6 +124,15 @@ def tool_loop(c):
                                messages=history)
     check(second.content[0].text == "It is sunny in Paris.", f"tools: answer {second.content!r}")
     print(f"tools: {use.name}({use.input}) -> {second.content[0].text!r}")
+
+    # the same call streamed: a tool_use block built from input_json_delta events
+    with c.messages.stream(model=ROUTE, max_tokens=128, tools=[WEATHER_TOOL],
+                           messages=ask("What is the weather in Paris?")) as s:
+        final = s.get_final_message()
+    uses = [b for b in final.content if b.type == "tool_use"]
+    check(final.stop_reason == "tool_use", f"streamed tools: stop_reason {final.stop_reason!r}")
+    check(len(uses) == 1 and uses[0].input == {"city": "Paris"} and uses[0].id == "call_w1",
+          f"streamed tools: blocks {final.content!r}")
 
 
 def claude_code(c):
