@@ -354,47 +354,12 @@ impl WireRequest {
     ///
     /// # Errors
     /// 400 naming the field.
-    pub(super) fn into_chat(self, ignored: &mut Ignored) -> Result<ChatRequest, ApiError> {
+    pub(super) fn into_chat(mut self, ignored: &mut Ignored) -> Result<ChatRequest, ApiError> {
         self.check_scalars()?;
-        if self.container.is_some() {
-            return Err(bad(
-                "container",
-                "containers (code execution) are not supported by this gateway",
-            ));
-        }
-        if self.mcp_servers.is_some() {
-            return Err(bad(
-                "mcp_servers",
-                "MCP servers are not supported by this gateway",
-            ));
-        }
-        ignored.add_if(self.cache_control.is_some(), "cache_control");
-        ignored.add_if(self.context_management.is_some(), "context_management");
-        ignored.add_if(self.service_tier.is_some(), "service_tier");
-        ignored.add_if(self.inference_geo.is_some(), "inference_geo");
-        ignored.add_if(self.speed.is_some(), "speed");
-        ignored.add_if(self.top_k.is_some(), "top_k");
-        if matches!(
-            self.thinking,
-            Some(Thinking::Enabled { .. } | Thinking::Adaptive)
-        ) {
-            ignored.add("thinking");
-        }
-        let mut format = self.output_format.map(json_format);
-        if let Some(config) = self.output_config {
-            ignored.add_if(config.effort.is_some(), "output_config.effort");
-            if let Some(f) = config.format {
-                format = Some(json_format(f));
-            }
-        }
-        let user = self.metadata.and_then(|m| m.user_id);
-        let user = match user {
-            Some(u) if longer_than(&u, MAX_NAME_CHARS) => {
-                ignored.add("metadata.user_id");
-                None
-            }
-            other => other,
-        };
+        self.refuse_server_features()?;
+        self.note_ignored(ignored);
+        let format = self.response_format();
+        let user = self.user(ignored);
         let tools = tools(self.tools, ignored)?;
         let tool_choice = self.tool_choice.map(|c| tool_choice(c, ignored));
         let mut turns = Turns {
@@ -419,6 +384,61 @@ impl WireRequest {
             response_format: format,
             user,
         })
+    }
+
+    /// `container` and `mcp_servers` need Anthropic's servers: refused, never dropped.
+    fn refuse_server_features(&self) -> Result<(), ApiError> {
+        if self.container.is_some() {
+            return Err(bad(
+                "container",
+                "containers (code execution) are not supported by this gateway",
+            ));
+        }
+        if self.mcp_servers.is_some() {
+            return Err(bad(
+                "mcp_servers",
+                "MCP servers are not supported by this gateway",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The top-level fields the shared shape does not carry.
+    fn note_ignored(&self, ignored: &mut Ignored) {
+        ignored.add_if(self.cache_control.is_some(), "cache_control");
+        ignored.add_if(self.context_management.is_some(), "context_management");
+        ignored.add_if(self.service_tier.is_some(), "service_tier");
+        ignored.add_if(self.inference_geo.is_some(), "inference_geo");
+        ignored.add_if(self.speed.is_some(), "speed");
+        ignored.add_if(self.top_k.is_some(), "top_k");
+        let thinks = matches!(
+            self.thinking,
+            Some(Thinking::Enabled { .. } | Thinking::Adaptive)
+        );
+        ignored.add_if(thinks, "thinking");
+        let effort = self
+            .output_config
+            .as_ref()
+            .is_some_and(|c| c.effort.is_some());
+        ignored.add_if(effort, "output_config.effort");
+    }
+
+    /// `output_config.format` (or the beta's `output_format`) as the shared JSON schema format.
+    fn response_format(&mut self) -> Option<ResponseFormat> {
+        let config = self.output_config.as_mut().and_then(|c| c.format.take());
+        config
+            .or_else(|| self.output_format.take())
+            .map(json_format)
+    }
+
+    /// `metadata.user_id` as the shared `user`; one too long to keep is ignored, not refused.
+    fn user(&mut self, ignored: &mut Ignored) -> Option<String> {
+        let user = self.metadata.take().and_then(|m| m.user_id)?;
+        if longer_than(&user, MAX_NAME_CHARS) {
+            ignored.add("metadata.user_id");
+            return None;
+        }
+        Some(user)
     }
 
     fn check_scalars(&self) -> Result<(), ApiError> {
