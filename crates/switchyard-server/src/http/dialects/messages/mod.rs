@@ -229,3 +229,80 @@ pub(crate) fn error_response(err: &ApiError) -> Response {
     }
     resp
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table in `docs/dialects.md`, row by row.
+    #[test]
+    fn every_gateway_status_has_its_anthropic_status_and_type() {
+        let table = [
+            (400, 400, "invalid_request_error"),
+            (401, 401, "authentication_error"),
+            (402, 402, "billing_error"),
+            (403, 403, "permission_error"),
+            (404, 404, "not_found_error"),
+            (408, 408, "timeout_error"),
+            (413, 413, "request_too_large"),
+            (429, 429, "rate_limit_error"),
+            (499, 500, "api_error"),
+            (500, 500, "api_error"),
+            (502, 529, "overloaded_error"),
+            (503, 529, "overloaded_error"),
+            (504, 504, "timeout_error"),
+        ];
+        for (ours, theirs, kind) in table {
+            let (status, got) = anthropic_status(StatusCode::from_u16(ours).unwrap());
+            assert_eq!((status.as_u16(), got), (theirs, kind), "{ours}");
+        }
+    }
+
+    #[test]
+    fn the_error_body_names_the_field_and_keeps_the_code() {
+        let err = ApiError::bad_request(Some("messages.0.role".into()), "not a role");
+        let body = error_body(&err);
+        assert_eq!(body["type"], "error");
+        assert_eq!(body["error"]["type"], "invalid_request_error");
+        assert_eq!(body["error"]["message"], "messages.0.role: not a role");
+        let err = ApiError::too_large(10);
+        let resp = error_response(&err);
+        assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let limited = ApiError::rate_limited("slow", std::time::Duration::from_millis(1500));
+        assert_eq!(error_response(&limited).headers()["retry-after"], "2");
+    }
+
+    #[test]
+    fn stop_reasons_in_anthropics_words() {
+        let mut resp = ChatResponse {
+            text: String::new(),
+            tool_calls: Vec::new(),
+            finish_reason: Some(FinishReason::Stop),
+            provider: "p".into(),
+            model: "m".into(),
+            failed_over: false,
+            usage: None,
+            cost: None,
+            attempts: Vec::new(),
+            latency: std::time::Duration::ZERO,
+            provider_latency: None,
+            max_tokens_applied: None,
+        };
+        assert_eq!(stop_reason(&resp), "end_turn");
+        resp.finish_reason = Some(FinishReason::Length);
+        assert_eq!(stop_reason(&resp), "max_tokens");
+        resp.finish_reason = Some(FinishReason::ContentFilter);
+        assert_eq!(stop_reason(&resp), "refusal");
+        resp.finish_reason = Some(FinishReason::Other("pause_turn".into()));
+        assert_eq!(stop_reason(&resp), "pause_turn");
+        resp.finish_reason = None;
+        resp.tool_calls.push(switchyard::chat::ToolCall {
+            id: "c".into(),
+            name: "f".into(),
+            arguments: "{}".into(),
+        });
+        assert_eq!(stop_reason(&resp), "tool_use", "a stop with tool calls");
+        assert_eq!(tool_input("not json"), json!("not json"));
+        assert_eq!(tool_input(" "), json!({}));
+    }
+}
