@@ -180,7 +180,12 @@ def claude_code(c):
 
 
 def count(c):
-    counted = c.messages.count_tokens(model=ROUTE, messages=ask("How many tokens is this?"))
+    raw = c.messages.with_raw_response.count_tokens(
+        model=ROUTE, messages=ask("How many tokens is this?"))
+    check(raw.headers.get("x-switchyard-provider") == "claude-counting"
+          and raw.headers.get("x-switchyard-failed-over") == "true",
+          f"count_tokens: headers {dict(raw.headers)!r}")
+    counted = raw.parse()
     check(counted.input_tokens == 42, f"count_tokens: {counted!r}")
     try:
         c.messages.count_tokens(model="gpt-only", messages=ask("How many?"))

@@ -723,3 +723,100 @@ async fn server_only_features_are_refused_by_name() {
         .starts_with("messages.0.content.0.type:"));
     assert_eq!(f.primary.calls(), 0);
 }
+
+/// A gateway whose route `smart` has two Anthropic providers on mock upstreams.
+async fn counting_fixture(
+    first: wiremock::ResponseTemplate,
+    second: wiremock::ResponseTemplate,
+) -> (AppState, wiremock::MockServer, wiremock::MockServer) {
+    use switchyard::provider::anthropic::{Anthropic, AnthropicConfig};
+    use switchyard::provider::http::Transport;
+    let mut servers = Vec::new();
+    for response in [first, second] {
+        let server = wiremock::MockServer::start().await;
+        wiremock::Mock::given(wiremock::matchers::path("/v1/messages/count_tokens"))
+            .respond_with(response)
+            .mount(&server)
+            .await;
+        servers.push(server);
+    }
+    let provider = |uri: String| {
+        let config = AnthropicConfig::new("claude-test").base_url(uri);
+        Arc::new(Anthropic::new(config, &Transport::default()).unwrap())
+    };
+    let metrics = Arc::new(Metrics::new());
+    let gateway = Gateway::builder()
+        .provider(ProviderSpec::new("claude-a", provider(servers[0].uri())))
+        .provider(ProviderSpec::new("claude-b", provider(servers[1].uri())))
+        .route(Route::new("smart", &["claude-a", "claude-b"]))
+        .observer(metrics.clone())
+        .build()
+        .unwrap();
+    let state = AppState(Arc::new(Shared::for_tests(
+        gateway,
+        KeyStore::new(&[]),
+        metrics,
+    )));
+    let second = servers.pop().unwrap();
+    let first = servers.pop().unwrap();
+    (state, first, second)
+}
+
+fn count_request(betas: Option<&str>) -> Request<Body> {
+    let body = json!({"model": "smart", "system": "be brief",
+                      "messages": [{"role": "user", "content": "hi"}]});
+    let mut req = Request::post("/v1/messages/count_tokens")
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    if let Some(b) = betas {
+        req.headers_mut()
+            .insert("anthropic-beta", b.parse().unwrap());
+    }
+    req
+}
+
+#[tokio::test]
+async fn count_tokens_fails_over_between_anthropic_providers() {
+    let (state, first, second) = counting_fixture(
+        wiremock::ResponseTemplate::new(529).set_body_json(json!({"type": "error",
+            "error": {"type": "overloaded_error", "message": "Overloaded"}})),
+        wiremock::ResponseTemplate::new(200).set_body_json(json!({"input_tokens": 17})),
+    )
+    .await;
+    let resp = call(&state, count_request(Some("context-management-2025-06-27"))).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(header(&resp, "x-switchyard-provider"), "claude-b");
+    assert_eq!(header(&resp, "x-switchyard-failed-over"), "true");
+    assert_eq!(json_body(resp).await, json!({"input_tokens": 17}));
+    let sent = &second.received_requests().await.unwrap()[0];
+    let body: Value = serde_json::from_slice(&sent.body).unwrap();
+    assert_eq!(
+        body["model"], "claude-test",
+        "the provider's model, not the route"
+    );
+    assert_eq!(body["system"], "be brief", "the rest as the client sent it");
+    assert_eq!(
+        sent.headers["anthropic-beta"],
+        "context-management-2025-06-27"
+    );
+    assert_eq!(first.received_requests().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_count_the_client_got_wrong_is_not_retried_elsewhere() {
+    let (state, _first, second) = counting_fixture(
+        wiremock::ResponseTemplate::new(400).set_body_json(json!({"type": "error",
+            "error": {"type": "invalid_request_error", "message": "messages.0.role: bad"}})),
+        wiremock::ResponseTemplate::new(200).set_body_json(json!({"input_tokens": 17})),
+    )
+    .await;
+    let (status, err) = error_of(call(&state, count_request(None)).await).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(err["error"]["type"], "invalid_request_error");
+    assert!(err["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("messages.0.role: bad"));
+    assert!(second.received_requests().await.unwrap().is_empty());
+}

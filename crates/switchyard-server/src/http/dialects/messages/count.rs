@@ -9,6 +9,7 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
+use switchyard::{ErrorKind, ProviderError};
 
 use super::Messages;
 use crate::http::bounds::{clip, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
@@ -57,50 +58,71 @@ async fn handle(state: &AppState, ctx: &mut Ctx, request: Request) -> Result<Res
         ));
     }
     let mut last = None;
-    for spec in anthropic {
+    for (tried, spec) in anthropic.into_iter().enumerate() {
         match spec.provider.count_tokens(&body, betas.as_deref()).await {
-            Ok(input_tokens) => {
-                let mut entry = ctx.entry(200);
-                entry.provider = Some(spec.name.clone());
-                entry.model = Some(spec.provider.model().to_owned());
-                ctx.line = Some(entry);
-                let mut resp = (
-                    StatusCode::OK,
-                    axum::Json(json!({"input_tokens": input_tokens})),
-                )
-                    .into_response();
-                flow::who_answered(resp.headers_mut(), ctx, &spec.name, 1, false, None);
-                state
-                    .metrics
-                    .request(&ctx.route_label, 200, false, ctx.elapsed());
-                return Ok(resp);
-            }
+            Ok(input_tokens) => return Ok(counted(state, ctx, spec, tried, input_tokens)),
+            // the client's mistake: every provider would refuse it the same way
+            Err(e) if client_fault(&e) => return Err(count_failed(&spec.name, &e)),
             Err(e) => last = Some((spec.name.clone(), e)),
         }
     }
-    let (name, e) = last.unwrap_or_else(|| {
-        (
-            String::new(),
-            switchyard::ProviderError::new(switchyard::ErrorKind::Server, "no provider"),
-        )
-    });
-    let status = match e.kind {
-        switchyard::ErrorKind::BadRequest | switchyard::ErrorKind::ContextLength => {
-            StatusCode::BAD_REQUEST
-        }
-        switchyard::ErrorKind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
-        _ => StatusCode::BAD_GATEWAY,
-    };
-    let kind = if status == StatusCode::BAD_REQUEST {
-        "invalid_request_error"
-    } else {
-        "upstream_error"
-    };
-    Err(ApiError::new(
-        status,
-        kind,
-        format!("counting tokens at provider {name:?} failed: {e}"),
+    Err(last.map_or_else(
+        || {
+            ApiError::new(
+                StatusCode::BAD_GATEWAY,
+                "upstream_error",
+                "no provider counted",
+            )
+        },
+        |(name, e)| count_failed(&name, &e),
     ))
+}
+
+/// The answer of the provider that counted, after `tried` that failed.
+fn counted(
+    state: &AppState,
+    ctx: &mut Ctx,
+    spec: &switchyard::ProviderSpec,
+    tried: usize,
+    input_tokens: u64,
+) -> Response {
+    let mut entry = ctx.entry(200);
+    entry.provider = Some(spec.name.clone());
+    entry.model = Some(spec.provider.model().to_owned());
+    entry.failed_over = tried > 0;
+    ctx.line = Some(entry);
+    let body = axum::Json(json!({"input_tokens": input_tokens}));
+    let mut resp = (StatusCode::OK, body).into_response();
+    flow::who_answered(
+        resp.headers_mut(),
+        ctx,
+        &spec.name,
+        tried + 1,
+        tried > 0,
+        None,
+    );
+    state
+        .metrics
+        .request(&ctx.route_label, 200, false, ctx.elapsed());
+    resp
+}
+
+fn client_fault(e: &ProviderError) -> bool {
+    matches!(e.kind, ErrorKind::BadRequest | ErrorKind::ContextLength)
+}
+
+/// A count that failed at provider `name` (its error already scrubbed of the key).
+fn count_failed(name: &str, e: &ProviderError) -> ApiError {
+    let message = format!("counting tokens at provider {name:?} failed: {e}");
+    if client_fault(e) {
+        return ApiError::bad_request(None, message);
+    }
+    let status = if e.kind == ErrorKind::RateLimited {
+        StatusCode::TOO_MANY_REQUESTS
+    } else {
+        StatusCode::BAD_GATEWAY
+    };
+    ApiError::new(status, "upstream_error", message)
 }
 
 /// The body as a JSON object with a sane `model`; the rest is Anthropic's to judge.
