@@ -1,6 +1,6 @@
 //! `POST /v1/messages/count_tokens`: only Anthropic can count Claude's tokens, so the
 //! request goes to the route's Anthropic providers, in route order (the next one when one
-//! fails), with the client's body (the provider's model in place of the route) and its
+//! fails, unless it refused the request as the client's mistake), with the client's body (the provider's model in place of the route) and its
 //! `anthropic-beta`. A route without an Anthropic provider is a 400 saying so. The key,
 //! body limit, route access and key limits are the shared flow's; errors are Anthropic's.
 
