@@ -21,6 +21,7 @@ use crate::telemetry::metrics::Metrics;
 
 mod dashboard;
 mod hostile;
+mod messages;
 mod recovery;
 
 struct Fixture {

@@ -17,6 +17,7 @@
 mod suite;
 
 mod anthropic;
+mod count_tokens;
 mod gemini;
 mod openai;
 mod raw;
