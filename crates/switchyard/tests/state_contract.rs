@@ -59,10 +59,24 @@ contract!(
     gcra_counts_usage_added_after_the_call,
     health_checks_open_and_half_open_the_circuit,
     a_lease_has_one_holder_until_it_lapses,
+    stored_values_are_read_back_replaced_and_deleted,
 );
 
 // ---------------------------------------------------------------------------------
 // The contract, for every store
+
+async fn stored_values_are_read_back_replaced_and_deleted(s: Store) {
+    let now = Clock::system().unix_ms();
+    let ttl = Duration::from_secs(60);
+    assert_eq!(s.kv_get("conv", now).await, None);
+    assert!(s.kv_put("conv", b"first".to_vec(), ttl, now).await);
+    assert_eq!(s.kv_get("conv", now).await.as_deref(), Some(&b"first"[..]));
+    assert!(s.kv_put("conv", b"second".to_vec(), ttl, now).await);
+    assert_eq!(s.kv_get("conv", now).await.as_deref(), Some(&b"second"[..]));
+    assert!(s.kv_delete("conv", now).await);
+    assert!(!s.kv_delete("conv", now).await, "already gone");
+    assert_eq!(s.kv_get("conv", now).await, None);
+}
 
 async fn health_checks_open_and_half_open_the_circuit(s: Store) {
     let c = cfg(2);
