@@ -3,6 +3,9 @@
 
 use axum::http::Uri;
 use axum::routing::{get, post};
+
+use crate::http::dialects::flow;
+use crate::http::dialects::responses::{self, Responses};
 use axum::Router;
 
 use crate::http::dialects::chat;
@@ -32,6 +35,11 @@ pub fn app(state: AppState) -> Router {
         .layer(axum::middleware::from_fn(request_id_on_response));
     Router::new()
         .route("/v1/chat/completions", post(chat::completions))
+        .route("/v1/responses", post(flow::serve::<Responses>))
+        .route(
+            "/v1/responses/{id}",
+            get(responses::retrieve).delete(responses::delete),
+        )
         .merge(rest)
         // after every route: a known path asked with another method gets OpenAI's JSON
         .method_not_allowed_fallback(edge::method_not_allowed)

@@ -21,6 +21,7 @@ use crate::telemetry::metrics::Metrics;
 
 mod hostile;
 mod recovery;
+mod responses;
 
 struct Fixture {
     state: AppState,

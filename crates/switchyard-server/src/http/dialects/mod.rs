@@ -8,10 +8,11 @@
 //! metrics and the request-log line (which names the dialect); [`sse`] runs a committed
 //! stream's life (shutdown, a client that goes away, the log line before the last event).
 //!
-//! Today: OpenAI's Chat Completions ([`chat`]). How to add one: `docs/architecture.md`.
+//! Today: OpenAI's Chat Completions ([`chat`]) and Responses ([`responses`]). How to add one: `docs/architecture.md`.
 
 pub mod chat;
 pub(crate) mod flow;
+pub mod responses;
 pub(crate) mod sse;
 
 use std::future::Future;

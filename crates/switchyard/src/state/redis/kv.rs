@@ -44,9 +44,11 @@ impl Inner {
             let k = self.keys.kv(key);
             let got: Option<Option<Vec<u8>>> = self
                 .link
-                .call_within("kv get", KV_OP_TIMEOUT, |mut c| async move {
-                    c.get(k).await
-                })
+                .call_within(
+                    "kv get",
+                    KV_OP_TIMEOUT,
+                    |mut c| async move { c.get(k).await },
+                )
                 .await;
             if let Some(Some(v)) = got {
                 return Some(v);
@@ -63,9 +65,11 @@ impl Inner {
         let k = self.keys.kv(key);
         let n: Option<u64> = self
             .link
-            .call_within("kv delete", KV_OP_TIMEOUT, |mut c| async move {
-                c.del(k).await
-            })
+            .call_within(
+                "kv delete",
+                KV_OP_TIMEOUT,
+                |mut c| async move { c.del(k).await },
+            )
             .await;
         local || n.is_some_and(|n| n > 0)
     }

@@ -1,0 +1,141 @@
+//! Stored responses (`store`, `previous_response_id`, `GET` / `DELETE /v1/responses/{id}`),
+//! kept in the state backend's key-value part (`switchyard::state::SharedState::kv_put`):
+//! the process's memory, or Redis for a fleet, so that a conversation continues on any
+//! replica and with any vendor.
+//!
+//! A record holds the response object as the client got it, the conversation so far in the
+//! shared shape (every input item and answer, without `instructions`, which OpenAI does not
+//! carry over either), and the client key that made it: with keys configured, another key
+//! finds nothing (404, as for an unknown id). Records live [`STORED_TTL`]; one larger than
+//! [`MAX_STORED_BYTES`] is not kept, and its answer says so (`switchyard.stored: false`).
+
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use switchyard::chat::Message;
+
+use crate::http::bounds::{clip, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
+
+/// How long a stored response can be continued or fetched: 7 days.
+pub(crate) const STORED_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+/// The largest record kept (response, conversation and key, as JSON): 8 MiB. A longer
+/// conversation is answered but not stored; continuing it needs its history resent.
+pub(crate) const MAX_STORED_BYTES: usize = 8 * 1024 * 1024;
+
+/// One stored response.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Record {
+    /// The client key's name that made it (`None` without keys).
+    pub key: Option<String>,
+    /// The response object as returned.
+    pub response: Value,
+    /// Every message so far (input and answers), oldest first, without instructions.
+    pub conversation: Vec<Message>,
+}
+
+fn kv_key(id: &str) -> String {
+    format!("responses:{id}")
+}
+
+/// The record of `id` if it exists and `key` may see it.
+pub(crate) async fn load(state: &AppState, id: &str, key: Option<&str>) -> Option<Record> {
+    let now = state.gateway.clock().unix_ms();
+    let bytes = state.gateway.state().kv_get(&kv_key(id), now).await?;
+    let record: Record = serde_json::from_slice(&bytes).ok()?;
+    (record.key.as_deref() == key).then_some(record)
+}
+
+/// Keep `record` under `id`: false when it is too large or the store refused it.
+pub(crate) async fn save(state: &AppState, id: &str, record: &Record) -> bool {
+    let Ok(bytes) = serde_json::to_vec(record) else {
+        return false;
+    };
+    if bytes.len() > MAX_STORED_BYTES {
+        return false;
+    }
+    let now = state.gateway.clock().unix_ms();
+    state
+        .gateway
+        .state()
+        .kv_put(&kv_key(id), bytes, STORED_TTL, now)
+        .await
+}
+
+/// 404 for an id that is unknown, expired, or another key's.
+pub(crate) fn not_found(id: &str, param: Option<&str>) -> ApiError {
+    let mut e = ApiError::new(
+        StatusCode::NOT_FOUND,
+        "invalid_request_error",
+        format!("Response with id '{}' not found.", clip(id, ECHO_BYTES)),
+    );
+    if let Some(p) = param {
+        e = e.param(p).code("previous_response_not_found");
+    }
+    e
+}
+
+/// The caller's key name, or the 401.
+fn caller(state: &AppState, headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    Ok(state.keys.authenticate(headers)?.map(|c| c.name))
+}
+
+fn checked(id: &str) -> Result<(), ApiError> {
+    if longer_than(id, MAX_NAME_CHARS) {
+        return Err(not_found(id, None));
+    }
+    Ok(())
+}
+
+/// `GET /v1/responses/{id}`: the stored response object.
+pub async fn retrieve(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let found = async {
+        let key = caller(&state, &headers)?;
+        checked(&id)?;
+        load(&state, &id, key.as_deref())
+            .await
+            .ok_or_else(|| not_found(&id, None))
+    }
+    .await;
+    match found {
+        Ok(record) => (StatusCode::OK, axum::Json(record.response)).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `DELETE /v1/responses/{id}`: forget a stored response.
+pub async fn delete(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let deleted = async {
+        let key = caller(&state, &headers)?;
+        checked(&id)?;
+        // only the key that made it may delete it
+        load(&state, &id, key.as_deref())
+            .await
+            .ok_or_else(|| not_found(&id, None))?;
+        let now = state.gateway.clock().unix_ms();
+        state.gateway.state().kv_delete(&kv_key(&id), now).await;
+        Ok::<_, ApiError>(())
+    }
+    .await;
+    match deleted {
+        Ok(()) => (
+            StatusCode::OK,
+            axum::Json(json!({"id": id, "object": "response.deleted", "deleted": true})),
+        )
+            .into_response(),
+        Err(e) => e.into_response(),
+    }
+}
