@@ -54,4 +54,5 @@ mod preflight;
 mod proxy;
 mod python_sdk;
 mod rescue;
+mod responses_sdk;
 mod shutdown;
