@@ -95,7 +95,7 @@ impl Base {
     pub(crate) fn finished(&self, resp: &ChatResponse, output: Vec<Value>) -> Value {
         let (status, reason) = outcome(resp);
         let mut body = self.response(&resp.model, status, output);
-        body["completed_at"] = json!(self.created_at.max(resp_end(self, resp)));
+        body["completed_at"] = json!(self.created_at + resp.latency.as_secs());
         if let Some(reason) = reason {
             body["incomplete_details"] = json!({ "reason": reason });
             body["completed_at"] = Value::Null;
@@ -131,11 +131,6 @@ impl Base {
         }
         items
     }
-}
-
-/// Whole seconds after the request's arrival the answer took (for `completed_at`).
-fn resp_end(base: &Base, resp: &ChatResponse) -> u64 {
-    base.created_at + resp.latency.as_secs()
 }
 
 /// The response's status and, when incomplete, why.

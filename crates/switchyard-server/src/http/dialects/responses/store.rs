@@ -139,3 +139,63 @@ pub async fn delete(
         Err(e) => e.into_response(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use switchyard::provider::scripted::ScriptedProvider;
+    use switchyard::{Gateway, ProviderSpec, Route};
+
+    use super::*;
+    use crate::access::keys::KeyStore;
+    use crate::http::state::Shared;
+    use crate::telemetry::metrics::Metrics;
+
+    fn state() -> AppState {
+        let gateway = Gateway::builder()
+            .provider(ProviderSpec::new("p", Arc::new(ScriptedProvider::new("m"))))
+            .route(Route::new("r", &["p"]))
+            .build()
+            .unwrap();
+        let metrics = Arc::new(Metrics::new());
+        AppState(Arc::new(Shared::for_tests(
+            gateway,
+            KeyStore::new(&[]),
+            metrics,
+        )))
+    }
+
+    fn record(text: String, key: Option<&str>) -> Record {
+        Record {
+            key: key.map(str::to_owned),
+            response: json!({"id": "resp_1"}),
+            conversation: vec![Message::user(text)],
+        }
+    }
+
+    #[tokio::test]
+    async fn a_record_over_the_bound_is_not_kept() {
+        let state = state();
+        assert!(
+            !save(
+                &state,
+                "resp_big",
+                &record("x".repeat(MAX_STORED_BYTES), None)
+            )
+            .await
+        );
+        assert!(load(&state, "resp_big", None).await.is_none());
+        assert!(save(&state, "resp_small", &record("x".repeat(1000), None)).await);
+        assert!(load(&state, "resp_small", None).await.is_some());
+    }
+
+    #[tokio::test]
+    async fn a_record_is_only_its_keys() {
+        let state = state();
+        assert!(save(&state, "resp_a", &record("hi".into(), Some("alice"))).await);
+        assert!(load(&state, "resp_a", Some("alice")).await.is_some());
+        assert!(load(&state, "resp_a", Some("bob")).await.is_none());
+        assert!(load(&state, "resp_a", None).await.is_none());
+    }
+}
