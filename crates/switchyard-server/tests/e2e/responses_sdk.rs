@@ -2,8 +2,9 @@
 //! each failing over from a broken OpenAI provider to an Anthropic one: `responses.create`,
 //! `responses.stream`, a function-tool loop with `function_call_output`,
 //! `previous_response_id` made on one replica and continued on the other, `retrieve`,
-//! `delete`, and the SDK's typed errors. The checks live in
-//! `tests/python/test_responses_sdk.py`; the Anthropic upstream is a mock (below) whose
+//! `delete`, and the SDK's typed errors; then the OpenAI Agents SDK's `Runner` with a
+//! function tool. The checks live in `tests/python/test_responses_sdk.py` and
+//! `tests/python/test_agents_sdk.py`; the Anthropic upstream is a mock (below) whose
 //! answers reveal the conversation it was sent. Needs Redis at 127.0.0.1:6379 and the SDK
 //! in `$SWITCHYARD_PYTHON` (fails with the install command, never skips).
 
@@ -23,6 +24,10 @@ use crate::support::{
 const SCRIPT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../tests/python/test_responses_sdk.py"
+);
+const AGENTS_SCRIPT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../tests/python/test_agents_sdk.py"
 );
 /// The client token the script authenticates with.
 const TOKEN: &str = "sy-e2e-responses-sdk-token-71c3a9";
@@ -185,7 +190,7 @@ fn config(openai_uri: &str, claude_uri: &str, prefix: &str) -> String {
 #[tokio::test]
 async fn openai_python_sdk_responses_api_across_replicas_and_vendors() {
     let mut probe = python();
-    probe.args(["-c", "import openai; print(openai.__version__)"]);
+    probe.args(["-c", "import openai, agents; print(openai.__version__)"]);
     let found = match try_run_bounded(probe, Duration::from_secs(60)) {
         Ok(out) if out.status.success() => Ok(()),
         Ok(out) => Err(describe(&out)),
@@ -193,7 +198,7 @@ async fn openai_python_sdk_responses_api_across_replicas_and_vendors() {
     };
     if let Err(why) = found {
         panic!(
-            "this test needs the official `openai` package in $SWITCHYARD_PYTHON (default python3).\n\
+            "this test needs the official `openai` and `openai-agents` packages in $SWITCHYARD_PYTHON (default python3).\n\
              Install it: python3 -m venv .venv && .venv/bin/pip install -r tests/python/requirements.txt\n\
              then run with SWITCHYARD_PYTHON=$PWD/.venv/bin/python\n{why}"
         );
@@ -232,6 +237,16 @@ async fn openai_python_sdk_responses_api_across_replicas_and_vendors() {
         describe(&out),
         a.output(),
         b.output()
+    );
+    let mut agents = python();
+    agents.args([AGENTS_SCRIPT, &format!("{}/v1", a.base), TOKEN]);
+    let out = run_bounded(agents, Duration::from_secs(120));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("all agents SDK checks passed"),
+        "the agents SDK script failed\n{}\n--- replica a\n{}",
+        describe(&out),
+        a.output()
     );
     let hits = claude.received_requests().await.unwrap_or_default().len();
     assert!(
