@@ -574,3 +574,79 @@ async fn a_stored_response_belongs_to_its_key() {
         "still there"
     );
 }
+
+#[tokio::test]
+async fn a_codex_shaped_request_is_served_and_its_advisory_fields_named() {
+    let f = basic();
+    let body = json!({
+        "model": "smart", "stream": true, "store": false,
+        "instructions": "You are a coding agent.",
+        "input": [
+            {"type": "message", "id": "msg_a", "role": "developer",
+             "content": [{"type": "input_text", "text": "sandbox: read-only"}]},
+            {"type": "message", "role": "user",
+             "content": [{"type": "input_text", "text": "list files"}]},
+            {"type": "reasoning", "id": "rs_1", "summary": [],
+             "encrypted_content": "gAAAA"},
+            {"type": "function_call", "id": "fc_1", "call_id": "call_9", "name": "shell",
+             "arguments": "{\"command\":[\"ls\"]}"},
+            {"type": "function_call_output", "call_id": "call_9",
+             "output": "Cargo.toml\nsrc"}
+        ],
+        "tools": [{"type": "function", "name": "shell", "description": "run a command",
+                   "strict": false, "parameters": {"type": "object", "properties": {}}}],
+        "tool_choice": "auto", "parallel_tool_calls": false,
+        "reasoning": {"effort": "medium", "summary": "auto"},
+        "include": ["reasoning.encrypted_content"],
+        "prompt_cache_key": "0199-session", "text": {"verbosity": "low"},
+        "client_metadata": {"x": "y"}
+    });
+    let resp = call(&f.state, post_responses(&body)).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(
+        header(&resp, "x-switchyard-ignored"),
+        "include, prompt_cache_key, client_metadata, parallel_tool_calls, reasoning.effort, \
+         reasoning.summary, text.verbosity, input.reasoning"
+    );
+    let ev = named_events(&text_body(resp).await);
+    assert_eq!(ev.last().unwrap().0, "response.completed");
+    let sent = &f.primary.requests()[0];
+    let roles: Vec<Role> = sent.messages.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [
+            Role::System,
+            Role::System,
+            Role::User,
+            Role::Assistant,
+            Role::Tool
+        ]
+    );
+    assert_eq!(sent.messages[4].name.as_deref(), Some("shell"));
+}
+
+#[tokio::test]
+async fn a_stream_cut_by_the_token_limit_ends_incomplete() {
+    let chunk = ChatChunk {
+        text: "cut sh".into(),
+        finish_reason: Some(FinishReason::Length),
+        ..ChatChunk::default()
+    };
+    let f = fixture(
+        ScriptedProvider::new("p").then(Step::Stream(vec![StreamStep::Chunk(chunk)])),
+        ScriptedProvider::new("b"),
+        &[],
+        Route::new("smart", &["primary", "backup"]),
+    );
+    let body = json!({"model": "smart", "input": "hi", "stream": true, "max_output_tokens": 2});
+    let ev = named_events(&text_body(call(&f.state, post_responses(&body)).await).await);
+    let (name, data) = ev.last().unwrap();
+    assert_eq!(name, "response.incomplete");
+    assert_eq!(data["response"]["status"], "incomplete");
+    assert_eq!(
+        data["response"]["incomplete_details"]["reason"],
+        "max_output_tokens"
+    );
+    let item_done = &ev[ev.len() - 2].1;
+    assert_eq!(item_done["item"]["status"], "incomplete");
+}

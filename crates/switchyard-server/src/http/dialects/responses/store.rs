@@ -69,15 +69,21 @@ pub(crate) async fn save(state: &AppState, id: &str, record: &Record) -> bool {
 
 /// 404 for an id that is unknown, expired, or another key's.
 pub(crate) fn not_found(id: &str, param: Option<&str>) -> ApiError {
-    let mut e = ApiError::new(
-        StatusCode::NOT_FOUND,
-        "invalid_request_error",
-        format!("Response with id '{}' not found.", clip(id, ECHO_BYTES)),
-    );
-    if let Some(p) = param {
-        e = e.param(p).code("previous_response_not_found");
+    let id = clip(id, ECHO_BYTES);
+    match param {
+        Some(p) => ApiError::new(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            format!("Previous response with id '{id}' not found."),
+        )
+        .param(p)
+        .code("previous_response_not_found"),
+        None => ApiError::new(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            format!("Response with id '{id}' not found."),
+        ),
     }
-    e
 }
 
 /// The caller's key name, or the 401.
