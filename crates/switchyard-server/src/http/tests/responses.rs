@@ -650,3 +650,31 @@ async fn a_stream_cut_by_the_token_limit_ends_incomplete() {
     let item_done = &ev[ev.len() - 2].1;
     assert_eq!(item_done["item"]["status"], "incomplete");
 }
+
+#[tokio::test]
+async fn log_lines_name_the_responses_api() {
+    let insight = Arc::new(crate::telemetry::insight::Insight::new(
+        switchyard::clock::Clock::system(),
+    ));
+    let metrics = Arc::new(Metrics::new());
+    let gateway = Gateway::builder()
+        .provider(ProviderSpec::new("p", Arc::new(ScriptedProvider::new("m"))).price(price()))
+        .route(Route::new("smart", &["p"]))
+        .observer(metrics.clone())
+        .build()
+        .unwrap();
+    let mut shared = Shared::for_tests(gateway, KeyStore::new(&[]), metrics);
+    shared.log = RequestLog::disabled().with_tap(insight.clone());
+    shared.insight = insight.clone();
+    let state = AppState(Arc::new(shared));
+    for stream in [false, true] {
+        let body = json!({"model": "smart", "input": "hi", "stream": stream});
+        let resp = call(&state, post_responses(&body)).await;
+        assert_eq!(resp.status(), StatusCode::OK);
+        text_body(resp).await;
+        let entry = insight.recent(1).pop().expect("logged");
+        assert_eq!(entry.api, "responses");
+        assert_eq!(entry.stream, stream);
+        assert_eq!(entry.provider.as_deref(), Some("p"));
+    }
+}
