@@ -104,7 +104,34 @@ pub fn validate(config: &Config) -> Vec<String> {
     let routes = validate_routes(config, &names, &mut p);
     validate_keys(config, &routes, &mut p);
     validate_state(config, &mut p);
+    validate_responses(config, &mut p);
     p.0
+}
+
+fn validate_responses(config: &Config, p: &mut Problems) {
+    let Some(r) = &config.responses else {
+        return;
+    };
+    p.duration("responses.store_ttl", r.store_ttl.as_deref());
+    if r.max_stored_bytes == Some(0) {
+        p.add("responses.max_stored_bytes", "must be greater than zero");
+    }
+}
+
+/// `[responses]` as the server uses it (defaults for what is unset or invalid; `validate`
+/// reports the invalid).
+#[must_use]
+pub fn stored_responses(config: &Config) -> crate::http::state::StoredResponses {
+    let mut out = crate::http::state::StoredResponses::default();
+    if let Some(r) = &config.responses {
+        if let Some(ttl) = r.store_ttl.as_deref().and_then(|t| duration(t).ok()) {
+            out.ttl = ttl;
+        }
+        if let Some(bytes) = r.max_stored_bytes.filter(|b| *b > 0) {
+            out.max_bytes = bytes;
+        }
+    }
+    out
 }
 
 #[derive(Default)]

@@ -18,6 +18,26 @@ use crate::telemetry::metrics::Metrics;
 /// Default largest request body.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
+/// Limits on stored Responses API answers (`[responses]`;
+/// `crate::http::dialects::responses`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoredResponses {
+    /// How long a stored response can be continued or fetched (default 7 days).
+    pub ttl: std::time::Duration,
+    /// The largest record kept (response, conversation and key as JSON; default 8 MiB): a
+    /// larger one is answered but not kept, and the answer says so.
+    pub max_bytes: usize,
+}
+
+impl Default for StoredResponses {
+    fn default() -> Self {
+        Self {
+            ttl: std::time::Duration::from_secs(7 * 24 * 3600),
+            max_bytes: 8 * 1024 * 1024,
+        }
+    }
+}
+
 /// What handlers share: small, cheap to clone.
 #[derive(Clone)]
 pub struct AppState(pub Arc<Shared>);
@@ -43,6 +63,8 @@ pub struct Shared {
     /// Cancelled when shutdown's grace period ends: every stream still open ends with an
     /// error event (`crate::http::dialects::sse`), and is logged.
     pub grace_over: CancellationToken,
+    /// How long stored Responses API answers live and how large one may be.
+    pub stored_responses: StoredResponses,
 }
 
 impl std::ops::Deref for AppState {
@@ -69,6 +91,7 @@ impl Shared {
             ready: AtomicBool::new(true),
             allowed_origins: AllowedOrigins::default(),
             grace_over: CancellationToken::new(),
+            stored_responses: StoredResponses::default(),
         }
     }
 }

@@ -6,10 +6,9 @@
 //! A record holds the response object as the client got it, the conversation so far in the
 //! shared shape (every input item and answer, without `instructions`, which OpenAI does not
 //! carry over either), and the client key that made it: with keys configured, another key
-//! finds nothing (404, as for an unknown id). Records live [`STORED_TTL`]; one larger than
-//! [`MAX_STORED_BYTES`] is not kept, and its answer says so (`switchyard.stored: false`).
-
-use std::time::Duration;
+//! finds nothing (404, as for an unknown id). Records live `[responses] store_ttl` (7 days
+//! by default); one larger than `max_stored_bytes` (8 MiB) is not kept, and its answer says
+//! so (`switchyard.stored: false`): `crate::http::state::StoredResponses`.
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -21,12 +20,6 @@ use switchyard::chat::Message;
 use crate::http::bounds::{clip, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
-
-/// How long a stored response can be continued or fetched: 7 days.
-pub(crate) const STORED_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
-/// The largest record kept (response, conversation and key, as JSON): 8 MiB. A longer
-/// conversation is answered but not stored; continuing it needs its history resent.
-pub(crate) const MAX_STORED_BYTES: usize = 8 * 1024 * 1024;
 
 /// One stored response.
 #[derive(Debug, Serialize, Deserialize)]
@@ -56,14 +49,15 @@ pub(crate) async fn save(state: &AppState, id: &str, record: &Record) -> bool {
     let Ok(bytes) = serde_json::to_vec(record) else {
         return false;
     };
-    if bytes.len() > MAX_STORED_BYTES {
+    let limits = state.stored_responses;
+    if bytes.len() > limits.max_bytes {
         return false;
     }
     let now = state.gateway.clock().unix_ms();
     state
         .gateway
         .state()
-        .kv_put(&kv_key(id), bytes, STORED_TTL, now)
+        .kv_put(&kv_key(id), bytes, limits.ttl, now)
         .await
 }
 
@@ -183,14 +177,8 @@ mod tests {
     #[tokio::test]
     async fn a_record_over_the_bound_is_not_kept() {
         let state = state();
-        assert!(
-            !save(
-                &state,
-                "resp_big",
-                &record("x".repeat(MAX_STORED_BYTES), None)
-            )
-            .await
-        );
+        let big = record("x".repeat(state.stored_responses.max_bytes), None);
+        assert!(!save(&state, "resp_big", &big).await);
         assert!(load(&state, "resp_big", None).await.is_none());
         assert!(save(&state, "resp_small", &record("x".repeat(1000), None)).await);
         assert!(load(&state, "resp_small", None).await.is_some());
