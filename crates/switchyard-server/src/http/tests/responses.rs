@@ -678,3 +678,30 @@ async fn log_lines_name_the_responses_api() {
         assert_eq!(entry.provider.as_deref(), Some("p"));
     }
 }
+
+#[tokio::test]
+async fn text_format_becomes_the_shared_response_format_and_is_echoed() {
+    let f = basic();
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+    let body = json!({"model": "smart", "input": "a number", "text": {"format":
+        {"type": "json_schema", "name": "num", "schema": schema, "strict": true}}});
+    let r = json_body(call(&f.state, post_responses(&body)).await).await;
+    assert_eq!(r["text"]["format"]["type"], "json_schema");
+    assert_eq!(r["text"]["format"]["name"], "num");
+    assert_eq!(
+        f.primary.requests()[0].response_format,
+        Some(switchyard::chat::ResponseFormat::JsonSchema {
+            name: "num".into(),
+            schema,
+            strict: Some(true),
+        })
+    );
+    let body =
+        json!({"model": "smart", "input": "json", "text": {"format": {"type": "json_object"}}});
+    let r = json_body(call(&f.state, post_responses(&body)).await).await;
+    assert_eq!(r["text"]["format"]["type"], "json_object");
+    assert_eq!(
+        f.primary.requests()[1].response_format,
+        Some(switchyard::chat::ResponseFormat::JsonObject)
+    );
+}

@@ -223,7 +223,7 @@ fn note_ignored(w: &WireRequest, ctx: &mut Ctx) {
 }
 
 /// The shared request, and what the answer echoes.
-fn decode_request(w: WireRequest, ctx: &mut Ctx) -> Result<Decoded<ResponsesExtra>, ApiError> {
+fn decode_request(mut w: WireRequest, ctx: &mut Ctx) -> Result<Decoded<ResponsesExtra>, ApiError> {
     let mut strict = false;
     let tools = match &w.tools {
         Some(t) => wire::tools(t, &mut strict)?,
@@ -232,9 +232,11 @@ fn decode_request(w: WireRequest, ctx: &mut Ctx) -> Result<Decoded<ResponsesExtr
     if strict {
         ctx.ignored.push("tools.strict".to_owned());
     }
-    let tool_choice = w.tool_choice.as_ref().filter(|v| !v.is_null());
-    let choice = tool_choice.map(wire::tool_choice).transpose()?;
-    let Some(input) = w.input else {
+    let choice = match w.tool_choice.as_ref().filter(|v| !v.is_null()) {
+        Some(c) => Some(wire::tool_choice(c)?),
+        None => None,
+    };
+    let Some(input) = w.input.take() else {
         return Err(bad("input", "`input` is required"));
     };
     let conv = wire::conversation(input)?;
@@ -247,11 +249,52 @@ fn decode_request(w: WireRequest, ctx: &mut Ctx) -> Result<Decoded<ResponsesExtr
     }
     let input_start = messages.len();
     messages.extend(conv.messages);
-    let format = w.text.and_then(|t| t.format);
-    let echo = Echo {
-        tools: echo_tools(&tools, w.tools.as_deref()),
-        tool_choice: tool_choice.cloned().unwrap_or_else(|| json!("auto")),
-        text: json!({ "format": echo_format(format.as_ref()) }),
+    let format = w.text.take().and_then(|t| t.format);
+    let request = switchyard::ChatRequest {
+        messages,
+        max_tokens: w.max_output_tokens,
+        temperature: w.temperature,
+        top_p: w.top_p,
+        stop: Vec::new(),
+        tool_choice: choice,
+        response_format: None,
+        user: w.user.clone(),
+        tools,
+    };
+    let echo = echo(w, &request.tools, format.as_ref());
+    let base = Base {
+        id: response_id(),
+        created_at: ctx.time_ms / 1000,
+        echo,
+        stored: AtomicBool::new(false),
+    };
+    Ok(Decoded {
+        request: switchyard::ChatRequest {
+            response_format: format.map(wire::response_format),
+            ..request
+        },
+        extra: ResponsesExtra {
+            base: Arc::new(base),
+            input_start,
+            unanswered: conv.unanswered,
+            conversation: Vec::new(),
+        },
+    })
+}
+
+/// The request's settings as the response echoes them (OpenAI's defaults where unset).
+fn echo(
+    w: WireRequest,
+    tools: &[switchyard::chat::Tool],
+    format: Option<&wire::WireFormat>,
+) -> Echo {
+    Echo {
+        tools: echo_tools(tools, w.tools.as_deref()),
+        tool_choice: w
+            .tool_choice
+            .filter(|v| !v.is_null())
+            .unwrap_or_else(|| json!("auto")),
+        text: json!({ "format": echo_format(format) }),
         reasoning: json!({
             "effort": w.reasoning.as_ref().and_then(|r| r.effort.clone()),
             "summary": w.reasoning.as_ref().and_then(|r| r.summary.clone()),
@@ -264,34 +307,8 @@ fn decode_request(w: WireRequest, ctx: &mut Ctx) -> Result<Decoded<ResponsesExtr
         parallel_tool_calls: w.parallel_tool_calls.unwrap_or(true),
         previous_response_id: w.previous_response_id,
         store: w.store.unwrap_or(true),
-        user: w.user.clone(),
-    };
-    let request = switchyard::ChatRequest {
-        messages,
-        max_tokens: w.max_output_tokens,
-        temperature: w.temperature,
-        top_p: w.top_p,
-        stop: Vec::new(),
-        tools,
-        tool_choice: choice,
-        response_format: format.map(wire::response_format),
         user: w.user,
-    };
-    let base = Base {
-        id: response_id(),
-        created_at: ctx.time_ms / 1000,
-        echo,
-        stored: AtomicBool::new(false),
-    };
-    Ok(Decoded {
-        request,
-        extra: ResponsesExtra {
-            base: Arc::new(base),
-            input_start,
-            unanswered: conv.unanswered,
-            conversation: Vec::new(),
-        },
-    })
+    }
 }
 
 /// The function tools as the SDK's `FunctionTool` (`strict` as the client sent it).

@@ -207,47 +207,8 @@ impl Conversation {
                 let m = message(&path, &mut obj)?;
                 self.messages.push(m);
             }
-            "function_call" => {
-                let call = ToolCall {
-                    id: take_str(&mut obj, &path, "call_id")?,
-                    name: take_str(&mut obj, &path, "name")?,
-                    arguments: take_str(&mut obj, &path, "arguments")?,
-                };
-                match self.messages.last_mut() {
-                    Some(m) if m.role == Role::Assistant => m.tool_calls.push(call),
-                    _ => self.messages.push(Message {
-                        role: Role::Assistant,
-                        content: Vec::new(),
-                        tool_calls: vec![call],
-                        tool_call_id: None,
-                        name: None,
-                    }),
-                }
-            }
-            "function_call_output" => {
-                let call_id = take_str(&mut obj, &path, "call_id")?;
-                let content = match obj.remove("output") {
-                    Some(Value::String(text)) => vec![ContentPart::Text { text }],
-                    Some(Value::Array(parts)) => parts_of(&format!("{path}.output"), parts)?,
-                    _ => {
-                        return Err(bad(
-                            &format!("{path}.output"),
-                            "`output` must be a string or an array of content parts",
-                        ))
-                    }
-                };
-                let name = function_name(&self.messages, &call_id);
-                if name.is_none() {
-                    self.unanswered.push((self.messages.len(), i));
-                }
-                self.messages.push(Message {
-                    role: Role::Tool,
-                    content,
-                    tool_calls: Vec::new(),
-                    tool_call_id: Some(call_id),
-                    name,
-                });
-            }
+            "function_call" => self.call(&path, &mut obj)?,
+            "function_call_output" => self.output(i, &path, &mut obj)?,
             "reasoning" => self.dropped_reasoning = true,
             other => {
                 return Err(bad(
@@ -260,6 +221,62 @@ impl Conversation {
                 ))
             }
         }
+        Ok(())
+    }
+}
+
+impl Conversation {
+    /// A `function_call` item: a call on the assistant's turn (a new turn if the last
+    /// message is not the assistant's).
+    fn call(&mut self, path: &str, obj: &mut Map<String, Value>) -> Result<(), ApiError> {
+        let call = ToolCall {
+            id: take_str(obj, path, "call_id")?,
+            name: take_str(obj, path, "name")?,
+            arguments: take_str(obj, path, "arguments")?,
+        };
+        match self.messages.last_mut() {
+            Some(m) if m.role == Role::Assistant => m.tool_calls.push(call),
+            _ => self.messages.push(Message {
+                role: Role::Assistant,
+                content: Vec::new(),
+                tool_calls: vec![call],
+                tool_call_id: None,
+                name: None,
+            }),
+        }
+        Ok(())
+    }
+
+    /// A `function_call_output` item (input item `i`): a tool message, named after the
+    /// call it answers when that call is in the input.
+    fn output(
+        &mut self,
+        i: usize,
+        path: &str,
+        obj: &mut Map<String, Value>,
+    ) -> Result<(), ApiError> {
+        let call_id = take_str(obj, path, "call_id")?;
+        let content = match obj.remove("output") {
+            Some(Value::String(text)) => vec![ContentPart::Text { text }],
+            Some(Value::Array(parts)) => parts_of(&format!("{path}.output"), parts)?,
+            _ => {
+                return Err(bad(
+                    &format!("{path}.output"),
+                    "`output` must be a string or an array of content parts",
+                ))
+            }
+        };
+        let name = function_name(&self.messages, &call_id);
+        if name.is_none() {
+            self.unanswered.push((self.messages.len(), i));
+        }
+        self.messages.push(Message {
+            role: Role::Tool,
+            content,
+            tool_calls: Vec::new(),
+            tool_call_id: Some(call_id),
+            name,
+        });
         Ok(())
     }
 }
