@@ -705,3 +705,26 @@ async fn text_format_becomes_the_shared_response_format_and_is_echoed() {
         Some(switchyard::chat::ResponseFormat::JsonObject)
     );
 }
+
+#[tokio::test]
+async fn a_function_call_output_answers_a_call_in_the_stored_conversation() {
+    let f = fixture(
+        ScriptedProvider::new("p").then(tool_reply()),
+        ScriptedProvider::new("b"),
+        &[],
+        Route::new("smart", &["primary", "backup"]),
+    );
+    let tools = json!([{"type": "function", "name": "get_weather"}]);
+    let first = json!({"model": "smart", "input": "weather?", "tools": tools});
+    let r = json_body(call(&f.state, post_responses(&first)).await).await;
+    let next = json!({"model": "smart", "tools": tools, "previous_response_id": r["id"],
+        "input": [{"type": "function_call_output", "call_id": "call_1", "output": "rain"}]});
+    let resp = call(&f.state, post_responses(&next)).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let sent = &f.primary.requests()[1];
+    let roles: Vec<Role> = sent.messages.iter().map(|m| m.role).collect();
+    assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool]);
+    assert_eq!(sent.messages[1].tool_calls[0].id, "call_1");
+    assert_eq!(sent.messages[2].name.as_deref(), Some("get_weather"));
+    assert_eq!(sent.messages[2].joined_text(), "rain");
+}
