@@ -59,10 +59,24 @@ contract!(
     gcra_counts_usage_added_after_the_call,
     health_checks_open_and_half_open_the_circuit,
     a_lease_has_one_holder_until_it_lapses,
+    stored_values_are_read_back_replaced_and_deleted,
 );
 
 // ---------------------------------------------------------------------------------
 // The contract, for every store
+
+async fn stored_values_are_read_back_replaced_and_deleted(s: Store) {
+    let now = Clock::system().unix_ms();
+    let ttl = Duration::from_secs(60);
+    assert_eq!(s.kv_get("conv", now).await, None);
+    assert!(s.kv_put("conv", b"first".to_vec(), ttl, now).await);
+    assert_eq!(s.kv_get("conv", now).await.as_deref(), Some(&b"first"[..]));
+    assert!(s.kv_put("conv", b"second".to_vec(), ttl, now).await);
+    assert_eq!(s.kv_get("conv", now).await.as_deref(), Some(&b"second"[..]));
+    assert!(s.kv_delete("conv", now).await);
+    assert!(!s.kv_delete("conv", now).await, "already gone");
+    assert_eq!(s.kv_get("conv", now).await, None);
+}
 
 async fn health_checks_open_and_half_open_the_circuit(s: Store) {
     let c = cfg(2);
@@ -544,6 +558,56 @@ mod fleet {
         assert_eq!(s.rate("k", 60, 1, T0).await, Ok(()));
         assert!(s.reserve("b", usd(100), usd(100), LEASE).await.is_err());
         drop(proxy);
+        fleet.stop_after_outage().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn stored_values_are_fleet_wide_and_kept_locally_in_an_outage() {
+        let proxy = Proxy::start().await;
+        let mut fleet = Fleet::start("kv", 0).await;
+        fleet
+            .add(test_config(
+                &format!("redis://{}", proxy.addr),
+                &fleet.prefix,
+            ))
+            .await;
+        fleet.add(test_config(REDIS_URL, &fleet.prefix)).await;
+        let (s, o) = (fleet.store(0), fleet.store(1));
+        let ttl = Duration::from_secs(60);
+        let now = Clock::system().unix_ms();
+        assert!(o.kv_put("shared", b"from o".to_vec(), ttl, now).await);
+        assert_eq!(
+            s.kv_get("shared", now).await.as_deref(),
+            Some(&b"from o"[..])
+        );
+
+        proxy.down();
+        eventually(Duration::from_secs(5), "S notices the outage", || async {
+            s.kv_get("shared", now).await;
+            !s.status().connected
+        })
+        .await;
+        assert!(s.kv_put("local", b"from s".to_vec(), ttl, now).await);
+        assert_eq!(
+            s.kv_get("local", now).await.as_deref(),
+            Some(&b"from s"[..])
+        );
+        assert_eq!(o.kv_get("local", now).await, None, "Redis never saw it");
+
+        proxy.up();
+        eventually(Duration::from_secs(10), "S reconnects", || async {
+            s.status().connected
+        })
+        .await;
+        // not pushed on resync, but still served where it was written
+        assert_eq!(
+            s.kv_get("local", now).await.as_deref(),
+            Some(&b"from s"[..])
+        );
+        assert!(s.kv_delete("local", now).await);
+        assert_eq!(s.kv_get("local", now).await, None);
+        assert!(s.kv_delete("shared", now).await, "deleted fleet-wide");
+        assert_eq!(o.kv_get("shared", now).await, None);
         fleet.stop_after_outage().await;
     }
 

@@ -104,7 +104,54 @@ pub fn validate(config: &Config) -> Vec<String> {
     let routes = validate_routes(config, &names, &mut p);
     validate_keys(config, &routes, &mut p);
     validate_state(config, &mut p);
+    validate_responses(config, &mut p);
     p.0
+}
+
+fn validate_responses(config: &Config, p: &mut Problems) {
+    let Some(r) = &config.responses else {
+        return;
+    };
+    p.duration("responses.store_ttl", r.store_ttl.as_deref());
+    if r.max_stored_bytes == Some(0) {
+        p.add("responses.max_stored_bytes", "must be greater than zero");
+    }
+}
+
+/// Limits on stored Responses API answers (`[responses]`;
+/// `crate::http::dialects::responses`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoredResponses {
+    /// How long a stored response can be continued or fetched (default 7 days).
+    pub ttl: std::time::Duration,
+    /// The largest record kept (response, conversation and key as JSON; default 8 MiB): a
+    /// larger one is answered but not kept, and the answer says so.
+    pub max_bytes: usize,
+}
+
+impl Default for StoredResponses {
+    fn default() -> Self {
+        Self {
+            ttl: std::time::Duration::from_secs(7 * 24 * 3600),
+            max_bytes: 8 * 1024 * 1024,
+        }
+    }
+}
+
+/// `[responses]` as the server uses it (defaults for what is unset or invalid; `validate`
+/// reports the invalid).
+#[must_use]
+pub fn stored_responses(config: &Config) -> StoredResponses {
+    let mut out = StoredResponses::default();
+    if let Some(r) = &config.responses {
+        if let Some(ttl) = r.store_ttl.as_deref().and_then(|t| duration(t).ok()) {
+            out.ttl = ttl;
+        }
+        if let Some(bytes) = r.max_stored_bytes.filter(|b| *b > 0) {
+            out.max_bytes = bytes;
+        }
+    }
+    out
 }
 
 #[derive(Default)]

@@ -28,6 +28,18 @@ pub struct Config {
     pub keys: Vec<KeyToml>,
     /// `[state]`.
     pub state: Option<StateToml>,
+    /// `[responses]`: stored Responses API answers.
+    pub responses: Option<ResponsesToml>,
+}
+
+/// `[responses]`: how long stored Responses API answers live and how large one may be.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResponsesToml {
+    /// How long a stored response can be continued or fetched (default `"7d"`).
+    pub store_ttl: Option<String>,
+    /// The largest stored response (answer plus conversation, as JSON; default 8 MiB).
+    pub max_stored_bytes: Option<usize>,
 }
 
 /// `[server]`.

@@ -411,3 +411,30 @@ fn server_limits_are_checked_with_their_paths() {
     }
     assert_eq!(p.len(), 5, "{p:#?}");
 }
+
+#[test]
+fn responses_section_sets_the_stored_responses_limits() {
+    let text = include_str!("../../../../switchyard.example.toml");
+    let config = parse(text, "switchyard.example.toml").unwrap();
+    let limits = crate::config::stored_responses(&config);
+    assert_eq!(limits.ttl, std::time::Duration::from_secs(7 * 24 * 3600));
+    assert_eq!(limits.max_bytes, 8_388_608);
+    let problems = problems("[responses]\nstore_ttl = \"soon\"\nmax_stored_bytes = 0\n");
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.starts_with("responses.store_ttl:")),
+        "{problems:?}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| p == "responses.max_stored_bytes: must be greater than zero"),
+        "{problems:?}"
+    );
+    let unset: Config = toml::from_str("").unwrap();
+    assert_eq!(
+        crate::config::stored_responses(&unset),
+        crate::config::StoredResponses::default()
+    );
+}

@@ -5,7 +5,8 @@ use axum::http::Uri;
 use axum::routing::{get, post};
 use axum::Router;
 
-use crate::http::dialects::{chat, messages};
+use crate::http::dialects::responses::{self, Responses};
+use crate::http::dialects::{chat, flow, messages};
 use crate::http::error::ApiError;
 use crate::http::request_id::request_id;
 use crate::http::state::AppState;
@@ -36,6 +37,11 @@ pub fn app(state: AppState) -> Router {
         .route(
             "/v1/messages/count_tokens",
             post(messages::count::count_tokens),
+        )
+        .route("/v1/responses", post(flow::serve::<Responses>))
+        .route(
+            "/v1/responses/{id}",
+            get(responses::retrieve).delete(responses::delete),
         )
         .merge(rest)
         // after every route: a known path asked with another method gets OpenAI's JSON

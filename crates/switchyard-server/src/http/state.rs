@@ -18,6 +18,8 @@ use crate::telemetry::metrics::Metrics;
 /// Default largest request body.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
+pub use crate::config::StoredResponses;
+
 /// What handlers share: small, cheap to clone.
 #[derive(Clone)]
 pub struct AppState(pub Arc<Shared>);
@@ -43,6 +45,8 @@ pub struct Shared {
     /// Cancelled when shutdown's grace period ends: every stream still open ends with an
     /// error event (`crate::http::dialects::sse`), and is logged.
     pub grace_over: CancellationToken,
+    /// How long stored Responses API answers live and how large one may be.
+    pub stored_responses: StoredResponses,
 }
 
 impl std::ops::Deref for AppState {
@@ -69,6 +73,7 @@ impl Shared {
             ready: AtomicBool::new(true),
             allowed_origins: AllowedOrigins::default(),
             grace_over: CancellationToken::new(),
+            stored_responses: StoredResponses::default(),
         }
     }
 }

@@ -23,6 +23,7 @@ mod dashboard;
 mod hostile;
 mod messages;
 mod recovery;
+mod responses;
 
 struct Fixture {
     state: AppState,

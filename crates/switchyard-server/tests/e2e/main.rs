@@ -47,6 +47,7 @@ mod upstream;
 
 mod anthropic_sdk;
 mod claude_code;
+mod codex;
 mod diagnostics;
 mod durability;
 mod edge;
@@ -60,4 +61,5 @@ mod preflight;
 mod proxy;
 mod python_sdk;
 mod rescue;
+mod responses_sdk;
 mod shutdown;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::kv::LocalKv;
 use super::{Cleanup, SharedState, StateStatus};
 use crate::breaker::{Admission, Applied, Breaker, BreakerConfig, Op};
 use crate::clock::UnixMillis;
@@ -21,6 +22,8 @@ pub struct MemoryState {
     windows: Mutex<HashMap<String, Gcra>>,
     /// Named leases: holder and expiry (Unix ms).
     leases: Mutex<HashMap<String, (String, UnixMillis)>>,
+    /// Values with an expiry (`SharedState::kv_put`), bounded in bytes.
+    kv: Mutex<LocalKv>,
     next_id: AtomicU64,
 }
 
@@ -167,6 +170,34 @@ impl MemoryState {
         }
     }
 
+    /// A store whose key-value part holds at most `bytes` (default
+    /// [`super::KV_MEMORY_BYTES`]): past it, expired values go first, then the soonest to expire.
+    #[must_use]
+    pub fn with_kv_limit(bytes: usize) -> Self {
+        Self {
+            kv: Mutex::new(LocalKv::with_limit(bytes)),
+            ..Self::default()
+        }
+    }
+
+    /// Keep a value locally (see [`SharedState::kv_put`]).
+    pub fn kv_put_local(&self, key: &str, value: Vec<u8>, ttl: Duration, now: UnixMillis) -> bool {
+        let expires = now.saturating_add(crate::clock::duration_ms(ttl));
+        self.kv
+            .lock()
+            .is_ok_and(|mut kv| kv.put(key, value, expires, now))
+    }
+
+    /// A value kept locally, unless absent or expired.
+    pub fn kv_get_local(&self, key: &str, now: UnixMillis) -> Option<Vec<u8>> {
+        self.kv.lock().ok()?.get(key, now)
+    }
+
+    /// Delete a value kept locally: true when a live one was there.
+    pub fn kv_delete_local(&self, key: &str, now: UnixMillis) -> bool {
+        self.kv.lock().is_ok_and(|mut kv| kv.delete(key, now))
+    }
+
     /// Run a cleanup locally.
     pub fn cleanup_local(&self, cleanup: Cleanup) {
         match cleanup {
@@ -247,6 +278,18 @@ impl SharedState for MemoryState {
 
     async fn rate_add(&self, bucket: &str, limit: u64, amount: u64, now: UnixMillis) {
         self.rate_add_local(bucket, limit, amount, now);
+    }
+
+    async fn kv_put(&self, key: &str, value: Vec<u8>, ttl: Duration, now: UnixMillis) -> bool {
+        self.kv_put_local(key, value, ttl, now)
+    }
+
+    async fn kv_get(&self, key: &str, now: UnixMillis) -> Option<Vec<u8>> {
+        self.kv_get_local(key, now)
+    }
+
+    async fn kv_delete(&self, key: &str, now: UnixMillis) -> bool {
+        self.kv_delete_local(key, now)
     }
 
     fn cleanup(&self, cleanup: Cleanup) {

@@ -3,11 +3,13 @@
 //! Owns the narrow [`SharedState`] trait the gateway and server talk to: apply a breaker
 //! [`Op`] atomically; reserve / settle / release budget money; count against a rate-limit
 //! window; hold a named lease (one health checker per provider across a fleet); read all
-//! of it back; and say whether the store is healthy. Decisions are the
+//! of it back; keep small values with an expiry (`kv_*`: e.g. stored conversations); and
+//! say whether the store is healthy. Decisions are the
 //! pure functions in `breaker`, `cost` and `ratelimit` (GCRA); a store only makes them atomic.
 //! The memory store is the default; the Redis store (fleet mode) implements the same trait
 //! and degrades to a local memory store when Redis is away.
 
+mod kv;
 mod memory;
 #[cfg(feature = "redis")]
 pub mod redis;
@@ -19,6 +21,7 @@ use serde::Serialize;
 
 #[cfg(feature = "redis")]
 pub use self::redis::{RedisConfig, RedisState};
+pub use kv::KV_MEMORY_BYTES;
 pub use memory::MemoryState;
 
 use crate::breaker::{Applied, Breaker, BreakerConfig, Op};
@@ -125,6 +128,17 @@ pub trait SharedState: Send + Sync {
     /// Granted when nobody holds it, its holder's lease expired, or `holder` already holds
     /// it; a holder that stops renewing loses it after `ttl`, and another takes over.
     async fn try_lease(&self, name: &str, holder: &str, ttl: Duration, now: UnixMillis) -> bool;
+
+    /// Keep `value` under `key` until `ttl` after `now`, replacing what was there. False
+    /// when it was not kept (larger than the store's bound on a memory store). A fleet
+    /// store keeps it in Redis, or on this replica only while Redis is away.
+    async fn kv_put(&self, key: &str, value: Vec<u8>, ttl: Duration, now: UnixMillis) -> bool;
+
+    /// The value under `key`, unless absent or expired.
+    async fn kv_get(&self, key: &str, now: UnixMillis) -> Option<Vec<u8>>;
+
+    /// Delete `key`: true when a live value was there.
+    async fn kv_delete(&self, key: &str, now: UnixMillis) -> bool;
 
     /// Run `cleanup` without making the caller wait (called from `Drop`).
     fn cleanup(&self, cleanup: Cleanup);

@@ -8,12 +8,14 @@
 //! metrics and the request-log line (which names the dialect); [`sse`] runs a committed
 //! stream's life (shutdown, a client that goes away, the log line before the last event).
 //!
-//! Today: OpenAI's Chat Completions ([`chat`]), Anthropic's Messages ([`messages`]). How to add one: `docs/architecture.md`.
+//! Today: OpenAI's Chat Completions ([`chat`]) and Responses ([`responses`]), Anthropic's
+//! Messages ([`messages`]). How to add one: `docs/architecture.md`.
 
 pub mod chat;
 pub(crate) mod ctx;
 pub(crate) mod flow;
 pub mod messages;
+pub mod responses;
 pub(crate) mod sse;
 
 use std::future::Future;

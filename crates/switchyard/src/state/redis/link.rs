@@ -100,14 +100,45 @@ impl Link {
         F: FnOnce(MultiplexedConnection) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
-        match tokio::time::timeout(self.op_timeout, f(conn.clone())).await {
+        self.call_on_within(conn, what, self.op_timeout, f).await
+    }
+
+    /// [`call`](Self::call) with its own time bound (at least `op_timeout`): for calls
+    /// that move more bytes than a breaker's, such as stored values.
+    pub(super) async fn call_within<T, F, Fut>(
+        &self,
+        what: &str,
+        bound: Duration,
+        f: F,
+    ) -> Option<T>
+    where
+        F: FnOnce(MultiplexedConnection) -> Fut,
+        Fut: Future<Output = RedisResult<T>>,
+    {
+        let conn = self.conn()?;
+        let bound = bound.max(self.op_timeout);
+        self.call_on_within(&conn, what, bound, f).await
+    }
+
+    async fn call_on_within<T, F, Fut>(
+        &self,
+        conn: &MultiplexedConnection,
+        what: &str,
+        bound: Duration,
+        f: F,
+    ) -> Option<T>
+    where
+        F: FnOnce(MultiplexedConnection) -> Fut,
+        Fut: Future<Output = RedisResult<T>>,
+    {
+        match tokio::time::timeout(bound, f(conn.clone())).await {
             Ok(Ok(v)) => Some(v),
             Ok(Err(e)) => {
                 self.fail(&format!("{what}: {e}"));
                 None
             }
             Err(_) => {
-                let ms = self.op_timeout.as_millis();
+                let ms = bound.as_millis();
                 self.fail(&format!("{what}: no answer within {ms} ms"));
                 None
             }

@@ -36,6 +36,9 @@
 //!   Local spend is kept as pending deltas per scope and pushed (`HINCRBY`) on resync.
 //! - Rate limits count this replica's traffic only: a fleet of N degraded replicas can
 //!   admit up to N times a limit.
+//! - Stored values (`kv_*`) written while degraded stay on this replica (its mirror) until
+//!   they expire: other replicas do not see them, and they are not pushed on resync. A read
+//!   that Redis misses also looks in the mirror; a delete deletes in both.
 //!
 //! Standalone Redis (or one shard): the scripts touch keys derived from their arguments.
 //! Paused tokio time does not mix with real sockets: under `start_paused` the op timeout
@@ -44,6 +47,7 @@
 mod breakers;
 mod budgets;
 mod credentials;
+mod kv;
 mod link;
 mod scripts;
 mod sync;
@@ -303,6 +307,18 @@ impl SharedState for RedisState {
     /// replica holds its own leases locally (so each checks on its own until it is back).
     async fn try_lease(&self, name: &str, holder: &str, ttl: Duration, now: UnixMillis) -> bool {
         self.inner.try_lease(name, holder, ttl, now).await
+    }
+
+    async fn kv_put(&self, key: &str, value: Vec<u8>, ttl: Duration, now: UnixMillis) -> bool {
+        self.inner.kv_put(key, value, ttl, now).await
+    }
+
+    async fn kv_get(&self, key: &str, now: UnixMillis) -> Option<Vec<u8>> {
+        self.inner.kv_get(key, now).await
+    }
+
+    async fn kv_delete(&self, key: &str, now: UnixMillis) -> bool {
+        self.inner.kv_delete(key, now).await
     }
 
     /// Applied locally at once (probe lease, local reservations) and queued for Redis;

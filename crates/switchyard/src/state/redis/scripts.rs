@@ -18,6 +18,7 @@
 //! - `P:leases:{scope}` — sorted set: reservation ids and tombstones scored by their
 //!   expiry (Unix ms); lapsed ones are purged by every budget script.
 //! - `P:rate:{bucket}` — string: the GCRA's TAT in µs; TTL = how far it is ahead + 60 s.
+//! - `P:kv:{key}` — string: a value kept by `SharedState::kv_put`, with its TTL.
 //!
 //! Money is never a float: amounts travel as decimal strings and are added by Redis's
 //! own 64-bit `HINCRBY`; "does it fit" is read from the sign of a headroom computed the
@@ -75,6 +76,10 @@ impl Keys {
 
     pub(super) fn leases(&self, scope: &str) -> String {
         format!("{}:leases:{scope}", self.prefix)
+    }
+
+    pub(super) fn kv(&self, key: &str) -> String {
+        format!("{}:kv:{key}", self.prefix)
     }
 
     pub(super) fn rate(&self, bucket: &str) -> String {

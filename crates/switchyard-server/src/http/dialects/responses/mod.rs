@@ -1,0 +1,358 @@
+//! `POST /v1/responses`: OpenAI's Responses API as an inbound dialect, over any vendor.
+//!
+//! The request decodes into the shared shape ([`wire`]): `instructions` becomes a system
+//! message first, `input` items become messages (function calls on the assistant's turn,
+//! their outputs as tool messages), function tools and the tool choice carry over; built-in
+//! tools are refused by name. A reply is a `response` object ([`body`]) with a `switchyard`
+//! object; a stream is the Responses event sequence ([`stream`]); errors are OpenAI's JSON.
+//! With `store` (the default) the answer and its conversation are kept in the state backend
+//! ([`store`]), so `previous_response_id` continues it on any replica and any vendor.
+//!
+//! Not yet: passing built-in tools through to providers that speak the Responses API
+//! natively.
+
+mod body;
+mod store;
+mod stream;
+mod wire;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use serde_json::{json, Value};
+use switchyard::chat::Message;
+use switchyard::{ChatResponse, Role};
+
+pub use store::{delete, retrieve};
+
+use super::flow::Ctx;
+use super::{Decoded, Dialect};
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
+use body::{Base, Echo};
+use wire::{bad, WireRequest};
+
+/// OpenAI's Responses API.
+pub(crate) struct Responses;
+
+/// What a Responses request keeps for its answer.
+#[derive(Debug)]
+pub(crate) struct ResponsesExtra {
+    /// The response's id, time and echoed settings (shared with the stream encoder).
+    base: Arc<Base>,
+    /// Where the input's messages start in the request (after `instructions`).
+    input_start: usize,
+    /// Tool results whose call was not in the input: (message index, input item index).
+    unanswered: Vec<(usize, usize)>,
+    /// The conversation to store with the answer (`store`), set by `prepare`.
+    conversation: Vec<Message>,
+}
+
+impl Dialect for Responses {
+    const API: &'static str = "responses";
+    type Extra = ResponsesExtra;
+    type Encoder = stream::EventEncoder;
+
+    fn decode(body: &Bytes, ctx: &mut Ctx) -> Result<Decoded<ResponsesExtra>, ApiError> {
+        let mut wire = wire::parse(body)?;
+        ctx.route = std::mem::take(&mut wire.model);
+        ctx.stream = wire.stream.unwrap_or(false);
+        wire::check_lengths(&wire, &ctx.route)?;
+        refuse_unsupported(&wire)?;
+        note_ignored(&wire, ctx);
+        decode_request(wire, ctx)
+    }
+
+    async fn prepare(
+        state: &AppState,
+        ctx: &Ctx,
+        decoded: &mut Decoded<ResponsesExtra>,
+    ) -> Result<(), ApiError> {
+        let extra = &mut decoded.extra;
+        let messages = &mut decoded.request.messages;
+        let mut prior = Vec::new();
+        if let Some(id) = &extra.base.echo.previous_response_id {
+            let record = store::load(state, id, ctx.key.as_deref())
+                .await
+                .ok_or_else(|| store::not_found(id, Some("previous_response_id")))?;
+            prior = record.conversation;
+        }
+        let offset = prior.len();
+        // tool results answering calls made in the stored conversation
+        for &(at, item) in &extra.unanswered {
+            let m = &mut messages[extra.input_start + at];
+            let id = m.tool_call_id.as_deref().unwrap_or_default();
+            match wire::function_name(&prior, id) {
+                Some(name) => m.name = Some(name),
+                None => {
+                    return Err(bad(
+                        &format!("input[{item}].call_id"),
+                        format!(
+                            "no function call found for function call output with call_id {:?}",
+                            crate::http::bounds::clip(id, crate::http::bounds::ECHO_BYTES)
+                        ),
+                    ))
+                }
+            }
+        }
+        if offset > 0 {
+            messages.splice(extra.input_start..extra.input_start, prior);
+        }
+        if extra.base.echo.store {
+            extra.conversation = messages[extra.input_start..].to_vec();
+        }
+        Ok(())
+    }
+
+    fn reply(_ctx: &Ctx, extra: &ResponsesExtra, resp: &ChatResponse) -> Vec<u8> {
+        let base = &extra.base;
+        let body = base.finished(resp, base.output(resp));
+        serde_json::to_vec(&body).unwrap_or_default()
+    }
+
+    async fn finished(state: &AppState, ctx: &Ctx, extra: &ResponsesExtra, resp: &ChatResponse) {
+        let base = &extra.base;
+        if !base.echo.store {
+            return;
+        }
+        let mut conversation = extra.conversation.clone();
+        conversation.push(Message {
+            role: Role::Assistant,
+            content: if resp.text.is_empty() {
+                Vec::new()
+            } else {
+                vec![switchyard::chat::ContentPart::Text {
+                    text: resp.text.clone(),
+                }]
+            },
+            tool_calls: resp.tool_calls.clone(),
+            tool_call_id: None,
+            name: None,
+        });
+        // what GET returns: the answer as the client gets it, kept
+        base.stored.store(true, Ordering::Release);
+        let record = store::Record {
+            key: ctx.key.clone(),
+            response: base.finished(resp, base.output(resp)),
+            conversation,
+        };
+        let kept = store::save(state, &base.id, &record).await;
+        base.stored.store(kept, Ordering::Release);
+    }
+
+    fn encoder(_ctx: &Ctx, extra: &ResponsesExtra, model: &str) -> stream::EventEncoder {
+        stream::EventEncoder::new(Arc::clone(&extra.base), model)
+    }
+}
+
+/// Fields OpenAI defines whose meaning the gateway cannot honour: refused by name.
+fn refuse_unsupported(w: &WireRequest) -> Result<(), ApiError> {
+    if w.background == Some(true) {
+        return Err(bad("background", "background responses are not supported"));
+    }
+    if w.conversation.as_ref().is_some_and(|v| !v.is_null()) {
+        return Err(bad(
+            "conversation",
+            "conversations are not supported: continue with `previous_response_id`",
+        ));
+    }
+    if w.prompt.as_ref().is_some_and(|v| !v.is_null()) {
+        return Err(bad("prompt", "prompt templates are not supported"));
+    }
+    if w.moderation.as_ref().is_some_and(|v| !v.is_null()) {
+        return Err(bad("moderation", "`moderation` is not supported"));
+    }
+    if w.top_logprobs.is_some_and(|n| n > 0) {
+        return Err(bad("top_logprobs", "log probabilities are not supported"));
+    }
+    if w.temperature.is_some_and(|t| !(0.0..=2.0).contains(&t)) {
+        return Err(bad("temperature", "`temperature` must be between 0 and 2"));
+    }
+    if w.top_p.is_some_and(|t| !(0.0..=1.0).contains(&t)) {
+        return Err(bad("top_p", "`top_p` must be between 0 and 1"));
+    }
+    if w.max_output_tokens == Some(0) {
+        return Err(bad(
+            "max_output_tokens",
+            "`max_output_tokens` must be at least 1",
+        ));
+    }
+    Ok(())
+}
+
+/// Fields the request used that the shared shape does not carry: named in
+/// `x-switchyard-ignored`.
+fn note_ignored(w: &WireRequest, ctx: &mut Ctx) {
+    let set = |v: &Option<Value>| v.as_ref().is_some_and(|v| !v.is_null());
+    let reasoning = w.reasoning.as_ref();
+    let flags = [
+        ("include", w.include.as_ref().is_some_and(|i| !i.is_empty())),
+        ("prompt_cache_key", w.prompt_cache_key.is_some()),
+        ("prompt_cache_retention", set(&w.prompt_cache_retention)),
+        ("prompt_cache_options", set(&w.prompt_cache_options)),
+        ("safety_identifier", w.safety_identifier.is_some()),
+        ("service_tier", w.service_tier.is_some()),
+        ("stream_options", set(&w.stream_options)),
+        ("client_metadata", set(&w.client_metadata)),
+        ("context_management", set(&w.context_management)),
+        (
+            "truncation",
+            w.truncation.as_deref().is_some_and(|t| t != "disabled"),
+        ),
+        ("max_tool_calls", w.max_tool_calls.is_some()),
+        ("parallel_tool_calls", w.parallel_tool_calls == Some(false)),
+        (
+            "reasoning.effort",
+            reasoning.is_some_and(|r| r.effort.is_some()),
+        ),
+        (
+            "reasoning.summary",
+            reasoning.is_some_and(|r| r.summary.is_some() || r.generate_summary.is_some()),
+        ),
+        (
+            "text.verbosity",
+            w.text.as_ref().is_some_and(|t| t.verbosity.is_some()),
+        ),
+    ];
+    for (name, used) in flags {
+        if used {
+            ctx.ignored.push(name.to_owned());
+        }
+    }
+}
+
+/// The shared request, and what the answer echoes.
+fn decode_request(mut w: WireRequest, ctx: &mut Ctx) -> Result<Decoded<ResponsesExtra>, ApiError> {
+    let mut strict = false;
+    let tools = match &w.tools {
+        Some(t) => wire::tools(t, &mut strict)?,
+        None => Vec::new(),
+    };
+    if strict {
+        ctx.ignored.push("tools.strict".to_owned());
+    }
+    let choice = match w.tool_choice.as_ref().filter(|v| !v.is_null()) {
+        Some(c) => Some(wire::tool_choice(c)?),
+        None => None,
+    };
+    let Some(input) = w.input.take() else {
+        return Err(bad("input", "`input` is required"));
+    };
+    let conv = wire::conversation(input)?;
+    if conv.dropped_reasoning {
+        ctx.ignored.push("input.reasoning".to_owned());
+    }
+    let mut messages = Vec::with_capacity(conv.messages.len() + 1);
+    if let Some(i) = &w.instructions {
+        messages.push(Message::system(i.clone()));
+    }
+    let input_start = messages.len();
+    messages.extend(conv.messages);
+    let format = w.text.take().and_then(|t| t.format);
+    let request = switchyard::ChatRequest {
+        messages,
+        max_tokens: w.max_output_tokens,
+        temperature: w.temperature,
+        top_p: w.top_p,
+        stop: Vec::new(),
+        tool_choice: choice,
+        response_format: None,
+        user: w.user.clone(),
+        tools,
+    };
+    let echo = echo(w, &request.tools, format.as_ref());
+    let base = Base {
+        id: response_id(),
+        created_at: ctx.time_ms / 1000,
+        echo,
+        stored: AtomicBool::new(false),
+    };
+    Ok(Decoded {
+        request: switchyard::ChatRequest {
+            response_format: format.map(wire::response_format),
+            ..request
+        },
+        extra: ResponsesExtra {
+            base: Arc::new(base),
+            input_start,
+            unanswered: conv.unanswered,
+            conversation: Vec::new(),
+        },
+    })
+}
+
+/// The request's settings as the response echoes them (OpenAI's defaults where unset).
+fn echo(
+    w: WireRequest,
+    tools: &[switchyard::chat::Tool],
+    format: Option<&wire::WireFormat>,
+) -> Echo {
+    Echo {
+        tools: echo_tools(tools, w.tools.as_deref()),
+        tool_choice: w
+            .tool_choice
+            .filter(|v| !v.is_null())
+            .unwrap_or_else(|| json!("auto")),
+        text: json!({ "format": echo_format(format) }),
+        reasoning: json!({
+            "effort": w.reasoning.as_ref().and_then(|r| r.effort.clone()),
+            "summary": w.reasoning.as_ref().and_then(|r| r.summary.clone()),
+        }),
+        metadata: w.metadata.unwrap_or_default(),
+        instructions: w.instructions,
+        temperature: w.temperature,
+        top_p: w.top_p,
+        max_output_tokens: w.max_output_tokens,
+        parallel_tool_calls: w.parallel_tool_calls.unwrap_or(true),
+        previous_response_id: w.previous_response_id,
+        store: w.store.unwrap_or(true),
+        user: w.user,
+    }
+}
+
+/// The function tools as the SDK's `FunctionTool` (`strict` as the client sent it).
+fn echo_tools(tools: &[switchyard::chat::Tool], raw: Option<&[Value]>) -> Vec<Value> {
+    tools
+        .iter()
+        .zip(raw.unwrap_or_default())
+        .map(|(t, raw)| {
+            json!({
+                "type": "function",
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters,
+                "strict": raw.get("strict").and_then(Value::as_bool).unwrap_or(false),
+            })
+        })
+        .collect()
+}
+
+fn echo_format(format: Option<&wire::WireFormat>) -> Value {
+    match format {
+        None | Some(wire::WireFormat::Text) => json!({"type": "text"}),
+        Some(wire::WireFormat::JsonObject) => json!({"type": "json_object"}),
+        Some(wire::WireFormat::JsonSchema {
+            name,
+            schema,
+            strict,
+            description,
+        }) => json!({
+            "type": "json_schema",
+            "name": name,
+            "schema": schema,
+            "strict": strict,
+            "description": description,
+        }),
+    }
+}
+
+/// `resp_` and 32 random hex digits (from the OS: ids of stored responses are not
+/// guessable), falling back to the process's generator.
+fn response_id() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        bytes = fastrand::u128(..).to_le_bytes();
+    }
+    format!("resp_{}", hex::encode(bytes))
+}

@@ -1,0 +1,195 @@
+//! Stored responses (`store`, `previous_response_id`, `GET` / `DELETE /v1/responses/{id}`),
+//! kept in the state backend's key-value part (`switchyard::state::SharedState::kv_put`):
+//! the process's memory, or Redis for a fleet, so that a conversation continues on any
+//! replica and with any vendor.
+//!
+//! A record holds the response object as the client got it, the conversation so far in the
+//! shared shape (every input item and answer, without `instructions`, which OpenAI does not
+//! carry over either), and the client key that made it: with keys configured, another key
+//! finds nothing (404, as for an unknown id). Records live `[responses] store_ttl` (7 days
+//! by default); one larger than `max_stored_bytes` (8 MiB) is not kept, and its answer says
+//! so (`switchyard.stored: false`): `crate::http::state::StoredResponses`.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use switchyard::chat::Message;
+
+use crate::http::bounds::{clip, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
+
+/// One stored response.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Record {
+    /// The client key's name that made it (`None` without keys).
+    pub key: Option<String>,
+    /// The response object as returned.
+    pub response: Value,
+    /// Every message so far (input and answers), oldest first, without instructions.
+    pub conversation: Vec<Message>,
+}
+
+fn kv_key(id: &str) -> String {
+    format!("responses:{id}")
+}
+
+/// The record of `id` if it exists and `key` may see it.
+pub(crate) async fn load(state: &AppState, id: &str, key: Option<&str>) -> Option<Record> {
+    let now = state.gateway.clock().unix_ms();
+    let bytes = state.gateway.state().kv_get(&kv_key(id), now).await?;
+    let record: Record = serde_json::from_slice(&bytes).ok()?;
+    (record.key.as_deref() == key).then_some(record)
+}
+
+/// Keep `record` under `id`: false when it is too large or the store refused it.
+pub(crate) async fn save(state: &AppState, id: &str, record: &Record) -> bool {
+    let Ok(bytes) = serde_json::to_vec(record) else {
+        return false;
+    };
+    let limits = state.stored_responses;
+    if bytes.len() > limits.max_bytes {
+        return false;
+    }
+    let now = state.gateway.clock().unix_ms();
+    state
+        .gateway
+        .state()
+        .kv_put(&kv_key(id), bytes, limits.ttl, now)
+        .await
+}
+
+/// 404 for an id that is unknown, expired, or another key's.
+pub(crate) fn not_found(id: &str, param: Option<&str>) -> ApiError {
+    let id = clip(id, ECHO_BYTES);
+    match param {
+        Some(p) => ApiError::new(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            format!("Previous response with id '{id}' not found."),
+        )
+        .param(p)
+        .code("previous_response_not_found"),
+        None => ApiError::new(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            format!("Response with id '{id}' not found."),
+        ),
+    }
+}
+
+/// The caller's key name, or the 401.
+fn caller(state: &AppState, headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    Ok(state.keys.authenticate(headers)?.map(|c| c.name))
+}
+
+fn checked(id: &str) -> Result<(), ApiError> {
+    if longer_than(id, MAX_NAME_CHARS) {
+        return Err(not_found(id, None));
+    }
+    Ok(())
+}
+
+/// `GET /v1/responses/{id}`: the stored response object.
+pub async fn retrieve(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let found = async {
+        let key = caller(&state, &headers)?;
+        checked(&id)?;
+        load(&state, &id, key.as_deref())
+            .await
+            .ok_or_else(|| not_found(&id, None))
+    }
+    .await;
+    match found {
+        Ok(record) => (StatusCode::OK, axum::Json(record.response)).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `DELETE /v1/responses/{id}`: forget a stored response.
+pub async fn delete(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let deleted = async {
+        let key = caller(&state, &headers)?;
+        checked(&id)?;
+        // only the key that made it may delete it
+        load(&state, &id, key.as_deref())
+            .await
+            .ok_or_else(|| not_found(&id, None))?;
+        let now = state.gateway.clock().unix_ms();
+        state.gateway.state().kv_delete(&kv_key(&id), now).await;
+        Ok::<_, ApiError>(())
+    }
+    .await;
+    match deleted {
+        Ok(()) => (
+            StatusCode::OK,
+            axum::Json(json!({"id": id, "object": "response.deleted", "deleted": true})),
+        )
+            .into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use switchyard::provider::scripted::ScriptedProvider;
+    use switchyard::{Gateway, ProviderSpec, Route};
+
+    use super::*;
+    use crate::access::keys::KeyStore;
+    use crate::http::state::Shared;
+    use crate::telemetry::metrics::Metrics;
+
+    fn state() -> AppState {
+        let gateway = Gateway::builder()
+            .provider(ProviderSpec::new("p", Arc::new(ScriptedProvider::new("m"))))
+            .route(Route::new("r", &["p"]))
+            .build()
+            .unwrap();
+        let metrics = Arc::new(Metrics::new());
+        AppState(Arc::new(Shared::for_tests(
+            gateway,
+            KeyStore::new(&[]),
+            metrics,
+        )))
+    }
+
+    fn record(text: String, key: Option<&str>) -> Record {
+        Record {
+            key: key.map(str::to_owned),
+            response: json!({"id": "resp_1"}),
+            conversation: vec![Message::user(text)],
+        }
+    }
+
+    #[tokio::test]
+    async fn a_record_over_the_bound_is_not_kept() {
+        let state = state();
+        let big = record("x".repeat(state.stored_responses.max_bytes), None);
+        assert!(!save(&state, "resp_big", &big).await);
+        assert!(load(&state, "resp_big", None).await.is_none());
+        assert!(save(&state, "resp_small", &record("x".repeat(1000), None)).await);
+        assert!(load(&state, "resp_small", None).await.is_some());
+    }
+
+    #[tokio::test]
+    async fn a_record_is_only_its_keys() {
+        let state = state();
+        assert!(save(&state, "resp_a", &record("hi".into(), Some("alice"))).await);
+        assert!(load(&state, "resp_a", Some("alice")).await.is_some());
+        assert!(load(&state, "resp_a", Some("bob")).await.is_none());
+        assert!(load(&state, "resp_a", None).await.is_none());
+    }
+}

@@ -1,0 +1,576 @@
+//! The Responses API request as clients send it, and its mapping to the shared shape.
+//!
+//! Top-level fields are checked by name: one OpenAI does not define is a 400 naming it (as
+//! OpenAI answers); one it defines that the shared shape cannot carry is either advisory
+//! (named in `x-switchyard-ignored`) or refused by name. `input` items, tools and the tool
+//! choice are read by hand from JSON values, so a bad one is named by its path
+//! (`input[2].call_id`, `tools[0].type`).
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use switchyard::chat::{
+    ContentPart, ImageSource, Message, ResponseFormat, Tool, ToolCall, ToolChoice,
+};
+use switchyard::Role;
+
+use crate::http::bounds::{clip, elide, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
+use crate::http::error::ApiError;
+
+/// How much of a parser's message (which may quote the client's value) a 400 carries.
+const PARSER_MESSAGE_BYTES: usize = 256;
+/// OpenAI's bounds on `metadata`: pairs, key and value lengths (characters).
+const METADATA_PAIRS: usize = 16;
+const METADATA_KEY_CHARS: usize = 64;
+const METADATA_VALUE_CHARS: usize = 512;
+
+/// The request body. Every field OpenAI defines is listed, so that any other is refused.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct WireRequest {
+    pub model: String,
+    pub input: Option<WireInput>,
+    pub instructions: Option<String>,
+    #[serde(default)]
+    pub stream: Option<bool>,
+    pub store: Option<bool>,
+    pub previous_response_id: Option<String>,
+    pub tools: Option<Vec<Value>>,
+    pub tool_choice: Option<Value>,
+    pub parallel_tool_calls: Option<bool>,
+    pub max_output_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+    pub top_p: Option<f32>,
+    pub text: Option<WireText>,
+    pub reasoning: Option<WireReasoning>,
+    pub metadata: Option<Map<String, Value>>,
+    pub user: Option<String>,
+    pub include: Option<Vec<String>>,
+    pub prompt_cache_key: Option<String>,
+    pub prompt_cache_retention: Option<Value>,
+    pub prompt_cache_options: Option<Value>,
+    pub safety_identifier: Option<String>,
+    pub service_tier: Option<String>,
+    pub stream_options: Option<Value>,
+    pub client_metadata: Option<Value>,
+    pub truncation: Option<String>,
+    pub background: Option<bool>,
+    pub max_tool_calls: Option<u32>,
+    pub top_logprobs: Option<u32>,
+    pub conversation: Option<Value>,
+    pub prompt: Option<Value>,
+    pub moderation: Option<Value>,
+    pub context_management: Option<Value>,
+}
+
+/// `input`: a string (one user message) or a list of items.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum WireInput {
+    Text(String),
+    Items(Vec<Value>),
+}
+
+/// `text`: the output format (and verbosity).
+#[derive(Debug, Deserialize)]
+pub(super) struct WireText {
+    pub format: Option<WireFormat>,
+    pub verbosity: Option<String>,
+}
+
+/// `text.format`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum WireFormat {
+    Text,
+    JsonObject,
+    JsonSchema {
+        name: String,
+        schema: Option<Value>,
+        strict: Option<bool>,
+        description: Option<String>,
+    },
+}
+
+/// `reasoning`.
+#[derive(Debug, Deserialize)]
+pub(super) struct WireReasoning {
+    pub effort: Option<String>,
+    pub summary: Option<String>,
+    pub generate_summary: Option<String>,
+}
+
+/// Parse a body, naming the field at fault (an unknown top-level field by its name).
+///
+/// # Errors
+/// 400 with `param` set to the JSON path of the bad field.
+pub(super) fn parse(body: &[u8]) -> Result<WireRequest, ApiError> {
+    serde_json::from_slice(body).or_else(|_| parse_tracked(body))
+}
+
+fn parse_tracked(body: &[u8]) -> Result<WireRequest, ApiError> {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    let req = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            return not_json(&inner);
+        }
+        let text = inner.to_string();
+        if let Some(field) = unknown_field(&text) {
+            let param = if path == "." || path == field {
+                field.to_owned()
+            } else {
+                path
+            };
+            return bad(
+                &param,
+                format!("Unknown parameter: '{}'.", clip(&param, ECHO_BYTES)),
+            );
+        }
+        let param = (path != ".").then_some(path);
+        let inner = elide(&text, PARSER_MESSAGE_BYTES);
+        let msg = match &param {
+            Some(p) => format!("invalid field `{}`: {inner}", clip(p, ECHO_BYTES)),
+            None => format!("invalid request body: {inner}"),
+        };
+        ApiError::bad_request(param, msg)
+    })?;
+    de.end().map_err(|e| not_json(&e))?;
+    Ok(req)
+}
+
+/// The name in serde's "unknown field `x`, expected ..." message.
+fn unknown_field(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("unknown field `")?;
+    rest.split_once('`').map(|(name, _)| name)
+}
+
+fn not_json(e: &serde_json::Error) -> ApiError {
+    let e = e.to_string();
+    ApiError::bad_request(
+        None,
+        format!(
+            "request body is not valid JSON: {}",
+            elide(&e, PARSER_MESSAGE_BYTES)
+        ),
+    )
+}
+
+pub(super) fn bad(param: &str, msg: impl Into<String>) -> ApiError {
+    ApiError::bad_request(Some(param.to_owned()), msg)
+}
+
+/// The input items as the shared shape's messages, oldest first.
+#[derive(Debug, Default)]
+pub(super) struct Conversation {
+    pub messages: Vec<Message>,
+    /// Tool results whose call is not in the input: (message index, input item index).
+    /// Their function names come from the stored conversation, or they are refused.
+    pub unanswered: Vec<(usize, usize)>,
+    /// Reasoning items dropped (the shared shape cannot carry them).
+    pub dropped_reasoning: bool,
+}
+
+/// `input` into messages.
+///
+/// # Errors
+/// 400 naming the item and field at fault.
+pub(super) fn conversation(input: WireInput) -> Result<Conversation, ApiError> {
+    let mut conv = Conversation::default();
+    match input {
+        WireInput::Text(text) => conv.messages.push(Message::user(text)),
+        WireInput::Items(items) => {
+            for (i, item) in items.into_iter().enumerate() {
+                conv.item(i, item)?;
+            }
+        }
+    }
+    if conv.messages.is_empty() {
+        return Err(bad("input", "`input` must contain at least one item"));
+    }
+    Ok(conv)
+}
+
+impl Conversation {
+    fn item(&mut self, i: usize, item: Value) -> Result<(), ApiError> {
+        let path = format!("input[{i}]");
+        let Value::Object(mut obj) = item else {
+            return Err(bad(&path, "an input item must be an object"));
+        };
+        let kind = match obj.get("type") {
+            None | Some(Value::Null) => "message".to_owned(),
+            Some(Value::String(s)) => s.clone(),
+            Some(_) => return Err(bad(&format!("{path}.type"), "`type` must be a string")),
+        };
+        match kind.as_str() {
+            "message" => {
+                let m = message(&path, &mut obj)?;
+                self.messages.push(m);
+            }
+            "function_call" => self.call(&path, &mut obj)?,
+            "function_call_output" => self.output(i, &path, &mut obj)?,
+            "reasoning" => self.dropped_reasoning = true,
+            other => {
+                return Err(bad(
+                    &format!("{path}.type"),
+                    format!(
+                        "input items of type {:?} are not supported (message, function_call, \
+                         function_call_output and reasoning are)",
+                        clip(other, ECHO_BYTES)
+                    ),
+                ))
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Conversation {
+    /// A `function_call` item: a call on the assistant's turn (a new turn if the last
+    /// message is not the assistant's).
+    fn call(&mut self, path: &str, obj: &mut Map<String, Value>) -> Result<(), ApiError> {
+        let call = ToolCall {
+            id: take_str(obj, path, "call_id")?,
+            name: take_str(obj, path, "name")?,
+            arguments: take_str(obj, path, "arguments")?,
+        };
+        match self.messages.last_mut() {
+            Some(m) if m.role == Role::Assistant => m.tool_calls.push(call),
+            _ => self.messages.push(Message {
+                role: Role::Assistant,
+                content: Vec::new(),
+                tool_calls: vec![call],
+                tool_call_id: None,
+                name: None,
+            }),
+        }
+        Ok(())
+    }
+
+    /// A `function_call_output` item (input item `i`): a tool message, named after the
+    /// call it answers when that call is in the input.
+    fn output(
+        &mut self,
+        i: usize,
+        path: &str,
+        obj: &mut Map<String, Value>,
+    ) -> Result<(), ApiError> {
+        let call_id = take_str(obj, path, "call_id")?;
+        let content = match obj.remove("output") {
+            Some(Value::String(text)) => vec![ContentPart::Text { text }],
+            Some(Value::Array(parts)) => parts_of(&format!("{path}.output"), parts)?,
+            _ => {
+                return Err(bad(
+                    &format!("{path}.output"),
+                    "`output` must be a string or an array of content parts",
+                ))
+            }
+        };
+        let name = function_name(&self.messages, &call_id);
+        if name.is_none() {
+            self.unanswered.push((self.messages.len(), i));
+        }
+        self.messages.push(Message {
+            role: Role::Tool,
+            content,
+            tool_calls: Vec::new(),
+            tool_call_id: Some(call_id),
+            name,
+        });
+        Ok(())
+    }
+}
+
+/// The name of the function whose call `call_id` is, searching the latest messages first.
+pub(super) fn function_name(messages: &[Message], call_id: &str) -> Option<String> {
+    messages
+        .iter()
+        .rev()
+        .flat_map(|m| m.tool_calls.iter())
+        .find(|c| c.id == call_id)
+        .map(|c| c.name.clone())
+}
+
+fn message(path: &str, obj: &mut Map<String, Value>) -> Result<Message, ApiError> {
+    let role = match obj.get("role").and_then(Value::as_str) {
+        Some("user") => Role::User,
+        Some("assistant") => Role::Assistant,
+        Some("system" | "developer") => Role::System,
+        Some(other) => {
+            return Err(bad(
+                &format!("{path}.role"),
+                format!(
+                    "{:?} is not one of user, assistant, system, developer",
+                    clip(other, ECHO_BYTES)
+                ),
+            ))
+        }
+        None => return Err(bad(&format!("{path}.role"), "a message needs a `role`")),
+    };
+    let content = match obj.remove("content") {
+        Some(Value::String(text)) => vec![ContentPart::Text { text }],
+        Some(Value::Array(parts)) => parts_of(&format!("{path}.content"), parts)?,
+        _ => {
+            return Err(bad(
+                &format!("{path}.content"),
+                "`content` must be a string or an array of content parts",
+            ))
+        }
+    };
+    Ok(Message {
+        role,
+        content,
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+        name: None,
+    })
+}
+
+fn parts_of(path: &str, parts: Vec<Value>) -> Result<Vec<ContentPart>, ApiError> {
+    parts
+        .into_iter()
+        .enumerate()
+        .map(|(j, p)| part(&format!("{path}[{j}]"), p))
+        .collect()
+}
+
+fn part(path: &str, p: Value) -> Result<ContentPart, ApiError> {
+    let Value::Object(mut obj) = p else {
+        return Err(bad(path, "a content part must be an object"));
+    };
+    let kind = obj
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    match kind.as_str() {
+        "input_text" | "output_text" | "text" => Ok(ContentPart::Text {
+            text: take_str(&mut obj, path, "text")?,
+        }),
+        "refusal" => Ok(ContentPart::Text {
+            text: take_str(&mut obj, path, "refusal")?,
+        }),
+        "input_image" => {
+            if obj.get("file_id").is_some_and(|v| !v.is_null()) {
+                return Err(bad(
+                    &format!("{path}.file_id"),
+                    "images by `file_id` are not supported: send `image_url`",
+                ));
+            }
+            let url = take_str(&mut obj, path, "image_url")?;
+            let detail = obj
+                .remove("detail")
+                .and_then(|d| d.as_str().map(str::to_owned));
+            Ok(ContentPart::Image {
+                source: image_source(url),
+                detail,
+            })
+        }
+        other => Err(bad(
+            &format!("{path}.type"),
+            format!(
+                "content parts of type {:?} are not supported (input_text, input_image, \
+                 output_text are)",
+                clip(other, ECHO_BYTES)
+            ),
+        )),
+    }
+}
+
+/// A required string field, moved out of the object.
+fn take_str(obj: &mut Map<String, Value>, path: &str, field: &str) -> Result<String, ApiError> {
+    match obj.remove(field) {
+        Some(Value::String(s)) => Ok(s),
+        _ => Err(bad(
+            &format!("{path}.{field}"),
+            format!("`{field}` must be a string"),
+        )),
+    }
+}
+
+/// `tools`: function tools only; a built-in tool is refused by its type.
+///
+/// # Errors
+/// 400 naming the tool.
+pub(super) fn tools(tools: &[Value], strict_used: &mut bool) -> Result<Vec<Tool>, ApiError> {
+    tools
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let path = format!("tools[{i}]");
+            let Some(obj) = t.as_object() else {
+                return Err(bad(&path, "a tool must be an object"));
+            };
+            match obj.get("type").and_then(Value::as_str) {
+                Some("function") => {}
+                Some(other) => {
+                    return Err(bad(
+                        &format!("{path}.type"),
+                        format!(
+                            "built-in tool {:?} is not supported here: only `function` tools \
+                             are (built-in tools need an OpenAI provider that speaks the \
+                             Responses API natively)",
+                            clip(other, ECHO_BYTES)
+                        ),
+                    ))
+                }
+                None => return Err(bad(&format!("{path}.type"), "a tool needs a `type`")),
+            }
+            let name = match obj.get("name") {
+                Some(Value::String(s)) if !s.is_empty() => s.clone(),
+                _ => {
+                    return Err(bad(
+                        &format!("{path}.name"),
+                        "a function tool needs a `name`",
+                    ))
+                }
+            };
+            let description = match obj.get("description") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s.clone()),
+                Some(_) => {
+                    return Err(bad(
+                        &format!("{path}.description"),
+                        "`description` must be a string",
+                    ))
+                }
+            };
+            let parameters = match obj.get("parameters") {
+                None | Some(Value::Null) => serde_json::json!({"type": "object", "properties": {}}),
+                Some(p @ Value::Object(_)) => p.clone(),
+                Some(_) => {
+                    return Err(bad(
+                        &format!("{path}.parameters"),
+                        "`parameters` must be a JSON Schema object",
+                    ))
+                }
+            };
+            if obj.get("strict").and_then(Value::as_bool) == Some(true) {
+                *strict_used = true;
+            }
+            Ok(Tool {
+                name,
+                description,
+                parameters,
+            })
+        })
+        .collect()
+}
+
+/// `tool_choice`: a mode or `{"type": "function", "name": ...}`.
+///
+/// # Errors
+/// 400 naming `tool_choice`.
+pub(super) fn tool_choice(choice: &Value) -> Result<ToolChoice, ApiError> {
+    match choice {
+        Value::String(mode) => match mode.as_str() {
+            "auto" => Ok(ToolChoice::Auto),
+            "none" => Ok(ToolChoice::None),
+            "required" => Ok(ToolChoice::Required),
+            other => Err(bad(
+                "tool_choice",
+                format!(
+                    "{:?} is not one of auto, none, required, or a named function",
+                    clip(other, ECHO_BYTES)
+                ),
+            )),
+        },
+        Value::Object(obj) => match obj.get("type").and_then(Value::as_str) {
+            Some("function") => match obj.get("name").and_then(Value::as_str) {
+                Some(name) => Ok(ToolChoice::Tool(name.to_owned())),
+                None => Err(bad("tool_choice.name", "a named function needs `name`")),
+            },
+            Some(other) => Err(bad(
+                "tool_choice.type",
+                format!(
+                    "tool choice {:?} is not supported: only auto, none, required and \
+                     `function` are",
+                    clip(other, ECHO_BYTES)
+                ),
+            )),
+            None => Err(bad("tool_choice.type", "a tool choice object needs `type`")),
+        },
+        _ => Err(bad(
+            "tool_choice",
+            "`tool_choice` must be a string or an object",
+        )),
+    }
+}
+
+/// `text.format` in the shared shape.
+pub(super) fn response_format(format: WireFormat) -> ResponseFormat {
+    match format {
+        WireFormat::Text => ResponseFormat::Text,
+        WireFormat::JsonObject => ResponseFormat::JsonObject,
+        WireFormat::JsonSchema {
+            name,
+            schema,
+            strict,
+            ..
+        } => ResponseFormat::JsonSchema {
+            name,
+            schema: schema.unwrap_or(Value::Object(Map::default())),
+            strict,
+        },
+    }
+}
+
+/// Names kept or quoted (`model`, `user`, `previous_response_id`) and `metadata` within
+/// their bounds.
+///
+/// # Errors
+/// 400 naming the field.
+pub(super) fn check_lengths(req: &WireRequest, model: &str) -> Result<(), ApiError> {
+    for (field, value) in [
+        ("model", Some(model)),
+        ("user", req.user.as_deref()),
+        ("previous_response_id", req.previous_response_id.as_deref()),
+    ] {
+        if value.is_some_and(|v| longer_than(v, MAX_NAME_CHARS)) {
+            return Err(bad(
+                field,
+                format!("{field}: longer than {MAX_NAME_CHARS} characters"),
+            ));
+        }
+    }
+    if let Some(meta) = &req.metadata {
+        if meta.len() > METADATA_PAIRS {
+            return Err(bad(
+                "metadata",
+                format!("`metadata` holds at most {METADATA_PAIRS} pairs"),
+            ));
+        }
+        for (k, v) in meta {
+            let ok = !longer_than(k, METADATA_KEY_CHARS)
+                && v.as_str()
+                    .is_some_and(|s| !longer_than(s, METADATA_VALUE_CHARS));
+            if !ok {
+                return Err(bad(
+                    "metadata",
+                    format!(
+                        "`metadata` keys are at most {METADATA_KEY_CHARS} characters and values \
+                         strings of at most {METADATA_VALUE_CHARS}"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `data:<media>;base64,<data>` URLs become inline images (every vendor takes those);
+/// anything else stays a URL. (As Chat Completions reads `image_url`.)
+fn image_source(mut url: String) -> ImageSource {
+    let media = url
+        .strip_prefix("data:")
+        .and_then(|rest| rest.split_once(";base64,"))
+        .map(|(media, _)| media.to_owned());
+    if let Some(media_type) = media {
+        url.drain(.."data:".len() + media_type.len() + ";base64,".len());
+        return ImageSource::Base64 {
+            media_type,
+            data: url,
+        };
+    }
+    ImageSource::Url { url }
+}

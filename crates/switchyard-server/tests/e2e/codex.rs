@@ -1,0 +1,184 @@
+//! The real Codex CLI (npm `@openai/codex`, `codex exec`), unchanged, through the Responses
+//! dialect while its own vendor is down: it streams to `/v1/responses` with `store: false`,
+//! `reasoning.summary`, `include: ["reasoning.encrypted_content"]`, `prompt_cache_key`,
+//! `client_metadata`, `developer` input items with ids and its function tools, and the
+//! answer comes from an Anthropic upstream. Offline: every request goes to loopback. Codex
+//! is configured with function tools only (its built-in `web_search` and tool namespaces are
+//! refused by name unless a provider takes Responses requests natively).
+//! The binary is `$SWITCHYARD_CODEX` (`scripts/test` installs it from `tests/agents/`);
+//! without it the test fails with the install command — never skips.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use sha2::{Digest as _, Sha256};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::anthropic_sdk::anthropic_provider;
+use crate::support::{
+    describe, key_env, lines_of, openai_provider, route, run_bounded, Scratch, Server, PROXY_ENV,
+};
+use crate::upstream::ok_stream;
+
+/// The client token Codex sends (from the env var its provider entry names).
+const TOKEN: &str = "sy-e2e-codex-token-8c41e2b7";
+/// What the Anthropic upstream says; Codex must print it.
+const ANSWER: &str = "Hello from the fallback vendor.";
+/// The route Codex asks for.
+const MODEL: &str = "gpt-5.1-codex";
+
+fn codex_binary() -> PathBuf {
+    let found = std::env::var_os("SWITCHYARD_CODEX").map(PathBuf::from);
+    match found {
+        Some(path) if path.is_file() => path,
+        other => panic!(
+            "this test needs the Codex CLI: npm install --prefix tests/agents \
+             (or run scripts/test), then SWITCHYARD_CODEX=$PWD/tests/agents/node_modules/.bin/codex \
+             (got {other:?})"
+        ),
+    }
+}
+
+/// Anthropic's event stream saying `text`.
+fn anthropic_stream(text: &str) -> String {
+    let events: [(&str, Value); 6] = [
+        (
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "msg_e2e_codex", "type": "message",
+                "role": "assistant", "model": "claude-sonnet-4-5", "content": [],
+                "stop_reason": null, "stop_sequence": null,
+                "usage": {"input_tokens": 40, "output_tokens": 1}}}),
+        ),
+        (
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "text", "text": ""}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "text_delta", "text": text}}),
+        ),
+        (
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ),
+        (
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn",
+                "stop_sequence": null}, "usage": {"output_tokens": 9}}),
+        ),
+        ("message_stop", json!({"type": "message_stop"})),
+    ];
+    events
+        .iter()
+        .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
+        .collect()
+}
+
+async fn mock(at: &str, response: ResponseTemplate) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(at))
+        .respond_with(response)
+        .mount(&server)
+        .await;
+    server
+}
+
+#[tokio::test]
+async fn codex_fails_over_from_openai_to_anthropic() {
+    let binary = codex_binary();
+    let down = mock(
+        "/v1/chat/completions",
+        ResponseTemplate::new(503).set_body_json(json!({"error": {"message": "overloaded",
+            "type": "server_error", "param": null, "code": null}})),
+    )
+    .await;
+    let anthropic = mock("/v1/messages", ok_stream(anthropic_stream(ANSWER))).await;
+    let hash = hex::encode(Sha256::digest(TOKEN.as_bytes()));
+    let scratch = Scratch::new("e2e", "codex");
+    let log = scratch.file("requests.jsonl");
+    let home = scratch.file("home");
+    let codex_home = home.join(".codex");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    let config = format!(
+        "[server]\nrequest_log = {log:?}\n\n{}{}{}[[keys]]\nname = \"codex\"\nsha256 = \"{hash}\"\nroutes = [\"*\"]\n",
+        openai_provider("gpt", &down.uri(), ""),
+        anthropic_provider("claude", &anthropic.uri()),
+        route(MODEL, &["gpt", "claude"], "retry = { max_attempts = 1 }"),
+    );
+    let server = Server::start(scratch, &config, &key_env());
+    std::fs::write(
+        codex_home.join("config.toml"),
+        format!(
+            "model = \"{MODEL}\"\nmodel_provider = \"switchyard\"\nweb_search = \"disabled\"\n\n\
+             [features]\nmulti_agent = false\n\n\
+             [model_providers.switchyard]\nname = \"switchyard\"\nbase_url = \"{}/v1\"\n\
+             env_key = \"SWITCHYARD_E2E_CODEX_KEY\"\nwire_api = \"responses\"\n\
+             request_max_retries = 0\nstream_max_retries = 0\n",
+            server.base
+        ),
+    )
+    .unwrap();
+
+    let mut cmd = Command::new(binary);
+    for var in PROXY_ENV
+        .iter()
+        .chain(&["OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME"])
+    {
+        cmd.env_remove(var);
+    }
+    cmd.env("HOME", &home)
+        .env("CODEX_HOME", &codex_home)
+        .env("SWITCHYARD_E2E_CODEX_KEY", TOKEN)
+        .current_dir(&home)
+        .args(["exec", "--skip-git-repo-check", "Say hello."])
+        .stdin(std::process::Stdio::null());
+    let out = run_bounded(cmd, Duration::from_secs(180));
+    assert!(
+        out.status.success(),
+        "codex exec failed\n{}\n--- server\n{}",
+        describe(&out),
+        server.output()
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(ANSWER),
+        "{}\n--- server\n{}",
+        describe(&out),
+        server.output()
+    );
+
+    // Codex spoke Responses, streamed, and the Anthropic upstream answered.
+    let lines: Vec<Value> = lines_of(&log)
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let answered: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["api"] == "responses" && l["status"] == 200)
+        .collect();
+    assert!(!answered.is_empty(), "{lines:?}");
+    for line in &answered {
+        assert_eq!(line["provider"], "claude", "{line}");
+        assert_eq!(line["failed_over"], true, "{line}");
+        assert_eq!(line["stream"], true, "{line}");
+    }
+    // what reached Anthropic: Codex's developer instructions as the system prompt, its tools
+    let first: Value = anthropic.received_requests().await.unwrap()[0]
+        .body_json()
+        .unwrap();
+    assert!(
+        first["system"].is_string() || first["system"].is_array(),
+        "{first}"
+    );
+    assert!(
+        first["tools"].as_array().is_some_and(|t| !t.is_empty()),
+        "{}",
+        json!(first["tools"])
+    );
+}

@@ -1,0 +1,264 @@
+//! The official `openai` Python SDK's Responses API against two replicas sharing Redis,
+//! each failing over from a broken OpenAI provider to an Anthropic one: `responses.create`,
+//! `responses.stream`, a function-tool loop with `function_call_output`,
+//! `previous_response_id` made on one replica and continued on the other, `retrieve`,
+//! `delete`, and the SDK's typed errors; then the OpenAI Agents SDK's `Runner` with a
+//! function tool. The checks live in `tests/python/test_responses_sdk.py` and
+//! `tests/python/test_agents_sdk.py`; the Anthropic upstream is a mock (below) whose
+//! answers reveal the conversation it was sent. Needs Redis at 127.0.0.1:6379 and the SDK
+//! in `$SWITCHYARD_PYTHON` (fails with the install command, never skips).
+
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use sha2::{Digest as _, Sha256};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use crate::support::{
+    describe, key_env, openai_provider, route, run_bounded, try_run_bounded, Scratch, Server,
+    KEY_ENV, PROXY_ENV,
+};
+
+const SCRIPT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../tests/python/test_responses_sdk.py"
+);
+const AGENTS_SCRIPT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../tests/python/test_agents_sdk.py"
+);
+/// The client token the script authenticates with.
+const TOKEN: &str = "sy-e2e-responses-sdk-token-71c3a9";
+
+fn python() -> Command {
+    let interpreter = std::env::var("SWITCHYARD_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let mut cmd = Command::new(interpreter);
+    for var in PROXY_ENV
+        .iter()
+        .chain(&["OPENAI_API_KEY", "OPENAI_BASE_URL"])
+    {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// The text of a Messages API `content` (a string or blocks).
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+/// An Anthropic upstream: answers a tool result with what the tool said, a request with
+/// tools with a `get_weather` call, and anything else with the number of turns it was
+/// sent and the first one's text (so a continued conversation shows its history).
+struct Claude;
+
+impl Claude {
+    fn answer(body: &Value) -> Result<String, (String, Value)> {
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let tool_result = messages.iter().rev().find_map(|m| {
+            m["content"]
+                .as_array()?
+                .iter()
+                .find(|b| b["type"] == "tool_result")
+                .map(|b| text_of(&b["content"]))
+        });
+        if let Some(said) = tool_result {
+            return Ok(format!("The tool said: {said}"));
+        }
+        if body["tools"].as_array().is_some_and(|t| !t.is_empty()) {
+            return Err(("get_weather".to_owned(), json!({"city": "Paris"})));
+        }
+        let first = messages
+            .first()
+            .map(|m| text_of(&m["content"]))
+            .unwrap_or_default();
+        Ok(format!("turns={} first={first}", messages.len()))
+    }
+}
+
+impl Respond for Claude {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let answer = Claude::answer(&body);
+        if body["stream"] == json!(true) {
+            return ResponseTemplate::new(200).set_body_raw(stream(&answer), "text/event-stream");
+        }
+        let (content, stop) = match &answer {
+            Ok(text) => (json!([{"type": "text", "text": text}]), "end_turn"),
+            Err((name, input)) => (
+                json!([{"type": "tool_use", "id": "toolu_01", "name": name, "input": input}]),
+                "tool_use",
+            ),
+        };
+        ResponseTemplate::new(200).set_body_json(json!({
+            "id": "msg_01", "type": "message", "role": "assistant",
+            "model": "claude-sonnet-4-5-20250929", "content": content,
+            "stop_reason": stop, "stop_sequence": null,
+            "usage": {"input_tokens": 20, "output_tokens": 8}
+        }))
+    }
+}
+
+fn event(out: &mut String, data: &Value) {
+    out.push_str(&format!(
+        "event: {}\ndata: {data}\n\n",
+        data["type"].as_str().unwrap()
+    ));
+}
+
+/// The Messages API's event stream for an answer.
+fn stream(answer: &Result<String, (String, Value)>) -> String {
+    let mut out = String::new();
+    event(
+        &mut out,
+        &json!({"type": "message_start", "message": {"id": "msg_01", "type": "message",
+            "role": "assistant", "model": "claude-sonnet-4-5-20250929", "content": [],
+            "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": 20, "output_tokens": 1}}}),
+    );
+    let stop = match answer {
+        Ok(text) => {
+            event(
+                &mut out,
+                &json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "text", "text": ""}}),
+            );
+            let mid = text
+                .char_indices()
+                .nth(text.chars().count() / 2)
+                .map_or(0, |(i, _)| i);
+            for piece in [&text[..mid], &text[mid..]] {
+                event(
+                    &mut out,
+                    &json!({"type": "content_block_delta", "index": 0,
+                    "delta": {"type": "text_delta", "text": piece}}),
+                );
+            }
+            "end_turn"
+        }
+        Err((name, input)) => {
+            event(
+                &mut out,
+                &json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "tool_use", "id": "toolu_01", "name": name, "input": {}}}),
+            );
+            event(
+                &mut out,
+                &json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}),
+            );
+            "tool_use"
+        }
+    };
+    event(&mut out, &json!({"type": "content_block_stop", "index": 0}));
+    event(
+        &mut out,
+        &json!({"type": "message_delta",
+        "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 8}}),
+    );
+    event(&mut out, &json!({"type": "message_stop"}));
+    out
+}
+
+fn config(openai_uri: &str, claude_uri: &str, prefix: &str) -> String {
+    let hash = hex::encode(Sha256::digest(TOKEN.as_bytes()));
+    format!(
+        "{}[[providers]]\nname = \"claude\"\nkind = \"anthropic\"\nmodel = \"claude-sonnet-4-5\"\n\
+         api_key_env = \"{KEY_ENV}\"\nbase_url = \"{claude_uri}\"\n\n{}\
+         [[keys]]\nname = \"python\"\nsha256 = \"{hash}\"\nroutes = [\"*\"]\n\n\
+         [state]\nbackend = \"redis\"\nurl = \"redis://127.0.0.1:6379\"\nprefix = \"{prefix}\"\n\
+         timeout = \"500ms\"\n",
+        openai_provider("gpt", openai_uri, ""),
+        route(
+            "assistant",
+            &["gpt", "claude"],
+            "retry = { max_attempts = 1 }"
+        ),
+    )
+}
+
+#[tokio::test]
+async fn openai_python_sdk_responses_api_across_replicas_and_vendors() {
+    let mut probe = python();
+    probe.args(["-c", "import openai, agents; print(openai.__version__)"]);
+    let found = match try_run_bounded(probe, Duration::from_secs(60)) {
+        Ok(out) if out.status.success() => Ok(()),
+        Ok(out) => Err(describe(&out)),
+        Err(e) => Err(format!("cannot run the interpreter: {e}")),
+    };
+    if let Err(why) = found {
+        panic!(
+            "this test needs the official `openai` and `openai-agents` packages in $SWITCHYARD_PYTHON (default python3).\n\
+             Install it: python3 -m venv .venv && .venv/bin/pip install -r tests/python/requirements.txt\n\
+             then run with SWITCHYARD_PYTHON=$PWD/.venv/bin/python\n{why}"
+        );
+    }
+
+    let broken = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(503).set_body_json(json!({
+            "error": {"message": "overloaded", "type": "server_error", "param": null, "code": null}
+        })))
+        .mount(&broken)
+        .await;
+    let claude = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(Claude)
+        .mount(&claude)
+        .await;
+
+    let prefix = format!("sy-e2e-responses-{}", std::process::id());
+    let conf = config(&broken.uri(), &claude.uri(), &prefix);
+    let a = Server::start(Scratch::new("e2e", "responses-a"), &conf, &key_env());
+    let b = Server::start(Scratch::new("e2e", "responses-b"), &conf, &key_env());
+    let mut script = python();
+    script.args([
+        SCRIPT,
+        &format!("{}/v1", a.base),
+        &format!("{}/v1", b.base),
+        TOKEN,
+    ]);
+    let out = run_bounded(script, Duration::from_secs(120));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("all responses SDK checks passed"),
+        "the responses SDK script failed\n{}\n--- replica a\n{}\n--- replica b\n{}",
+        describe(&out),
+        a.output(),
+        b.output()
+    );
+    let mut agents = python();
+    agents.args([AGENTS_SCRIPT, &format!("{}/v1", a.base), TOKEN]);
+    let out = run_bounded(agents, Duration::from_secs(120));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("all agents SDK checks passed"),
+        "the agents SDK script failed\n{}\n--- replica a\n{}",
+        describe(&out),
+        a.output()
+    );
+    let hits = claude.received_requests().await.unwrap_or_default().len();
+    assert!(
+        hits >= 6,
+        "every answer came from the Anthropic mock: {hits}"
+    );
+    assert!(
+        !broken
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .is_empty(),
+        "the OpenAI provider was tried first"
+    );
+}
