@@ -421,8 +421,8 @@ fn part(p: WirePart) -> ContentPart {
 }
 
 /// `data:<media>;base64,<data>` URLs become inline images (every vendor takes those);
-/// anything else stays a URL.
-fn image_source(mut url: String) -> ImageSource {
+/// anything else stays a URL. (Responses' `input_image` reads its `image_url` the same way.)
+pub(crate) fn image_source(mut url: String) -> ImageSource {
     let media = url
         .strip_prefix("data:")
         .and_then(|rest| rest.split_once(";base64,"))

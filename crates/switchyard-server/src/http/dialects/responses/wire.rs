@@ -8,12 +8,11 @@
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use switchyard::chat::{
-    ContentPart, ImageSource, Message, ResponseFormat, Tool, ToolCall, ToolChoice,
-};
+use switchyard::chat::{ContentPart, Message, ResponseFormat, Tool, ToolCall, ToolChoice};
 use switchyard::Role;
 
 use crate::http::bounds::{clip, elide, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
+use crate::http::dialects::chat::wire::image_source;
 use crate::http::error::ApiError;
 
 /// How much of a parser's message (which may quote the client's value) a 400 carries.
@@ -556,21 +555,4 @@ pub(super) fn check_lengths(req: &WireRequest, model: &str) -> Result<(), ApiErr
         }
     }
     Ok(())
-}
-
-/// `data:<media>;base64,<data>` URLs become inline images (every vendor takes those);
-/// anything else stays a URL. (As Chat Completions reads `image_url`.)
-fn image_source(mut url: String) -> ImageSource {
-    let media = url
-        .strip_prefix("data:")
-        .and_then(|rest| rest.split_once(";base64,"))
-        .map(|(media, _)| media.to_owned());
-    if let Some(media_type) = media {
-        url.drain(.."data:".len() + media_type.len() + ";base64,".len());
-        return ImageSource::Base64 {
-            media_type,
-            data: url,
-        };
-    }
-    ImageSource::Url { url }
 }
