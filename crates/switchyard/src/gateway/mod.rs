@@ -22,10 +22,11 @@ use crate::breaker::{BreakerConfig, CircuitState, Cooldown, Now};
 use crate::chat::{ChatRequest, ChatResponse};
 use crate::clock::{Clock, UnixMillis};
 use crate::cost::{Money, Price, PriceTable};
+use crate::embedding::{EmbeddingRequest, EmbeddingResponse, MAX_INPUTS};
 use crate::error::{ErrorKind, GatewayError};
 use crate::observe::{Ledger, Observer};
 use crate::provider::Provider;
-use crate::route::Route;
+use crate::route::{Api, Route};
 use crate::state::{MemoryState, SharedState};
 
 pub use stream::{CancelSlot, ChatStream, StreamEvent};
@@ -485,7 +486,9 @@ impl Gateway {
         opts: &CallOptions,
     ) -> Result<ChatResponse, GatewayError> {
         let route = self.route_arc(route)?;
-        let result = if req.messages.is_empty() {
+        let result = if let Some(wrong) = wrong_api(route, Api::Chat) {
+            Err(wrong)
+        } else if req.messages.is_empty() {
             Err(GatewayError::InvalidRequest(
                 "messages must not be empty".to_owned(),
             ))
@@ -494,6 +497,41 @@ impl Gateway {
         };
         for o in &self.inner.observers {
             o.on_complete(&route.name, result.as_ref());
+        }
+        result
+    }
+
+    /// Embed `req` through route `route` (an embeddings route), with failover, retries,
+    /// breakers, the deadline and budgets exactly as for chat.
+    ///
+    /// # Errors
+    /// As [`Gateway::chat`]; [`GatewayError::InvalidRequest`] for a route that serves chat,
+    /// no inputs, more than [`MAX_INPUTS`], or zero dimensions.
+    pub async fn embed(
+        &self,
+        route: &str,
+        req: &EmbeddingRequest,
+    ) -> Result<EmbeddingResponse, GatewayError> {
+        self.embed_with(route, req, &CallOptions::default()).await
+    }
+
+    /// [`Gateway::embed`] with per-call options (the caller's budgets).
+    ///
+    /// # Errors
+    /// As [`Gateway::embed`].
+    pub async fn embed_with(
+        &self,
+        route: &str,
+        req: &EmbeddingRequest,
+        opts: &CallOptions,
+    ) -> Result<EmbeddingResponse, GatewayError> {
+        let route = self.route_arc(route)?;
+        let result = match wrong_api(route, Api::Embeddings).or_else(|| unusable(req)) {
+            Some(err) => Err(err),
+            None => run::Run::new(self, route, opts).embed(req).await,
+        };
+        for o in &self.inner.observers {
+            o.on_embedded(&route.name, result.as_ref());
         }
         result
     }
@@ -678,6 +716,35 @@ pub struct Budget {
 pub struct CallOptions {
     /// Budgets to reserve against in addition to the route's (all must have room).
     pub budgets: Vec<Budget>,
+}
+
+/// The error for a request of `api` to a route that serves another API.
+pub(crate) fn wrong_api(route: &Route, api: Api) -> Option<GatewayError> {
+    (route.api != api).then(|| {
+        GatewayError::InvalidRequest(format!(
+            "route {:?} serves {}, not {}",
+            route.name,
+            route.api.label(),
+            api.label()
+        ))
+    })
+}
+
+/// Why an embeddings request cannot be sent, if it cannot.
+fn unusable(req: &EmbeddingRequest) -> Option<GatewayError> {
+    let problem = if req.inputs.is_empty() {
+        "input must not be empty".to_owned()
+    } else if req.inputs.len() > MAX_INPUTS {
+        format!(
+            "input has {} items; at most {MAX_INPUTS} are allowed",
+            req.inputs.len()
+        )
+    } else if req.dimensions == Some(0) {
+        "dimensions must be at least 1".to_owned()
+    } else {
+        return None;
+    };
+    Some(GatewayError::InvalidRequest(problem))
 }
 
 /// The budget scope of a route.
