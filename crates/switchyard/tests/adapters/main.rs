@@ -17,6 +17,7 @@
 mod suite;
 
 mod anthropic;
+mod embeddings;
 mod gemini;
 mod openai;
 mod raw;
