@@ -5,7 +5,7 @@ use axum::http::Uri;
 use axum::routing::{get, post};
 use axum::Router;
 
-use crate::http::dialects::chat;
+use crate::http::dialects::{chat, embeddings};
 use crate::http::error::ApiError;
 use crate::http::request_id::request_id;
 use crate::http::state::AppState;
@@ -18,6 +18,7 @@ pub fn app(state: AppState) -> Router {
     // id its log line and dashboard entry carry) and stays off this layer's per-request cost.
     let rest = Router::new()
         .route("/v1/models", get(models::list))
+        .route("/v1/models/{id}", get(models::retrieve))
         .route("/healthz", get(admin::healthz))
         .route("/readyz", get(admin::readyz))
         .route("/admin/health", get(admin::health))
@@ -32,6 +33,7 @@ pub fn app(state: AppState) -> Router {
         .layer(axum::middleware::from_fn(request_id_on_response));
     Router::new()
         .route("/v1/chat/completions", post(chat::completions))
+        .route("/v1/embeddings", post(embeddings::create))
         .merge(rest)
         // after every route: a known path asked with another method gets OpenAI's JSON
         .method_not_allowed_fallback(edge::method_not_allowed)
