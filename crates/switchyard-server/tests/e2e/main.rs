@@ -44,6 +44,7 @@ mod upstream;
 mod diagnostics;
 mod durability;
 mod edge;
+mod embeddings;
 mod errors;
 mod failover;
 mod health;
