@@ -318,6 +318,7 @@ mod tests {
         LogEntry {
             id: "req".to_owned(),
             time_ms: 1_700_000_000_000,
+            api: "chat".into(),
             route: "smart".to_owned(),
             key: None,
             stream: false,

@@ -5,7 +5,7 @@
 //! to them, both UTF-8 safe and both visibly marked with the number of bytes left out:
 //! [`clip`] keeps the head (values stored in the request log and the dashboard's ring),
 //! [`elide`] keeps the head and the tail (messages whose end says what was expected).
-//! Does not decide what is refused: the handlers do (`crate::http::dialects::chat::wire`).
+//! Does not decide what is refused: the handlers do (each dialect's decoder, e.g. `crate::http::dialects::chat::wire`).
 
 use std::borrow::Cow;
 

@@ -290,6 +290,3 @@ pub async fn request(
         .code("request_not_found")),
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -19,7 +19,7 @@
 //!    and preflights are answered only for listed origins. Checked with keys too: the API
 //!    takes nothing but JSON bodies.
 //!
-//! Does not own authentication (`crate::access::keys`), body size or body parsing (`crate::http::dialects::chat`).
+//! Does not own authentication (`crate::access::keys`), body size or body parsing (`crate::http::dialects`).
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 

@@ -41,7 +41,7 @@ pub struct Shared {
     /// Browser origins other than the gateway's own that may call it (`crate::http::guard`).
     pub allowed_origins: AllowedOrigins,
     /// Cancelled when shutdown's grace period ends: every stream still open ends with an
-    /// error event (`crate::http::dialects::chat`'s SSE writer), and is logged.
+    /// error event (`crate::http::dialects::sse`), and is logged.
     pub grace_over: CancellationToken,
 }
 

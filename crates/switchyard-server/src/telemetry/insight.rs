@@ -428,6 +428,7 @@ mod tests {
         LogEntry {
             id: id.into(),
             time_ms: 0,
+            api: "chat".into(),
             route: "r".into(),
             key: None,
             stream: false,

@@ -53,6 +53,10 @@ pub struct LogEntry {
     pub id: String,
     /// Wall time the request arrived, ms since the Unix epoch.
     pub time_ms: u64,
+    /// The inbound API (`chat`, `responses`, `messages`, `embeddings`); lines written
+    /// before there was more than one read as `chat`.
+    #[serde(default = "chat_api")]
+    pub api: std::borrow::Cow<'static, str>,
     /// The route (`model` the client sent).
     pub route: String,
     /// The client key's name, when keys are configured.
@@ -79,6 +83,10 @@ pub struct LogEntry {
     pub ttft_ms: Option<f64>,
     /// Error label for failures (`all_failed`, `budget_exceeded`, ...).
     pub error: Option<String>,
+}
+
+fn chat_api() -> std::borrow::Cow<'static, str> {
+    std::borrow::Cow::Borrowed("chat")
 }
 
 /// Sees each finished request's entry; must be quick and must never block or fail.
@@ -392,6 +400,7 @@ mod tests {
         LogEntry {
             id: format!("req-{id}"),
             time_ms: 1_700_000_000_000,
+            api: "chat".into(),
             route: "smart".to_owned(),
             key: None,
             stream: false,

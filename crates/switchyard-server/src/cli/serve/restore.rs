@@ -165,6 +165,7 @@ mod tests {
         let entry = crate::telemetry::log::LogEntry {
             id: "req-1".into(),
             time_ms,
+            api: "chat".into(),
             route: route.into(),
             key: Some("team".into()),
             stream: true,

@@ -1,8 +1,8 @@
 //! The bodies the edge wraps: a request body with a read deadline ([`Timed`]), and a
 //! response body that carries its request's bookkeeping until hyper is done with it
-//! ([`Tracked`], holding `conn::Served`: the connection goes back to idle and the
-//! in-flight slot is freed when the last byte is handed over, or when the response is
-//! dropped unfinished).
+//! ([`Tracked`], holding a guard — the connection's `Served` — so the connection goes back
+//! to idle and the in-flight slot is freed when the last byte is handed over, or when the
+//! response is dropped unfinished).
 
 use std::future::Future as _;
 use std::pin::Pin;
@@ -11,8 +11,6 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
-
-use super::conn::Served;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -91,13 +89,13 @@ where
     }
 }
 
-/// A response body that holds its request's `Served` until hyper drops it.
-pub(super) struct Tracked {
+/// A response body that holds its request's bookkeeping guard until hyper drops it.
+pub(super) struct Tracked<G> {
     pub(super) inner: axum::body::Body,
-    pub(super) _served: Served,
+    pub(super) _served: G,
 }
 
-impl Body for Tracked {
+impl<G: Unpin> Body for Tracked<G> {
     type Data = Bytes;
     type Error = axum::Error;
 

@@ -2,7 +2,7 @@
 //!
 //! [`ConnState`] is what the edge knows of a connection, kept in atomics that its three
 //! parts update: the service marks a request busy and its response body idle again
-//! (`body::Served`), the socket wrapper ([`Watched`]) notes the first byte after an idle
+//! (`Served`), the socket wrapper ([`Watched`]) notes the first byte after an idle
 //! gap, and the watchdog in [`drive`] closes the connection when its current wait is
 //! over: `header_read_timeout` from the accept (or from the first byte after an idle gap)
 //! until a request head is complete, `idle_timeout` between requests. A busy connection
@@ -238,7 +238,7 @@ impl Link {
     async fn serve(
         self: Arc<Self>,
         req: Request<Incoming>,
-    ) -> Result<Response<Tracked>, std::convert::Infallible> {
+    ) -> Result<Response<Tracked<Served>>, std::convert::Infallible> {
         self.conn.begin_request();
         let exempt = super::EXEMPT_FROM_IN_FLIGHT.contains(&req.uri().path());
         let slot = !exempt && self.edge.take_slot();

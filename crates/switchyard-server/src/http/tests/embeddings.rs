@@ -100,6 +100,7 @@ async fn an_embedding_fails_over_and_says_who_answered() {
     let line = state.insight.recent(1).pop().unwrap();
     assert_eq!(line.id, id);
     assert_eq!((line.route.as_str(), line.status), ("vectors", 200));
+    assert_eq!(line.api, "embeddings");
     assert_eq!(line.provider.as_deref(), Some("backup"));
     assert!(line.failed_over);
     assert_eq!(line.usage.unwrap().input_tokens, 11);
@@ -182,7 +183,7 @@ async fn bad_fields_and_the_wrong_api_are_400s_naming_them() {
         err["error"]["message"]
             .as_str()
             .unwrap()
-            .ends_with("configured routes: vectors"),
+            .ends_with("configured routes: vectors, smart"),
         "{err}"
     );
     assert_eq!(primary.calls(), 0);

@@ -82,6 +82,7 @@ async fn a_huge_model_is_refused_by_name_and_logged_cut() {
     );
     let entry = last_logged(&state);
     assert_eq!(entry.status, 400);
+    assert_eq!(entry.api, "chat", "the line names the dialect");
     assert!(entry.route.len() < SMALL_ANSWER, "{}", entry.route.len());
     assert!(
         entry.route.ends_with(&format!("…[+{} bytes]", HUGE - 1024)),

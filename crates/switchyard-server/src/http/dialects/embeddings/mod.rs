@@ -1,118 +1,57 @@
 //! `POST /v1/embeddings`: OpenAI's Embeddings request in, the gateway's embeddings run in
 //! the middle (failover, retries, breakers, deadline, budgets, exact cost), OpenAI's
 //! response out — plus who answered, in the same `x-switchyard-*` headers and `switchyard`
-//! object as Chat Completions, and the same request-log line.
+//! object as Chat Completions, and the same request-log line (`api: "embeddings"`).
 //!
-//! Order of checks, as for chat (after the guard): client key (401) → body size and read
-//! timeout (413 / 408) → JSON and fields (400 naming the field; `wire.rs`) → route (404,
-//! listing the routes the key may use) → the route serves embeddings (400 naming it) →
-//! key's routes (403) → key limits (429) → the gateway. Items the chat handler shares are
-//! reused from `dialects::chat` (`Ctx`, `who_answered`, `record_tokens`, `usd`).
+//! Not a chat [`super::Dialect`] (its request and answer are the library's embedding
+//! shape), but the same steps of the shared flow (`super::flow`), in the same order:
+//! client key (401) → body size and read timeout (413 / 408) → JSON and fields (400 naming
+//! the field; `wire.rs`) → route (404, listing the routes the key may use) → key's routes
+//! (403) → the route serves embeddings (400 naming it) → key limits (429) → the gateway.
 
 pub mod wire;
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use switchyard::embedding::EmbeddingResponse;
-use switchyard::gateway::CallOptions;
 use switchyard::{Api, Money};
 
-use crate::access::keys::Caller;
-use crate::access::limits;
+use super::flow::{
+    admit_body, admit_limits, admit_route, answer_with, record_tokens, who_answered, Abandoned,
+};
+use super::Ctx;
 use crate::http::bounds::{clip, MAX_NAME_CHARS};
-use crate::http::dialects::chat::{record_tokens, who_answered, Ctx};
 use crate::http::error::ApiError;
-use crate::http::request_id::request_id;
 use crate::http::state::AppState;
 use crate::telemetry::log::LogEntry;
 use wire::{Encoding, Vector};
+
+/// The API's name in the request log.
+pub const API: &str = "embeddings";
 
 /// Longest upstream-given model name a log line keeps, in bytes (as chat's).
 const LOGGED_TEXT_BYTES: usize = 4 * MAX_NAME_CHARS;
 
 /// The handler.
 pub async fn create(State(state): State<AppState>, request: Request) -> Response {
-    let clock = *state.gateway.clock();
     let mut guard = Abandoned {
+        ctx: Ctx::new(&state, API, request.headers()),
         state: state.clone(),
-        ctx: Ctx {
-            id: request_id(request.headers()),
-            route: String::new(),
-            route_label: "unknown".to_owned(),
-            key: None,
-            limits: None,
-            time_ms: clock.unix_ms(),
-            started: clock.now(),
-            stream: false,
-            line: None,
-        },
         armed: true,
     };
     let outcome = handle(&state, &mut guard.ctx, request).await;
     guard.armed = false;
-    let ctx = &mut guard.ctx;
-    let (resp, line) = match outcome {
-        Ok(resp) => (resp, ctx.line.take()),
-        Err(err) => {
-            let status = err.status.as_u16();
-            let mut entry = ctx.entry(status);
-            entry.attempts.clone_from(&err.attempts);
-            entry.error = Some(err.code.unwrap_or(err.kind).to_owned());
-            let elapsed = ctx.started.elapsed();
-            state
-                .metrics
-                .request(&ctx.route_label, status, false, elapsed);
-            let mut resp = err.into_response();
-            if let Ok(v) = HeaderValue::from_str(&ctx.id) {
-                resp.headers_mut().insert("x-request-id", v);
-            }
-            (resp, Some(entry))
-        }
-    };
-    if let Some(line) = line {
-        state.log.commit(line).await;
-    }
-    resp
-}
-
-/// Logs a request whose client went away before any answer (status 499), as chat does.
-struct Abandoned {
-    state: AppState,
-    ctx: Ctx,
-    armed: bool,
-}
-
-impl Drop for Abandoned {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let ctx = &self.ctx;
-        let mut entry = ctx.entry(499);
-        entry.error = Some("cancelled".to_owned());
-        self.state.log.write(entry);
-        let elapsed = ctx.started.elapsed();
-        self.state
-            .metrics
-            .request(&ctx.route_label, 499, false, elapsed);
-    }
+    answer_with(&state, &mut guard.ctx, outcome, IntoResponse::into_response).await
 }
 
 async fn handle(state: &AppState, ctx: &mut Ctx, request: Request) -> Result<Response, ApiError> {
-    let caller = state.keys.authenticate(request.headers())?;
-    ctx.key = caller.as_ref().map(|c| c.name.clone());
-    let body = read_body(request.into_body(), state.max_body_bytes).await?;
-    let mut wire = wire::parse(&body)?;
-    wire.check_lengths()?;
-    ctx.route = std::mem::take(&mut wire.model);
-    let route = state
-        .gateway
-        .route(&ctx.route)
-        .map_err(|_| unknown_route(state, &ctx.route, caller.as_ref()))?;
-    ctx.route_label.clone_from(&route.name);
+    let (caller, body) = admit_body(state, ctx, request).await?;
+    let (req, encoding) = decode(&body, ctx)?;
+    drop(body);
+    let route = admit_route(state, ctx, caller.as_ref())?;
     if route.api != Api::Embeddings {
         return Err(ApiError::bad_request(
             Some("model".to_owned()),
@@ -123,23 +62,7 @@ async fn handle(state: &AppState, ctx: &mut Ctx, request: Request) -> Result<Res
             ),
         ));
     }
-    if let Some(c) = &caller {
-        if !c.allows(&route.name) {
-            return Err(ApiError::forbidden(format!(
-                "key {:?} may not use route {:?}",
-                c.name, route.name
-            )));
-        }
-    }
-    let (req, encoding) = wire.into_request()?;
-    let opts = match &caller {
-        Some(c) => {
-            ctx.limits = Some(c.limits);
-            let now = state.gateway.clock().unix_ms();
-            limits::admit(state.gateway.state().as_ref(), &c.name, &c.limits, now).await?
-        }
-        None => CallOptions::default(),
-    };
+    let opts = admit_limits(state, ctx, caller.as_ref()).await?;
     let resp = state.gateway.embed_with(&ctx.route, &req, &opts).await?;
     record_tokens(state, ctx, resp.usage.as_ref()).await;
     let out = answered(state, ctx, &resp, encoding);
@@ -147,30 +70,15 @@ async fn handle(state: &AppState, ctx: &mut Ctx, request: Request) -> Result<Res
     Ok(out)
 }
 
-/// 404 for a `model` that names no route, listing only the routes the caller may use.
-fn unknown_route(state: &AppState, name: &str, caller: Option<&Caller>) -> ApiError {
-    let routes = state.gateway.routes();
-    let usable: Vec<&str> = routes
-        .iter()
-        .filter(|r| r.api == Api::Embeddings)
-        .map(|r| r.name.as_str())
-        .filter(|r| caller.is_none_or(|c| c.allows(r)))
-        .collect();
-    ApiError::unknown_route(name, caller.map(|c| c.name.as_str()), &usable)
-}
-
-async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
-    axum::body::to_bytes(body, limit).await.map_err(|e| {
-        let too_large = std::error::Error::source(&e)
-            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
-        if too_large {
-            ApiError::too_large(limit)
-        } else if crate::http::edge::is_body_timeout(&e) {
-            crate::http::edge::body_timeout()
-        } else {
-            ApiError::bad_request(None, format!("could not read the request body: {e}"))
-        }
-    })
+/// The body into the library's request, the route into `ctx` as soon as it is known.
+fn decode(
+    body: &Bytes,
+    ctx: &mut Ctx,
+) -> Result<(switchyard::EmbeddingRequest, Encoding), ApiError> {
+    let mut wire = wire::parse(body)?;
+    ctx.route = std::mem::take(&mut wire.model);
+    wire.check_lengths(&ctx.route)?;
+    wire.into_request()
 }
 
 /// The response: body, headers, metrics (the caller logs).
@@ -195,7 +103,7 @@ fn answered(state: &AppState, ctx: &Ctx, resp: &EmbeddingResponse, encoding: Enc
         resp.failed_over,
         Some(resp.cost),
     );
-    let elapsed = ctx.started.elapsed();
+    let elapsed = ctx.elapsed();
     if let [only] = resp.attempts.as_slice() {
         state.metrics.overhead(elapsed.saturating_sub(only.latency));
     }

@@ -76,15 +76,13 @@ fn bad(param: &str, msg: impl Into<String>) -> ApiError {
 }
 
 impl WireRequest {
-    /// Refuse a `model` or `user` longer than the server keeps.
+    /// Refuse a `model` (taken out of the request as `model`) or `user` longer than the
+    /// server keeps.
     ///
     /// # Errors
     /// 400 naming the field.
-    pub fn check_lengths(&self) -> Result<(), ApiError> {
-        for (field, value) in [
-            ("model", Some(self.model.as_str())),
-            ("user", self.user.as_deref()),
-        ] {
+    pub fn check_lengths(&self, model: &str) -> Result<(), ApiError> {
+        for (field, value) in [("model", Some(model)), ("user", self.user.as_deref())] {
             if value.is_some_and(|v| longer_than(v, MAX_NAME_CHARS)) {
                 return Err(bad(
                     field,
@@ -245,7 +243,9 @@ mod tests {
     use super::*;
 
     fn parsed(body: &str) -> Result<(EmbeddingRequest, Encoding), ApiError> {
-        parse(body.as_bytes())?.into_request()
+        let wire = parse(body.as_bytes())?;
+        wire.check_lengths(&wire.model)?;
+        wire.into_request()
     }
 
     #[test]

@@ -1,0 +1,179 @@
+//! Chat Completions' stream: `chat.completion.chunk` events (a role chunk first, a finish
+//! chunk, a usage chunk when `stream_options.include_usage` asked for one) ending in
+//! `data: [DONE]`; a stream that cannot finish ends with an `error` event and no `[DONE]`.
+
+use axum::body::Bytes;
+use serde::Serialize;
+use serde_json::json;
+use switchyard::{ChatChunk, ChatResponse};
+
+use super::completion_id;
+use super::wire::{WireFunctionCall, WireUsage};
+use crate::http::dialects::flow::{Ctx, Trail};
+use crate::http::dialects::{data_frame, StreamEncoder};
+use crate::http::error::ApiError;
+
+/// Writes one stream's chunks.
+pub(crate) struct ChunkEncoder {
+    id: String,
+    created: u64,
+    model: String,
+    include_usage: bool,
+}
+
+impl ChunkEncoder {
+    pub(super) fn new(ctx: &Ctx, model: &str, include_usage: bool) -> Self {
+        Self {
+            id: completion_id(ctx),
+            created: ctx.time_ms / 1000,
+            model: model.to_owned(),
+            include_usage,
+        }
+    }
+
+    fn chunk_frame(
+        &self,
+        delta: Delta<'_>,
+        finish: Option<&str>,
+        usage: Option<&WireUsage>,
+        trail: Option<&Trail<'_>>,
+    ) -> Bytes {
+        data_frame(&ChunkBody {
+            id: &self.id,
+            object: "chat.completion.chunk",
+            created: self.created,
+            model: &self.model,
+            choices: vec![ChunkChoice {
+                index: 0,
+                delta,
+                finish_reason: finish,
+                logprobs: None,
+            }],
+            usage,
+            switchyard: trail,
+        })
+    }
+
+    /// The final usage chunk; `usage` is null when the vendor reported none.
+    fn usage_frame(&self, usage: Option<WireUsage>, trail: &Trail<'_>) -> Bytes {
+        data_frame(&json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [],
+            "usage": usage,
+            "switchyard": trail,
+        }))
+    }
+}
+
+impl StreamEncoder for ChunkEncoder {
+    fn start(&mut self) -> Bytes {
+        let delta = Delta {
+            role: Some("assistant"),
+            content: Some(""),
+            tool_calls: Vec::new(),
+        };
+        self.chunk_frame(delta, None, None, None)
+    }
+
+    /// A content chunk; a finish reason goes in its own chunk, as OpenAI sends it.
+    fn chunk(&mut self, c: &ChatChunk) -> Bytes {
+        if let Some(m) = &c.model {
+            self.model.clone_from(m);
+        }
+        if !c.has_content() {
+            // a finish reason is written by `done`, which always follows it
+            return Bytes::new();
+        }
+        let delta = Delta {
+            role: None,
+            content: (!c.text.is_empty()).then_some(c.text.as_str()),
+            tool_calls: c
+                .tool_calls
+                .iter()
+                .map(|t| ToolDelta {
+                    index: t.index,
+                    id: t.id.as_deref(),
+                    kind: t.id.as_ref().map(|_| "function"),
+                    function: WireFunctionCall {
+                        name: t.name.clone().unwrap_or_default(),
+                        arguments: t.arguments.clone(),
+                    },
+                })
+                .collect(),
+        };
+        self.chunk_frame(delta, None, None, None)
+    }
+
+    /// The finish chunk, the usage chunk (if asked for), `[DONE]`.
+    fn done(&mut self, resp: &ChatResponse) -> Bytes {
+        let finish = resp
+            .finish_reason
+            .as_ref()
+            .map_or("stop", switchyard::chat::FinishReason::as_openai);
+        let trail = Trail::of(resp);
+        let mut out = Vec::new();
+        let empty = Delta {
+            role: None,
+            content: None,
+            tool_calls: Vec::new(),
+        };
+        if self.include_usage {
+            out.extend_from_slice(&self.chunk_frame(empty, Some(finish), None, None));
+            out.extend_from_slice(
+                &self.usage_frame(resp.usage.as_ref().map(WireUsage::from), &trail),
+            );
+        } else {
+            out.extend_from_slice(&self.chunk_frame(empty, Some(finish), None, Some(&trail)));
+        }
+        out.extend_from_slice(b"data: [DONE]\n\n");
+        Bytes::from(out)
+    }
+
+    fn failed(&mut self, err: &ApiError) -> Bytes {
+        data_frame(&err.body())
+    }
+}
+
+#[derive(Serialize)]
+struct ChunkBody<'a> {
+    id: &'a str,
+    object: &'static str,
+    created: u64,
+    model: &'a str,
+    choices: Vec<ChunkChoice<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<&'a WireUsage>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    switchyard: Option<&'a Trail<'a>>,
+}
+
+#[derive(Serialize)]
+struct ChunkChoice<'a> {
+    index: u32,
+    delta: Delta<'a>,
+    finish_reason: Option<&'a str>,
+    logprobs: Option<()>,
+}
+
+#[derive(Serialize)]
+struct Delta<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    role: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<ToolDelta<'a>>,
+}
+
+#[derive(Serialize)]
+struct ToolDelta<'a> {
+    index: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    kind: Option<&'static str>,
+    function: WireFunctionCall,
+}

@@ -1,0 +1,187 @@
+//! What a request carries through its life in any dialect ([`Ctx`]) and what every
+//! dialect's answer shares: the `x-switchyard-*` headers, the `switchyard` object
+//! ([`Trail`]), the log line of an answered request, the key's token count. Used by the
+//! shared flow (`super::flow`) and the stream writer (`super::sse`).
+
+use std::time::Duration;
+
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use serde::Serialize;
+use switchyard::{ChatResponse, Money};
+use tokio::time::Instant;
+
+use crate::access::limits;
+use crate::http::bounds::{clip, MAX_NAME_CHARS};
+use crate::http::request_id::request_id;
+use crate::http::state::AppState;
+use crate::telemetry::log::LogEntry;
+
+/// Longest client- or upstream-given name a log line (and the dashboard's ring) keeps, in
+/// bytes: any name of [`MAX_NAME_CHARS`] characters fits.
+const LOGGED_TEXT_BYTES: usize = 4 * MAX_NAME_CHARS;
+
+/// What a request carries through its life, for headers, the log and metrics.
+#[derive(Debug, Clone)]
+pub(crate) struct Ctx {
+    /// The request id (`x-request-id`).
+    pub id: String,
+    /// The dialect's name in the log (`Dialect::API`).
+    pub api: &'static str,
+    /// The route as the client named it.
+    pub route: String,
+    /// The route as a metrics label: configured name or "unknown".
+    pub route_label: String,
+    /// The client key's name.
+    pub key: Option<String>,
+    /// The key's limits (tokens used are counted against its `tpm`).
+    pub limits: Option<crate::access::limits::KeyLimits>,
+    /// Wall time the request arrived.
+    pub time_ms: u64,
+    /// Gateway-clock time the request arrived.
+    pub started: Instant,
+    /// A streamed request.
+    pub stream: bool,
+    /// A plain answer's log line, committed by [`serve`] once the guard is disarmed.
+    pub line: Option<LogEntry>,
+    /// Advisory fields the request used that were not carried (`x-switchyard-ignored`).
+    pub ignored: Vec<String>,
+}
+
+impl Ctx {
+    /// A request that has just arrived.
+    pub(crate) fn new(state: &AppState, api: &'static str, headers: &HeaderMap) -> Self {
+        let clock = *state.gateway.clock();
+        Self {
+            id: request_id(headers),
+            api,
+            route: String::new(),
+            route_label: "unknown".to_owned(),
+            key: None,
+            limits: None,
+            time_ms: clock.unix_ms(),
+            started: clock.now(),
+            stream: false,
+            line: None,
+            ignored: Vec::new(),
+        }
+    }
+
+    pub(crate) fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// The log line for a finished request. The route is the client's text (a refused
+    /// over-long one included): cut to [`LOGGED_TEXT_BYTES`], which no accepted name reaches.
+    pub(crate) fn entry(&self, status: u16) -> LogEntry {
+        LogEntry {
+            id: self.id.clone(),
+            time_ms: self.time_ms,
+            api: std::borrow::Cow::Borrowed(self.api),
+            route: clip(&self.route, LOGGED_TEXT_BYTES).into_owned(),
+            key: self.key.clone(),
+            stream: self.stream,
+            status,
+            provider: None,
+            model: None,
+            failed_over: false,
+            attempts: Vec::new(),
+            usage: None,
+            cost_usd: None,
+            latency_ms: self.elapsed().as_secs_f64() * 1000.0,
+            ttft_ms: None,
+            error: None,
+        }
+    }
+}
+
+/// Count a finished call's tokens against its key's `tpm`.
+pub(crate) async fn record_tokens(state: &AppState, ctx: &Ctx, usage: Option<&switchyard::Usage>) {
+    if let (Some(key), Some(l), Some(usage)) = (&ctx.key, &ctx.limits, usage) {
+        let now = state.gateway.clock().unix_ms();
+        limits::record(state.gateway.state().as_ref(), key, l, usage, now).await;
+    }
+}
+
+/// The log line for a request that got an answer (or a partial one).
+pub(crate) fn completion_entry(
+    ctx: &Ctx,
+    resp: &ChatResponse,
+    status: u16,
+    ttft: Option<Duration>,
+) -> LogEntry {
+    let mut entry = ctx.entry(status);
+    entry.provider = Some(resp.provider.clone());
+    // the upstream's word, not ours: bounded like the client's
+    entry.model = Some(clip(&resp.model, LOGGED_TEXT_BYTES).into_owned());
+    entry.failed_over = resp.failed_over;
+    entry.attempts.clone_from(&resp.attempts);
+    entry.usage = resp.usage;
+    entry.cost_usd = resp.cost.map(Money::to_usd);
+    entry.ttft_ms = ttft.map(|d| d.as_secs_f64() * 1000.0);
+    entry
+}
+
+/// The `x-switchyard-*` and `x-request-id` headers.
+pub(crate) fn who_answered(
+    headers: &mut HeaderMap,
+    ctx: &Ctx,
+    provider: &str,
+    attempts: usize,
+    failed_over: bool,
+    cost: Option<Option<Money>>,
+) {
+    headers.reserve(5);
+    set(headers, "x-request-id", &ctx.id);
+    set(headers, "x-switchyard-provider", provider);
+    set(headers, "x-switchyard-attempts", &attempts.to_string());
+    headers.insert(
+        HeaderName::from_static("x-switchyard-failed-over"),
+        HeaderValue::from_static(if failed_over { "true" } else { "false" }),
+    );
+    if let Some(cost) = cost {
+        set(
+            headers,
+            "x-switchyard-cost-usd",
+            &cost.map_or_else(|| "unknown".to_owned(), usd),
+        );
+    }
+    if !ctx.ignored.is_empty() {
+        set(headers, "x-switchyard-ignored", &ctx.ignored.join(", "));
+    }
+}
+
+pub(crate) fn set(headers: &mut HeaderMap, name: &'static str, value: &str) {
+    if let Ok(v) = HeaderValue::from_str(value) {
+        headers.insert(HeaderName::from_static(name), v);
+    }
+}
+
+/// Exact dollars as a plain decimal (`0.000123`).
+pub(crate) fn usd(m: Money) -> String {
+    m.decimal().to_string()
+}
+
+/// The `switchyard` object in response bodies (where the dialect has room for one).
+#[derive(Debug, Serialize)]
+pub(crate) struct Trail<'a> {
+    provider: &'a str,
+    failed_over: bool,
+    cost_usd: Option<f64>,
+    attempts: &'a [switchyard::observe::Attempt],
+    /// The route's `default_max_tokens`, when the gateway sent it because the request set
+    /// no `max_tokens` and the model's output limit is unknown (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens_applied: Option<u32>,
+}
+
+impl<'a> Trail<'a> {
+    pub(crate) fn of(resp: &'a ChatResponse) -> Self {
+        Self {
+            provider: &resp.provider,
+            failed_over: resp.failed_over,
+            cost_usd: resp.cost.map(Money::to_usd),
+            attempts: &resp.attempts,
+            max_tokens_applied: resp.max_tokens_applied,
+        }
+    }
+}

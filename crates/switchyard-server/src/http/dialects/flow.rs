@@ -1,0 +1,239 @@
+//! The path every dialect's request takes, written once.
+//!
+//! Order of checks (after the guard's Host, Origin and content type: `crate::http::guard`):
+//! client key (401) → body size and read timeout (413 / 408) → the dialect's decoder (400
+//! naming the field) → route (404, listing the routes the key may use) → key's routes (403)
+//! → the dialect's `prepare` → key limits (429) → gateway. Streams hold their headers until
+//! the gateway commits (first content chunk), so failures before that get honest statuses.
+//! Every request gets one log line: [`serve`] commits it before the answer goes out, a
+//! stream's writer before its last event ([`super::sse`]), and [`Abandoned`] when the
+//! client went away first.
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use switchyard::gateway::CallOptions;
+use switchyard::route::Route;
+use switchyard::ChatResponse;
+
+pub(crate) use super::ctx::{completion_entry, record_tokens, set, who_answered, Ctx, Trail};
+use super::{Decoded, Dialect};
+use crate::access::keys::Caller;
+use crate::access::limits;
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
+
+/// A dialect's handler: the shared flow around its codec.
+pub(crate) async fn serve<D: Dialect>(State(state): State<AppState>, request: Request) -> Response {
+    let mut guard = Abandoned {
+        ctx: Ctx::new(&state, D::API, request.headers()),
+        state: state.clone(),
+        armed: true,
+    };
+    let outcome = handle::<D>(&state, &mut guard.ctx, request).await;
+    guard.armed = false;
+    answer::<D>(&state, &mut guard.ctx, outcome).await
+}
+
+/// Log a request's outcome (a failure's line here; an answer's the handler made) and turn
+/// it into the response. The response is complete only once its line is in the file
+/// (`kill -9` keeps it); a streamed body logs its own end.
+pub(crate) async fn answer<D: Dialect>(
+    state: &AppState,
+    ctx: &mut Ctx,
+    outcome: Result<Response, ApiError>,
+) -> Response {
+    answer_with(state, ctx, outcome, D::error).await
+}
+
+/// [`answer`] with the error shape given as a function (for handlers that are not a chat
+/// [`Dialect`], such as embeddings).
+pub(crate) async fn answer_with(
+    state: &AppState,
+    ctx: &mut Ctx,
+    outcome: Result<Response, ApiError>,
+    error: fn(ApiError) -> Response,
+) -> Response {
+    let (resp, line) = match outcome {
+        Ok(resp) => (resp, ctx.line.take()),
+        Err(err) => {
+            let status = err.status.as_u16();
+            let mut entry = ctx.entry(status);
+            entry.attempts.clone_from(&err.attempts);
+            entry.error = Some(err.code.unwrap_or(err.kind).to_owned());
+            state
+                .metrics
+                .request(&ctx.route_label, status, ctx.stream, ctx.elapsed());
+            let mut resp = error(err);
+            set(resp.headers_mut(), "x-request-id", &ctx.id);
+            (resp, Some(entry))
+        }
+    };
+    if let Some(line) = line {
+        state.log.commit(line).await;
+    }
+    resp
+}
+
+/// Logs a request whose client went away before any answer (status 499, like nginx):
+/// hyper drops the handler's future, and this guard's `Drop` is all that runs.
+pub(crate) struct Abandoned {
+    pub(crate) state: AppState,
+    pub(crate) ctx: Ctx,
+    /// Cleared once the handler has an answer to give.
+    pub(crate) armed: bool,
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let ctx = &self.ctx;
+        let mut entry = ctx.entry(499);
+        entry.error = Some("cancelled".to_owned());
+        self.state.log.write(entry);
+        self.state
+            .metrics
+            .request(&ctx.route_label, 499, ctx.stream, ctx.elapsed());
+    }
+}
+
+/// The client key, then the body within the limit.
+///
+/// # Errors
+/// 401, 413, 408, or 400 for an unreadable body.
+pub(crate) async fn admit_body(
+    state: &AppState,
+    ctx: &mut Ctx,
+    request: Request,
+) -> Result<(Option<Caller>, Bytes), ApiError> {
+    let caller = state.keys.authenticate(request.headers())?;
+    ctx.key = caller.as_ref().map(|c| c.name.clone());
+    let body = read_body(request.into_body(), state.max_body_bytes).await?;
+    Ok((caller, body))
+}
+
+/// The route the client named, if the caller may use it.
+///
+/// # Errors
+/// 404 for an unknown route (listing the caller's), 403 for a route the key may not use.
+pub(crate) fn admit_route<'s>(
+    state: &'s AppState,
+    ctx: &mut Ctx,
+    caller: Option<&Caller>,
+) -> Result<&'s Route, ApiError> {
+    let route = state
+        .gateway
+        .route(&ctx.route)
+        .map_err(|_| unknown_route(state, &ctx.route, caller))?;
+    ctx.route_label.clone_from(&route.name);
+    if let Some(c) = caller {
+        if !c.allows(&route.name) {
+            return Err(ApiError::forbidden(format!(
+                "key {:?} may not use route {:?}",
+                c.name, route.name
+            )));
+        }
+    }
+    Ok(route)
+}
+
+/// The key's rate limits and budget, as the gateway's call options.
+///
+/// # Errors
+/// 429 when the key is over a limit.
+pub(crate) async fn admit_limits(
+    state: &AppState,
+    ctx: &mut Ctx,
+    caller: Option<&Caller>,
+) -> Result<CallOptions, ApiError> {
+    match caller {
+        Some(c) => {
+            ctx.limits = Some(c.limits);
+            let now = state.gateway.clock().unix_ms();
+            Ok(limits::admit(state.gateway.state().as_ref(), &c.name, &c.limits, now).await?)
+        }
+        None => Ok(CallOptions::default()),
+    }
+}
+
+async fn handle<D: Dialect>(
+    state: &AppState,
+    ctx: &mut Ctx,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let (caller, body) = admit_body(state, ctx, request).await?;
+    let mut decoded: Decoded<D::Extra> = D::decode(&body, ctx)?;
+    drop(body);
+    admit_route(state, ctx, caller.as_ref())?;
+    D::prepare(state, ctx, &mut decoded).await?;
+    let opts = admit_limits(state, ctx, caller.as_ref()).await?;
+    let Decoded { request, extra } = decoded;
+    if ctx.stream {
+        let stream = state
+            .gateway
+            .stream_with(&ctx.route, request, &opts)
+            .await?;
+        return Ok(super::sse::respond::<D>(
+            state.clone(),
+            ctx.clone(),
+            stream,
+            extra,
+        ));
+    }
+    let resp = state.gateway.chat_with(&ctx.route, &request, &opts).await?;
+    record_tokens(state, ctx, resp.usage.as_ref()).await;
+    D::finished(state, ctx, &extra, &resp).await;
+    let out = completed(state, ctx, &resp, D::reply(ctx, &extra, &resp));
+    ctx.line = Some(completion_entry(ctx, &resp, 200, None));
+    Ok(out)
+}
+
+/// 404 for a `model` that names no route, listing only the routes the caller may use.
+fn unknown_route(state: &AppState, name: &str, caller: Option<&Caller>) -> ApiError {
+    let routes = state.gateway.routes();
+    let usable: Vec<&str> = routes
+        .iter()
+        .map(|r| r.name.as_str())
+        .filter(|r| caller.is_none_or(|c| c.allows(r)))
+        .collect();
+    ApiError::unknown_route(name, caller.map(|c| c.name.as_str()), &usable)
+}
+
+async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let too_large = std::error::Error::source(&e)
+            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+        if too_large {
+            ApiError::too_large(limit)
+        } else if crate::http::edge::is_body_timeout(&e) {
+            crate::http::edge::body_timeout()
+        } else {
+            ApiError::bad_request(None, format!("could not read the request body: {e}"))
+        }
+    })
+}
+
+/// A plain answer: the dialect's body, headers, metrics (the caller logs).
+fn completed(state: &AppState, ctx: &Ctx, resp: &ChatResponse, body: Vec<u8>) -> Response {
+    let mut out = (StatusCode::OK, [("content-type", "application/json")], body).into_response();
+    who_answered(
+        out.headers_mut(),
+        ctx,
+        &resp.provider,
+        resp.attempts.len(),
+        resp.failed_over,
+        Some(resp.cost),
+    );
+    let elapsed = ctx.elapsed();
+    if let [only] = resp.attempts.as_slice() {
+        state.metrics.overhead(elapsed.saturating_sub(only.latency));
+    }
+    state.metrics.request(&ctx.route_label, 200, false, elapsed);
+    if resp.failed_over {
+        state.metrics.failover(&ctx.route_label);
+    }
+    out
+}

@@ -1,0 +1,193 @@
+//! A committed stream's life, the same in every dialect: headers once the gateway has
+//! committed, the dialect's encoder for every event, and an honest end. When a committed
+//! stream breaks and cannot be rescued, or is still open when the server's shutdown grace
+//! period ends, it ends with the dialect's error event and never its success terminator, so
+//! no client mistakes a truncated answer for a finished one. A client that goes away drops
+//! the body, which drops the gateway stream and cancels the upstream call; the partial usage
+//! is still logged (status 499; 503 when the shutdown ended it).
+
+use std::convert::Infallible;
+use std::pin::Pin;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt as _;
+use switchyard::gateway::{CancelSlot, ChatStream, StreamEvent};
+use tokio_util::sync::WaitForCancellationFutureOwned;
+
+use super::ctx::{completion_entry, record_tokens, who_answered, Ctx};
+use super::{Dialect, StreamEncoder};
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
+
+/// Turn a committed gateway stream into the HTTP response.
+pub(crate) fn respond<D: Dialect>(
+    state: AppState,
+    ctx: Ctx,
+    stream: ChatStream,
+    extra: D::Extra,
+) -> Response {
+    let ttft = ctx.started.elapsed();
+    state.metrics.ttft(&ctx.route_label, ttft);
+    let mut headers = axum::http::HeaderMap::new();
+    who_answered(
+        &mut headers,
+        &ctx,
+        &stream.provider,
+        // the trail up to the commit point lacks the try that committed the stream
+        stream.attempts.len() + 1,
+        stream.failed_over,
+        None,
+    );
+    let encoder = D::encoder(&ctx, &extra, &stream.model);
+    let writer = Writer::<D> {
+        cancel: stream.cancel_slot(),
+        stream: Some(stream),
+        encoder,
+        extra,
+        ttft,
+        started: false,
+        logged: false,
+        grace_over: Box::pin(state.grace_over.child_token().cancelled_owned()),
+        ctx,
+        state,
+    };
+    let body = Body::from_stream(writer.into_stream());
+    let mut resp = (StatusCode::OK, body).into_response();
+    resp.headers_mut().extend(headers);
+    let h = resp.headers_mut();
+    h.insert(
+        "content-type",
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert("cache-control", HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    resp
+}
+
+/// Writes events for one stream and logs how it ended (also when dropped early).
+struct Writer<D: Dialect> {
+    state: AppState,
+    ctx: Ctx,
+    stream: Option<ChatStream>,
+    cancel: CancelSlot,
+    encoder: D::Encoder,
+    extra: D::Extra,
+    ttft: std::time::Duration,
+    /// Set once the encoder's opening frames are out.
+    started: bool,
+    /// Set once the request's log line is written.
+    logged: bool,
+    /// Resolves when the server's shutdown grace period is over (a child of
+    /// `Shared::grace_over`, so waiting on it touches no lock other streams share).
+    grace_over: Pin<Box<WaitForCancellationFutureOwned>>,
+}
+
+/// What the writer does next.
+enum Next {
+    Event(StreamEvent),
+    GraceOver,
+}
+
+impl<D: Dialect> Writer<D> {
+    fn into_stream(self) -> impl futures_util::Stream<Item = Result<Bytes, Infallible>> + Send {
+        // boxed: the state moves through every poll, and a pointer is cheaper to move
+        futures_util::stream::unfold(Box::new(self), |mut w| async move {
+            let bytes = w.next_bytes().await?;
+            Some((Ok(bytes), w))
+        })
+    }
+
+    async fn next_bytes(&mut self) -> Option<Bytes> {
+        if !self.started {
+            self.started = true;
+            return Some(self.encoder.start());
+        }
+        let stream = self.stream.as_mut()?;
+        let next = tokio::select! {
+            biased;
+            () = self.grace_over.as_mut() => Next::GraceOver,
+            event = stream.next() => Next::Event(event?),
+        };
+        let event = match next {
+            Next::Event(event) => event,
+            Next::GraceOver => return Some(self.end_for_shutdown()),
+        };
+        Some(match event {
+            StreamEvent::Chunk(c) => self.encoder.chunk(&c),
+            StreamEvent::Done(resp) => {
+                self.stream = None;
+                record_tokens(&self.state, &self.ctx, resp.usage.as_ref()).await;
+                D::finished(&self.state, &self.ctx, &self.extra, &resp).await;
+                let last = self.encoder.done(&resp);
+                self.logged = true;
+                let elapsed = self.ctx.started.elapsed();
+                self.state
+                    .metrics
+                    .request(&self.ctx.route_label, 200, true, elapsed);
+                if resp.failed_over {
+                    self.state.metrics.failover(&self.ctx.route_label);
+                }
+                // the last event goes out only once the line is in the file
+                let entry = completion_entry(&self.ctx, &resp, 200, Some(self.ttft));
+                self.state.log.commit(entry).await;
+                last
+            }
+            StreamEvent::Failed(err) => {
+                self.stream = None;
+                let mut entry = self.ctx.entry(200);
+                entry.attempts = err.attempts().to_vec();
+                entry.error = Some(format!("stream_failed:{}", err.label()));
+                entry.ttft_ms = Some(self.ttft.as_secs_f64() * 1000.0);
+                self.logged = true;
+                self.state.metrics.request(
+                    &self.ctx.route_label,
+                    200,
+                    true,
+                    self.ctx.started.elapsed(),
+                );
+                // the error event goes out only once the line is in the file
+                self.state.log.commit(entry).await;
+                self.encoder.failed(&ApiError::from(*err))
+            }
+        })
+    }
+
+    /// The grace period is over: drop the gateway stream (cancelling the upstream call),
+    /// log what was delivered and used (status 503), and end with an error event.
+    fn end_for_shutdown(&mut self) -> Bytes {
+        drop(self.stream.take());
+        self.logged = true;
+        let mut entry = match self.cancel.take() {
+            Some(partial) => completion_entry(&self.ctx, &partial, 503, Some(self.ttft)),
+            None => self.ctx.entry(503),
+        };
+        entry.error = Some("server_shutting_down".to_owned());
+        self.state.log.write(entry);
+        self.state
+            .metrics
+            .request(&self.ctx.route_label, 503, true, self.ctx.started.elapsed());
+        self.encoder.failed(&crate::http::edge::shutting_down())
+    }
+}
+
+impl<D: Dialect> Drop for Writer<D> {
+    /// The client went away before the end: drop the gateway stream (cancelling the
+    /// upstream call) and log what was delivered and used, without waiting for the write.
+    fn drop(&mut self) {
+        if self.logged {
+            return;
+        }
+        drop(self.stream.take());
+        let Some(partial) = self.cancel.take() else {
+            return;
+        };
+        self.state
+            .log
+            .write(completion_entry(&self.ctx, &partial, 499, Some(self.ttft)));
+        self.state
+            .metrics
+            .request(&self.ctx.route_label, 499, true, self.ctx.started.elapsed());
+    }
+}
