@@ -97,6 +97,16 @@ pub(super) fn validate(config: &Config, p: &mut Problems) {
             }
         }
     }
+    for (i, prov) in config.providers.iter().enumerate() {
+        let completion =
+            (prov.health_check.as_ref()).is_some_and(|h| h.probe.as_deref() == Some("completion"));
+        if completion && !serves(prov).contains(&Api::Chat) {
+            p.add(
+                format!("providers[{i}].health_check.probe"),
+                "a completion check needs a provider that serves chat; use \"listing\"",
+            );
+        }
+    }
     for (i, r) in config.routes.iter().enumerate() {
         let at = format!("routes[{i}]");
         let api = match route_api(config, r) {
@@ -256,6 +266,26 @@ mod tests {
             base_url = "http://127.0.0.1:1/v1"
             serves = []
         "#,
+        );
+        let p2 = problems(
+            "",
+            r#"
+            [[providers]]
+            name = "vectors-checked"
+            kind = "openai"
+            model = "text-embedding-3-large"
+            health_check = { probe = "completion" }
+
+            [[routes]]
+            name = "r"
+            providers = ["gpt"]
+        "#,
+        );
+        assert_eq!(
+            p2,
+            [
+                r#"providers[3].health_check.probe: a completion check needs a provider that serves chat; use "listing""#
+            ]
         );
         let want = [
             "providers[3].serves[0]: anthropic providers do not serve embeddings (Anthropic has no embeddings API)",
