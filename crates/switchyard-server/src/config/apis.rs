@@ -188,6 +188,24 @@ mod tests {
         assert_eq!(built.gateway.route("vectors").unwrap().api, Api::Embeddings);
     }
 
+    #[tokio::test]
+    async fn the_embedded_default_serves_embeddings_without_keys() {
+        let config = parse(super::super::EMBEDDED_DEFAULT, "embedded default").unwrap();
+        let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
+        let gw = built.gateway;
+        assert_eq!(gw.route("embeddings").unwrap().api, Api::Embeddings);
+        assert_eq!(gw.route("default").unwrap().api, Api::Chat);
+        let req = switchyard::EmbeddingRequest::texts(&["a", "b", "a"]);
+        let resp = gw.embed("embeddings", &req).await.unwrap();
+        assert_eq!(resp.vectors.len(), 3);
+        assert_eq!(
+            resp.vectors[0], resp.vectors[2],
+            "equal inputs, equal vectors"
+        );
+        assert_ne!(resp.vectors[0], resp.vectors[1]);
+        assert_eq!(resp.vectors[0].len(), 8);
+    }
+
     #[test]
     fn a_route_mixing_apis_is_refused_by_name() {
         let p = problems(
