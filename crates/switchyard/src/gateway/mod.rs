@@ -504,6 +504,28 @@ impl Gateway {
     /// Embed `req` through route `route` (an embeddings route), with failover, retries,
     /// breakers, the deadline and budgets exactly as for chat.
     ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use switchyard::provider::scripted::{ScriptedProvider, Step};
+    /// use switchyard::{Api, EmbeddingRequest, ErrorKind, Gateway, ProviderSpec, Route};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let down = Arc::new(ScriptedProvider::new("a").then(Step::fail(ErrorKind::Server)));
+    /// let up = Arc::new(ScriptedProvider::new("b"));
+    /// let gateway = Gateway::builder()
+    ///     .provider(ProviderSpec::new("openai", down).max_attempts(1))
+    ///     .provider(ProviderSpec::new("gemini", up))
+    ///     .route(Route::new("embed", &["openai", "gemini"]).api(Api::Embeddings))
+    ///     .build()?;
+    /// let req = EmbeddingRequest::texts(&["hello", "world"]);
+    /// let resp = gateway.embed("embed", &req).await?;
+    /// assert_eq!(resp.vectors.len(), 2);
+    /// assert_eq!(resp.provider, "gemini");
+    /// assert!(resp.failed_over);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    ///
     /// # Errors
     /// As [`Gateway::chat`]; [`GatewayError::InvalidRequest`] for a route that serves chat,
     /// no inputs, more than [`MAX_INPUTS`], or zero dimensions.
