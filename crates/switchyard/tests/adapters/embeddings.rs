@@ -112,6 +112,20 @@ async fn openai_sends_token_arrays_as_arrays() {
 }
 
 #[tokio::test]
+async fn a_compatible_server_without_indices_answers_in_list_order() {
+    let server = MockServer::start().await;
+    Mock::given(path(OPENAI_PATH))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "data": [{"embedding": [1.0]}, {"embedding": [2.0]}],
+        })))
+        .mount(&server)
+        .await;
+    let reply = openai(&server).embed(&request()).await.unwrap();
+    assert_eq!(reply.vectors, [vec![1.0], vec![2.0]]);
+    assert_eq!(reply.usage, None);
+}
+
+#[tokio::test]
 async fn openai_replies_that_are_not_embeddings_are_malformed_or_classified() {
     let server = MockServer::start().await;
     let provider = openai(&server);
@@ -121,6 +135,10 @@ async fn openai_replies_that_are_not_embeddings_are_malformed_or_classified() {
             ErrorKind::Malformed,
         ),
         (json!({"object": "list"}), ErrorKind::Malformed),
+        (
+            json!({"data": [{"index": 1, "embedding": [1.0]}, {"embedding": [2.0]}]}),
+            ErrorKind::Malformed,
+        ),
         (
             json!({"error": {"message": "The server had an error", "type": "server_error", "code": null}}),
             ErrorKind::Server,

@@ -33,7 +33,8 @@ struct Reply {
 
 #[derive(Deserialize)]
 struct Item {
-    index: usize,
+    /// Absent from some compatible servers' replies: then the list's order is the index.
+    index: Option<usize>,
     embedding: Vec<f32>,
 }
 
@@ -56,9 +57,9 @@ pub fn body(req: &EmbeddingRequest, model: &str) -> Result<Vec<u8>, ProviderErro
     })
 }
 
-/// Parse a 200 body: the vectors in `index` order. A body that is not an embeddings list,
-/// or whose indices are not `0..n` each once, is `Malformed`; an error object is
-/// classified.
+/// Parse a 200 body: the vectors in `index` order (list order when a server sends no
+/// indices). A body that is not an embeddings list, or whose indices are not `0..n` each
+/// once, is `Malformed`; an error object is classified.
 ///
 /// # Errors
 /// As above.
@@ -77,8 +78,13 @@ pub fn parse(body: &[u8]) -> Result<EmbeddingReply, ProviderError> {
     let mut items = reply
         .data
         .ok_or_else(|| malformed("embeddings list without `data`"))?;
+    if items.iter().all(|i| i.index.is_none()) {
+        for (k, item) in items.iter_mut().enumerate() {
+            item.index = Some(k);
+        }
+    }
     items.sort_by_key(|i| i.index);
-    if items.iter().enumerate().any(|(k, i)| i.index != k) {
+    if items.iter().enumerate().any(|(k, i)| i.index != Some(k)) {
         return Err(malformed(
             "embeddings list whose indices are not 0..n, each once",
         ));
