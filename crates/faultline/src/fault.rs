@@ -13,6 +13,15 @@ use serde::{Deserialize, Serialize};
 ///
 /// Token counts (`after`) count the content tokens of *this* response (a continuation
 /// after a prefill has fewer than 60).
+///
+/// Every fault applies to the three APIs alike, in each API's own format: errors in its
+/// error shape (OpenAI's for chat and Responses, Anthropic's `{"type": "error", ...}` for
+/// Messages), in-band errors as its error event. Where the docs below name chat's events,
+/// Responses' and Messages' counterparts are: the role chunk = the opening events
+/// (`response.created` … `response.content_part.added`; `message_start`,
+/// `content_block_start`, `ping`); the finish chunk = `response.output_text.done` …
+/// `response.output_item.done` / `content_block_stop`; the usage chunk =
+/// `response.completed` / `message_delta`; `[DONE]` = (none) / `message_stop`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Fault {
@@ -30,7 +39,8 @@ pub enum Fault {
         #[serde(default)]
         token_ms: u64,
     },
-    /// An HTTP error with an OpenAI-shaped body `{"error": {message, type, param, code}}`.
+    /// An HTTP error with an OpenAI-shaped body `{"error": {message, type, param, code}}`
+    /// (Messages: Anthropic's, its `error.type` from the status; `code` unused).
     Status {
         /// The status code.
         status: u16,
@@ -75,8 +85,9 @@ pub enum Fault {
         after: usize,
     },
     /// Streams: after `after` tokens an in-band error event (`data: {"error": {...}}`,
-    /// OpenAI's `server_error`), then the body ends. Plain requests: a 200 whose body is
-    /// that error object.
+    /// OpenAI's `server_error`; Responses: `event: error`, `server_error`; Messages:
+    /// `event: error`, `overloaded_error`), then the body ends. Plain requests: a 200 whose
+    /// body is that error object (Responses: a `response` with `status: failed`).
     ErrorEvent {
         /// Tokens sent before the error event (0: the first event is the error).
         after: usize,

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::fault::{millis, Fault, Script};
+use crate::wire::Api;
 
 /// How an attempt ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,6 +34,9 @@ pub enum Outcome {
 pub struct Attempt {
     /// The request's `model`.
     pub model: String,
+    /// The API it came in on (absent from older JSON: chat).
+    #[serde(default)]
+    pub api: Api,
     /// Arrival (request fully read), since the server's start or last reset.
     #[serde(rename = "at_ms", with = "as_ms")]
     pub at: Duration,
@@ -157,7 +161,13 @@ impl Books {
     }
 
     /// Record a request's arrival and take its fault.
-    pub(crate) fn arrive(&self, model: &str, stream: bool, prefill: Option<&str>) -> Arrival {
+    pub(crate) fn arrive(
+        &self,
+        model: &str,
+        api: Api,
+        stream: bool,
+        prefill: Option<&str>,
+    ) -> Arrival {
         let now = Instant::now();
         let mut s = self.lock();
         let at = now - s.start;
@@ -184,6 +194,7 @@ impl Books {
         let index = (entry.attempts.len() < self.record_limit).then(|| {
             entry.attempts.push(Attempt {
                 model: model.to_owned(),
+                api,
                 at,
                 fault: fault.clone(),
                 stream,
@@ -363,14 +374,14 @@ mod tests {
             Script::queue([Fault::Reset], Fault::down_for(Duration::from_secs(2))),
         );
         tokio::time::advance(Duration::from_millis(500)).await;
-        let a = books.arrive("p", false, None);
+        let a = books.arrive("p", Api::Chat, false, None);
         assert_eq!(a.fault, Fault::Reset);
         a.recorder.finish();
-        let b = books.arrive("p", true, Some("A gateway"));
+        let b = books.arrive("p", Api::Messages, true, Some("A gateway"));
         assert_eq!(b.fault, Fault::status(503), "still down");
         drop(b.recorder);
         tokio::time::advance(Duration::from_secs(2)).await;
-        let c = books.arrive("p", false, None);
+        let c = books.arrive("p", Api::Chat, false, None);
         assert_eq!(c.fault, Fault::Ok, "recovered");
         let got = books.attempts("p");
         assert_eq!(got.len(), 3);
@@ -378,6 +389,7 @@ mod tests {
         assert_eq!(got[0].outcome, Outcome::Finished);
         assert!(got[1].client_gone());
         assert_eq!(got[1].prefill.as_deref(), Some("A gateway"));
+        assert_eq!((got[0].api, got[1].api), (Api::Chat, Api::Messages));
         assert_eq!(got[2].outcome, Outcome::InFlight);
         assert_eq!(got[2].at, Duration::from_millis(2500));
         // a guard from before a reset does not write into the new books
@@ -389,9 +401,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn defaults_limits_and_prefill_rejection() {
         let books = Books::new(Script::always(Fault::RejectPrefill), Vec::new(), 1);
-        assert_eq!(books.arrive("m", false, None).fault, Fault::Ok);
+        assert_eq!(books.arrive("m", Api::Chat, false, None).fault, Fault::Ok);
         assert_eq!(
-            books.arrive("m", false, Some("x")).fault,
+            books.arrive("m", Api::Responses, false, Some("x")).fault,
             Fault::RejectPrefill
         );
         assert_eq!(books.attempts("m").len(), 1, "limit");
@@ -400,6 +412,7 @@ mod tests {
         assert_eq!(json["at_ms"], 0.0);
         assert_eq!(json["fault"]["kind"], "ok");
         assert_eq!(json["outcome"], "client_gone");
+        assert_eq!(json["api"], "chat");
         let back: Attempt = serde_json::from_value(json).unwrap();
         assert_eq!(back, books.attempts("m")[0]);
     }

@@ -3,7 +3,8 @@
 //! A streamed response is planned up front as a list of [`Step`]s (send these bytes,
 //! sleep, abort the connection, hang) and played by one small stream; consecutive sends
 //! are coalesced, so a healthy unpaced stream is one write. Owns the OpenAI-shaped error
-//! statuses too. Does not choose the fault (`record` does) nor own connections (`server`).
+//! statuses too (in each API's error shape). Does not choose the fault (`record` does) nor own
+//! connections (`server`); the bytes of each API are `wire`'s.
 
 use std::io;
 use std::sync::Arc;
@@ -20,10 +21,12 @@ use crate::answer;
 use crate::fault::Fault;
 use crate::record::Recorder;
 use crate::server::ConnCtl;
-use crate::wire::{self, Events};
+use crate::wire::{self, messages, Api, Frames};
 
 /// What the handler knows about the request.
 pub(crate) struct Ask<'a> {
+    /// The API it came in on, and is answered in.
+    pub api: Api,
     pub model: &'a str,
     pub stream: bool,
     pub include_usage: bool,
@@ -44,7 +47,7 @@ pub(crate) async fn respond(
             recorder.finish();
             let Some(conn) = conn else {
                 let message = "reset needs faultline's own listener";
-                return error(500, message, "server_error", None, None);
+                return error(ask.api, 500, message, "server_error", None, None);
             };
             conn.reset();
             std::future::pending().await
@@ -59,7 +62,7 @@ pub(crate) async fn respond(
         | Fault::RejectPrefill
         | Fault::Down { .. } => {
             recorder.finish();
-            failure(&fault, ask.model)
+            failure(&fault, ask.api, ask.model)
         }
         _ if ask.stream => stream(ask, &fault, &pieces, recorder),
         _ => plain(ask, &fault, &pieces, recorder).await,
@@ -77,7 +80,7 @@ async fn plain(ask: &Ask<'_>, fault: &Fault, pieces: &[&str], recorder: Recorder
             let wait = first_token_ms.saturating_add(token_ms.saturating_mul(n));
             tokio::time::sleep(Duration::from_millis(wait)).await;
             recorder.finish();
-            json(StatusCode::OK, wire::completion(ask.model, pieces))
+            json(StatusCode::OK, wire::plain(ask.api, ask.model, pieces))
         }
         Fault::Malformed { .. } => {
             recorder.finish();
@@ -85,10 +88,10 @@ async fn plain(ask: &Ask<'_>, fault: &Fault, pieces: &[&str], recorder: Recorder
         }
         Fault::ErrorEvent { .. } => {
             recorder.finish();
-            json(StatusCode::OK, Bytes::from_static(wire::ERROR_BODY))
+            json(StatusCode::OK, wire::plain_error(ask.api, ask.model))
         }
         Fault::Cut { after, .. } | Fault::Stall { after } => {
-            let body = wire::completion(ask.model, pieces);
+            let body = wire::plain(ask.api, ask.model, pieces);
             let part = body.len() * after.min(pieces.len()) / pieces.len().max(1);
             let part = part.clamp(1, body.len().saturating_sub(1));
             let end = if matches!(fault, Fault::Cut { .. }) {
@@ -105,16 +108,21 @@ async fn plain(ask: &Ask<'_>, fault: &Fault, pieces: &[&str], recorder: Recorder
         }
         _ => {
             recorder.finish();
-            json(StatusCode::OK, wire::completion(ask.model, pieces))
+            json(StatusCode::OK, wire::plain(ask.api, ask.model, pieces))
         }
     }
 }
 
 /// A streamed response: the plan of events for `fault`, played.
+///
+/// The phases map onto each API's events (see [`Frames`]): the opening, one event per
+/// token, the finish, the usage, the end marker. `finish_only` stops after the finish,
+/// `no_done` before the end marker (for Responses, which has none: after
+/// `response.completed`), both then holding the connection.
 fn stream(ask: &Ask<'_>, fault: &Fault, pieces: &[&str], recorder: Recorder) -> Response {
-    let events = Events::new(ask.model);
+    let events = Frames::new(ask.api, ask.model);
     let mut plan = Plan::default();
-    plan.add(|out| events.role(out));
+    plan.add(|out| events.open(out));
     if let Fault::Flood { chunk_bytes } = *fault {
         let text: String = "flood ".chars().cycle().take(chunk_bytes.max(1)).collect();
         let mut chunk = Vec::with_capacity(chunk_bytes + 256);
@@ -150,26 +158,26 @@ fn stream(ask: &Ask<'_>, fault: &Fault, pieces: &[&str], recorder: Recorder) -> 
         Fault::Cut { abort: false, .. } => return sse(plan.end(None), recorder),
         Fault::Stall { .. } => return sse(plan.end(Step::Hang), recorder),
         Fault::ErrorEvent { .. } => {
-            plan.add(|out| out.extend_from_slice(wire::ERROR_EVENT));
+            plan.add(|out| events.error(out));
             return sse(plan.end(None), recorder);
         }
         Fault::Malformed { .. } => {
-            plan.add(|out| out.extend_from_slice(wire::MALFORMED_EVENT));
+            plan.add(|out| events.malformed(out));
             tokens(&mut plan, upto, pieces.len());
         }
         _ => {}
     }
-    plan.add(|out| events.finish(out));
+    plan.add(|out| events.finish(out, pieces));
     if matches!(fault, Fault::FinishOnly) {
         return sse(plan.end(Step::Hang), recorder);
     }
     if ask.include_usage {
-        plan.add(|out| events.usage(out, pieces.len()));
+        plan.add(|out| events.usage(out, pieces));
     }
     if matches!(fault, Fault::NoDone) {
         return sse(plan.end(Step::Hang), recorder);
     }
-    plan.add(|out| out.extend_from_slice(wire::DONE_EVENT));
+    plan.add(|out| events.done(out));
     sse(plan.end(None), recorder)
 }
 
@@ -277,8 +285,8 @@ fn json(status: StatusCode, body: Bytes) -> Response {
     resp
 }
 
-/// The error response of a failing fault.
-fn failure(fault: &Fault, model: &str) -> Response {
+/// The error response of a failing fault, in `api`'s error shape.
+fn failure(fault: &Fault, api: Api, model: &str) -> Response {
     match fault {
         Fault::Status {
             status,
@@ -287,14 +295,21 @@ fn failure(fault: &Fault, model: &str) -> Response {
             code,
             message,
         } => {
-            let (default_message, kind, default_code) = status_defaults(*status, model);
-            let mut resp = error(
-                *status,
-                message.as_deref().unwrap_or(&default_message),
-                kind,
-                None,
-                code.as_deref().or(default_code),
-            );
+            let mut resp = if api == Api::Messages {
+                let (default_message, kind) = messages::status_defaults(*status, model);
+                let message = message.as_deref().unwrap_or(&default_message);
+                json(http_status(*status), messages::error_body(message, kind))
+            } else {
+                let (default_message, kind, default_code) = status_defaults(*status, model);
+                error(
+                    api,
+                    *status,
+                    message.as_deref().unwrap_or(&default_message),
+                    kind,
+                    None,
+                    code.as_deref().or(default_code),
+                )
+            };
             let h = resp.headers_mut();
             if let Some(v) = retry_after.as_deref().and_then(|v| HeaderValue::from_str(v).ok()) {
                 h.insert(HeaderName::from_static("retry-after"), v);
@@ -304,7 +319,16 @@ fn failure(fault: &Fault, model: &str) -> Response {
             }
             resp
         }
+        Fault::ContextLength if api == Api::Messages => error(
+            api,
+            400,
+            "prompt is too long: 131072 tokens > 128000 maximum",
+            "invalid_request_error",
+            None,
+            None,
+        ),
         Fault::ContextLength => error(
+            api,
             400,
             "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. Please reduce the length of the messages.",
             "invalid_request_error",
@@ -312,6 +336,7 @@ fn failure(fault: &Fault, model: &str) -> Response {
             Some("context_length_exceeded"),
         ),
         Fault::ContentFilter => error(
+            api,
             400,
             "The response was filtered due to the prompt triggering faultline's content management policy.",
             "invalid_request_error",
@@ -319,14 +344,15 @@ fn failure(fault: &Fault, model: &str) -> Response {
             Some("content_filter"),
         ),
         Fault::RejectPrefill => error(
+            api,
             400,
             "This model does not support assistant message prefill: the final message must have role 'user'.",
             "invalid_request_error",
             Some("messages"),
             None,
         ),
-        Fault::Down { status, .. } => failure(&Fault::status(*status), model),
-        _ => error(500, "not a failing fault", "server_error", None, None),
+        Fault::Down { status, .. } => failure(&Fault::status(*status), api, model),
+        _ => error(api, 500, "not a failing fault", "server_error", None, None),
     }
 }
 
@@ -378,14 +404,28 @@ fn status_defaults(status: u16, model: &str) -> (String, &'static str, Option<&'
     (message.to_owned(), kind, code)
 }
 
-/// An OpenAI-shaped error response.
+/// An error response in `api`'s shape: OpenAI's `{"error": {message, type, param, code}}`
+/// (the Responses API names the `input` where chat names the `messages`), or Anthropic's
+/// `{"type": "error", "error": {type, message}}` with the type its status implies.
 pub(crate) fn error(
+    api: Api,
     status: u16,
     message: &str,
     kind: &str,
     param: Option<&str>,
     code: Option<&str>,
 ) -> Response {
-    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    json(status, wire::error_body(message, kind, param, code))
+    let body = match api {
+        Api::Chat => wire::error_body(message, kind, param, code),
+        Api::Responses => {
+            let param = param.map(|p| if p == "messages" { "input" } else { p });
+            wire::error_body(message, kind, param, code)
+        }
+        Api::Messages => messages::error_body(message, messages::status_defaults(status, "").1),
+    };
+    json(http_status(status), body)
+}
+
+fn http_status(status: u16) -> StatusCode {
+    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }

@@ -6,7 +6,8 @@
 //! gets `TCP_NODELAY`. Connections are tracked in a `JoinSet` owned by the accept task,
 //! which the [`Handle`] owns: dropping the handle stops everything.
 //!
-//! Routes: `POST /v1/chat/completions` (also `/chat/completions`), `GET /v1/models`, and
+//! Routes: `POST /v1/chat/completions`, `POST /v1/responses` (the Responses API) and
+//! `POST /v1/messages` (Anthropic Messages), each also without `/v1`; `GET /v1/models`; and
 //! the control API — `POST /control/script`, `GET /control/attempts[?model=…]`,
 //! `POST /control/reset`.
 
@@ -37,7 +38,7 @@ use tower_service::Service as _;
 use crate::fault::{Fault, Script};
 use crate::record::{Attempt, Books};
 use crate::respond::{self, Ask};
-use crate::wire::{self, ChatRequest};
+use crate::wire::{self, Api};
 
 /// Largest request body read.
 const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
@@ -315,6 +316,10 @@ fn router(books: Books) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat))
         .route("/chat/completions", post(chat))
+        .route("/v1/responses", post(responses))
+        .route("/responses", post(responses))
+        .route("/v1/messages", post(messages))
+        .route("/messages", post(messages))
         .route("/v1/models", get(models))
         .route("/control/script", post(script))
         .route("/control/attempts", get(attempts))
@@ -323,9 +328,23 @@ fn router(books: Books) -> Router {
 }
 
 async fn chat(State(books): State<Books>, request: Request) -> Response {
+    answer(&books, request, Api::Chat).await
+}
+
+async fn responses(State(books): State<Books>, request: Request) -> Response {
+    answer(&books, request, Api::Responses).await
+}
+
+async fn messages(State(books): State<Books>, request: Request) -> Response {
+    answer(&books, request, Api::Messages).await
+}
+
+/// A request of `api`: read, recorded, answered as its fault says.
+async fn answer(books: &Books, request: Request, api: Api) -> Response {
     let conn = request.extensions().get::<Arc<ConnCtl>>().cloned();
     let Ok(body) = axum::body::to_bytes(request.into_body(), MAX_BODY_BYTES).await else {
         return respond::error(
+            api,
             400,
             "could not read the body",
             "invalid_request_error",
@@ -333,20 +352,21 @@ async fn chat(State(books): State<Books>, request: Request) -> Response {
             None,
         );
     };
-    let req: ChatRequest = match serde_json::from_slice(&body) {
+    let req = match wire::parse(api, &body) {
         Ok(r) => r,
         Err(e) => {
             let message = format!("could not parse the body: {e}");
-            return respond::error(400, &message, "invalid_request_error", None, None);
+            return respond::error(api, 400, &message, "invalid_request_error", None, None);
         }
     };
-    let prefill = req.prefill();
-    let arrival = books.arrive(&req.model, req.stream, prefill.as_deref());
+    let prefill = req.prefill.as_deref();
+    let arrival = books.arrive(&req.model, api, req.stream, prefill);
     let ask = Ask {
+        api,
         model: &req.model,
         stream: req.stream,
-        include_usage: req.include_usage(),
-        prefill: prefill.as_deref(),
+        include_usage: req.include_usage,
+        prefill,
     };
     respond::respond(&ask, arrival.fault, arrival.recorder, conn).await
 }

@@ -1,15 +1,186 @@
-//! OpenAI Chat Completions on the wire, as faultline speaks it: the few request fields it
-//! reads, and response bodies and SSE events built from preserialized pieces (only the
-//! model name and, for continuations, the text are encoded per request).
+//! The APIs on the wire, as faultline speaks them: the few request fields it reads, and
+//! response bodies and SSE events built from preserialized pieces (only the model name
+//! and, for continuations, the text are encoded per request). OpenAI Chat Completions is
+//! here; the Responses API is in `wire/responses.rs`, Anthropic Messages in
+//! `wire/messages.rs`; [`Api`] names them and [`Frames`] streams in any of them.
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use bytes::Bytes;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::answer::{self, PROMPT_TOKENS};
+
+pub(crate) mod messages;
+pub(crate) mod responses;
+
+/// The API a request came in on (and is answered in). JSON: `"chat"`, `"responses"`,
+/// `"messages"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Api {
+    /// OpenAI Chat Completions, `POST /v1/chat/completions`.
+    #[default]
+    Chat,
+    /// The OpenAI Responses API, `POST /v1/responses`.
+    Responses,
+    /// Anthropic Messages, `POST /v1/messages`.
+    Messages,
+}
+
+/// What faultline reads from a request, whatever its API.
+pub(crate) struct Asked<'a> {
+    pub model: Cow<'a, str>,
+    pub stream: bool,
+    /// Chat's `stream_options.include_usage`; always for the other APIs (their streams
+    /// always end with usage).
+    pub include_usage: bool,
+    pub prefill: Option<String>,
+}
+
+/// Parse a request `body` of `api`.
+pub(crate) fn parse(api: Api, body: &[u8]) -> Result<Asked<'_>, serde_json::Error> {
+    Ok(match api {
+        Api::Chat => {
+            let r: ChatRequest = serde_json::from_slice(body)?;
+            let prefill = r.prefill();
+            let include_usage = r.include_usage();
+            Asked {
+                model: r.model,
+                stream: r.stream,
+                include_usage,
+                prefill,
+            }
+        }
+        Api::Responses => {
+            let r: responses::Request = serde_json::from_slice(body)?;
+            let prefill = r.prefill();
+            Asked {
+                model: r.model,
+                stream: r.stream,
+                include_usage: true,
+                prefill,
+            }
+        }
+        Api::Messages => {
+            let r: messages::Request = serde_json::from_slice(body)?;
+            let prefill = r.prefill();
+            Asked {
+                model: r.model,
+                stream: r.stream,
+                include_usage: true,
+                prefill,
+            }
+        }
+    })
+}
+
+/// A healthy plain body in `api` for `model` saying the `pieces`.
+pub(crate) fn plain(api: Api, model: &str, pieces: &[&str]) -> Bytes {
+    match api {
+        Api::Chat => completion(model, pieces),
+        Api::Responses => responses::completion(model, pieces),
+        Api::Messages => messages::completion(model, pieces),
+    }
+}
+
+/// The 200 body of an in-band error (`error_event` on a plain request): chat's error
+/// object, a failed `response`, Anthropic's error.
+pub(crate) fn plain_error(api: Api, model: &str) -> Bytes {
+    match api {
+        Api::Chat => Bytes::from_static(ERROR_BODY),
+        Api::Responses => responses::failed(model),
+        Api::Messages => Bytes::from_static(messages::ERROR_BODY),
+    }
+}
+
+/// The streamed events of one response, in its API.
+pub(crate) enum Frames {
+    Chat(Events),
+    Responses(responses::Events),
+    Messages(messages::Events),
+}
+
+impl Frames {
+    /// Frames for a response from `model` in `api`.
+    pub(crate) fn new(api: Api, model: &str) -> Self {
+        match api {
+            Api::Chat => Self::Chat(Events::new(model)),
+            Api::Responses => Self::Responses(responses::Events::new(model)),
+            Api::Messages => Self::Messages(messages::Events::new(model)),
+        }
+    }
+
+    /// What a stream opens with before any text: chat's role chunk; Responses'
+    /// `response.created` … `response.content_part.added`; Messages' `message_start`,
+    /// `content_block_start`, `ping`.
+    pub(crate) fn open(&self, out: &mut Vec<u8>) {
+        match self {
+            Self::Chat(e) => e.role(out),
+            Self::Responses(e) => e.open(out),
+            Self::Messages(e) => e.open(out),
+        }
+    }
+
+    /// One token's event carrying `piece`.
+    pub(crate) fn token(&self, out: &mut Vec<u8>, piece: &str) {
+        match self {
+            Self::Chat(e) => e.token(out, piece),
+            Self::Responses(e) => e.token(out, piece),
+            Self::Messages(_) => messages::Events::token(out, piece),
+        }
+    }
+
+    /// An event whose data is not JSON.
+    pub(crate) fn malformed(&self, out: &mut Vec<u8>) {
+        match self {
+            Self::Chat(_) => out.extend_from_slice(MALFORMED_EVENT),
+            Self::Responses(e) => e.malformed(out),
+            Self::Messages(_) => out.extend_from_slice(messages::MALFORMED_EVENT),
+        }
+    }
+
+    /// The API's in-band error event.
+    pub(crate) fn error(&self, out: &mut Vec<u8>) {
+        match self {
+            Self::Chat(_) => out.extend_from_slice(ERROR_EVENT),
+            Self::Responses(e) => e.error(out),
+            Self::Messages(_) => out.extend_from_slice(messages::ERROR_EVENT),
+        }
+    }
+
+    /// The text is complete: chat's finish chunk; Responses' `output_text.done`,
+    /// `content_part.done`, `output_item.done`; Messages' `content_block_stop`.
+    pub(crate) fn finish(&self, out: &mut Vec<u8>, pieces: &[&str]) {
+        match self {
+            Self::Chat(e) => e.finish(out),
+            Self::Responses(e) => e.finish(out, pieces),
+            Self::Messages(_) => out.extend_from_slice(messages::BLOCK_STOP_EVENT),
+        }
+    }
+
+    /// The usage: chat's usage chunk; Responses' `response.completed`; Messages'
+    /// `message_delta` (stop reason and usage).
+    pub(crate) fn usage(&self, out: &mut Vec<u8>, pieces: &[&str]) {
+        match self {
+            Self::Chat(e) => e.usage(out, pieces.len()),
+            Self::Responses(e) => e.completed(out, pieces),
+            Self::Messages(_) => messages::Events::message_delta(out, pieces.len()),
+        }
+    }
+
+    /// The end marker: chat's `[DONE]`, Messages' `message_stop` (Responses has none:
+    /// `response.completed` is last).
+    pub(crate) fn done(&self, out: &mut Vec<u8>) {
+        match self {
+            Self::Chat(_) => out.extend_from_slice(DONE_EVENT),
+            Self::Responses(_) => {}
+            Self::Messages(_) => out.extend_from_slice(messages::STOP_EVENT),
+        }
+    }
+}
 
 /// The `id` of every completion.
 const ID: &str = "chatcmpl-faultline";
@@ -64,11 +235,7 @@ impl ChatRequest<'_> {
     /// The assistant prefill: the last message's text when its role is `assistant`.
     pub(crate) fn prefill(&self) -> Option<String> {
         let last = self.messages.last().filter(|m| m.role == "assistant")?;
-        Some(match &last.content {
-            None => String::new(),
-            Some(Content::Text(t)) => t.to_string(),
-            Some(Content::Parts(parts)) => parts.iter().filter_map(|p| p.text.as_deref()).collect(),
-        })
+        Some(content_text(last.content.as_ref()))
     }
 
     /// `stream_options.include_usage`.
@@ -76,6 +243,15 @@ impl ChatRequest<'_> {
         self.stream_options
             .as_ref()
             .is_some_and(|o| o.include_usage)
+    }
+}
+
+/// The text of a message's content (its text parts, concatenated).
+fn content_text(content: Option<&Content<'_>>) -> String {
+    match content {
+        None => String::new(),
+        Some(Content::Text(t)) => t.to_string(),
+        Some(Content::Parts(parts)) => parts.iter().filter_map(|p| p.text.as_deref()).collect(),
     }
 }
 

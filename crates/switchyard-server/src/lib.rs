@@ -12,6 +12,8 @@
 //! - [`config`]: the TOML schema, loading and validation, and building the gateway from it;
 //! - [`cli`]: the command line and its subcommands (`serve`, `check`, `report`, `keys`,
 //!   `demo`);
+//! - [`simulated`]: the tutorial's simulated providers (CPython's generator, replayed bit
+//!   for bit), behind `kind = "simulated"` and `switchyard demo`;
 //! - [`shutdown`]: the task tracker (the one place that spawns) and the stop signal.
 
 // `ApiError` is large (it carries the attempt trail for 502/504 bodies); it lives only on the
@@ -23,4 +25,5 @@ pub mod cli;
 pub mod config;
 pub mod http;
 pub mod shutdown;
+pub mod simulated;
 pub mod telemetry;

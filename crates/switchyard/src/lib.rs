@@ -22,7 +22,7 @@
 //! - [`health`] — active health checks: settings, the verdict rule, the checker loop.
 //! - [`state`] — where breaker, budget and rate-limit state lives (memory; Redis).
 //! - [`provider`] — the `Provider` trait; the HTTP transport, SSE parser and `Secret`; the
-//!   OpenAI, Anthropic and Gemini adapters; scripted and simulated providers.
+//!   OpenAI, Anthropic and Gemini adapters; the scripted provider of tests.
 //! - [`observe`] — usage overruns, observers, the ledger.
 //! - [`gateway`] — the only place that knows the step order; health snapshots.
 //! - [`blocking`] — a blocking wrapper for callers without a runtime.

@@ -51,6 +51,19 @@ impl Api {
     }
 }
 
+/// How a half-open circuit's probe calls its provider.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Probe {
+    /// One attempt under the provider's probe limit: its outcome alone decides the circuit,
+    /// and a failure fails the request over at once.
+    #[default]
+    SingleAttempt,
+    /// A whole turn, as on a closed circuit: the route's retries under the provider's own
+    /// timeout (the tutorial's breaker, docs/tutorial.md, which `switchyard demo` replays).
+    FullTurn,
+}
+
 /// The `max_tokens` a route sends for a request that sets none to a model whose output
 /// limit is unknown, when the request spends against a budget (see
 /// [`Route::default_max_tokens`]).
@@ -73,6 +86,8 @@ pub struct Route {
     pub retry: RetryPolicy,
     /// Breaker settings.
     pub breaker: BreakerConfig,
+    /// How a half-open circuit is probed.
+    pub probe: Probe,
     /// Spend limit for this route, if any.
     pub budget: Option<Money>,
     /// Call unpriced providers even under a budget (their cost cannot be counted).
@@ -98,6 +113,7 @@ impl Route {
             deadline: Duration::from_secs(60),
             retry: RetryPolicy::default(),
             breaker: BreakerConfig::default(),
+            probe: Probe::SingleAttempt,
             budget: None,
             allow_unpriced: false,
             default_max_tokens: DEFAULT_MAX_TOKENS,
@@ -109,6 +125,13 @@ impl Route {
     #[must_use]
     pub fn api(mut self, api: Api) -> Self {
         self.api = api;
+        self
+    }
+
+    /// Builder: how a half-open circuit is probed.
+    #[must_use]
+    pub fn probe(mut self, probe: Probe) -> Self {
+        self.probe = probe;
         self
     }
 

@@ -58,7 +58,6 @@ fn the_library_vocabulary_depends_on_nothing_above_it() {
 }
 
 #[test]
-#[ignore = "the server crate is being regrouped; run with --ignored to list its cycles"]
 fn the_server_has_no_module_cycle() {
     let cycles = cycles_in(&crate_src("switchyard-server"));
     assert!(cycles.is_empty(), "module cycles:\n{}", cycles.join("\n"));

@@ -78,7 +78,7 @@ async fn health_checks_open_and_half_open_the_circuit(s: Store) {
     };
     let t = s.breaker_op("p", &c, at(2), listing).await.transition;
     assert_eq!(t.map(|t| t.to), Some(CircuitState::HalfOpen));
-    assert_eq!(state_of(&s, "p", &c, at(2)).await, CircuitState::HalfOpen);
+    assert_eq!(state_of(&s, "p", at(2)).await, CircuitState::HalfOpen);
     let completion = Op::CheckPassed {
         proves_traffic: true,
     };
@@ -116,12 +116,12 @@ async fn breaker_opens_after_threshold_failed_turns(s: Store) {
     assert_eq!(t.cause, Some(ErrorKind::Server));
     let rejected = Admission::Reject(SkipReason::CircuitOpen);
     assert_eq!(admit(&s, "p", &c, at(3)).await, rejected);
-    assert_eq!(state_of(&s, "p", &c, at(3)).await, CircuitState::Open);
+    assert_eq!(state_of(&s, "p", at(3)).await, CircuitState::Open);
     // stragglers while open change nothing
     assert_eq!(fail_turn(&s, "p", &c, at(4), None).await, None);
     let ok = Op::Succeeded { lease: None };
     assert_eq!(s.breaker_op("p", &c, at(5), ok).await.transition, None);
-    assert_eq!(state_of(&s, "p", &c, at(12)).await, CircuitState::HalfOpen);
+    assert_eq!(state_of(&s, "p", at(12)).await, CircuitState::HalfOpen);
     assert!(matches!(
         admit(&s, "p", &c, at(12)).await,
         Admission::Probe { .. }
@@ -135,7 +135,7 @@ async fn success_resets_the_failure_count(s: Store) {
     let ok = Op::Succeeded { lease: None };
     assert_eq!(s.breaker_op("p", &c, at(1), ok).await.transition, None);
     assert_eq!(fail_turn(&s, "p", &c, at(2), None).await, None);
-    assert_eq!(state_of(&s, "p", &c, at(2)).await, CircuitState::Closed);
+    assert_eq!(state_of(&s, "p", at(2)).await, CircuitState::Closed);
     assert!(fail_turn(&s, "p", &c, at(3), None).await.is_some());
 }
 
@@ -157,10 +157,10 @@ async fn auth_opens_at_once_with_the_longest_cooldown(s: Store) {
         lease: None,
     };
     assert_eq!(s.breaker_op("p", &c, at(0), turn).await.transition, None);
-    let snap = s.breaker("p").await.snapshot(&c, at(1));
+    let snap = s.breaker("p").await.snapshot(at(1));
     assert_eq!(snap.opened_by, Some(ErrorKind::Auth));
     assert_eq!(snap.open_until, Some(T0 + 40_000));
-    assert_eq!(state_of(&s, "p", &c, at(39)).await, CircuitState::Open);
+    assert_eq!(state_of(&s, "p", at(39)).await, CircuitState::Open);
 }
 
 async fn half_open_admits_a_single_probe_and_its_release_frees_it(s: Store) {
@@ -212,7 +212,7 @@ async fn failed_probes_double_the_cooldown_and_success_resets_it(s: Store) {
             (tr.from, tr.to),
             (CircuitState::HalfOpen, CircuitState::Open)
         );
-        let snap = s.breaker("p").await.snapshot(&c, at(t));
+        let snap = s.breaker("p").await.snapshot(at(t));
         assert_eq!(snap.open_until, Some(T0 + (t + cooldown) * 1000));
         t += cooldown;
     }
@@ -220,7 +220,7 @@ async fn failed_probes_double_the_cooldown_and_success_resets_it(s: Store) {
     let ok = Op::Succeeded { lease };
     assert!(s.breaker_op("p", &c, at(t), ok).await.transition.is_some());
     fail_turn(&s, "p", &c, at(t), None).await;
-    let snap = s.breaker("p").await.snapshot(&c, at(t));
+    let snap = s.breaker("p").await.snapshot(at(t));
     assert_eq!(
         snap.open_until,
         Some(T0 + (t + 10) * 1000),
@@ -247,7 +247,7 @@ async fn retry_after_cools_without_counting(s: Store) {
     let cooling = Admission::Reject(SkipReason::Cooling);
     assert_eq!(admit(&s, "p", &c, at(4)).await, cooling);
     assert_eq!(admit(&s, "p", &c, at(5)).await, Admission::Admit);
-    let snap = s.breaker("p").await.snapshot(&c, at(5));
+    let snap = s.breaker("p").await.snapshot(at(5));
     assert_eq!(snap.consecutive_failures, 0);
 }
 
@@ -373,7 +373,7 @@ mod fleet {
         let (a, b, c) = (fleet.store(0), fleet.store(1), cfg(1));
         fail_turn(&a, "p", &c, at(0), None).await;
         eventually(Duration::from_secs(5), "B sees the opening", || async {
-            state_of(&b, "p", &c, at(1)).await == CircuitState::Open
+            state_of(&b, "p", at(1)).await == CircuitState::Open
         })
         .await;
         let tasks: Vec<_> = (0..32)
@@ -579,7 +579,7 @@ mod fleet {
             cents(70),
             "Redis missed it"
         );
-        assert_eq!(state_of(&o, "p", &c, at(2)).await, CircuitState::Closed);
+        assert_eq!(state_of(&o, "p", at(2)).await, CircuitState::Closed);
 
         proxy.up();
         eventually(Duration::from_secs(10), "S reconnects", || async {

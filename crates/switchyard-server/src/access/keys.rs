@@ -13,15 +13,37 @@
 
 use std::collections::HashSet;
 
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use switchyard::Money;
 
+use crate::access::error::AccessError;
 use crate::access::limits::{KeyLimits, Period};
-use crate::config::KeyToml;
-use crate::http::error::ApiError;
+
+/// `[[keys]]`: a client key, stored as a hash.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyToml {
+    /// Who holds it (appears in logs).
+    pub name: String,
+    /// Hex SHA-256 of the bearer token.
+    pub sha256: String,
+    /// Routes it may use (`"*"` for all).
+    pub routes: Vec<String>,
+    /// Spend limit for this key, in dollars, per `budget_period`.
+    pub budget_usd: Option<f64>,
+    /// `total` (default), `day` or `month` (UTC calendar periods).
+    pub budget_period: Option<String>,
+    /// Requests per minute.
+    pub rpm: Option<u64>,
+    /// Tokens (input + output) per minute.
+    pub tpm: Option<u64>,
+    /// May read `/admin/*` and the dashboard's data (default false).
+    pub admin: Option<bool>,
+}
 
 /// One configured client key.
 #[derive(Debug, Clone)]
@@ -92,12 +114,12 @@ impl KeyStore {
     ///
     /// # Errors
     /// 401 when keys are configured and the request carries none, or an unknown one.
-    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Option<Caller>, ApiError> {
+    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Option<Caller>, AccessError> {
         if self.keys.is_empty() {
             return Ok(None);
         }
         let token = bearer(headers).ok_or_else(|| {
-            ApiError::unauthorized(
+            AccessError::unauthorized(
                 "missing API key: send `Authorization: Bearer <key>` or `x-api-key`",
             )
         })?;
@@ -109,7 +131,7 @@ impl KeyStore {
                 found = Some(key);
             }
         }
-        let key = found.ok_or_else(|| ApiError::unauthorized("invalid API key"))?;
+        let key = found.ok_or_else(|| AccessError::unauthorized("invalid API key"))?;
         Ok(Some(Caller {
             name: key.name.clone(),
             routes: key.routes.clone(),
@@ -122,17 +144,12 @@ impl KeyStore {
     ///
     /// # Errors
     /// 401 without a key or with an unknown one; 403 for a key without `admin = true`.
-    pub fn authorize_admin(&self, headers: &HeaderMap) -> Result<(), ApiError> {
+    pub fn authorize_admin(&self, headers: &HeaderMap) -> Result<(), AccessError> {
         match self.authenticate(headers)? {
-            Some(caller) if !caller.admin => Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                "permission_error",
-                format!(
-                    "key {:?} is not an admin key (set `admin = true` on it in [[keys]])",
-                    caller.name
-                ),
-            )
-            .code("admin_key_required")),
+            Some(caller) if !caller.admin => Err(AccessError::not_admin(format!(
+                "key {:?} is not an admin key (set `admin = true` on it in [[keys]])",
+                caller.name
+            ))),
             _ => Ok(()),
         }
     }

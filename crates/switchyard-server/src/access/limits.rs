@@ -12,7 +12,7 @@ use switchyard::gateway::{Budget, CallOptions};
 use switchyard::state::SharedState;
 use switchyard::{Money, Usage};
 
-use crate::http::error::ApiError;
+use crate::access::error::AccessError;
 
 /// A budget's calendar period.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -78,10 +78,10 @@ pub async fn admit(
     name: &str,
     limits: &KeyLimits,
     now: UnixMillis,
-) -> Result<CallOptions, ApiError> {
+) -> Result<CallOptions, AccessError> {
     if let Some(tpm) = limits.tpm {
         if let Err(wait) = store.rate(&tpm_bucket(name), tpm, 0, now).await {
-            return Err(ApiError::rate_limited(
+            return Err(AccessError::rate_limited(
                 format!("key {name:?} used its {tpm} tokens per minute"),
                 wait,
             ));
@@ -89,7 +89,7 @@ pub async fn admit(
     }
     if let Some(rpm) = limits.rpm {
         if let Err(wait) = store.rate(&rpm_bucket(name), rpm, 1, now).await {
-            return Err(ApiError::rate_limited(
+            return Err(AccessError::rate_limited(
                 format!("key {name:?} is limited to {rpm} requests per minute"),
                 wait,
             ));

@@ -2,7 +2,10 @@
 //!
 //! Owns client keys (tokens stored as hashes, the routes each key may use) and the per-key
 //! budgets and rate limits checked before a request reaches the gateway. It does not own
-//! the request guard (Host, Origin, content type: `crate::http::guard`).
+//! the request guard (Host, Origin, content type: `crate::http::guard`), nor how a refusal
+//! is written on the wire (`crate::http::error` turns an [`error::AccessError`] into its
+//! `ApiError`).
 
+pub mod error;
 pub mod keys;
 pub mod limits;

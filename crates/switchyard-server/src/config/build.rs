@@ -4,12 +4,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::simulated::{SimulatedConfig, SimulatedProvider};
 use switchyard::breaker::{BreakerConfig, Cooldown};
 use switchyard::clock::Clock;
 use switchyard::error::KindPolicy;
 use switchyard::observe::Observer;
 use switchyard::provider::http::{Transport, TransportConfig};
-use switchyard::provider::simulated::{SimulatedConfig, SimulatedProvider};
 use switchyard::retry::RetryPolicy;
 use switchyard::state::SharedState;
 use switchyard::{ErrorKind, Gateway, Money, Provider, ProviderSpec, Route};
@@ -243,14 +243,12 @@ fn retry(r: &RouteToml) -> Result<RetryPolicy, String> {
 
 fn breaker(r: &RouteToml) -> Result<BreakerConfig, String> {
     let d = BreakerConfig::default();
-    let Cooldown::Time { base, max } = d.cooldown else {
-        return Ok(d);
-    };
+    let Cooldown { base, max } = d.cooldown;
     let Some(t) = &r.breaker else { return Ok(d) };
     let base = opt(t.cooldown.as_deref(), base)?;
     Ok(BreakerConfig {
         failure_threshold: t.failure_threshold.unwrap_or(d.failure_threshold),
-        cooldown: Cooldown::Time {
+        cooldown: Cooldown {
             base,
             // an unset max never shortens a configured cooldown
             max: opt(t.max_cooldown.as_deref(), max.max(base))?,

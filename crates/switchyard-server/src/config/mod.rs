@@ -146,7 +146,7 @@ fn validate_server(config: &Config, p: &mut Problems) {
     }
     p.duration("server.shutdown_grace", s.shutdown_grace.as_deref());
     for (i, origin) in s.allowed_origins.iter().enumerate() {
-        if let Some(why) = crate::http::origins::origin_problem(origin) {
+        if let Some(why) = origin_problem(origin) {
             p.add(format!("server.allowed_origins[{i}]"), why);
         }
     }
@@ -427,6 +427,24 @@ fn validate_breaker(breaker: Option<&BreakerToml>, at: &str, p: &mut Problems) {
             );
         }
     }
+}
+
+/// Why `origin` cannot be an `allowed_origins` entry, if it cannot: an origin is a scheme
+/// (`http` or `https`), a host and an optional port, like `http://localhost:3000`.
+#[must_use]
+pub fn origin_problem(origin: &str) -> Option<String> {
+    let authority = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"));
+    let ok = authority.is_some_and(|a| {
+        let a = a.strip_suffix('/').unwrap_or(a);
+        !a.is_empty() && !a.contains(['/', '?', '#', '@', '*', ' '])
+    });
+    (!ok).then(|| {
+        format!(
+            "{origin:?} is not an origin like \"http://localhost:3000\" (http or https, a host and an optional port; no path, no wildcard)"
+        )
+    })
 }
 
 fn validate_keys(config: &Config, routes: &HashSet<String>, p: &mut Problems) {

@@ -1,11 +1,14 @@
 //! The TOML schema, field for field. Durations stay strings here so that validation can
-//! report every bad one at once.
+//! report every bad one at once. A `[[keys]]` entry is client access's own type
+//! (`crate::access::keys::KeyToml`), re-exported here.
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use switchyard::error::BreakerEffect;
 use switchyard::Price;
+
+pub use crate::access::keys::KeyToml;
 
 /// A whole config file.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -232,28 +235,6 @@ pub struct PolicyToml {
     pub breaker: Option<BreakerEffect>,
     /// Move on to the next provider.
     pub fail_over: Option<bool>,
-}
-
-/// `[[keys]]`: a client key, stored as a hash.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct KeyToml {
-    /// Who holds it (appears in logs).
-    pub name: String,
-    /// Hex SHA-256 of the bearer token.
-    pub sha256: String,
-    /// Routes it may use (`"*"` for all).
-    pub routes: Vec<String>,
-    /// Spend limit for this key, in dollars, per `budget_period`.
-    pub budget_usd: Option<f64>,
-    /// `total` (default), `day` or `month` (UTC calendar periods).
-    pub budget_period: Option<String>,
-    /// Requests per minute.
-    pub rpm: Option<u64>,
-    /// Tokens (input + output) per minute.
-    pub tpm: Option<u64>,
-    /// May read `/admin/*` and the dashboard's data (default false).
-    pub admin: Option<bool>,
 }
 
 /// `[state]`.

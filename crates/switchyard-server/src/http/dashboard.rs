@@ -129,7 +129,6 @@ fn provider_json(
         "circuit": {
             "state": h.state,
             "open_until_ms": h.open_until_ms,
-            "open_until_request": h.open_until_request,
             "cooling_until_ms": h.cooling_until_ms,
             "opened_by": h.opened_by,
             "last_error": h.last_error,

@@ -12,6 +12,7 @@ use serde_json::json;
 use switchyard::observe::Attempt;
 use switchyard::{ErrorKind, GatewayError};
 
+use crate::access::error::AccessError;
 use crate::http::bounds::{clip, elide, ECHO_BYTES, MESSAGE_BYTES, PARAM_BYTES};
 
 /// An error response.
@@ -170,6 +171,23 @@ impl IntoResponse for ApiError {
             }
         }
         resp
+    }
+}
+
+impl From<AccessError> for ApiError {
+    /// 401 `invalid_api_key`, 403 `admin_key_required`, 429 `rate_limit_exceeded` with its
+    /// `Retry-After`.
+    fn from(e: AccessError) -> Self {
+        match e.status {
+            StatusCode::FORBIDDEN => {
+                Self::new(e.status, "permission_error", e.message).code("admin_key_required")
+            }
+            StatusCode::TOO_MANY_REQUESTS => Self {
+                retry_after: e.retry_after,
+                ..Self::new(e.status, "rate_limit_error", e.message).code("rate_limit_exceeded")
+            },
+            _ => Self::unauthorized(e.message),
+        }
     }
 }
 

@@ -229,7 +229,7 @@ fn preflight(origin: HeaderValue, request: &HeaderMap) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::origins::origin_problem;
+    use crate::config::origin_problem;
 
     #[test]
     fn loopback_names_with_or_without_a_port() {

@@ -10,7 +10,8 @@
 //!   once, so the next user request is the probe that confirms.
 //! - Kinds that say nothing about health (ignored ones; a rate limit) change nothing.
 
-use super::{Breaker, BreakerConfig, CircuitState, Now, Transition};
+use super::{Breaker, BreakerConfig, CircuitState, Transition};
+use crate::clock::UnixMillis;
 use crate::fault::{BreakerEffect, ErrorKind};
 
 impl Breaker {
@@ -19,7 +20,7 @@ impl Breaker {
     pub fn on_check_failure(
         &mut self,
         cfg: &BreakerConfig,
-        now: Now,
+        now: UnixMillis,
         kind: ErrorKind,
         effect: BreakerEffect,
     ) -> Option<Transition> {
@@ -29,7 +30,7 @@ impl Breaker {
             BreakerEffect::CountFailure => false,
         };
         self.last_error = Some(kind);
-        match self.state(cfg, now) {
+        match self.state(now) {
             CircuitState::Open => None,
             CircuitState::Closed => {
                 self.consecutive_failures = self.consecutive_failures.saturating_add(1);
@@ -40,13 +41,13 @@ impl Breaker {
                 }
             }
             CircuitState::HalfOpen => {
-                if self.probe.is_some_and(|(_, expires)| now.ms < expires) {
+                if self.probe.is_some_and(|(_, expires)| now < expires) {
                     return None; // a user probe is out: its outcome decides
                 }
                 // Reopen as a failed probe would: the check stands in for the probe.
                 self.lease_seq += 1;
                 let lease = self.lease_seq;
-                self.probe = Some((lease, now.ms));
+                self.probe = Some((lease, now));
                 self.open(cfg, now, kind, at_once, Some(lease))
             }
         }
@@ -56,11 +57,10 @@ impl Breaker {
     /// not only a reachability check (a listing).
     pub fn on_check_success(
         &mut self,
-        cfg: &BreakerConfig,
-        now: Now,
+        now: UnixMillis,
         proves_traffic: bool,
     ) -> Option<Transition> {
-        let from = self.state(cfg, now);
+        let from = self.state(now);
         match (from, proves_traffic) {
             (CircuitState::Closed, _) => {
                 self.consecutive_failures = 0;
@@ -69,14 +69,14 @@ impl Breaker {
             (CircuitState::Open, false) => {
                 // Half-open from now: the next user request probes and confirms. The step
                 // is reported here, so the probe's admission must not report it again.
-                self.open_until = Self::clock(cfg, now);
+                self.open_until = now;
                 self.probe = None;
                 self.half_open_noted = true;
                 Some(Transition {
                     from,
                     to: CircuitState::HalfOpen,
                     cause: None,
-                    at_ms: now.ms,
+                    at_ms: now,
                 })
             }
             (CircuitState::HalfOpen, false) => None,
@@ -92,7 +92,7 @@ impl Breaker {
                     from,
                     to: CircuitState::Closed,
                     cause: None,
-                    at_ms: now.ms,
+                    at_ms: now,
                 })
             }
         }
@@ -111,18 +111,15 @@ mod tests {
     fn cfg(threshold: u32) -> BreakerConfig {
         BreakerConfig {
             failure_threshold: threshold,
-            cooldown: Cooldown::Time {
+            cooldown: Cooldown {
                 base: Duration::from_secs(60),
                 max: Duration::from_secs(240),
             },
         }
     }
 
-    fn at(secs: u64) -> Now {
-        Now {
-            ms: secs * 1000,
-            request: 0,
-        }
+    fn at(secs: u64) -> UnixMillis {
+        secs * 1000
     }
 
     fn fail(b: &mut Breaker, c: &BreakerConfig, secs: u64) -> Option<Transition> {
@@ -138,7 +135,7 @@ mod tests {
         let t = fail(&mut b, &c, 30).unwrap();
         assert_eq!((t.from, t.to), (CircuitState::Closed, CircuitState::Open));
         assert_eq!(
-            b.admit(&c, at(31), LEASE),
+            b.admit(at(31), LEASE),
             Admission::Reject(SkipReason::CircuitOpen)
         );
     }
@@ -148,9 +145,9 @@ mod tests {
         let c = cfg(2);
         let mut b = Breaker::default();
         fail(&mut b, &c, 0);
-        assert_eq!(b.on_check_success(&c, at(1), false), None);
+        assert_eq!(b.on_check_success(at(1), false), None);
         assert_eq!(fail(&mut b, &c, 2), None);
-        assert_eq!(b.state(&c, at(2)), CircuitState::Closed);
+        assert_eq!(b.state(at(2)), CircuitState::Closed);
     }
 
     #[test]
@@ -159,7 +156,7 @@ mod tests {
         let mut b = Breaker::default();
         let t = b.on_check_failure(&c, at(0), ErrorKind::Auth, BreakerEffect::OpenNow);
         assert_eq!(t.unwrap().to, CircuitState::Open);
-        assert_eq!(b.snapshot(&c, at(1)).open_until, Some(240_000));
+        assert_eq!(b.snapshot(at(1)).open_until, Some(240_000));
     }
 
     #[test]
@@ -184,16 +181,16 @@ mod tests {
         let c = cfg(1);
         let mut b = Breaker::default();
         fail(&mut b, &c, 0); // open until 60
-        let t = b.on_check_success(&c, at(15), false).unwrap();
+        let t = b.on_check_success(at(15), false).unwrap();
         assert_eq!((t.from, t.to), (CircuitState::Open, CircuitState::HalfOpen));
-        let (admission, noted) = b.admit_noting(&c, at(15), LEASE);
+        let (admission, noted) = b.admit_noting(at(15), LEASE);
         let lease = admission.lease();
         assert!(lease.is_some(), "the next user request is the probe");
         assert_eq!(
             noted, None,
             "open -> half-open was reported by the check, once"
         );
-        let t = b.on_success(&c, at(16), lease).unwrap();
+        let t = b.on_success(at(16), lease).unwrap();
         assert_eq!(t.to, CircuitState::Closed, "the user request confirms");
     }
 
@@ -202,10 +199,10 @@ mod tests {
         let c = cfg(1);
         let mut b = Breaker::default();
         fail(&mut b, &c, 0);
-        let t = b.on_check_success(&c, at(15), true).unwrap();
+        let t = b.on_check_success(at(15), true).unwrap();
         assert_eq!((t.from, t.to), (CircuitState::Open, CircuitState::Closed));
-        assert_eq!(b.admit(&c, at(15), LEASE), Admission::Admit);
-        assert_eq!(b.snapshot(&c, at(15)).consecutive_failures, 0);
+        assert_eq!(b.admit(at(15), LEASE), Admission::Admit);
+        assert_eq!(b.snapshot(at(15)).consecutive_failures, 0);
     }
 
     #[test]
@@ -215,7 +212,7 @@ mod tests {
         fail(&mut b, &c, 0); // open until 60
         let t = fail(&mut b, &c, 60).unwrap();
         assert_eq!((t.from, t.to), (CircuitState::HalfOpen, CircuitState::Open));
-        assert_eq!(b.snapshot(&c, at(60)).open_until, Some(180_000));
+        assert_eq!(b.snapshot(at(60)).open_until, Some(180_000));
     }
 
     #[test]
@@ -223,9 +220,9 @@ mod tests {
         let c = cfg(1);
         let mut b = Breaker::default();
         fail(&mut b, &c, 0);
-        let lease = b.admit(&c, at(60), LEASE).lease();
+        let lease = b.admit(at(60), LEASE).lease();
         assert_eq!(fail(&mut b, &c, 61), None);
-        let t = b.on_success(&c, at(62), lease).unwrap();
+        let t = b.on_success(at(62), lease).unwrap();
         assert_eq!(t.to, CircuitState::Closed);
     }
 
@@ -235,6 +232,6 @@ mod tests {
         let mut b = Breaker::default();
         fail(&mut b, &c, 0);
         assert_eq!(fail(&mut b, &c, 15), None);
-        assert_eq!(b.snapshot(&c, at(15)).open_until, Some(60_000));
+        assert_eq!(b.snapshot(at(15)).open_until, Some(60_000));
     }
 }

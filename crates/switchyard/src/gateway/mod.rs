@@ -12,13 +12,12 @@ mod run;
 mod stream;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::breaker::{BreakerConfig, CircuitState, Cooldown, Now};
+use crate::breaker::{BreakerConfig, CircuitState};
 use crate::chat::{ChatRequest, ChatResponse};
 use crate::clock::{Clock, UnixMillis};
 use crate::cost::{Money, Price, PriceTable};
@@ -314,7 +313,6 @@ impl GatewayBuilder {
                 clock: self.clock.unwrap_or_default(),
                 observers,
                 ledger,
-                requests: AtomicU64::new(0),
                 rng: Mutex::new(
                     self.seed
                         .map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed),
@@ -402,8 +400,6 @@ struct Inner {
     /// The ledger first, then the caller's.
     observers: Vec<Arc<dyn Observer>>,
     ledger: Arc<Ledger>,
-    /// Requests started so far: the request-counted breaker's clock.
-    requests: AtomicU64,
     /// Seeds each request's backoff jitter.
     rng: Mutex<fastrand::Rng>,
     /// What a committed stream may keep of what it delivered before it stops being
@@ -439,10 +435,8 @@ pub struct ProviderHealth {
     pub state: String,
     /// Consecutive failed turns.
     pub consecutive_failures: u32,
-    /// Open until this wall time (time-based cooldowns).
+    /// Open until this wall time.
     pub open_until_ms: Option<UnixMillis>,
-    /// Open until this request index (request-counted cooldowns).
-    pub open_until_request: Option<u64>,
     /// The end of the most recent opening, even if since closed (0 = never).
     pub last_open_until: u64,
     /// Cooling for a Retry-After until this wall time.
@@ -661,14 +655,12 @@ impl Gateway {
         let now = self.now();
         let mut out = Vec::with_capacity(self.inner.slots.len());
         for slot in &self.inner.slots {
-            let cfg = self.breaker_config_of(&slot.spec.name);
             let snap = self
                 .inner
                 .state
                 .breaker(&slot.spec.name)
                 .await
-                .snapshot(&cfg, now);
-            let counted = matches!(cfg.cooldown, Cooldown::Requests(_));
+                .snapshot(now);
             let state = match (snap.state, snap.opened_by) {
                 (CircuitState::Closed, _) => "closed",
                 (_, Some(ErrorKind::Auth)) => "auth_failed",
@@ -680,8 +672,7 @@ impl Gateway {
                 model: slot.spec.provider.model().to_owned(),
                 state: state.to_owned(),
                 consecutive_failures: snap.consecutive_failures,
-                open_until_ms: snap.open_until.filter(|_| !counted),
-                open_until_request: snap.open_until.filter(|_| counted),
+                open_until_ms: snap.open_until,
                 last_open_until: snap.last_open_until,
                 cooling_until_ms: snap.cooling_until_ms,
                 opened_by: snap.opened_by,
@@ -707,7 +698,7 @@ impl Gateway {
         self.inner.by_name.get(name).map(|&i| &self.inner.slots[i])
     }
 
-    /// The breaker settings of the first route that uses `provider` (for reading state).
+    /// The breaker settings of the first route that uses `provider` (for health checks).
     fn breaker_config_of(&self, provider: &str) -> BreakerConfig {
         self.routes()
             .into_iter()
@@ -716,11 +707,8 @@ impl Gateway {
             .unwrap_or_default()
     }
 
-    fn now(&self) -> Now {
-        Now {
-            ms: self.inner.clock.unix_ms(),
-            request: self.inner.requests.load(Ordering::SeqCst),
-        }
+    fn now(&self) -> UnixMillis {
+        self.inner.clock.unix_ms()
     }
 }
 

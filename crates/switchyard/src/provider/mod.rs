@@ -4,8 +4,9 @@
 //! Owns [`Provider`] (async, object-safe: the gateway holds `Arc<dyn Provider>`), the chunk
 //! stream type, [`codec::HttpProvider`] (the one HTTP provider; each vendor folder —
 //! `openai/`, `anthropic/`, `gemini/` — is a [`codec::Codec`] it drives), the scripted
-//! provider used by pipeline tests, and the simulated provider of the tutorial. Vendor
-//! codecs translate and classify; they never retry, route or log.
+//! provider used by pipeline tests. Vendor codecs translate and classify; they never
+//! retry, route or log. (The tutorial's simulated provider is the server's:
+//! `switchyard-server/src/simulated/`.)
 
 pub mod anthropic;
 pub mod codec;
@@ -13,10 +14,8 @@ mod error_body;
 pub mod gemini;
 pub mod http;
 pub mod openai;
-pub mod pyrandom;
 pub mod scripted;
 pub mod secret;
-pub mod simulated;
 pub mod sse;
 
 use std::pin::Pin;
@@ -35,7 +34,7 @@ pub type ChunkStream = Pin<Box<dyn Stream<Item = Result<ChatChunk, ProviderError
 /// One upstream: an adapter kind bound to a model, an endpoint and a credential.
 #[async_trait]
 pub trait Provider: Send + Sync {
-    /// The adapter kind (`openai`, `anthropic`, `gemini`, `simulated`, `scripted`).
+    /// The adapter kind (`openai`, `anthropic`, `gemini`, `scripted`; the server's `simulated`).
     fn kind(&self) -> &'static str;
 
     /// The model id this provider calls.

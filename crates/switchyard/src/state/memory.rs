@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{Cleanup, SharedState, StateStatus};
-use crate::breaker::{Admission, Applied, Breaker, BreakerConfig, Now, Op};
+use crate::breaker::{Admission, Applied, Breaker, BreakerConfig, Op};
 use crate::clock::UnixMillis;
 use crate::cost::{BudgetState, Money};
 use crate::ratelimit::Gcra;
@@ -69,7 +69,7 @@ impl MemoryState {
     }
 
     /// Apply `op` locally (also used by fleet stores while degraded).
-    pub fn apply(&self, provider: &str, cfg: &BreakerConfig, now: Now, op: Op) -> Applied {
+    pub fn apply(&self, provider: &str, cfg: &BreakerConfig, now: UnixMillis, op: Op) -> Applied {
         let Ok(mut map) = self.breakers.lock() else {
             // A poisoned map means a panic elsewhere; admit rather than fail requests.
             return Applied {
@@ -190,7 +190,13 @@ impl MemoryState {
 
 #[async_trait]
 impl SharedState for MemoryState {
-    async fn breaker_op(&self, provider: &str, cfg: &BreakerConfig, now: Now, op: Op) -> Applied {
+    async fn breaker_op(
+        &self,
+        provider: &str,
+        cfg: &BreakerConfig,
+        now: UnixMillis,
+        op: Op,
+    ) -> Applied {
         self.apply(provider, cfg, now, op)
     }
 

@@ -21,7 +21,7 @@ use serde::Serialize;
 pub use self::redis::{RedisConfig, RedisState};
 pub use memory::MemoryState;
 
-use crate::breaker::{Applied, Breaker, BreakerConfig, Now, Op};
+use crate::breaker::{Applied, Breaker, BreakerConfig, Op};
 use crate::clock::UnixMillis;
 use crate::cost::{BudgetState, Money};
 
@@ -77,7 +77,13 @@ pub struct StateStatus {
 #[async_trait]
 pub trait SharedState: Send + Sync {
     /// Apply `op` to `provider`'s breaker atomically and return what it produced.
-    async fn breaker_op(&self, provider: &str, cfg: &BreakerConfig, now: Now, op: Op) -> Applied;
+    async fn breaker_op(
+        &self,
+        provider: &str,
+        cfg: &BreakerConfig,
+        now: UnixMillis,
+        op: Op,
+    ) -> Applied;
 
     /// The breaker of `provider` as stored (default if never touched).
     async fn breaker(&self, provider: &str) -> Breaker;

@@ -49,7 +49,7 @@ pub fn route(providers: &[&str]) -> Route {
 pub fn breaker(threshold: u32, cooldown_secs: u64) -> BreakerConfig {
     BreakerConfig {
         failure_threshold: threshold,
-        cooldown: Cooldown::Time {
+        cooldown: Cooldown {
             base: Duration::from_secs(cooldown_secs),
             max: Duration::from_secs(cooldown_secs * 8),
         },

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use switchyard::breaker::{Admission, BreakerConfig, CircuitState, Cooldown, Now, Op, Transition};
-use switchyard::clock::Clock;
+use switchyard::breaker::{Admission, BreakerConfig, CircuitState, Cooldown, Op, Transition};
+use switchyard::clock::{Clock, UnixMillis};
 use switchyard::cost::Money;
 use switchyard::error::{BreakerEffect, ErrorKind};
 use switchyard::state::{RedisConfig, RedisState, SharedState};
@@ -26,17 +26,14 @@ pub type Store = Arc<dyn SharedState>;
 // ---------------------------------------------------------------------------------
 // Harness
 
-pub fn at(secs: u64) -> Now {
-    Now {
-        ms: T0 + secs * 1000,
-        request: 0,
-    }
+pub fn at(secs: u64) -> UnixMillis {
+    T0 + secs * 1000
 }
 
 pub fn cfg(threshold: u32) -> BreakerConfig {
     BreakerConfig {
         failure_threshold: threshold,
-        cooldown: Cooldown::Time {
+        cooldown: Cooldown {
             base: Duration::from_secs(10),
             max: Duration::from_secs(40),
         },
@@ -47,7 +44,7 @@ pub fn usd(n: i64) -> Money {
     Money::from_picos(n * USD)
 }
 
-pub async fn admit(s: &Store, p: &str, c: &BreakerConfig, now: Now) -> Admission {
+pub async fn admit(s: &Store, p: &str, c: &BreakerConfig, now: UnixMillis) -> Admission {
     let op = Op::Admit { lease_for: LEASE };
     s.breaker_op(p, c, now, op).await.admission
 }
@@ -57,7 +54,7 @@ pub async fn fail_turn(
     s: &Store,
     p: &str,
     c: &BreakerConfig,
-    now: Now,
+    now: UnixMillis,
     lease: Option<u64>,
 ) -> Option<Transition> {
     let (kind, effect) = (ErrorKind::Server, BreakerEffect::CountFailure);
@@ -76,8 +73,8 @@ pub async fn fail_turn(
     s.breaker_op(p, c, now, turn).await.transition
 }
 
-pub async fn state_of(s: &Store, p: &str, c: &BreakerConfig, now: Now) -> CircuitState {
-    s.breaker(p).await.snapshot(c, now).state
+pub async fn state_of(s: &Store, p: &str, now: UnixMillis) -> CircuitState {
+    s.breaker(p).await.snapshot(now).state
 }
 
 /// Poll `check` until it holds, for at most `bound` of real time.

@@ -1,18 +1,28 @@
 //! Runs a scenario through the library's real [`Gateway`] and breaker.
 //!
 //! Owns the translation from the tutorial's policy to a switchyard gateway (one ordered
-//! route, `retries_per_provider` attempts, no backoff, a request-counted cooldown, and
-//! timeouts made retryable as the tutorial retries its "timed out" errors), the sequential
-//! drive of the requests, and the mapping of each request's attempt trail to the tutorial's
-//! log rows. It implements no gateway logic of its own: every decision is the library's.
+//! route, `retries_per_provider` attempts, no backoff, full-turn probes, and timeouts made
+//! retryable as the tutorial retries its "timed out" errors), the sequential drive of the
+//! requests, and the mapping of each request's attempt trail to the tutorial's log rows. It
+//! implements no gateway logic of its own: every decision is the library's.
+//!
+//! The tutorial counts its cooldown in requests; the library's breaker counts time. The
+//! gateway runs on a manual clock whose wall time reads 0 ms at the first request and moves
+//! `REQUEST_GAP` (1 ms) after each, so request `i` happens at `i` ms: "skipped for the
+//! `n` requests after the one that opened it" is a cooldown of `n + 1` ms that never grows,
+//! and the end of a breaker's last opening is the tutorial's `opened_until_request`.
+//! Nothing else in a demo run depends on time (no backoff, no sleeping providers, no
+//! Retry-After, a deadline no run reaches).
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::simulated::SimulatedProvider;
 use switchyard::breaker::{BreakerConfig, Cooldown, SkipReason};
+use switchyard::clock::Clock;
 use switchyard::observe::{Attempt, Outcome};
-use switchyard::provider::simulated::SimulatedProvider;
 use switchyard::retry::RetryPolicy;
+use switchyard::route::Probe;
 use switchyard::{
     ChatRequest, ChatResponse, ErrorKind, Gateway, ProviderReply, ProviderSpec, Route,
 };
@@ -22,6 +32,9 @@ use super::DemoError;
 
 /// The one route of a demo gateway.
 const ROUTE: &str = "demo";
+
+/// How far the demo's paused clock moves between two requests: request `i` happens at `i` ms.
+const REQUEST_GAP: Duration = Duration::from_millis(1);
 
 /// Far beyond any simulated run: the tutorial has no deadline.
 const DEADLINE: Duration = Duration::from_secs(24 * 60 * 60);
@@ -59,7 +72,8 @@ pub struct Replay {
     pub errors: u64,
     /// Every try and skip, in order.
     pub log: Vec<LogRow>,
-    /// Each provider's `opened_until_request`, in configured order (0: never opened).
+    /// Each provider's `opened_until_request`, in configured order (0: never opened): the
+    /// end of its last opening on the demo's clock, where request `i` is `i` ms.
     pub breakers: Vec<(String, u64)>,
 }
 
@@ -82,12 +96,14 @@ pub async fn preview() -> Result<Vec<Result<Response, String>>, DemoError> {
     Ok(out)
 }
 
-/// Build the scenario's gateway and send its requests one after another.
+/// Build the scenario's gateway and send its requests one after another, `REQUEST_GAP`
+/// apart on its clock.
 ///
 /// # Errors
 /// The gateway cannot be built from the scenario, or an answer lacks its latency or cost.
 pub async fn replay(scenario: &Scenario) -> Result<Replay, DemoError> {
-    let gateway = gateway(scenario)?;
+    let clock = Clock::manual(0);
+    let gateway = gateway(scenario, clock)?;
     let mut out = Replay {
         responses: Vec::new(),
         errors: 0,
@@ -107,6 +123,7 @@ pub async fn replay(scenario: &Scenario) -> Result<Replay, DemoError> {
                 out.errors += 1;
             }
         }
+        clock.advance(REQUEST_GAP);
     }
     out.breakers = gateway
         .health()
@@ -117,12 +134,12 @@ pub async fn replay(scenario: &Scenario) -> Result<Replay, DemoError> {
     Ok(out)
 }
 
-/// The tutorial's policy on the library's gateway.
+/// The tutorial's policy on the library's gateway, reading time from `clock`.
 ///
 /// # Errors
 /// A provider's price cannot be represented, or the gateway rejects the configuration.
-pub fn gateway(scenario: &Scenario) -> Result<Gateway, DemoError> {
-    let mut builder = Gateway::builder();
+pub fn gateway(scenario: &Scenario, clock: Clock) -> Result<Gateway, DemoError> {
+    let mut builder = Gateway::builder().clock(clock);
     for p in &scenario.providers {
         builder = builder.provider(spec(p)?);
     }
@@ -157,9 +174,20 @@ fn route(scenario: &Scenario, providers: &[&str]) -> Route {
         })
         .breaker(BreakerConfig {
             failure_threshold: scenario.breaker_threshold,
-            cooldown: Cooldown::Requests(scenario.breaker_cooldown_requests),
+            cooldown: cooldown(scenario.breaker_cooldown_requests),
         })
+        .probe(Probe::FullTurn)
         .policy(ErrorKind::Timeout, timeout)
+}
+
+/// The tutorial's "skipped for the `n` requests after the one that opened it", on the
+/// demo's clock: open until the request `n + 1` after it, and never longer.
+fn cooldown(n: u64) -> Cooldown {
+    let wait = REQUEST_GAP.saturating_mul(u32::try_from(n.saturating_add(1)).unwrap_or(u32::MAX));
+    Cooldown {
+        base: wait,
+        max: wait,
+    }
 }
 
 /// A request's trail as the tutorial's log rows.
@@ -219,5 +247,38 @@ fn missing(provider: &str, what: &str) -> DemoError {
     DemoError::Unreported {
         provider: provider.to_owned(),
         what: what.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchyard::breaker::{Admission, Breaker};
+    use switchyard::error::BreakerEffect;
+
+    /// The tutorial's breaker (threshold 3, cooldown 5 requests) on the demo's clock, where
+    /// request `i` is `i` ms: opened by request 21, it skips requests 22 to 26 and request 27
+    /// probes; its opening ends at 27 (the tutorial's `opened_until_request`).
+    #[test]
+    fn the_cooldown_in_requests_is_a_cooldown_in_request_gaps() {
+        let c = BreakerConfig {
+            failure_threshold: 3,
+            cooldown: cooldown(5),
+        };
+        let lease = Duration::from_secs(60);
+        let mut b = Breaker::default();
+        for request in 19..=21 {
+            let kind = ErrorKind::Timeout;
+            b.on_attempt_failure(&c, request, kind, BreakerEffect::CountFailure, None, None);
+            b.on_turn_failure(&c, request, kind, BreakerEffect::CountFailure, None);
+        }
+        assert_eq!(b.snapshot(21).open_until, Some(27));
+        for request in 22..27 {
+            assert_eq!(
+                b.admit(request, lease),
+                Admission::Reject(SkipReason::CircuitOpen)
+            );
+        }
+        assert!(matches!(b.admit(27, lease), Admission::Probe { .. }));
     }
 }

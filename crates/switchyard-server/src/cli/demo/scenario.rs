@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
+use crate::simulated::{SimulatedConfig, SimulatedProvider};
 use serde::Deserialize;
-use switchyard::provider::simulated::{SimulatedConfig, SimulatedProvider};
 
 use super::DemoError;
 

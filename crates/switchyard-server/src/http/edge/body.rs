@@ -1,8 +1,8 @@
 //! The bodies the edge wraps: a request body with a read deadline ([`Timed`]), and a
 //! response body that carries its request's bookkeeping until hyper is done with it
-//! ([`Tracked`], holding a guard — the connection's `Served` — so the connection goes back
-//! to idle and the in-flight slot is freed when the last byte is handed over, or when the
-//! response is dropped unfinished).
+//! ([`Tracked`], holding a guard — the connection's `conn::Served` — so that the
+//! connection goes back to idle and the in-flight slot is freed when the last byte is
+//! handed over, or when the response is dropped unfinished).
 
 use std::future::Future as _;
 use std::pin::Pin;
@@ -89,10 +89,11 @@ where
     }
 }
 
-/// A response body that holds its request's bookkeeping guard until hyper drops it.
+/// A response body that holds `G` (its request's bookkeeping, undone on drop) until hyper
+/// drops it.
 pub(super) struct Tracked<G> {
     pub(super) inner: axum::body::Body,
-    pub(super) _served: G,
+    pub(super) _guard: G,
 }
 
 impl<G: Unpin> Body for Tracked<G> {

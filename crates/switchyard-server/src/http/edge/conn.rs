@@ -256,7 +256,7 @@ impl Link {
         };
         Ok(response.map(|inner| Tracked {
             inner,
-            _served: served,
+            _guard: served,
         }))
     }
 }

@@ -91,7 +91,7 @@ async fn each_transition_is_counted_once_in_metrics_and_the_timeline() {
     let insight = Arc::new(Insight::new(clock));
     let breaker = BreakerConfig {
         failure_threshold: 1,
-        cooldown: Cooldown::Time {
+        cooldown: Cooldown {
             base: Duration::from_secs(10),
             max: Duration::from_secs(15),
         },

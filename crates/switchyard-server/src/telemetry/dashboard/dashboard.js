@@ -224,7 +224,6 @@
 
   function circuitText(c, now) {
     if (c.state === 'open' && c.open_until_ms) return `open until ${clock(c.open_until_ms)} (${ago(c.open_until_ms, now)})`;
-    if (c.state === 'open' && c.open_until_request) return `open until request #${c.open_until_request}`;
     if (c.state === 'half_open') return c.probe_in_flight ? 'half-open · probe in flight' : 'half-open · next request probes';
     if (c.state === 'auth_failed') return 'auth failed · check the key';
     return label(c.state);

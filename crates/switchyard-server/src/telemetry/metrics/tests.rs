@@ -96,7 +96,6 @@ fn health(name: &str, state: &str, failures: u32, latency_ms: Option<f64>) -> Pr
         state: state.to_owned(),
         consecutive_failures: failures,
         open_until_ms: None,
-        open_until_request: None,
         last_open_until: 0,
         cooling_until_ms: None,
         opened_by: None,

@@ -13,6 +13,7 @@ use crate::embedding::{EmbeddingReply, EmbeddingRequest};
 use crate::error::{ErrorKind, ProviderError};
 use crate::gateway::{ProviderSpec, Slot};
 use crate::retry::{self, Backoff, Decision};
+use crate::route::Probe;
 
 /// How long one attempt may take, before the deadline clamps it.
 #[derive(Debug, Clone, Copy)]
@@ -52,7 +53,7 @@ impl Run {
         // A half-open probe is one attempt under the probe's own limit: its outcome alone
         // decides the circuit, and a failure fails the request over at once.
         let (max_attempts, limits) = match lease {
-            Some(_) if self.route.breaker.single_attempt_probes() => {
+            Some(_) if self.route.probe == Probe::SingleAttempt => {
                 (1, AttemptLimits::probe(&slot.spec))
             }
             _ => (
@@ -72,7 +73,7 @@ impl Run {
             attempt += 1;
             if let Some(lease) = lease {
                 let timeout = limits.timeout.min(self.time_left());
-                let until_ms = self.now().ms + crate::clock::duration_ms(timeout);
+                let until_ms = self.now() + crate::clock::duration_ms(timeout);
                 self.breaker(slot, Op::Renew { lease, until_ms }).await;
             }
             let started = self.gw.inner.clock.now();

@@ -26,7 +26,7 @@ use tokio::time::Instant;
 use super::hold::Guard;
 pub(super) use super::hold::Reservation;
 use super::{budget_scope, Budget, CallOptions, Gateway, Slot};
-use crate::breaker::{Admission, Now, Op, SkipReason};
+use crate::breaker::{Admission, Op, SkipReason};
 use crate::chat::{ChatChunk, ChatRequest, ChatResponse, ProviderReply};
 use crate::clock::UnixMillis;
 use crate::cost::BudgetState;
@@ -34,7 +34,7 @@ use crate::embedding::{EmbeddingReply, EmbeddingRequest};
 use crate::error::{AttemptError, ErrorKind, GatewayError, ProviderError};
 use crate::observe::{Attempt, Outcome};
 use crate::provider::ChunkStream;
-use crate::route::{plan, Api, Candidate, Route};
+use crate::route::{plan, Api, Candidate, Probe, Route};
 use crate::state::{Cleanup, SharedState};
 
 pub(super) use answer::{failed_over, Completion};
@@ -114,7 +114,6 @@ pub(super) struct Run {
     pub route: Arc<Route>,
     pub started: Instant,
     pub deadline: Instant,
-    pub request_index: u64,
     /// Slot indices in the order the route tries them (fixed when the first turn starts).
     pub plan: Vec<usize>,
     pub attempts: Vec<Attempt>,
@@ -154,10 +153,6 @@ impl Drop for Run {
 impl Run {
     pub(super) fn new(gw: &Gateway, route: &Arc<Route>, opts: &CallOptions) -> Self {
         let started = gw.inner.clock.now();
-        let request_index = gw
-            .inner
-            .requests
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let rng = gw
             .inner
             .rng
@@ -169,7 +164,6 @@ impl Run {
             route: Arc::clone(route),
             started,
             deadline: started + route.deadline,
-            request_index,
             plan: Vec::new(),
             attempts: Vec::new(),
             errors: Vec::new(),
@@ -294,7 +288,7 @@ impl Run {
         let every =
             (self.route.providers.iter()).all(|p| self.attempts.iter().any(|a| a.provider == *p));
         let at = self.retry_at.filter(|_| only && every)?;
-        Some(Duration::from_millis(at.saturating_sub(self.now().ms)))
+        Some(Duration::from_millis(at.saturating_sub(self.now())))
     }
 
     /// A rate-limited candidate accepts again at `at_ms`.
@@ -306,8 +300,8 @@ impl Run {
     async fn note_cooling(&mut self, slot: &Slot) {
         let now = self.now();
         let breaker = self.state().breaker(&slot.spec.name).await;
-        let until = breaker.snapshot(&self.route.breaker, now).cooling_until_ms;
-        self.note_retry_at(until.unwrap_or(now.ms));
+        let until = breaker.snapshot(now).cooling_until_ms;
+        self.note_retry_at(until.unwrap_or(now));
     }
 
     /// Slot indices in the order the route tries them.
@@ -340,11 +334,8 @@ impl Run {
             .saturating_duration_since(self.gw.inner.clock.now())
     }
 
-    pub(super) fn now(&self) -> Now {
-        Now {
-            ms: self.gw.inner.clock.unix_ms(),
-            request: self.request_index,
-        }
+    pub(super) fn now(&self) -> UnixMillis {
+        self.gw.inner.clock.unix_ms()
     }
 
     fn state(&self) -> &Arc<dyn SharedState> {
@@ -383,7 +374,7 @@ impl Run {
         if !self.budgets.is_empty() && slot.price.is_none() && !self.route.allow_unpriced {
             return self.skip(slot, SkipReason::Unpriced);
         }
-        let limit = if self.route.breaker.single_attempt_probes() {
+        let limit = if self.route.probe == Probe::SingleAttempt {
             slot.spec.probe_limit()
         } else {
             slot.spec.timeout
@@ -457,7 +448,7 @@ impl Run {
     ) {
         if err.kind == ErrorKind::RateLimited {
             let wait = err.retry_after.map_or(0, crate::clock::duration_ms);
-            self.note_retry_at(self.now().ms.saturating_add(wait));
+            self.note_retry_at(self.now().saturating_add(wait));
         }
         self.errors.push(AttemptError {
             provider: slot.spec.name.clone(),

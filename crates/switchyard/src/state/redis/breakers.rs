@@ -13,10 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use super::scripts::{BREAKER_ALL, BREAKER_CAS, BREAKER_TTL, PROBE_RELEASE, PROBE_RENEW};
 use super::Inner;
-use crate::breaker::{
-    Admission, Applied, Breaker, BreakerConfig, CircuitState, Now, Op, SkipReason,
-};
-use crate::clock::duration_ms;
+use crate::breaker::{Admission, Applied, Breaker, BreakerConfig, CircuitState, Op, SkipReason};
+use crate::clock::{duration_ms, UnixMillis};
 use crate::state::SharedState;
 
 /// Compare-and-set attempts before an op falls back to the mirror alone.
@@ -56,14 +54,14 @@ impl Inner {
         &self,
         provider: &str,
         cfg: &BreakerConfig,
-        now: Now,
+        now: UnixMillis,
         op: Op,
     ) -> Applied {
         match op {
             Op::Admit { lease_for } => self.admit(provider, cfg, now, lease_for).await,
             Op::Renew { lease, until_ms } => {
                 let applied = self.mirror.apply(provider, cfg, now, op);
-                let ms = until_ms.saturating_sub(now.ms).max(1);
+                let ms = until_ms.saturating_sub(now).max(1);
                 self.renew_probe_key(provider, lease, ms).await;
                 applied
             }
@@ -91,7 +89,7 @@ impl Inner {
         &self,
         provider: &str,
         cfg: &BreakerConfig,
-        now: Now,
+        now: UnixMillis,
         lease_for: std::time::Duration,
     ) -> Applied {
         let applied = self
@@ -131,7 +129,13 @@ impl Inner {
     }
 
     /// An op that may change the shared state: through Redis when it does.
-    async fn verdict(&self, provider: &str, cfg: &BreakerConfig, now: Now, op: Op) -> Applied {
+    async fn verdict(
+        &self,
+        provider: &str,
+        cfg: &BreakerConfig,
+        now: UnixMillis,
+        op: Op,
+    ) -> Applied {
         let mut preview = self.mirror.breaker(provider).await;
         let before = preview.shared();
         preview.apply(cfg, now, op);
@@ -150,7 +154,7 @@ impl Inner {
         &self,
         provider: &str,
         cfg: &BreakerConfig,
-        now: Now,
+        now: UnixMillis,
         op: Op,
     ) -> Option<Applied> {
         for _ in 0..CAS_TRIES {
@@ -359,10 +363,8 @@ fn probe_over(op: Op, applied: &Applied) -> Option<u64> {
 
 /// True when `local` is open on an opening more recent than any `remote` knows.
 fn newer_opening(local: &Breaker, remote: &Breaker) -> bool {
-    // Open or half-open under any config: only the raw state tag matters here.
-    let cfg = BreakerConfig::default();
-    let now = Now { ms: 0, request: 0 };
-    let l = local.snapshot(&cfg, now);
-    let r = remote.snapshot(&cfg, now);
+    // Read at time 0, any opening is not closed: only the raw state tag matters here.
+    let l = local.snapshot(0);
+    let r = remote.snapshot(0);
     l.state != CircuitState::Closed && l.last_open_until > r.last_open_until
 }

@@ -60,7 +60,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{Cleanup, MemoryState, SharedState, StateStatus};
-use crate::breaker::{Applied, Breaker, BreakerConfig, Now, Op};
+use crate::breaker::{Applied, Breaker, BreakerConfig, Op};
 use crate::clock::{Clock, UnixMillis};
 use crate::cost::{BudgetState, Money};
 use budgets::Books;
@@ -252,7 +252,13 @@ impl fmt::Debug for RedisState {
 
 #[async_trait]
 impl SharedState for RedisState {
-    async fn breaker_op(&self, provider: &str, cfg: &BreakerConfig, now: Now, op: Op) -> Applied {
+    async fn breaker_op(
+        &self,
+        provider: &str,
+        cfg: &BreakerConfig,
+        now: UnixMillis,
+        op: Op,
+    ) -> Applied {
         self.inner.breaker_op(provider, cfg, now, op).await
     }
 
@@ -407,10 +413,7 @@ impl Inner {
         }
     }
 
-    fn now(&self) -> Now {
-        Now {
-            ms: self.clock.unix_ms(),
-            request: 0,
-        }
+    fn now(&self) -> UnixMillis {
+        self.clock.unix_ms()
     }
 }

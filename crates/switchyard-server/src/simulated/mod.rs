@@ -10,18 +10,25 @@
 //! Embeddings (not in the tutorial) draw the same way (a failure, else a latency) and
 //! answer with [`simulated_vector`]s: unit vectors hashed from the input, so equal inputs
 //! get equal vectors; `dimensions` (default [`DEFAULT_DIMENSIONS`]) sets their length.
+//!
+//! Sits below both of its users: `config` builds one for every `kind = "simulated"` entry
+//! (the embedded default), and `cli::demo` replays the tutorial on them. Its generator
+//! (`pyrandom`) is CPython's; the library knows nothing of either.
 
 use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::pyrandom::{py_round, PyRandom};
-use super::{ChunkStream, Provider};
-use crate::chat::{ChatChunk, ChatRequest, FinishReason, ProviderReply, Usage};
-use crate::cost::{usd_per_mtok_to_micros, Money, Price, PriceError};
-use crate::embedding::{EmbeddingInput, EmbeddingReply, EmbeddingRequest};
-use crate::error::{ErrorKind, ProviderError};
+use switchyard::chat::{ChatChunk, ChatRequest, FinishReason, ProviderReply, Usage};
+use switchyard::cost::{usd_per_mtok_to_micros, Money, Price, PriceError};
+use switchyard::embedding::{EmbeddingInput, EmbeddingReply, EmbeddingRequest};
+use switchyard::error::{ErrorKind, ProviderError};
+use switchyard::provider::{ChunkStream, Provider};
+
+pub mod pyrandom;
+
+use pyrandom::{py_round, PyRandom};
 
 /// The length of a simulated embedding when the request sets no `dimensions`.
 pub const DEFAULT_DIMENSIONS: u32 = 8;
