@@ -16,6 +16,11 @@ use crate::trail::Attempt;
 /// The most inputs one request may carry (OpenAI's own limit per embeddings request).
 pub const MAX_INPUTS: usize = 2048;
 
+/// The most `dimensions` a request may ask for: above every current model's (3,072 for
+/// OpenAI's and Gemini's largest), so that a request cannot make a provider that builds
+/// vectors itself (simulated, scripted) allocate without bound.
+pub const MAX_DIMENSIONS: u32 = 8192;
+
 /// One thing to embed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]

@@ -204,6 +204,9 @@ mod tests {
         );
         assert_ne!(resp.vectors[0], resp.vectors[1]);
         assert_eq!(resp.vectors[0].len(), 8);
+        let wide = switchyard::EmbeddingRequest::texts(&["a"]).dimensions(4096);
+        let err = gw.embed("embeddings", &wide).await.unwrap_err();
+        assert!(err.to_string().contains("at most 3072 dimensions"), "{err}");
     }
 
     #[test]

@@ -32,6 +32,9 @@ use pyrandom::{py_round, PyRandom};
 
 /// The length of a simulated embedding when the request sets no `dimensions`.
 pub const DEFAULT_DIMENSIONS: u32 = 8;
+/// The most dimensions a simulated embedding has (the largest real models' 3,072); more is
+/// a bad request, as a real model answers.
+pub const MAX_SIMULATED_DIMENSIONS: u32 = 3072;
 
 /// The tutorial's `LLMRequest.max_tokens` default.
 pub const DEFAULT_MAX_TOKENS: u32 = 200;
@@ -179,6 +182,15 @@ impl Provider for SimulatedProvider {
             tokio::time::sleep(wait).await;
         }
         let dims = req.dimensions.unwrap_or(DEFAULT_DIMENSIONS);
+        if dims > MAX_SIMULATED_DIMENSIONS {
+            return Err(ProviderError::new(
+                ErrorKind::BadRequest,
+                format!(
+                    "{} embeds at most {MAX_SIMULATED_DIMENSIONS} dimensions",
+                    self.cfg.name
+                ),
+            ));
+        }
         Ok(EmbeddingReply {
             vectors: (req.inputs.iter())
                 .map(|i| simulated_vector(i, dims))

@@ -21,7 +21,7 @@ use crate::breaker::{BreakerConfig, CircuitState};
 use crate::chat::{ChatRequest, ChatResponse};
 use crate::clock::{Clock, UnixMillis};
 use crate::cost::{Money, Price, PriceTable};
-use crate::embedding::{EmbeddingRequest, EmbeddingResponse, MAX_INPUTS};
+use crate::embedding::{EmbeddingRequest, EmbeddingResponse, MAX_DIMENSIONS, MAX_INPUTS};
 use crate::error::{ErrorKind, GatewayError};
 use crate::observe::{Ledger, Observer};
 use crate::provider::Provider;
@@ -522,7 +522,7 @@ impl Gateway {
     ///
     /// # Errors
     /// As [`Gateway::chat`]; [`GatewayError::InvalidRequest`] for a route that serves chat,
-    /// no inputs, more than [`MAX_INPUTS`], or zero dimensions.
+    /// no inputs, more than [`MAX_INPUTS`], or dimensions of 0 or above [`MAX_DIMENSIONS`].
     pub async fn embed(
         &self,
         route: &str,
@@ -749,8 +749,8 @@ fn unusable(req: &EmbeddingRequest) -> Option<GatewayError> {
             "input has {} items; at most {MAX_INPUTS} are allowed",
             req.inputs.len()
         )
-    } else if req.dimensions == Some(0) {
-        "dimensions must be at least 1".to_owned()
+    } else if req.dimensions.is_some_and(|d| d == 0 || d > MAX_DIMENSIONS) {
+        format!("dimensions must be between 1 and {MAX_DIMENSIONS}")
     } else {
         return None;
     };

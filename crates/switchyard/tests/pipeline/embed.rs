@@ -240,6 +240,10 @@ async fn inputs_are_bounded() {
         (EmbeddingRequest::default(), "input must not be empty"),
         (EmbeddingRequest::texts(&many), "at most 2048"),
         (EmbeddingRequest::texts(&["x"]).dimensions(0), "dimensions"),
+        (
+            EmbeddingRequest::texts(&["x"]).dimensions(8193),
+            "dimensions",
+        ),
     ] {
         let err = gw.embed("main", &req).await.unwrap_err();
         assert!(err.to_string().contains(want), "{err}");

@@ -7,7 +7,7 @@
 use serde::ser::{SerializeSeq as _, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use switchyard::embedding::{EmbeddingInput, EmbeddingRequest, MAX_INPUTS};
+use switchyard::embedding::{EmbeddingInput, EmbeddingRequest, MAX_DIMENSIONS, MAX_INPUTS};
 
 use crate::http::bounds::{clip, elide, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
 use crate::http::error::ApiError;
@@ -97,8 +97,8 @@ impl WireRequest {
     ///
     /// # Errors
     /// 400 naming the field: an `input` of another shape, empty, or with more than
-    /// [`MAX_INPUTS`] items; an unknown `encoding_format`; `dimensions` not a positive
-    /// integer.
+    /// [`MAX_INPUTS`] items; an unknown `encoding_format`; `dimensions` not an integer from 1
+    /// to [`MAX_DIMENSIONS`].
     pub fn into_request(self) -> Result<(EmbeddingRequest, Encoding), ApiError> {
         let encoding = match self.encoding_format.as_deref() {
             None | Some("float") => Encoding::Float,
@@ -117,9 +117,14 @@ impl WireRequest {
             None | Some(Value::Null) => None,
             Some(v) => Some(
                 v.as_u64()
-                    .filter(|n| *n >= 1)
                     .and_then(|n| u32::try_from(n).ok())
-                    .ok_or_else(|| bad("dimensions", "`dimensions` must be a positive integer"))?,
+                    .filter(|n| (1..=MAX_DIMENSIONS).contains(n))
+                    .ok_or_else(|| {
+                        bad(
+                            "dimensions",
+                            format!("`dimensions` must be an integer from 1 to {MAX_DIMENSIONS}"),
+                        )
+                    })?,
             ),
         };
         let req = EmbeddingRequest {
@@ -314,6 +319,14 @@ mod tests {
             ),
             (
                 r#"{"model":"m","input":"x","dimensions":0}"#.to_owned(),
+                Some("dimensions"),
+            ),
+            (
+                r#"{"model":"m","input":"x","dimensions":8193}"#.to_owned(),
+                Some("dimensions"),
+            ),
+            (
+                r#"{"model":"m","input":"x","dimensions":4294967296}"#.to_owned(),
                 Some("dimensions"),
             ),
             (
