@@ -5,7 +5,7 @@ use axum::http::Uri;
 use axum::routing::{get, post};
 use axum::Router;
 
-use crate::http::dialects::{chat, embeddings};
+use crate::http::dialects::{chat, embeddings, messages};
 use crate::http::error::ApiError;
 use crate::http::request_id::request_id;
 use crate::http::state::AppState;
@@ -34,6 +34,11 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat::completions))
         .route("/v1/embeddings", post(embeddings::create))
+        .route("/v1/messages", post(messages::create))
+        .route(
+            "/v1/messages/count_tokens",
+            post(messages::count::count_tokens),
+        )
         .merge(rest)
         // after every route: a known path asked with another method gets OpenAI's JSON
         .method_not_allowed_fallback(edge::method_not_allowed)

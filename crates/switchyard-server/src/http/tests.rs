@@ -22,6 +22,7 @@ use crate::telemetry::metrics::Metrics;
 mod dashboard;
 mod embeddings;
 mod hostile;
+mod messages;
 mod recovery;
 
 struct Fixture {

@@ -22,6 +22,10 @@
 //!   guessable keys; `keys new` refuses names that would break the TOML;
 //! - `health.rs`: a health check in flight is abandoned at shutdown;
 //! - `diagnostics.rs`: the library's `tracing` warnings on stderr, filtered by `RUST_LOG`;
+//! - `anthropic_sdk.rs`: the official `anthropic` Python SDK against the Messages dialect,
+//!   failing over from Anthropic upstreams to an OpenAI one (`tests/python/test_anthropic_sdk.py`);
+//! - `claude_code.rs`: real Claude Code (`claude -p`, binary from `$SWITCHYARD_CLAUDE`) failing
+//!   over from Anthropic to OpenAI;
 //! - `python_sdk.rs`: the official `openai` Python SDK against the proxy
 //!   (`tests/python/test_openai_sdk.py`, interpreter from `$SWITCHYARD_PYTHON`).
 //!
@@ -41,6 +45,8 @@ mod common;
 mod support;
 mod upstream;
 
+mod anthropic_sdk;
+mod claude_code;
 mod diagnostics;
 mod durability;
 mod edge;

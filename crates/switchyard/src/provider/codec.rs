@@ -99,6 +99,12 @@ pub trait Codec: std::fmt::Debug + Send + Sync + 'static {
     /// A non-2xx answer as an error (the only place status codes are read).
     fn classify(failure: &HttpFailure, now: SystemTime) -> ProviderError;
 
+    /// Where this vendor counts a Messages request's input tokens, given its call
+    /// endpoint; `None` (the default) when it cannot.
+    fn count_tokens_url(&self, _call: &Endpoint) -> Option<String> {
+        None
+    }
+
     /// Put `key` into `headers` the way this vendor takes it (marked sensitive).
     ///
     /// # Errors
@@ -339,6 +345,53 @@ impl<C: Codec> Provider for HttpProvider<C> {
         self.codec
             .parse_embeddings(&bytes)
             .map_err(|e| self.redact(e))
+    }
+
+    /// `POST {count_tokens_url}` with the client's body (this provider's model in it) and
+    /// its betas; the answer's `input_tokens`. Errors classified and scrubbed as any call's.
+    async fn count_tokens(
+        &self,
+        body: &serde_json::Value,
+        betas: Option<&str>,
+    ) -> Result<u64, ProviderError> {
+        let unsupported = || {
+            ProviderError::new(
+                ErrorKind::BadRequest,
+                format!("{} providers do not count tokens", C::KIND),
+            )
+        };
+        let url = self
+            .codec
+            .count_tokens_url(&self.endpoints.call)
+            .ok_or_else(unsupported)?;
+        let url = url::Url::parse(&url)
+            .ok()
+            .and_then(|u| Endpoint::new(u).ok())
+            .ok_or_else(unsupported)?;
+        let mut body = body.clone();
+        body["model"] = serde_json::Value::String(self.codec.model().to_owned());
+        let mut headers = self.json_headers.clone();
+        if let Some(betas) = betas {
+            http::insert_header(&mut headers, "anthropic-beta", betas).map_err(|e| {
+                ProviderError::new(ErrorKind::BadRequest, format!("anthropic-beta: {}", e.0))
+            })?;
+        }
+        let body = crate::provider::encode_body(&body)?;
+        let sent = self.http.post_json(&url, &headers, body).await;
+        let response = self.errors.checked(sent).await?;
+        let bytes = response.body().await.map_err(|e| self.redact(e))?;
+        let count: Option<u64> = serde_json::from_slice::<serde_json::Value>(&bytes)
+            .ok()
+            .and_then(|v| v.get("input_tokens").and_then(serde_json::Value::as_u64));
+        count.ok_or_else(|| {
+            self.redact(ProviderError::new(
+                ErrorKind::Malformed,
+                format!(
+                    "count_tokens answered without input_tokens: {}",
+                    snippet(&bytes)
+                ),
+            ))
+        })
     }
 
     /// The vendor's free listing request: proves the key and the endpoint.

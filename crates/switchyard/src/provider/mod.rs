@@ -75,6 +75,21 @@ pub trait Provider: Send + Sync {
     async fn check_health(&self) -> Result<(), ProviderError> {
         Ok(())
     }
+
+    /// The input tokens of an Anthropic Messages request, counted by the vendor
+    /// (`POST /v1/messages/count_tokens`): `body` is the client's count request (its
+    /// `model` is replaced by this provider's), `betas` its `anthropic-beta` header. The
+    /// default cannot count (a `BadRequest`): only Anthropic providers can.
+    async fn count_tokens(
+        &self,
+        _body: &serde_json::Value,
+        _betas: Option<&str>,
+    ) -> Result<u64, ProviderError> {
+        Err(ProviderError::new(
+            crate::ErrorKind::BadRequest,
+            format!("{} providers do not count tokens", self.kind()),
+        ))
+    }
 }
 
 /// The error of a provider asked for embeddings it does not serve.

@@ -17,6 +17,7 @@
 mod suite;
 
 mod anthropic;
+mod count_tokens;
 mod embeddings;
 mod gemini;
 mod openai;

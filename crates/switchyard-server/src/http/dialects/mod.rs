@@ -8,7 +8,7 @@
 //! metrics and the request-log line (which names the dialect); [`sse`] runs a committed
 //! stream's life (shutdown, a client that goes away, the log line before the last event).
 //!
-//! Today: OpenAI's Chat Completions ([`chat`]). How to add one: `docs/architecture.md`.
+//! Today: OpenAI's Chat Completions ([`chat`]), Anthropic's Messages ([`messages`]). How to add one: `docs/architecture.md`.
 //! OpenAI's Embeddings ([`embeddings`]) is not a chat dialect (it maps to the library's
 //! embedding shape, not the chat shape) but goes through the same [`flow`] steps.
 
@@ -16,6 +16,7 @@ pub mod chat;
 pub(crate) mod ctx;
 pub mod embeddings;
 pub(crate) mod flow;
+pub mod messages;
 pub(crate) mod sse;
 
 use std::future::Future;

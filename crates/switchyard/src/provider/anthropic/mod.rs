@@ -284,6 +284,14 @@ impl Codec for AnthropicCodec {
     fn authenticate(&self, key: &Secret, headers: &mut HeaderMap) -> Result<(), ConfigError> {
         http::insert_secret_header(headers, "x-api-key", "", key)
     }
+
+    /// `{base}/v1/messages/count_tokens`, beside the call endpoint.
+    fn count_tokens_url(&self, call: &Endpoint) -> Option<String> {
+        Some(format!(
+            "{}/count_tokens",
+            call.as_str().trim_end_matches('/')
+        ))
+    }
 }
 
 impl StreamEvents for EventParser {

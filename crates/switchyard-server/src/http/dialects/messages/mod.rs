@@ -1,0 +1,308 @@
+//! `POST /v1/messages`: Anthropic's Messages API as an inbound dialect (what the official
+//! `anthropic` SDKs and Claude Code speak). The request decodes into the shared shape
+//! ([`wire`]), so any vendor can answer it; a reply is a `message` object with a
+//! `switchyard` object saying who answered; a stream is Anthropic's event sequence
+//! ([`stream`]); errors are Anthropic's `{"type": "error", "error": {...}}` with its
+//! statuses ([`error_body`], mapping in `docs/dialects.md`). `POST /v1/messages/count_tokens`
+//! is [`count`]. Everything around the codec (keys, limits, headers, the log line) is the
+//! shared flow's: `crate::http::dialects::flow`.
+
+pub(crate) mod count;
+mod stream;
+mod wire;
+
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde_json::{json, Value};
+use switchyard::chat::FinishReason;
+use switchyard::{ChatResponse, Usage};
+
+use super::flow::{self, Ctx, Trail};
+use super::{Decoded, Dialect};
+use crate::http::bounds::{elide, MESSAGE_BYTES};
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
+
+/// Anthropic's Messages API.
+pub(crate) struct Messages;
+
+impl Dialect for Messages {
+    const API: &'static str = "messages";
+    type Extra = ();
+    type Encoder = stream::EventEncoder;
+
+    fn decode(body: &Bytes, ctx: &mut Ctx) -> Result<Decoded<()>, ApiError> {
+        let mut wire = wire::parse(body)?;
+        ctx.route = std::mem::take(&mut wire.model);
+        ctx.stream = wire.stream;
+        let mut ignored = wire::Ignored::default();
+        let request = wire.into_chat(&mut ignored)?;
+        ctx.ignored.extend(ignored.into_names());
+        Ok(Decoded { request, extra: () })
+    }
+
+    fn reply(ctx: &Ctx, _extra: &(), resp: &ChatResponse) -> Vec<u8> {
+        let body = MessageBody::new(ctx, resp);
+        let mut bytes = Vec::with_capacity(resp.text.len() + 1024);
+        if serde_json::to_writer(&mut bytes, &body).is_err() {
+            bytes.clear();
+        }
+        bytes
+    }
+
+    fn encoder(ctx: &Ctx, _extra: &(), model: &str) -> stream::EventEncoder {
+        stream::EventEncoder::new(ctx, model)
+    }
+
+    fn error(err: ApiError) -> Response {
+        error_response(&err)
+    }
+}
+
+/// The handler: the shared flow, plus `anthropic-beta` named in `x-switchyard-ignored` (the
+/// betas tune how Anthropic serves a request; the shared shape does not carry them).
+pub async fn create(state: State<AppState>, request: Request) -> Response {
+    let betas = request.headers().contains_key("anthropic-beta");
+    let mut resp = flow::serve::<Messages>(state, request).await;
+    if betas && resp.status() == StatusCode::OK {
+        let headers = resp.headers_mut();
+        let value = match headers
+            .get("x-switchyard-ignored")
+            .and_then(|v| v.to_str().ok())
+        {
+            Some(before) => format!("{before}, anthropic-beta"),
+            None => "anthropic-beta".to_owned(),
+        };
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            headers.insert("x-switchyard-ignored", v);
+        }
+    }
+    resp
+}
+
+/// `msg_<request id>`.
+pub(crate) fn message_id(ctx: &Ctx) -> String {
+    format!("msg_{}", ctx.id.trim_start_matches("req_"))
+}
+
+/// The shared finish reason in Anthropic's words. A stop with tool calls is `tool_use`.
+fn stop_reason(resp: &ChatResponse) -> &'static str {
+    match &resp.finish_reason {
+        Some(FinishReason::Length) => "max_tokens",
+        Some(FinishReason::ToolCalls) => "tool_use",
+        Some(FinishReason::ContentFilter) => "refusal",
+        _ if !resp.tool_calls.is_empty() => "tool_use",
+        Some(FinishReason::Other(r)) => match r.as_str() {
+            "stop_sequence" => "stop_sequence",
+            "pause_turn" => "pause_turn",
+            "refusal" => "refusal",
+            "model_context_window_exceeded" => "model_context_window_exceeded",
+            _ => "end_turn",
+        },
+        _ => "end_turn",
+    }
+}
+
+/// Anthropic's usage: `input_tokens` excludes cache reads and writes (the shared shape's
+/// includes them). Zeros when the vendor reported none (the SDK requires the counts).
+#[derive(Debug, Serialize)]
+pub(crate) struct WireUsage {
+    input_tokens: u64,
+    output_tokens: u64,
+    cache_creation_input_tokens: u64,
+    cache_read_input_tokens: u64,
+}
+
+impl WireUsage {
+    pub(crate) fn of(usage: Option<&Usage>) -> Self {
+        let u = usage.copied().unwrap_or_default();
+        Self {
+            input_tokens: u.uncached_input_tokens(),
+            output_tokens: u.output_tokens,
+            cache_creation_input_tokens: u.cache_write_tokens,
+            cache_read_input_tokens: u.cached_input_tokens,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct MessageBody<'a> {
+    id: String,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    role: &'static str,
+    content: Vec<Value>,
+    model: &'a str,
+    stop_reason: &'static str,
+    stop_sequence: Option<&'a str>,
+    usage: WireUsage,
+    switchyard: Trail<'a>,
+}
+
+impl<'a> MessageBody<'a> {
+    fn new(ctx: &Ctx, resp: &'a ChatResponse) -> Self {
+        let mut content = Vec::with_capacity(1 + resp.tool_calls.len());
+        if !resp.text.is_empty() || resp.tool_calls.is_empty() {
+            content.push(json!({"type": "text", "text": resp.text}));
+        }
+        for call in &resp.tool_calls {
+            content.push(json!({"type": "tool_use", "id": call.id, "name": call.name,
+                                "input": tool_input(&call.arguments)}));
+        }
+        Self {
+            id: message_id(ctx),
+            kind: "message",
+            role: "assistant",
+            content,
+            model: &resp.model,
+            stop_reason: stop_reason(resp),
+            stop_sequence: None,
+            usage: WireUsage::of(resp.usage.as_ref()),
+            switchyard: Trail::of(resp),
+        }
+    }
+}
+
+/// A tool call's arguments as the `input` object: `{}` when empty, the text itself when
+/// the model produced something that is not JSON (never dropped).
+fn tool_input(arguments: &str) -> Value {
+    if arguments.trim().is_empty() {
+        return json!({});
+    }
+    serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_owned()))
+}
+
+/// The status and `error.type` Anthropic would answer for an error of this status. The
+/// gateway's own statuses that Anthropic does not use: 502 (every provider failed) and 503
+/// (shutting down) are `overloaded_error` 529, which Anthropic's clients retry; a 499 or any
+/// other is `api_error` 500.
+#[must_use]
+pub(crate) fn anthropic_status(status: StatusCode) -> (StatusCode, &'static str) {
+    let (code, kind) = match status.as_u16() {
+        400 | 422 => (400, "invalid_request_error"),
+        401 => (401, "authentication_error"),
+        402 => (402, "billing_error"),
+        403 => (403, "permission_error"),
+        404 | 405 => (404, "not_found_error"),
+        408 | 504 => (status.as_u16(), "timeout_error"),
+        413 => (413, "request_too_large"),
+        429 => (429, "rate_limit_error"),
+        502 | 503 | 529 => (529, "overloaded_error"),
+        _ => (500, "api_error"),
+    };
+    (
+        StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        kind,
+    )
+}
+
+/// `{"type": "error", "error": {"type", "message", ...}}`. The message names
+/// the field at fault; the gateway's `code` and attempt trail ride along as extra fields.
+pub(crate) fn error_body(err: &ApiError) -> Value {
+    let (_, kind) = anthropic_status(err.status);
+    let message = match &err.param {
+        Some(p) if !err.message.contains(p.as_str()) => format!("{p}: {}", err.message),
+        _ => err.message.clone(),
+    };
+    let mut error = json!({"type": kind, "message": elide(&message, MESSAGE_BYTES)});
+    let openai = err.body();
+    if let Some(code) = err.code {
+        error["code"] = json!(code);
+    }
+    if let Some(attempts) = openai["error"].get("attempts") {
+        error["attempts"] = attempts.clone();
+    }
+    json!({"type": "error", "error": error})
+}
+
+/// An error as Anthropic answers one (status, body, `retry-after`).
+pub(crate) fn error_response(err: &ApiError) -> Response {
+    let (status, _) = anthropic_status(err.status);
+    let mut resp = (status, axum::Json(error_body(err))).into_response();
+    if let Some(secs) = err.retry_after {
+        if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+            resp.headers_mut().insert("retry-after", v);
+        }
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table in `docs/dialects.md`, row by row.
+    #[test]
+    fn every_gateway_status_has_its_anthropic_status_and_type() {
+        let table = [
+            (400, 400, "invalid_request_error"),
+            (401, 401, "authentication_error"),
+            (402, 402, "billing_error"),
+            (403, 403, "permission_error"),
+            (404, 404, "not_found_error"),
+            (408, 408, "timeout_error"),
+            (413, 413, "request_too_large"),
+            (429, 429, "rate_limit_error"),
+            (499, 500, "api_error"),
+            (500, 500, "api_error"),
+            (502, 529, "overloaded_error"),
+            (503, 529, "overloaded_error"),
+            (504, 504, "timeout_error"),
+        ];
+        for (ours, theirs, kind) in table {
+            let (status, got) = anthropic_status(StatusCode::from_u16(ours).unwrap());
+            assert_eq!((status.as_u16(), got), (theirs, kind), "{ours}");
+        }
+    }
+
+    #[test]
+    fn the_error_body_names_the_field_and_keeps_the_code() {
+        let err = ApiError::bad_request(Some("messages.0.role".into()), "not a role");
+        let body = error_body(&err);
+        assert_eq!(body["type"], "error");
+        assert_eq!(body["error"]["type"], "invalid_request_error");
+        assert_eq!(body["error"]["message"], "messages.0.role: not a role");
+        let err = ApiError::too_large(10);
+        let resp = error_response(&err);
+        assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let limited = ApiError::rate_limited("slow", std::time::Duration::from_millis(1500));
+        assert_eq!(error_response(&limited).headers()["retry-after"], "2");
+    }
+
+    #[test]
+    fn stop_reasons_in_anthropics_words() {
+        let mut resp = ChatResponse {
+            text: String::new(),
+            tool_calls: Vec::new(),
+            finish_reason: Some(FinishReason::Stop),
+            provider: "p".into(),
+            model: "m".into(),
+            failed_over: false,
+            usage: None,
+            cost: None,
+            attempts: Vec::new(),
+            latency: std::time::Duration::ZERO,
+            provider_latency: None,
+            max_tokens_applied: None,
+        };
+        assert_eq!(stop_reason(&resp), "end_turn");
+        resp.finish_reason = Some(FinishReason::Length);
+        assert_eq!(stop_reason(&resp), "max_tokens");
+        resp.finish_reason = Some(FinishReason::ContentFilter);
+        assert_eq!(stop_reason(&resp), "refusal");
+        resp.finish_reason = Some(FinishReason::Other("pause_turn".into()));
+        assert_eq!(stop_reason(&resp), "pause_turn");
+        resp.finish_reason = None;
+        resp.tool_calls.push(switchyard::chat::ToolCall {
+            id: "c".into(),
+            name: "f".into(),
+            arguments: "{}".into(),
+        });
+        assert_eq!(stop_reason(&resp), "tool_use", "a stop with tool calls");
+        assert_eq!(tool_input("not json"), json!("not json"));
+        assert_eq!(tool_input(" "), json!({}));
+    }
+}

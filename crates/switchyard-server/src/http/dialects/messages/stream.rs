@@ -1,0 +1,173 @@
+//! The Messages stream: `message_start` (the message with empty content), `ping`, then per
+//! content block `content_block_start`, `content_block_delta` (`text_delta`,
+//! `input_json_delta`) and `content_block_stop`, then `message_delta` (stop reason, usage,
+//! the `switchyard` trail) and `message_stop`. One block is open at a time: text and each
+//! tool call get blocks of their own, numbered in order. A stream that cannot finish ends
+//! with `event: error` and no `message_stop`.
+
+use axum::body::Bytes;
+use serde_json::{json, Value};
+use switchyard::{ChatChunk, ChatResponse};
+
+use super::{error_body, message_id, stop_reason, WireUsage};
+use crate::http::dialects::flow::{Ctx, Trail};
+use crate::http::dialects::{frame, StreamEncoder};
+use crate::http::error::ApiError;
+
+/// What kind of block is open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Open {
+    Text,
+    /// A tool call: its index among the answer's tool calls.
+    Tool(u32),
+}
+
+/// Writes one stream's events.
+pub(crate) struct EventEncoder {
+    id: String,
+    model: String,
+    /// The open block: its kind and its index.
+    open: Option<(Open, u32)>,
+    /// Blocks started so far (the next block's index).
+    blocks: u32,
+    /// Tool-call index → its block's index.
+    tools: Vec<(u32, u32)>,
+}
+
+impl EventEncoder {
+    pub(super) fn new(ctx: &Ctx, model: &str) -> Self {
+        Self {
+            id: message_id(ctx),
+            model: model.to_owned(),
+            open: None,
+            blocks: 0,
+            tools: Vec::new(),
+        }
+    }
+
+    /// Close the open block, if any.
+    fn close(&mut self, out: &mut Vec<u8>) {
+        if let Some((_, index)) = self.open.take() {
+            push(
+                out,
+                "content_block_stop",
+                &json!({"type": "content_block_stop", "index": index}),
+            );
+        }
+    }
+
+    /// Open a new block (closing the open one).
+    fn start_block(&mut self, out: &mut Vec<u8>, kind: Open, block: &Value) -> u32 {
+        self.close(out);
+        let index = self.blocks;
+        self.blocks += 1;
+        self.open = Some((kind, index));
+        push(
+            out,
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": index, "content_block": block}),
+        );
+        index
+    }
+
+    fn text(&mut self, out: &mut Vec<u8>, text: &str) {
+        let index = match self.open {
+            Some((Open::Text, index)) => index,
+            _ => self.start_block(out, Open::Text, &json!({"type": "text", "text": ""})),
+        };
+        push(
+            out,
+            "content_block_delta",
+            &json!({"type": "content_block_delta", "index": index,
+                    "delta": {"type": "text_delta", "text": text}}),
+        );
+    }
+
+    fn tool(&mut self, out: &mut Vec<u8>, d: &switchyard::chat::ToolCallDelta) {
+        let known = self
+            .tools
+            .iter()
+            .find(|(t, _)| *t == d.index)
+            .map(|(_, b)| *b);
+        let index = match known {
+            Some(index) => index,
+            None => {
+                let id =
+                    d.id.clone()
+                        .unwrap_or_else(|| format!("toolu_{}_{}", self.id, d.index));
+                let block = json!({"type": "tool_use", "id": id,
+                    "name": d.name.as_deref().unwrap_or_default(), "input": {}});
+                let index = self.start_block(out, Open::Tool(d.index), &block);
+                self.tools.push((d.index, index));
+                index
+            }
+        };
+        if !d.arguments.is_empty() {
+            push(
+                out,
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": d.arguments}}),
+            );
+        }
+    }
+}
+
+fn push(out: &mut Vec<u8>, event: &str, value: &Value) {
+    out.extend_from_slice(&frame(Some(event), value));
+}
+
+impl StreamEncoder for EventEncoder {
+    fn start(&mut self) -> Bytes {
+        let mut out = Vec::with_capacity(512);
+        push(
+            &mut out,
+            "message_start",
+            &json!({"type": "message_start", "message": {
+                "id": self.id, "type": "message", "role": "assistant", "content": [],
+                "model": self.model, "stop_reason": null, "stop_sequence": null,
+                "usage": {"input_tokens": 0, "output_tokens": 0}}}),
+        );
+        push(&mut out, "ping", &json!({"type": "ping"}));
+        Bytes::from(out)
+    }
+
+    fn chunk(&mut self, c: &ChatChunk) -> Bytes {
+        if let Some(m) = &c.model {
+            self.model.clone_from(m);
+        }
+        if !c.has_content() {
+            return Bytes::new();
+        }
+        let mut out = Vec::new();
+        if !c.text.is_empty() {
+            self.text(&mut out, &c.text);
+        }
+        for d in &c.tool_calls {
+            self.tool(&mut out, d);
+        }
+        Bytes::from(out)
+    }
+
+    /// Close the open block; `message_delta` with the stop reason, the whole usage (the
+    /// SDK takes input and cache counts from here too) and the trail; `message_stop`.
+    fn done(&mut self, resp: &ChatResponse) -> Bytes {
+        let mut out = Vec::with_capacity(1024);
+        self.close(&mut out);
+        let usage = WireUsage::of(resp.usage.as_ref());
+        push(
+            &mut out,
+            "message_delta",
+            &json!({"type": "message_delta",
+                "delta": {"stop_reason": stop_reason(resp), "stop_sequence": null},
+                "usage": usage,
+                "switchyard": Trail::of(resp)}),
+        );
+        push(&mut out, "message_stop", &json!({"type": "message_stop"}));
+        Bytes::from(out)
+    }
+
+    fn failed(&mut self, err: &ApiError) -> Bytes {
+        frame(Some("error"), &error_body(err))
+    }
+}
