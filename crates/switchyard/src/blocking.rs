@@ -4,6 +4,7 @@
 //! runtime. Do not call it from inside an async runtime (tokio refuses to block there).
 
 use crate::chat::{ChatRequest, ChatResponse};
+use crate::embedding::{EmbeddingRequest, EmbeddingResponse};
 use crate::error::GatewayError;
 use crate::gateway::{Gateway, ProviderHealth};
 
@@ -40,6 +41,18 @@ impl BlockingGateway {
     /// As [`Gateway::complete`].
     pub fn complete(&self, prompt: &str) -> Result<ChatResponse, GatewayError> {
         self.runtime.block_on(self.gateway.complete(prompt))
+    }
+
+    /// [`Gateway::embed`], blocking.
+    ///
+    /// # Errors
+    /// As [`Gateway::embed`].
+    pub fn embed(
+        &self,
+        route: &str,
+        req: &EmbeddingRequest,
+    ) -> Result<EmbeddingResponse, GatewayError> {
+        self.runtime.block_on(self.gateway.embed(route, req))
     }
 
     /// [`Gateway::health`], blocking.

@@ -9,6 +9,7 @@
 //!   retry / breaker / failover policy) and `ProviderError`.
 //! - [`trail`] — the attempt trail: each try and skip of a request and what it came to.
 //! - [`chat`] — the shared shape: requests, replies, completions, chunks, usage.
+//! - [`embedding`] — the shape of embeddings: inputs, vectors, the gateway's answer.
 //! - [`error`] — the gateway's error (`GatewayError`); re-exports [`fault`].
 //!
 //! Policies, state, providers and the gateway above them:
@@ -53,6 +54,7 @@ pub mod breaker;
 pub mod chat;
 pub mod clock;
 pub mod cost;
+pub mod embedding;
 pub mod error;
 pub mod fault;
 pub mod gateway;
@@ -73,7 +75,8 @@ pub struct ReadmeDoctests;
 
 pub use chat::{ChatChunk, ChatRequest, ChatResponse, Message, ProviderReply, Role, Usage};
 pub use cost::{Money, Price, PriceTable};
+pub use embedding::{EmbeddingInput, EmbeddingRequest, EmbeddingResponse};
 pub use error::{ErrorKind, GatewayError, KindPolicy, ProviderError};
 pub use gateway::{Gateway, GatewayBuilder, ProviderHealth, ProviderSpec};
 pub use provider::Provider;
-pub use route::{Order, Route};
+pub use route::{Api, Order, Route};

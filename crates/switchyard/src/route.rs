@@ -1,7 +1,7 @@
 //! Routes: what a client asks for, and the order its providers are tried in.
 //!
-//! Owns [`Route`] (providers, order, deadline, retry, breaker, budget, per-kind policy
-//! overrides) and [`plan`], the pure function from a route's candidates to the order they
+//! Owns [`Route`] (the API it serves, providers, order, deadline, retry, breaker, budget,
+//! per-kind policy overrides) and [`plan`], the pure function from a route's candidates to the order they
 //! are tried. Admission (open circuits, unpriced providers under a budget) happens later,
 //! in the gateway, so that skips are recorded.
 
@@ -28,6 +28,29 @@ pub enum Order {
     Fastest,
 }
 
+/// The API a route serves: a chat request to an embeddings route (or the reverse) is
+/// refused before anything is dispatched.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Api {
+    /// Chat completions (plain and streamed; every inbound chat dialect).
+    #[default]
+    Chat,
+    /// Embeddings.
+    Embeddings,
+}
+
+impl Api {
+    /// The name used in config, logs and `/v1/models`.
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Chat => "chat",
+            Self::Embeddings => "embeddings",
+        }
+    }
+}
+
 /// How a half-open circuit's probe calls its provider.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -51,6 +74,8 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 pub struct Route {
     /// What clients send as `model`.
     pub name: String,
+    /// The API it serves (default chat).
+    pub api: Api,
     /// Provider names, in configured order.
     pub providers: Vec<String>,
     /// How to order them.
@@ -82,6 +107,7 @@ impl Route {
     pub fn new(name: &str, providers: &[&str]) -> Self {
         Self {
             name: name.to_owned(),
+            api: Api::Chat,
             providers: providers.iter().map(|p| (*p).to_owned()).collect(),
             order: Order::Ordered,
             deadline: Duration::from_secs(60),
@@ -93,6 +119,13 @@ impl Route {
             default_max_tokens: DEFAULT_MAX_TOKENS,
             policies: BTreeMap::new(),
         }
+    }
+
+    /// Builder: the API the route serves.
+    #[must_use]
+    pub fn api(mut self, api: Api) -> Self {
+        self.api = api;
+        self
     }
 
     /// Builder: how a half-open circuit is probed.

@@ -62,8 +62,9 @@ pub fn report(
             .map_or_else(|| "no budget".to_owned(), |b| format!("budget {b}"));
         let _ = writeln!(
             out,
-            "  {}  order={:?} deadline={:?} retries={} {budget}\n    -> {}",
+            "  {}  api={} order={:?} deadline={:?} retries={} {budget}\n    -> {}",
             r.name,
+            r.api.label(),
             r.order,
             r.deadline,
             r.retry.max_attempts,
@@ -150,7 +151,7 @@ mod tests {
         )
         .unwrap();
         let text = report(&path, None, &|_| None).unwrap();
-        assert!(text.contains("r  order=Ordered"), "{text}");
+        assert!(text.contains("r  api=chat order=Ordered"), "{text}");
         assert!(text.contains("SY_CHECK_TEST_KEY is not set"), "{text}");
         assert!(text.contains("has no known price"), "{text}");
         assert!(

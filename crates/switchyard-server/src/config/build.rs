@@ -90,7 +90,8 @@ pub fn build_gateway(
         builder = builder.provider(spec(prov, provider)?);
     }
     for r in &config.routes {
-        builder = builder.route(route(r)?);
+        let api = super::route_api(config, r).map_err(|e| format!("routes: {e}"))?;
+        builder = builder.route(route(r)?.api(api));
     }
     let gateway = builder.build().map_err(|e| e.to_string())?;
     warnings.extend(crate::access::keys::weak_token_warnings(&config.keys));

@@ -7,6 +7,7 @@
 //! `routes[1].providers[2]: no provider named "gtp"`. Secrets appear only as env-var names.
 //! Building providers and the gateway from a valid config is `build`'s job.
 
+mod apis;
 mod build;
 mod health;
 mod preflight;
@@ -17,6 +18,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::time::Duration;
 
+pub use apis::{route_api, serves};
 #[cfg(test)]
 pub use build::resolve_key;
 pub use build::{build_gateway, KeyLookup, Wiring};
@@ -102,6 +104,7 @@ pub fn validate(config: &Config) -> Vec<String> {
     validate_server(config, &mut p);
     let names = validate_providers(config, &mut p);
     let routes = validate_routes(config, &names, &mut p);
+    apis::validate(config, &mut p);
     validate_keys(config, &routes, &mut p);
     validate_state(config, &mut p);
     validate_responses(config, &mut p);

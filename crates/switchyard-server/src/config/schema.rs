@@ -91,6 +91,9 @@ pub struct ProviderToml {
     pub kind: String,
     /// The vendor's model id.
     pub model: Option<String>,
+    /// The APIs it serves: `["chat"]`, `["embeddings"]` or both (default: `["embeddings"]`
+    /// for a model the price table lists as an embeddings model, else `["chat"]`).
+    pub serves: Option<Vec<String>>,
     /// The environment variable holding the key (never the key itself).
     pub api_key_env: Option<String>,
     /// Endpoint; for `openai`, any OpenAI-compatible server.
@@ -185,6 +188,9 @@ pub struct RouteToml {
     pub name: String,
     /// Provider names, in order.
     pub providers: Vec<String>,
+    /// `chat` or `embeddings` (default: the API its providers serve; chat when they serve
+    /// both).
+    pub api: Option<String>,
     /// `ordered`, `cheapest` or `fastest`.
     pub order: Option<switchyard::Order>,
     /// End-to-end deadline (default `"60s"`).

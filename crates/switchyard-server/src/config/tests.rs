@@ -11,8 +11,8 @@ fn problems(text: &str) -> Vec<String> {
 fn the_example_file_parses() {
     let text = include_str!("../../../../switchyard.example.toml");
     let config = parse(text, "switchyard.example.toml").unwrap();
-    assert_eq!(config.routes.len(), 2);
-    assert_eq!(config.providers.len(), 5);
+    assert_eq!(config.routes.len(), 3);
+    assert_eq!(config.providers.len(), 7);
     assert_eq!(config.keys[0].routes, ["smart", "cheap"]);
     let checks = health_checks(&config);
     assert_eq!(checks.len(), 1);
@@ -212,14 +212,25 @@ fn the_example_file_builds_every_adapter_and_warns_of_missing_keys() {
         .collect();
     assert_eq!(
         kinds,
-        ["anthropic", "openai", "gemini", "openai", "simulated"]
+        [
+            "anthropic",
+            "openai",
+            "gemini",
+            "openai",
+            "simulated",
+            "openai",
+            "gemini"
+        ]
     );
+    let api = |name: &str| built.gateway.route(name).unwrap().api;
+    assert_eq!(api("smart"), switchyard::Api::Chat);
+    assert_eq!(api("embed"), switchyard::Api::Embeddings);
     let missing: Vec<_> = built
         .warnings
         .iter()
         .filter(|w| w.contains("is not set"))
         .collect();
-    assert_eq!(missing.len(), 2, "{:?}", built.warnings);
+    assert_eq!(missing.len(), 3, "{:?}", built.warnings);
     assert!(missing.iter().any(|w| w.contains("ANTHROPIC_API_KEY")));
     assert!(missing.iter().any(|w| w.contains("GEMINI_API_KEY")));
     assert!(built.warnings.iter().all(|w| !w.contains("sk-test")));

@@ -6,7 +6,7 @@ use axum::routing::{get, post};
 use axum::Router;
 
 use crate::http::dialects::responses::{self, Responses};
-use crate::http::dialects::{chat, flow, messages};
+use crate::http::dialects::{chat, embeddings, flow, messages};
 use crate::http::error::ApiError;
 use crate::http::request_id::request_id;
 use crate::http::state::AppState;
@@ -19,6 +19,7 @@ pub fn app(state: AppState) -> Router {
     // id its log line and dashboard entry carry) and stays off this layer's per-request cost.
     let rest = Router::new()
         .route("/v1/models", get(models::list))
+        .route("/v1/models/{id}", get(models::retrieve))
         .route("/healthz", get(admin::healthz))
         .route("/readyz", get(admin::readyz))
         .route("/admin/health", get(admin::health))
@@ -33,6 +34,7 @@ pub fn app(state: AppState) -> Router {
         .layer(axum::middleware::from_fn(request_id_on_response));
     Router::new()
         .route("/v1/chat/completions", post(chat::completions))
+        .route("/v1/embeddings", post(embeddings::create))
         .route("/v1/messages", post(messages::create))
         .route(
             "/v1/messages/count_tokens",

@@ -1,11 +1,15 @@
-//! `GET /v1/models`: the routes, as OpenAI model objects (what clients may send as
-//! `model`). With keys configured, a caller sees only the routes it may use.
+//! `GET /v1/models` and `GET /v1/models/{id}`: the routes, as OpenAI model objects (what
+//! clients may send as `model`), each saying which API it serves (`chat` or `embeddings`).
+//! With keys configured, a caller sees only the routes it may use; any other id is a 404 in
+//! OpenAI's shape.
 
-use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use serde_json::{json, Value};
+use switchyard::Route;
 
+use crate::http::bounds::{clip, ECHO_BYTES};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
 
@@ -23,15 +27,50 @@ pub async fn list(
         .routes()
         .into_iter()
         .filter(|r| caller.as_ref().is_none_or(|c| c.allows(&r.name)))
-        .map(|r| {
-            json!({
-                "id": r.name,
-                "object": "model",
-                "created": 0,
-                "owned_by": "switchyard",
-                "providers": r.providers,
-            })
-        })
+        .map(model)
         .collect();
     Ok(Json(json!({ "object": "list", "data": data })))
+}
+
+/// One route (the SDKs' `models.retrieve`).
+///
+/// # Errors
+/// 401 when keys are configured and the caller has none; 404 for an id that names no
+/// route the caller may use.
+pub async fn retrieve(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let caller = state.keys.authenticate(&headers)?;
+    state
+        .gateway
+        .route(&id)
+        .ok()
+        .filter(|r| caller.as_ref().is_none_or(|c| c.allows(&r.name)))
+        .map(|r| Json(model(r)))
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                "invalid_request_error",
+                format!(
+                    "The model `{}` does not exist or you do not have access to it.",
+                    clip(&id, ECHO_BYTES)
+                ),
+            )
+            .code("model_not_found")
+            .param("model")
+        })
+}
+
+/// A route as an OpenAI model object, with its providers and the API it serves.
+fn model(r: &Route) -> Value {
+    json!({
+        "id": r.name,
+        "object": "model",
+        "created": 0,
+        "owned_by": "switchyard",
+        "api": r.api.label(),
+        "providers": r.providers,
+    })
 }

@@ -20,6 +20,7 @@ use crate::telemetry::log::RequestLog;
 use crate::telemetry::metrics::Metrics;
 
 mod dashboard;
+mod embeddings;
 mod hostile;
 mod messages;
 mod recovery;

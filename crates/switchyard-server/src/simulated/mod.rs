@@ -7,6 +7,10 @@
 //! that latency without waiting (the demo); with `sleep_scale` set it really waits that long
 //! times the scale (the server's embedded default, so it feels like a gateway).
 //!
+//! Embeddings (not in the tutorial) draw the same way (a failure, else a latency) and
+//! answer with [`simulated_vector`]s: unit vectors hashed from the input, so equal inputs
+//! get equal vectors; `dimensions` (default [`DEFAULT_DIMENSIONS`]) sets their length.
+//!
 //! Sits below both of its users: `config` builds one for every `kind = "simulated"` entry
 //! (the embedded default), and `cli::demo` replays the tutorial on them. Its generator
 //! (`pyrandom`) is CPython's; the library knows nothing of either.
@@ -18,12 +22,19 @@ use async_trait::async_trait;
 
 use switchyard::chat::{ChatChunk, ChatRequest, FinishReason, ProviderReply, Usage};
 use switchyard::cost::{usd_per_mtok_to_micros, Money, Price, PriceError};
+use switchyard::embedding::{EmbeddingInput, EmbeddingReply, EmbeddingRequest};
 use switchyard::error::{ErrorKind, ProviderError};
 use switchyard::provider::{ChunkStream, Provider};
 
 pub mod pyrandom;
 
 use pyrandom::{py_round, PyRandom};
+
+/// The length of a simulated embedding when the request sets no `dimensions`.
+pub const DEFAULT_DIMENSIONS: u32 = 8;
+/// The most dimensions a simulated embedding has (the largest real models' 3,072); more is
+/// a bad request, as a real model answers.
+pub const MAX_SIMULATED_DIMENSIONS: u32 = 3072;
 
 /// The tutorial's `LLMRequest.max_tokens` default.
 pub const DEFAULT_MAX_TOKENS: u32 = 200;
@@ -163,6 +174,35 @@ impl Provider for SimulatedProvider {
         }
     }
 
+    async fn embed(&self, req: &EmbeddingRequest) -> Result<EmbeddingReply, ProviderError> {
+        let Draw::Answer { latency_ms, .. } = self.draw(0) else {
+            return Err(self.timed_out());
+        };
+        if let Some(wait) = self.scaled(latency_ms) {
+            tokio::time::sleep(wait).await;
+        }
+        let dims = req.dimensions.unwrap_or(DEFAULT_DIMENSIONS);
+        if dims > MAX_SIMULATED_DIMENSIONS {
+            return Err(ProviderError::new(
+                ErrorKind::BadRequest,
+                format!(
+                    "{} embeds at most {MAX_SIMULATED_DIMENSIONS} dimensions",
+                    self.cfg.name
+                ),
+            ));
+        }
+        Ok(EmbeddingReply {
+            vectors: (req.inputs.iter())
+                .map(|i| simulated_vector(i, dims))
+                .collect(),
+            model: Some(self.cfg.name.clone()),
+            usage: Some(Usage {
+                input_tokens: req.input_token_bound(),
+                ..Usage::default()
+            }),
+        })
+    }
+
     /// Always passes, without drawing from the generator (so checks never change the
     /// tutorial's sequence of outcomes).
     async fn check_health(&self) -> Result<(), ProviderError> {
@@ -204,6 +244,30 @@ impl Provider for SimulatedProvider {
 }
 
 use futures_util::StreamExt as _;
+
+/// A unit vector of `dims` values hashed (FNV-1a) from `input`: equal inputs, equal vectors.
+#[must_use]
+#[allow(clippy::cast_precision_loss)] // a hash folded into [-1, 1]
+pub fn simulated_vector(input: &EmbeddingInput, dims: u32) -> Vec<f32> {
+    let bytes: Vec<u8> = match input {
+        EmbeddingInput::Text(t) => t.as_bytes().to_vec(),
+        EmbeddingInput::Tokens(ids) => ids.iter().flat_map(|i| i.to_le_bytes()).collect(),
+    };
+    let raw: Vec<f32> = (0..dims)
+        .map(|k| {
+            let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ u64::from(k);
+            for b in &bytes {
+                h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+            }
+            (h % 2001) as f32 / 1000.0 - 1.0
+        })
+        .collect();
+    let norm = raw.iter().map(|v| v * v).sum::<f32>().sqrt();
+    if norm == 0.0 {
+        return raw;
+    }
+    raw.into_iter().map(|v| v / norm).collect()
+}
 
 /// Split text into words, each keeping its trailing space, so the pieces concatenate back.
 fn split_keeping_spaces(text: &str) -> Vec<String> {

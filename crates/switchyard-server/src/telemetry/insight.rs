@@ -343,6 +343,17 @@ impl Observer for Insight {
         ring.insert(at, record);
     }
 
+    fn on_embedded(
+        &self,
+        _route: &str,
+        result: Result<&switchyard::embedding::EmbeddingResponse, &GatewayError>,
+    ) {
+        match result {
+            Ok(resp) => self.count_failovers(&resp.attempts, Some(&resp.provider)),
+            Err(err) => self.count_failovers(err.attempts(), None),
+        }
+    }
+
     fn on_complete(&self, _route: &str, result: Result<&ChatResponse, &GatewayError>) {
         match result {
             Ok(resp) => self.count_failovers(&resp.attempts, Some(&resp.provider)),

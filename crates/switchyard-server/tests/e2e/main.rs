@@ -51,6 +51,7 @@ mod codex;
 mod diagnostics;
 mod durability;
 mod edge;
+mod embeddings;
 mod errors;
 mod failover;
 mod health;

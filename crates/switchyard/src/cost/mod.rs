@@ -144,6 +144,9 @@ pub struct PriceEntry {
     pub source: String,
     /// Caveats (tiers and the like).
     pub note: Option<String>,
+    /// The model is an embeddings model (`"api": "embeddings"` in the file): a provider
+    /// of it serves embeddings unless configured otherwise.
+    pub embeddings: bool,
 }
 
 /// Model prices by exact id.
@@ -171,7 +174,7 @@ pub enum PriceTableError {
     /// The same id twice.
     #[error("prices.json: model {0} listed twice")]
     Duplicate(String),
-    /// An output limit that is zero, absurd, or has no source.
+    /// An output limit that is zero, absurd, or has no source; an unknown `api`.
     #[error("prices.json: model {id}: {reason}")]
     Limit {
         /// The model.
@@ -197,6 +200,8 @@ struct PricesFile {
 struct PricesFileEntry {
     id: String,
     vendor: String,
+    /// `"embeddings"` for an embeddings model; absent for chat models.
+    api: Option<String>,
     input_per_mtok: f64,
     output_per_mtok: f64,
     cached_input_per_mtok: Option<f64>,
@@ -264,6 +269,12 @@ impl PriceTable {
                 id: m.id.clone(),
                 source,
             })?;
+            if let Some(api) = m.api.as_deref().filter(|a| *a != "embeddings") {
+                return Err(PriceTableError::Limit {
+                    id: m.id.clone(),
+                    reason: format!("api {api:?} is not \"embeddings\" (chat models omit it)"),
+                });
+            }
             let entry = PriceEntry {
                 max_output_tokens: m.output_limit()?,
                 id: m.id.clone(),
@@ -271,6 +282,7 @@ impl PriceTable {
                 price,
                 source: m.source,
                 note: m.note,
+                embeddings: m.api.as_deref() == Some("embeddings"),
             };
             if entries.insert(m.id.clone(), entry).is_some() {
                 return Err(PriceTableError::Duplicate(m.id));
@@ -396,6 +408,26 @@ mod tests {
     }
 
     #[test]
+    fn embeddings_models_are_marked_and_priced_for_input_only() {
+        let table = PriceTable::from_json(include_str!("../prices.json")).unwrap();
+        for (id, micros) in [
+            ("text-embedding-3-small", 20_000),
+            ("text-embedding-3-large", 130_000),
+            ("text-embedding-ada-002", 100_000),
+            ("gemini-embedding-001", 150_000),
+        ] {
+            let e = table.lookup(id).unwrap();
+            assert!(e.embeddings, "{id}");
+            assert_eq!(e.price.input_micros_per_mtok, micros, "{id}");
+            assert_eq!(e.price.output_micros_per_mtok, 0, "{id}");
+        }
+        assert!(!table.lookup("gpt-4o-mini").unwrap().embeddings);
+        let bad = r#"{"as_of":"x","currency":"USD","unit":"u","models":[{"id":"m","vendor":"v","api":"embedding","input_per_mtok":1.0,"output_per_mtok":0.0,"source":"s"}]}"#;
+        let err = PriceTable::from_json(bad).unwrap_err().to_string();
+        assert!(err.contains(r#"api "embedding""#), "{err}");
+    }
+
+    #[test]
     fn budget_refuses_once_spend_plus_reservations_would_pass_it() {
         let mut b = BudgetState::new(Money::from_usd(1.0));
         assert!(b.try_reserve(Money::from_usd(0.6)));
@@ -420,7 +452,8 @@ mod tests {
     #[test]
     fn every_shipped_model_has_a_sourced_output_limit() {
         let table = PriceTable::from_json(include_str!("../prices.json")).unwrap();
-        for e in table.entries() {
+        // embeddings models produce no output tokens: nothing to limit
+        for e in table.entries().into_iter().filter(|e| !e.embeddings) {
             let limit = e
                 .max_output_tokens
                 .unwrap_or_else(|| panic!("{}: no limit", e.id));

@@ -21,10 +21,11 @@ use crate::breaker::{BreakerConfig, CircuitState};
 use crate::chat::{ChatRequest, ChatResponse};
 use crate::clock::{Clock, UnixMillis};
 use crate::cost::{Money, Price, PriceTable};
+use crate::embedding::{EmbeddingRequest, EmbeddingResponse, MAX_DIMENSIONS, MAX_INPUTS};
 use crate::error::{ErrorKind, GatewayError};
 use crate::observe::{Ledger, Observer};
 use crate::provider::Provider;
-use crate::route::Route;
+use crate::route::{Api, Route};
 use crate::state::{MemoryState, SharedState};
 
 pub use stream::{CancelSlot, ChatStream, StreamEvent};
@@ -479,7 +480,9 @@ impl Gateway {
         opts: &CallOptions,
     ) -> Result<ChatResponse, GatewayError> {
         let route = self.route_arc(route)?;
-        let result = if req.messages.is_empty() {
+        let result = if let Some(wrong) = wrong_api(route, Api::Chat) {
+            Err(wrong)
+        } else if req.messages.is_empty() {
             Err(GatewayError::InvalidRequest(
                 "messages must not be empty".to_owned(),
             ))
@@ -488,6 +491,63 @@ impl Gateway {
         };
         for o in &self.inner.observers {
             o.on_complete(&route.name, result.as_ref());
+        }
+        result
+    }
+
+    /// Embed `req` through route `route` (an embeddings route), with failover, retries,
+    /// breakers, the deadline and budgets exactly as for chat.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use switchyard::provider::scripted::{ScriptedProvider, Step};
+    /// use switchyard::{Api, EmbeddingRequest, ErrorKind, Gateway, ProviderSpec, Route};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let down = Arc::new(ScriptedProvider::new("a").then(Step::fail(ErrorKind::Server)));
+    /// let up = Arc::new(ScriptedProvider::new("b"));
+    /// let gateway = Gateway::builder()
+    ///     .provider(ProviderSpec::new("openai", down).max_attempts(1))
+    ///     .provider(ProviderSpec::new("gemini", up))
+    ///     .route(Route::new("embed", &["openai", "gemini"]).api(Api::Embeddings))
+    ///     .build()?;
+    /// let req = EmbeddingRequest::texts(&["hello", "world"]);
+    /// let resp = gateway.embed("embed", &req).await?;
+    /// assert_eq!(resp.vectors.len(), 2);
+    /// assert_eq!(resp.provider, "gemini");
+    /// assert!(resp.failed_over);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Gateway::chat`]; [`GatewayError::InvalidRequest`] for a route that serves chat,
+    /// no inputs, more than [`MAX_INPUTS`], or dimensions of 0 or above [`MAX_DIMENSIONS`].
+    pub async fn embed(
+        &self,
+        route: &str,
+        req: &EmbeddingRequest,
+    ) -> Result<EmbeddingResponse, GatewayError> {
+        self.embed_with(route, req, &CallOptions::default()).await
+    }
+
+    /// [`Gateway::embed`] with per-call options (the caller's budgets).
+    ///
+    /// # Errors
+    /// As [`Gateway::embed`].
+    pub async fn embed_with(
+        &self,
+        route: &str,
+        req: &EmbeddingRequest,
+        opts: &CallOptions,
+    ) -> Result<EmbeddingResponse, GatewayError> {
+        let route = self.route_arc(route)?;
+        let result = match wrong_api(route, Api::Embeddings).or_else(|| unusable(req)) {
+            Some(err) => Err(err),
+            None => run::Run::new(self, route, opts).embed(req).await,
+        };
+        for o in &self.inner.observers {
+            o.on_embedded(&route.name, result.as_ref());
         }
         result
     }
@@ -666,6 +726,35 @@ pub struct Budget {
 pub struct CallOptions {
     /// Budgets to reserve against in addition to the route's (all must have room).
     pub budgets: Vec<Budget>,
+}
+
+/// The error for a request of `api` to a route that serves another API.
+pub(crate) fn wrong_api(route: &Route, api: Api) -> Option<GatewayError> {
+    (route.api != api).then(|| {
+        GatewayError::InvalidRequest(format!(
+            "route {:?} serves {}, not {}",
+            route.name,
+            route.api.label(),
+            api.label()
+        ))
+    })
+}
+
+/// Why an embeddings request cannot be sent, if it cannot.
+fn unusable(req: &EmbeddingRequest) -> Option<GatewayError> {
+    let problem = if req.inputs.is_empty() {
+        "input must not be empty".to_owned()
+    } else if req.inputs.len() > MAX_INPUTS {
+        format!(
+            "input has {} items; at most {MAX_INPUTS} are allowed",
+            req.inputs.len()
+        )
+    } else if req.dimensions.is_some_and(|d| d == 0 || d > MAX_DIMENSIONS) {
+        format!("dimensions must be between 1 and {MAX_DIMENSIONS}")
+    } else {
+        return None;
+    };
+    Some(GatewayError::InvalidRequest(problem))
 }
 
 /// The budget scope of a route.

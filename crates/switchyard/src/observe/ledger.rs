@@ -14,6 +14,7 @@ use serde::Serialize;
 use super::{Attempt, Observer, Outcome, Overrun};
 use crate::chat::ChatResponse;
 use crate::cost::Money;
+use crate::embedding::EmbeddingResponse;
 use crate::error::{ErrorKind, GatewayError};
 use crate::health::CheckReport;
 
@@ -91,6 +92,20 @@ impl Observer for Ledger {
             row.health_checks = row.health_checks.saturating_add(1);
             if let Some(cost) = report.cost {
                 row.health_spend += cost;
+            }
+        });
+    }
+
+    fn on_embedded(&self, _route: &str, result: Result<&EmbeddingResponse, &GatewayError>) {
+        let Ok(resp) = result else { return };
+        self.with_row(&resp.provider, |row| {
+            row.calls = row.calls.saturating_add(1);
+            if let Some(u) = resp.usage {
+                row.input_tokens = row.input_tokens.saturating_add(u.input_tokens);
+            }
+            match resp.cost {
+                Some(cost) => row.cost += cost,
+                None => row.unpriced_calls += 1,
             }
         });
     }

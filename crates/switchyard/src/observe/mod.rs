@@ -15,6 +15,7 @@ pub use ledger::{Ledger, LedgerRow};
 
 use crate::breaker::Transition;
 use crate::chat::ChatResponse;
+use crate::embedding::EmbeddingResponse;
 use crate::error::GatewayError;
 use crate::health::CheckReport;
 pub use crate::trail::{Attempt, Outcome};
@@ -66,6 +67,8 @@ pub trait Observer: Send + Sync {
     fn on_transition(&self, _provider: &str, _transition: &Transition) {}
     /// A request finished.
     fn on_complete(&self, _route: &str, _result: Result<&ChatResponse, &GatewayError>) {}
+    /// An embeddings request finished.
+    fn on_embedded(&self, _route: &str, _result: Result<&EmbeddingResponse, &GatewayError>) {}
     /// A call reported more tokens than it was allowed or than was reserved for it
     /// (reported before the request completes).
     fn on_overrun(&self, _route: &str, _overrun: &Overrun) {}

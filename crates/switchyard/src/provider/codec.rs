@@ -23,9 +23,10 @@ use super::http::{
 };
 use super::secret::Secret;
 use super::sse::{self, Parsed, SseEvent, SseStream};
-use super::{reply_as_chunk, ChunkStream, Provider};
+use super::{embeddings_unsupported, reply_as_chunk, ChunkStream, Provider};
 use crate::chat::{ChatRequest, ProviderReply};
 use crate::clock::Clock;
+use crate::embedding::{EmbeddingReply, EmbeddingRequest};
 use crate::error::{ErrorKind, ProviderError};
 
 /// One vendor's API: what goes on the wire and how its answers read. No I/O.
@@ -76,6 +77,23 @@ pub trait Codec: std::fmt::Debug + Send + Sync + 'static {
     /// JSON is the vendor's non-SSE stream format; `None` to read it as one reply.
     fn json_as_events(&self, _body: &Bytes) -> Option<Bytes> {
         None
+    }
+
+    /// The body of an embeddings call for `req`. The default: this vendor serves none.
+    ///
+    /// # Errors
+    /// `BadRequest` when the request cannot be expressed in this vendor's API;
+    /// `ModelNotFound` when the vendor serves no embeddings.
+    fn encode_embeddings(&self, _req: &EmbeddingRequest) -> Result<Vec<u8>, ProviderError> {
+        Err(embeddings_unsupported(Self::KIND))
+    }
+
+    /// A 2xx body of an embeddings call as vectors (an error object inside it classified).
+    ///
+    /// # Errors
+    /// `Malformed` for a body that is not the vendor's embeddings reply.
+    fn parse_embeddings(&self, _body: &[u8]) -> Result<EmbeddingReply, ProviderError> {
+        Err(embeddings_unsupported(Self::KIND))
     }
 
     /// A non-2xx answer as an error (the only place status codes are read).
@@ -143,6 +161,8 @@ pub struct HttpProvider<C> {
     /// The same with `Accept: text/event-stream`.
     sse_headers: HeaderMap,
     usage_grace: Duration,
+    /// Where embeddings calls go; `None`: this provider serves none.
+    embeddings: Option<Endpoint>,
 }
 
 impl<C: Codec> HttpProvider<C> {
@@ -183,7 +203,22 @@ impl<C: Codec> HttpProvider<C> {
             json_headers,
             sse_headers,
             usage_grace: connection.usage_grace,
+            embeddings: None,
         })
+    }
+
+    /// Builder: serve embeddings at `endpoint` (through the codec's
+    /// [`Codec::encode_embeddings`] and [`Codec::parse_embeddings`]).
+    #[must_use]
+    pub fn with_embeddings(mut self, endpoint: Endpoint) -> Self {
+        self.embeddings = Some(endpoint);
+        self
+    }
+
+    /// Where embeddings calls go, if this provider serves them.
+    #[must_use]
+    pub fn embeddings_endpoint(&self) -> Option<&Endpoint> {
+        self.embeddings.as_ref()
     }
 
     /// The vendor codec.
@@ -297,6 +332,19 @@ impl<C: Codec> Provider for HttpProvider<C> {
         }
         let limit = response.max_body_bytes();
         Ok(self.chunks(SseStream::new(response.into_byte_stream(), limit), call))
+    }
+
+    async fn embed(&self, req: &EmbeddingRequest) -> Result<EmbeddingReply, ProviderError> {
+        let Some(url) = &self.embeddings else {
+            return Err(embeddings_unsupported(C::KIND));
+        };
+        let body = self.codec.encode_embeddings(req)?;
+        let sent = self.http.post_json(url, &self.json_headers, body).await;
+        let response = self.errors.checked(sent).await?;
+        let bytes = response.body().await.map_err(|e| self.redact(e))?;
+        self.codec
+            .parse_embeddings(&bytes)
+            .map_err(|e| self.redact(e))
     }
 
     /// `POST {count_tokens_url}` with the client's body (this provider's model in it) and

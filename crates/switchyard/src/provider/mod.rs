@@ -24,7 +24,8 @@ use async_trait::async_trait;
 use futures_util::Stream;
 
 use crate::chat::{ChatChunk, ChatRequest, ProviderReply};
-use crate::error::ProviderError;
+use crate::embedding::{EmbeddingReply, EmbeddingRequest};
+use crate::error::{ErrorKind, ProviderError};
 
 /// A stream of chunks from one upstream call. It ends after the chunk carrying the
 /// vendor's finish signal; an `Err` item ends it early.
@@ -60,6 +61,15 @@ pub trait Provider: Send + Sync {
         ))])))
     }
 
+    /// One embeddings call: a vector per input, in input order. Errors come back
+    /// classified.
+    ///
+    /// The default serves none: a `ModelNotFound` error (a provider misconfigured into an
+    /// embeddings route, which the route fails over and an operator must fix).
+    async fn embed(&self, _req: &EmbeddingRequest) -> Result<EmbeddingReply, ProviderError> {
+        Err(embeddings_unsupported(self.kind()))
+    }
+
     /// An active health check against a free endpoint (never a billable completion).
     /// The default has nothing to check.
     async fn check_health(&self) -> Result<(), ProviderError> {
@@ -82,6 +92,15 @@ pub trait Provider: Send + Sync {
     }
 }
 
+/// The error of a provider asked for embeddings it does not serve.
+#[must_use]
+pub fn embeddings_unsupported(kind: &str) -> ProviderError {
+    ProviderError::new(
+        ErrorKind::ModelNotFound,
+        format!("{kind} providers do not serve embeddings"),
+    )
+}
+
 /// A vendor request body as JSON, written into a buffer sized for a typical request (not
 /// grown from serde_json's default of 128 bytes).
 ///
@@ -90,10 +109,7 @@ pub trait Provider: Send + Sync {
 pub(crate) fn encode_body<T: serde::Serialize>(body: &T) -> Result<Vec<u8>, ProviderError> {
     let mut buf = Vec::with_capacity(1024);
     serde_json::to_writer(&mut buf, body).map_err(|e| {
-        ProviderError::new(
-            crate::ErrorKind::BadRequest,
-            format!("encoding the request: {e}"),
-        )
+        ProviderError::new(ErrorKind::BadRequest, format!("encoding the request: {e}"))
     })?;
     Ok(buf)
 }

@@ -5,6 +5,8 @@
 //! `otherwise` step. It records when each call started (tokio time, so paused tests can
 //! assert on conduct) and how many calls are still in flight. Its listing health check
 //! follows a script of its own (same [`Step`]s; a reply passes), counted apart from calls.
+//! Embeddings calls take steps from the same script: a reply (of any kind) answers with
+//! [`scripted_vector`]s and one input token per input byte.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,6 +19,7 @@ use tokio::time::Instant;
 
 use super::{ChunkStream, Provider};
 use crate::chat::{ChatChunk, ChatRequest, FinishReason, ProviderReply, Usage};
+use crate::embedding::{EmbeddingInput, EmbeddingReply, EmbeddingRequest};
 use crate::error::{ErrorKind, ProviderError};
 
 /// What one call does.
@@ -121,6 +124,7 @@ pub struct ScriptedProvider {
     calls: Mutex<Vec<Instant>>,
     in_flight: Arc<AtomicUsize>,
     requests: Mutex<Vec<ChatRequest>>,
+    embed_requests: Mutex<Vec<EmbeddingRequest>>,
     /// The health check's script, its step once that runs out, and when each check started.
     health: Mutex<VecDeque<Step>>,
     health_otherwise: Step,
@@ -138,6 +142,7 @@ impl ScriptedProvider {
             calls: Mutex::new(Vec::new()),
             in_flight: Arc::new(AtomicUsize::new(0)),
             requests: Mutex::new(Vec::new()),
+            embed_requests: Mutex::new(Vec::new()),
             health: Mutex::new(VecDeque::new()),
             health_otherwise: Step::text("ok"),
             health_checks: Mutex::new(Vec::new()),
@@ -228,12 +233,25 @@ impl ScriptedProvider {
         self.requests.lock().map(|r| r.clone()).unwrap_or_default()
     }
 
+    /// The embeddings requests received, in order.
+    #[must_use]
+    pub fn embed_requests(&self) -> Vec<EmbeddingRequest> {
+        self.embed_requests
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default()
+    }
+
     fn next_step(&self, req: &ChatRequest) -> (Step, InFlight) {
-        if let Ok(mut c) = self.calls.lock() {
-            c.push(Instant::now());
-        }
         if let Ok(mut r) = self.requests.lock() {
             r.push(req.clone());
+        }
+        self.take_step()
+    }
+
+    fn take_step(&self) -> (Step, InFlight) {
+        if let Ok(mut c) = self.calls.lock() {
+            c.push(Instant::now());
         }
         let step = self
             .script
@@ -322,6 +340,25 @@ impl Provider for ScriptedProvider {
         Ok(stream.boxed())
     }
 
+    async fn embed(&self, req: &EmbeddingRequest) -> Result<EmbeddingReply, ProviderError> {
+        if let Ok(mut r) = self.embed_requests.lock() {
+            r.push(req.clone());
+        }
+        let (step, _guard) = self.take_step();
+        let _reply = settle(step).await?;
+        let dims = req.dimensions.unwrap_or(3) as usize;
+        Ok(EmbeddingReply {
+            vectors: (req.inputs.iter())
+                .map(|i| scripted_vector(&self.model, i, dims))
+                .collect(),
+            model: None,
+            usage: Some(Usage {
+                input_tokens: req.input_token_bound(),
+                ..Usage::default()
+            }),
+        })
+    }
+
     async fn check_health(&self) -> Result<(), ProviderError> {
         if let Ok(mut c) = self.health_checks.lock() {
             c.push(Instant::now());
@@ -334,6 +371,20 @@ impl Provider for ScriptedProvider {
             .unwrap_or_else(|| self.health_otherwise.clone());
         settle(step).await.map(|_| ())
     }
+}
+
+/// The vector a scripted provider for `model` gives `input`: `dims` values, the first the
+/// input's length, the rest the model name's length plus the position (so tests can tell
+/// which provider answered which input).
+#[must_use]
+#[allow(clippy::cast_precision_loss)] // small test numbers
+pub fn scripted_vector(model: &str, input: &EmbeddingInput, dims: usize) -> Vec<f32> {
+    (0..dims)
+        .map(|k| match k {
+            0 => input.token_bound() as f32,
+            _ => (model.len() + k) as f32,
+        })
+        .collect()
 }
 
 /// A `send` of a stream script: the concatenation, or the first error.

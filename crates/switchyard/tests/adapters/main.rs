@@ -18,6 +18,7 @@ mod suite;
 
 mod anthropic;
 mod count_tokens;
+mod embeddings;
 mod gemini;
 mod openai;
 mod raw;

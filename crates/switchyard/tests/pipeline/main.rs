@@ -8,6 +8,7 @@
 
 mod budget;
 mod deadline;
+mod embed;
 mod errors;
 mod health;
 mod probe;

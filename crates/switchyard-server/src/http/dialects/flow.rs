@@ -44,6 +44,17 @@ pub(crate) async fn answer<D: Dialect>(
     ctx: &mut Ctx,
     outcome: Result<Response, ApiError>,
 ) -> Response {
+    answer_with(state, ctx, outcome, D::error).await
+}
+
+/// [`answer`] with the error shape given as a function (for handlers that are not a chat
+/// [`Dialect`], such as embeddings).
+pub(crate) async fn answer_with(
+    state: &AppState,
+    ctx: &mut Ctx,
+    outcome: Result<Response, ApiError>,
+    error: fn(ApiError) -> Response,
+) -> Response {
     let (resp, line) = match outcome {
         Ok(resp) => (resp, ctx.line.take()),
         Err(err) => {
@@ -54,7 +65,7 @@ pub(crate) async fn answer<D: Dialect>(
             state
                 .metrics
                 .request(&ctx.route_label, status, ctx.stream, ctx.elapsed());
-            let mut resp = D::error(err);
+            let mut resp = error(err);
             set(resp.headers_mut(), "x-request-id", &ctx.id);
             (resp, Some(entry))
         }

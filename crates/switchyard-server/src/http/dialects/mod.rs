@@ -9,10 +9,13 @@
 //! stream's life (shutdown, a client that goes away, the log line before the last event).
 //!
 //! Today: OpenAI's Chat Completions ([`chat`]) and Responses ([`responses`]), Anthropic's
-//! Messages ([`messages`]). How to add one: `docs/architecture.md`.
+//! Messages ([`messages`]). How to add one: `docs/architecture.md`. OpenAI's Embeddings
+//! ([`embeddings`]) is not a chat dialect (it maps to the library's embedding shape, not the
+//! chat shape) but goes through the same [`flow`] steps.
 
 pub mod chat;
 pub(crate) mod ctx;
+pub mod embeddings;
 pub(crate) mod flow;
 pub mod messages;
 pub mod responses;

@@ -34,6 +34,7 @@ use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
 use switchyard::breaker::{CircuitState, Transition};
 use switchyard::chat::ChatResponse;
+use switchyard::embedding::EmbeddingResponse;
 use switchyard::health::CheckReport;
 use switchyard::observe::{Attempt, Observer, Outcome, Overrun};
 use switchyard::state::StateStatus;
@@ -525,6 +526,19 @@ impl Observer for Metrics {
 
     fn on_health_check(&self, report: &CheckReport) {
         self.health.record(report);
+    }
+
+    /// An embeddings answer's input tokens and cost, counted like a completion's.
+    fn on_embedded(&self, _route: &str, result: Result<&EmbeddingResponse, &GatewayError>) {
+        let Ok(resp) = result else { return };
+        let p = self.provider(&resp.provider);
+        p.tokens[0].inc_by(resp.usage.map_or(0, |u| u.input_tokens));
+        match resp.cost {
+            Some(cost) => p.cost.add(cost),
+            None => {
+                p.unpriced.inc();
+            }
+        }
     }
 
     fn on_complete(&self, _route: &str, result: Result<&ChatResponse, &GatewayError>) {

@@ -9,6 +9,7 @@ use futures_util::StreamExt as _;
 use super::{Answer, Call, Run};
 use crate::breaker::Op;
 use crate::chat::ChatRequest;
+use crate::embedding::{EmbeddingReply, EmbeddingRequest};
 use crate::error::{ErrorKind, ProviderError};
 use crate::gateway::{ProviderSpec, Slot};
 use crate::retry::{self, Backoff, Decision};
@@ -46,8 +47,7 @@ impl Run {
     pub(super) async fn attempts_loop(
         &mut self,
         slot: &Slot,
-        req: &ChatRequest,
-        call: Call,
+        call: Call<'_>,
         lease: Option<u64>,
     ) -> Result<(Answer, Duration, u32), ProviderError> {
         // A half-open probe is one attempt under the probe's own limit: its outcome alone
@@ -77,7 +77,7 @@ impl Run {
                 self.breaker(slot, Op::Renew { lease, until_ms }).await;
             }
             let started = self.gw.inner.clock.now();
-            let result = self.attempt(slot, req, call, limits).await;
+            let result = self.attempt(slot, call, limits).await;
             let latency = self.gw.inner.clock.now() - started;
             let err = match result {
                 Ok(answer) => return Ok((answer, latency, attempt)),
@@ -112,8 +112,7 @@ impl Run {
     async fn attempt(
         &mut self,
         slot: &Slot,
-        req: &ChatRequest,
-        call: Call,
+        call: Call<'_>,
         limits: AttemptLimits,
     ) -> Result<Answer, ProviderError> {
         let left = self.time_left();
@@ -121,10 +120,13 @@ impl Run {
         let clamped = left < limits.timeout;
         let provider = &slot.spec.provider;
         let result = match call {
-            Call::Send => tokio::time::timeout(timeout, provider.send(req))
+            Call::Send(req) => tokio::time::timeout(timeout, provider.send(req))
                 .await
                 .map(|r| r.map(Answer::Reply)),
-            Call::Stream => {
+            Call::Embed(req) => tokio::time::timeout(timeout, provider.embed(req))
+                .await
+                .map(|r| r.and_then(|reply| one_per_input(req, reply).map(Answer::Vectors))),
+            Call::Stream(req) => {
                 let first = limits.first_token.min(left);
                 let clamped = clamped || left < limits.first_token;
                 let opened =
@@ -150,6 +152,25 @@ impl Run {
             ))
         })
     }
+}
+
+/// An embeddings reply that has exactly one vector per input; any other is `Malformed`
+/// (vectors cannot be matched to inputs, and a short answer must not be billed as whole).
+fn one_per_input(
+    req: &EmbeddingRequest,
+    reply: EmbeddingReply,
+) -> Result<EmbeddingReply, ProviderError> {
+    if reply.vectors.len() == req.inputs.len() {
+        return Ok(reply);
+    }
+    Err(ProviderError::new(
+        ErrorKind::Malformed,
+        format!(
+            "{} embedding(s) for {} input(s)",
+            reply.vectors.len(),
+            req.inputs.len()
+        ),
+    ))
 }
 
 /// Open a stream and read up to its first content chunk (or its finish signal). The

@@ -2,10 +2,8 @@
 //! against every budget that applies, and (when it settles) the check of the reported
 //! usage against both, and the exact cost.
 
-use std::borrow::Cow;
-
 use super::super::hold::{Guard, Hold, RESERVATION_SLACK};
-use super::{Reservation, Run};
+use super::{Call, Reservation, Run};
 use crate::chat::{ChatRequest, Usage};
 use crate::cost::{estimate_input_tokens, BudgetState, Money, Price};
 use crate::gateway::{Gateway, Slot};
@@ -27,15 +25,22 @@ pub(in crate::gateway) struct Limits {
 }
 
 impl Run {
-    /// The turn's output bound, and the request as it is sent: when it spends against a
-    /// budget, sets no `max_tokens`, and the model's output limit is unknown, with the
-    /// route's `default_max_tokens` set (a clone; rare, since the price table knows the
-    /// limits of the models it prices).
-    pub(super) fn bounded<'r>(
-        &self,
-        slot: &Slot,
-        req: &'r ChatRequest,
-    ) -> (Cow<'r, ChatRequest>, Limits) {
+    /// The turn's output bound, and the chat request as it is sent when it differs from the
+    /// caller's: when it spends against a budget, sets no `max_tokens`, and the model's
+    /// output limit is unknown, with the route's `default_max_tokens` set (a clone; rare,
+    /// since the price table knows the limits of the models it prices). An embeddings call
+    /// produces no output tokens.
+    pub(super) fn bounded(&self, slot: &Slot, call: Call<'_>) -> (Option<ChatRequest>, Limits) {
+        let req = match call {
+            Call::Send(req) | Call::Stream(req) => req,
+            Call::Embed(_) => {
+                let limits = Limits {
+                    output: Some(0),
+                    ..Limits::default()
+                };
+                return (None, limits);
+            }
+        };
         let known = req
             .max_tokens
             .or_else(|| slot.spec.provider.default_max_tokens())
@@ -45,10 +50,10 @@ impl Run {
                 output: Some(u64::from(n)),
                 ..Limits::default()
             };
-            return (Cow::Borrowed(req), limits);
+            return (None, limits);
         }
         if self.budgets.is_empty() || slot.price.is_none() {
-            return (Cow::Borrowed(req), Limits::default());
+            return (None, Limits::default());
         }
         let n = self.route.default_max_tokens;
         let limits = Limits {
@@ -56,7 +61,7 @@ impl Run {
             input: None,
             applied: Some(n),
         };
-        (Cow::Owned(req.clone().with_max_tokens(n)), limits)
+        (Some(req.clone().with_max_tokens(n)), limits)
     }
 
     /// Reserve the request's worst case (input bound at the dearest input rate, `output`
@@ -65,13 +70,16 @@ impl Run {
     pub(super) async fn reserve(
         &self,
         slot: &Slot,
-        req: &ChatRequest,
+        call: Call<'_>,
         output: Option<u64>,
     ) -> Result<Option<Reservation>, (String, BudgetState)> {
         if self.budgets.is_empty() {
             return Ok(None);
         }
-        let input_tokens = estimate_input_tokens(req);
+        let input_tokens = match call {
+            Call::Send(req) | Call::Stream(req) => estimate_input_tokens(req),
+            Call::Embed(req) => req.input_token_bound(),
+        };
         let price = slot.price.unwrap_or_default();
         let amount = price.worst_case(input_tokens, output.unwrap_or(0));
         // a lapsed reservation must not free money a live request may still spend

@@ -9,11 +9,14 @@
 //! Guards give back a probe lease and a reservation if the caller drops the request
 //! mid-flight. Streams use the same loop, with "answered" meaning "the first content chunk
 //! arrived" (the commit point); the committed stream (`gateway/stream/`) then owns the
-//! run, and its rescues take their turns on it.
+//! run, and its rescues take their turns on it. An embeddings request runs the same loop
+//! with [`Call::Embed`]: no output bound, its inputs' token bound reserved at the input
+//! price, and its vectors settled in `embed.rs`.
 
 mod answer;
 mod attempt;
 mod budget;
+mod embed;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,10 +30,11 @@ use crate::breaker::{Admission, Op, SkipReason};
 use crate::chat::{ChatChunk, ChatRequest, ChatResponse, ProviderReply};
 use crate::clock::UnixMillis;
 use crate::cost::BudgetState;
+use crate::embedding::{EmbeddingReply, EmbeddingRequest};
 use crate::error::{AttemptError, ErrorKind, GatewayError, ProviderError};
 use crate::observe::{Attempt, Outcome};
 use crate::provider::ChunkStream;
-use crate::route::{plan, Candidate, Probe, Route};
+use crate::route::{plan, Api, Candidate, Probe, Route};
 use crate::state::{Cleanup, SharedState};
 
 pub(super) use answer::{failed_over, Completion};
@@ -45,11 +49,29 @@ pub(super) enum TurnEnd {
     Refused(String, BudgetState),
 }
 
-/// What kind of call a turn makes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Call {
-    Send,
-    Stream,
+/// What kind of call a turn makes, and the request it carries.
+#[derive(Clone, Copy)]
+pub(super) enum Call<'r> {
+    /// A plain chat completion.
+    Send(&'r ChatRequest),
+    /// A streamed chat completion, answered at its commit point.
+    Stream(&'r ChatRequest),
+    /// An embeddings call.
+    Embed(&'r EmbeddingRequest),
+}
+
+impl<'r> Call<'r> {
+    /// The same kind of call carrying `req` instead (a chat request the turn bounded).
+    fn with_chat<'a>(self, req: &'a ChatRequest) -> Call<'a>
+    where
+        'r: 'a,
+    {
+        match self {
+            Self::Send(_) => Call::Send(req),
+            Self::Stream(_) => Call::Stream(req),
+            Self::Embed(e) => Call::Embed(e),
+        }
+    }
 }
 
 /// Why a request stops before trying every candidate.
@@ -66,6 +88,8 @@ pub(super) enum Stop {
 /// A successful call's result.
 pub(super) enum Answer {
     Reply(ProviderReply),
+    /// An embeddings call's vectors (one per input).
+    Vectors(EmbeddingReply),
     /// A stream that reached its first content chunk (or its finish signal).
     Opened {
         stream: ChunkStream,
@@ -118,7 +142,10 @@ impl Drop for Run {
             attempts: std::mem::take(&mut self.attempts),
         };
         for o in &self.gw.inner.observers {
-            o.on_complete(&self.route.name, Err(&err));
+            match self.route.api {
+                Api::Chat => o.on_complete(&self.route.name, Err(&err)),
+                Api::Embeddings => o.on_embedded(&self.route.name, Err(&err)),
+            }
         }
     }
 }
@@ -150,7 +177,7 @@ impl Run {
 
     /// A non-streaming request, start to finish.
     pub(super) async fn execute(mut self, req: &ChatRequest) -> Result<ChatResponse, GatewayError> {
-        let result = match self.first_answer(req, Call::Send).await {
+        let result = match self.first_answer(Call::Send(req)).await {
             Ok((pos, won)) => Ok(self.answer(pos, won).await),
             Err(e) => Err(e),
         };
@@ -163,12 +190,11 @@ impl Run {
     /// the plan and its win; an error settles the run (the caller reports it).
     pub(super) async fn first_answer(
         &mut self,
-        req: &ChatRequest,
-        call: Call,
+        call: Call<'_>,
     ) -> Result<(usize, Won), GatewayError> {
         self.plan = self.order();
         for pos in 0..self.plan.len() {
-            match self.candidate(self.plan[pos], req, call).await {
+            match self.candidate(self.plan[pos], call).await {
                 Ok(Some(won)) => return Ok((pos, won)),
                 Ok(None) => {}
                 Err(stop) => {
@@ -186,8 +212,7 @@ impl Run {
     pub(super) async fn candidate(
         &mut self,
         i: usize,
-        req: &ChatRequest,
-        call: Call,
+        call: Call<'_>,
     ) -> Result<Option<Won>, Stop> {
         if self.time_left().is_zero() {
             self.deadline_hit = true;
@@ -195,7 +220,7 @@ impl Run {
         }
         let gw = self.gw.clone(); // the slot outlives the turn's `&mut self`
         let slot = &gw.inner.slots[i];
-        match self.turn(slot, req, call).await {
+        match self.turn(slot, call).await {
             TurnEnd::Answered(won) => Ok(Some(won)),
             TurnEnd::Skipped => Ok(None),
             TurnEnd::Refused(scope, books) => Err(Stop::Refused(scope, books)),
@@ -345,7 +370,7 @@ impl Run {
     }
 
     /// One provider's turn: admission, reservation, the retry loop, the verdict.
-    async fn turn(&mut self, slot: &Slot, req: &ChatRequest, call: Call) -> TurnEnd {
+    async fn turn(&mut self, slot: &Slot, call: Call<'_>) -> TurnEnd {
         if !self.budgets.is_empty() && slot.price.is_none() && !self.route.allow_unpriced {
             return self.skip(slot, SkipReason::Unpriced);
         }
@@ -374,13 +399,14 @@ impl Run {
                 },
             )
         });
-        let (req, mut limits) = self.bounded(slot, req);
-        let reservation = match self.reserve(slot, &req, limits.output).await {
+        let (bounded, mut limits) = self.bounded(slot, call);
+        let call = bounded.as_ref().map_or(call, |req| call.with_chat(req));
+        let reservation = match self.reserve(slot, call, limits.output).await {
             Ok(r) => r,
             Err((scope, books)) => return TurnEnd::Refused(scope, books),
         };
         limits.input = reservation.as_ref().map(|r| r.input_tokens);
-        let end = self.attempts_loop(slot, &req, call, lease).await;
+        let end = self.attempts_loop(slot, call, lease).await;
         if let Some(p) = probe.as_mut() {
             p.disarm(); // the breaker gets its verdict below (or releases the lease itself)
         }

@@ -141,7 +141,9 @@ impl Gateway {
         opts: &super::CallOptions,
     ) -> Result<ChatStream, GatewayError> {
         let route = Arc::clone(self.route_arc(route)?);
-        let result = if req.messages.is_empty() {
+        let result = if let Some(wrong) = super::wrong_api(&route, crate::route::Api::Chat) {
+            Err(wrong)
+        } else if req.messages.is_empty() {
             Err(GatewayError::InvalidRequest(
                 "messages must not be empty".to_owned(),
             ))
@@ -163,7 +165,7 @@ impl Gateway {
         opts: &super::CallOptions,
     ) -> Result<ChatStream, GatewayError> {
         let mut run = Run::new(self, route, opts);
-        let (pos, won) = run.first_answer(&req, Call::Stream).await?;
+        let (pos, won) = run.first_answer(Call::Stream(&req)).await?;
         Ok(Live::commit(run, req, pos, won).into_stream())
     }
 }

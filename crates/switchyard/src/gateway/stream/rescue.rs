@@ -76,7 +76,7 @@ impl Live {
             Rung::Continuation => continuation_of(&self.req, &self.kept.text),
             Rung::Restart => ChatRequest::clone(&self.req),
         };
-        let turn = self.run.candidate(self.run.plan[pos], &req, Call::Stream);
+        let turn = self.run.candidate(self.run.plan[pos], Call::Stream(&req));
         let Ok(Some(won)) = turn.await else {
             return false;
         };

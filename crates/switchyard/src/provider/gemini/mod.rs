@@ -16,6 +16,8 @@
 //! The key goes only in the `x-goog-api-key` header (marked sensitive), never in a URL: a
 //! `base_url` with a query string is refused, so `?key=` cannot sneak in.
 //!
+//! Embeddings go to `…:batchEmbedContents` (`embed.rs`).
+//!
 //! How the request is mapped (roles, images, tools, call ids, thought signatures, JSON
 //! mode) is documented in the private `request` module.
 //!
@@ -30,6 +32,7 @@
 //! counts them in); `thoughtsTokenCount` is `reasoning_tokens`.
 
 mod classify;
+pub mod embed;
 mod reply;
 mod request;
 mod stream;
@@ -54,6 +57,7 @@ use super::secret::Secret;
 use super::sse::{self, Parsed, SseEvent};
 use crate::chat::{ChatRequest, ProviderReply};
 use crate::clock::Clock;
+use crate::embedding::{EmbeddingReply, EmbeddingRequest};
 use crate::error::{ErrorKind, ProviderError};
 
 /// The Gemini API's base URL (`v1beta`, where function calling and JSON schema live).
@@ -154,10 +158,15 @@ impl Gemini {
             usage_grace: config.usage_grace,
             clock: config.clock,
         };
+        let embeddings = Endpoint::new(endpoint(
+            &config.base_url,
+            &format!("/{resource}:batchEmbedContents"),
+        )?)?;
         let codec = GeminiCodec {
             model: config.model,
+            resource,
         };
-        Self::assemble(codec, endpoints, connection, transport)
+        Ok(Self::assemble(codec, endpoints, connection, transport)?.with_embeddings(embeddings))
     }
 
     /// The JSON body of a `generateContent` call for `req` (streaming uses the same body).
@@ -175,6 +184,8 @@ impl Gemini {
 #[derive(Debug)]
 pub struct GeminiCodec {
     model: String,
+    /// `models/{model}`: what each embeddings request names.
+    resource: String,
 }
 
 impl Codec for GeminiCodec {
@@ -193,6 +204,14 @@ impl Codec for GeminiCodec {
 
     fn parse_reply(&self, body: &[u8], (): ()) -> Result<ProviderReply, ProviderError> {
         parse_response(body)
+    }
+
+    fn encode_embeddings(&self, req: &EmbeddingRequest) -> Result<Vec<u8>, ProviderError> {
+        embed::body(req, &self.resource)
+    }
+
+    fn parse_embeddings(&self, body: &[u8]) -> Result<EmbeddingReply, ProviderError> {
+        embed::parse(body)
     }
 
     fn events(&self, (): ()) -> StreamParser {

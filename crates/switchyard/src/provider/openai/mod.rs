@@ -13,6 +13,8 @@
 //! the transport (pooling, body limits, connect errors) is [`super::http`]; SSE framing and
 //! the "complete at the finish signal" rule are [`super::sse`].
 //!
+//! Embeddings (`{base}/embeddings`) are `embed.rs`.
+//!
 //! Usage: `prompt_tokens` already counts cached tokens, so it is `input_tokens` as is;
 //! `prompt_tokens_details.cached_tokens` is `cached_input_tokens`; `completion_tokens`
 //! (reasoning included) is `output_tokens`; `completion_tokens_details.reasoning_tokens` is
@@ -20,6 +22,7 @@
 //! replies.
 
 mod classify;
+pub mod embed;
 mod reply;
 mod request;
 mod stream;
@@ -43,6 +46,7 @@ use super::secret::Secret;
 use super::sse;
 use crate::chat::{ChatRequest, ProviderReply};
 use crate::clock::Clock;
+use crate::embedding::{EmbeddingReply, EmbeddingRequest};
 use crate::error::ProviderError;
 
 /// The official API's base URL (the SDKs' default).
@@ -55,7 +59,7 @@ pub struct OpenAiConfig {
     pub model: String,
     /// The API root, as the official SDKs take it (`https://api.openai.com/v1`,
     /// `http://localhost:11434/v1`, `https://openrouter.ai/api/v1`); the adapter appends
-    /// `/chat/completions` and `/models`. A trailing slash is fine.
+    /// `/chat/completions`, `/embeddings` and `/models`. A trailing slash is fine.
     pub base_url: String,
     /// The key, sent as `Authorization: Bearer …` (or in [`api_key_header`](Self::api_key_header)).
     /// `None` for local servers that need none. Never read from the environment here.
@@ -151,7 +155,8 @@ impl OpenAi {
             usage_grace: config.usage_grace,
             clock: config.clock,
         };
-        Self::assemble(codec, endpoints, connection, transport)
+        let embeddings = Endpoint::at(&config.base_url, "/embeddings")?;
+        Ok(Self::assemble(codec, endpoints, connection, transport)?.with_embeddings(embeddings))
     }
 
     /// The JSON body of a Chat Completions call for `req`.
@@ -187,6 +192,14 @@ impl Codec for OpenAiCodec {
 
     fn parse_reply(&self, body: &[u8], (): ()) -> Result<ProviderReply, ProviderError> {
         parse_response(body)
+    }
+
+    fn encode_embeddings(&self, req: &EmbeddingRequest) -> Result<Vec<u8>, ProviderError> {
+        embed::body(req, &self.model)
+    }
+
+    fn parse_embeddings(&self, body: &[u8]) -> Result<EmbeddingReply, ProviderError> {
+        embed::parse(body)
     }
 
     fn reported_latency(&self, response: &UpstreamResponse) -> Option<Duration> {
