@@ -230,8 +230,14 @@ impl Codec for AnthropicCodec {
         Some(self.default_max_tokens)
     }
 
-    /// The body, and the whitespace trimmed off a final prefill (see the module docs).
+    /// The body, and the whitespace trimmed off a final prefill (see the module docs). A
+    /// request with an Anthropic native body sends that body (see [`native_body`]).
     fn encode(&self, req: &ChatRequest, stream: bool) -> Result<(Vec<u8>, String), ProviderError> {
+        if let Some(native) = req.native_for(Self::KIND) {
+            let max_tokens = req.max_tokens.unwrap_or(self.default_max_tokens);
+            let body = native_body(&native.body, &self.model, max_tokens, stream)?;
+            return Ok((crate::provider::encode_body(&body)?, String::new()));
+        }
         let (messages, trimmed) = request::wire_turns(&req.messages)?;
         if messages.is_empty() {
             return Err(bad_request("the request has no user or assistant messages"));
@@ -292,6 +298,28 @@ impl Codec for AnthropicCodec {
             call.as_str().trim_end_matches('/')
         ))
     }
+}
+
+/// The client's own Messages body with this call's `model`, `max_tokens` and `stream`;
+/// nothing else is touched (`cache_control`, `thinking`, thinking blocks in history and
+/// every beta field go as the client wrote them). No prefill is trimmed: the client wrote
+/// the body for Anthropic, and Anthropic's answer to it is the client's to read.
+fn native_body(
+    body: &serde_json::Value,
+    model: &str,
+    max_tokens: u32,
+    stream: bool,
+) -> Result<serde_json::Value, ProviderError> {
+    let serde_json::Value::Object(fields) = body else {
+        return Err(bad_request(
+            "a native Messages body that is not a JSON object",
+        ));
+    };
+    let mut fields = fields.clone();
+    fields.insert("model".to_owned(), model.into());
+    fields.insert("max_tokens".to_owned(), max_tokens.into());
+    fields.insert("stream".to_owned(), stream.into());
+    Ok(serde_json::Value::Object(fields))
 }
 
 impl StreamEvents for EventParser {

@@ -383,6 +383,7 @@ impl WireRequest {
             tool_choice,
             response_format: format,
             user,
+            native: None,
         })
     }
 
