@@ -1,5 +1,5 @@
 //! The Messages dialect on the wire (`POST /v1/messages`, `/v1/messages/count_tokens`):
-//! decoding (Claude Code's request shape included), replies, every stream event sequence
+//! decoding (Claude Code's request shape included), the native body an Anthropic provider gets, replies, every stream event sequence
 //! (text, tool use, rescued, unrescuable), and errors in Anthropic's shape and statuses.
 
 use switchyard::chat::{ContentPart, FinishReason, ToolCall, ToolCallDelta};
@@ -958,4 +958,33 @@ async fn failed_over_to_openai_the_body_is_translated_and_the_dropped_fields_nam
         !sent.to_string().contains("I should call a tool."),
         "no thinking in history"
     );
+}
+
+/// Streamed (as Claude Code streams), the native body goes with `stream: true`, and the
+/// headers sent at the commit name nothing ignored: Anthropic answered.
+#[tokio::test]
+async fn a_streamed_native_request_to_anthropic_names_nothing_ignored() {
+    let sse = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../switchyard/tests/fixtures/anthropic/stream_text.sse"
+    ))
+    .unwrap();
+    let (state, claude, _gpt) =
+        native_fixture(wiremock::ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream"))
+            .await;
+    let mut req = post_messages(&claude_code_request());
+    req.headers_mut()
+        .insert("anthropic-beta", CLAUDE_CODE_BETAS.parse().unwrap());
+    let resp = call(&state, req).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(header(&resp, "x-switchyard-provider"), "claude");
+    assert!(resp.headers().get("x-switchyard-ignored").is_none());
+    let events = named_events(&text_body(resp).await);
+    assert_eq!(events.last().unwrap().0, "message_stop");
+    let sent = &claude.received_requests().await.unwrap()[0];
+    assert_eq!(sent.headers["anthropic-beta"], CLAUDE_CODE_BETAS);
+    let sent: Value = serde_json::from_slice(&sent.body).unwrap();
+    let mut expected = claude_code_request();
+    expected["model"] = json!("claude-test");
+    assert_eq!(sent, expected, "stream: true as the client sent it");
 }
