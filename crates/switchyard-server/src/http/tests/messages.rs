@@ -1,6 +1,7 @@
 //! The Messages dialect on the wire (`POST /v1/messages`, `/v1/messages/count_tokens`):
-//! decoding (Claude Code's request shape included), the native body an Anthropic provider gets, replies, every stream event sequence
-//! (text, tool use, rescued, unrescuable), and errors in Anthropic's shape and statuses.
+//! decoding (Claude Code's request shape included), the native body an Anthropic provider
+//! gets, replies, every stream event sequence (text, tool use, rescued, unrescuable), and
+//! errors in Anthropic's shape and statuses.
 
 use switchyard::chat::{ContentPart, FinishReason, ToolCall, ToolCallDelta};
 use switchyard::{ChatChunk, ProviderReply, Role, Usage};
