@@ -458,3 +458,47 @@ async fn a_native_body_for_another_kind_is_not_sent() {
     assert_eq!(sent["messages"][0]["content"][0]["text"], PROMPT);
     assert!(received.headers.get("anthropic-beta").is_none());
 }
+
+/// The gateway does not yet return thinking blocks to Messages clients, so a client's next
+/// tool-loop turn lacks them; Anthropic would refuse it with thinking on, so thinking (and
+/// the edits that need it) is turned off for that request only.
+#[tokio::test]
+async fn a_tool_turn_without_its_thinking_block_is_sent_with_thinking_off() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(json_reply(text_fixture()))
+        .mount(&server)
+        .await;
+    let p = Harness.provider(&server.uri(), None, Clock::system());
+    let mut body = claude_code_body("the-route");
+    body["messages"][1]["content"]
+        .as_array_mut()
+        .unwrap()
+        .remove(0);
+    body["context_management"]["edits"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"type": "clear_tool_uses_20250919"}));
+    let req = ChatRequest {
+        native: Some(switchyard::chat::Native::new("anthropic", body.clone())),
+        ..ChatRequest::from_prompt(PROMPT)
+    };
+    p.send(&req).await.unwrap();
+    // with the thinking block in place, thinking stays on
+    p.send(&native_request("the-route")).await.unwrap();
+    let received = server.received_requests().await.unwrap();
+    let sent: Value = received[0].body_json().unwrap();
+    assert!(sent.get("thinking").is_none(), "{sent}");
+    assert_eq!(
+        sent["context_management"],
+        json!({"edits": [{"type": "clear_tool_uses_20250919"}]})
+    );
+    assert_eq!(sent["messages"], body["messages"], "history as sent");
+    assert_eq!(sent["top_k"], 40);
+    let kept: Value = received[1].body_json().unwrap();
+    assert_eq!(kept["thinking"]["type"], "enabled");
+    assert_eq!(
+        kept["context_management"]["edits"][0]["type"],
+        "clear_thinking_20251015"
+    );
+}
