@@ -4,11 +4,11 @@
 //! `anthropic-beta` as the request's native body: an Anthropic provider sends that as is
 //! (model, `max_tokens` and `stream` the call's), so betas, `cache_control`, thinking and
 //! thinking blocks in history reach Anthropic; `x-switchyard-ignored` names what the shared
-//! shape dropped only when another vendor answered (`docs/dialects.md`). A reply is a `message` object with a
-//! `switchyard` object saying who answered; a stream is Anthropic's event sequence
-//! ([`stream`]); errors are Anthropic's `{"type": "error", "error": {...}}` with its
-//! statuses ([`error_body`], mapping in `docs/dialects.md`). `POST /v1/messages/count_tokens`
-//! is [`count`]. Everything around the codec (keys, limits, headers, the log line) is the
+//! shape dropped only when another vendor answered (`docs/dialects.md`). A reply is a
+//! `message` object with a `switchyard` object saying who answered; a stream is Anthropic's
+//! event sequence ([`stream`]); errors are Anthropic's `{"type": "error", "error":
+//! {...}}` with its statuses ([`error_body`], mapping in `docs/dialects.md`).
+//! `POST /v1/messages/count_tokens` is [`count`]. Everything around the codec (keys, limits, headers, the log line) is the
 //! shared flow's: `crate::http::dialects::flow`.
 
 pub(crate) mod count;
