@@ -5,6 +5,7 @@
 //! chunks ([`ChatChunk`]) and token accounting ([`Usage`]). Does not know any vendor's wire
 //! format: adapters map to and from these types.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -232,6 +233,49 @@ pub struct ChatRequest {
     /// An end-user id passed to vendors that accept one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// The client's own body in one vendor's dialect, sent as is to providers of that kind
+    /// (see [`Native`]); every other provider sends the shared shape above. Never
+    /// serialized.
+    #[serde(skip)]
+    pub native: Option<Native>,
+}
+
+/// A request body in a vendor's own API, as the client sent it, for providers of that
+/// vendor's kind: an Anthropic provider answering a `POST /v1/messages` request sends the
+/// client's body (its betas, `cache_control`, `thinking`, thinking blocks in history...)
+/// instead of rebuilding it from the shared shape, which cannot carry them.
+///
+/// The shared fields of the [`ChatRequest`] stay the truth for the gateway (budget
+/// reservations, the input estimate, rescue): the adapter replaces the body's `model`,
+/// `max_tokens` and `stream` with the call's. A request changed after decoding (a stream
+/// rescue's continuation) drops its native body, so the change is not lost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Native {
+    /// The provider kind the body is written for (`anthropic`).
+    pub kind: &'static str,
+    /// The body: a JSON object.
+    pub body: Arc<Value>,
+    /// Headers forwarded with it (`anthropic-beta`), name and value.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Native {
+    /// A body for providers of `kind`.
+    #[must_use]
+    pub fn new(kind: &'static str, body: Value) -> Self {
+        Self {
+            kind,
+            body: Arc::new(body),
+            headers: Vec::new(),
+        }
+    }
+
+    /// Builder: one forwarded header.
+    #[must_use]
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
 }
 
 impl ChatRequest {
@@ -249,6 +293,12 @@ impl ChatRequest {
     pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = Some(max_tokens);
         self
+    }
+
+    /// The native body, when it is written for providers of `kind`.
+    #[must_use]
+    pub fn native_for(&self, kind: &str) -> Option<&Native> {
+        self.native.as_ref().filter(|n| n.kind == kind)
     }
 
     /// The text of the first user message (what simple providers echo).

@@ -243,13 +243,33 @@ impl<C: Codec> HttpProvider<C> {
         self.errors.redact(error)
     }
 
-    async fn post(&self, body: Vec<u8>, stream: bool) -> Result<UpstreamResponse, ProviderError> {
+    /// Post `body`, with the headers a native body of this vendor's kind forwards (after
+    /// the configured ones; one of the same name replaces the configured value).
+    async fn post(
+        &self,
+        req: &ChatRequest,
+        body: Vec<u8>,
+        stream: bool,
+    ) -> Result<UpstreamResponse, ProviderError> {
         let (url, headers) = if stream {
             (&self.endpoints.stream, &self.sse_headers)
         } else {
             (&self.endpoints.call, &self.json_headers)
         };
-        let sent = self.http.post_json(url, headers, body).await;
+        let forwarded = req.native_for(C::KIND).map(|n| n.headers.as_slice());
+        let headers = match forwarded {
+            Some(extra) if !extra.is_empty() => {
+                let mut headers = headers.clone();
+                for (name, value) in extra {
+                    http::insert_header(&mut headers, name, value).map_err(|e| {
+                        ProviderError::new(ErrorKind::BadRequest, format!("{name}: {}", e.0))
+                    })?;
+                }
+                std::borrow::Cow::Owned(headers)
+            }
+            _ => std::borrow::Cow::Borrowed(headers),
+        };
+        let sent = self.http.post_json(url, &headers, body).await;
         self.errors.checked(sent).await
     }
 
@@ -297,7 +317,7 @@ impl<C: Codec> Provider for HttpProvider<C> {
 
     async fn send(&self, req: &ChatRequest) -> Result<ProviderReply, ProviderError> {
         let (body, call) = self.codec.encode(req, false)?;
-        let response = self.post(body, false).await?;
+        let response = self.post(req, body, false).await?;
         let latency = self.codec.reported_latency(&response);
         let bytes = response.body().await.map_err(|e| self.redact(e))?;
         let mut reply = self
@@ -312,7 +332,7 @@ impl<C: Codec> Provider for HttpProvider<C> {
 
     async fn stream(&self, req: &ChatRequest) -> Result<ChunkStream, ProviderError> {
         let (body, call) = self.codec.encode(req, true)?;
-        let response = self.post(body, true).await?;
+        let response = self.post(req, body, true).await?;
         match response.media_type().as_deref() {
             Some("application/json") => {
                 let bytes = response.body().await.map_err(|e| self.redact(e))?;

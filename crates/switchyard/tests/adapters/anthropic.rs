@@ -339,3 +339,166 @@ async fn an_error_event_after_content_ends_the_stream_classified() {
     assert_eq!(text, "The capital of France is Paris");
     assert_eq!(last.as_ref().unwrap_err().kind, ErrorKind::Overloaded);
 }
+
+/// What Claude Code sends with thinking on: betas, `cache_control`, `thinking`,
+/// `context_management`, `output_config`, `top_k`, `metadata`, and a thinking block (with
+/// its signature) before a tool call in history.
+fn claude_code_body(model: &str) -> Value {
+    json!({
+        "model": model,
+        "max_tokens": 32000,
+        "system": [
+            {"type": "text", "text": "You are Claude Code.", "cache_control": {"type": "ephemeral"}}
+        ],
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": PROMPT}]},
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "Look it up.", "signature": "c2lnbmF0dXJl"},
+                {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"q": "France"}}
+            ]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "Paris",
+                 "cache_control": {"type": "ephemeral"}}
+            ]}
+        ],
+        "tools": [{"name": "lookup", "input_schema": {"type": "object"}}],
+        "thinking": {"type": "enabled", "budget_tokens": 16000},
+        "context_management": {"edits": [{"type": "clear_thinking_20251015"}]},
+        "output_config": {"effort": "high"},
+        "top_k": 40,
+        "metadata": {"user_id": "user_abc"}
+    })
+}
+
+const BETAS: &str = "interleaved-thinking-2025-05-14,context-management-2025-06-27";
+
+fn native_request(client_model: &str) -> ChatRequest {
+    let native = switchyard::chat::Native::new("anthropic", claude_code_body(client_model))
+        .header("anthropic-beta", BETAS);
+    ChatRequest {
+        max_tokens: Some(32000),
+        native: Some(native),
+        ..ChatRequest::from_prompt(PROMPT)
+    }
+}
+
+/// A native Messages body goes out as the client wrote it: only `model` (the provider's)
+/// and `stream` (the call's) change, and the client's betas ride along.
+#[tokio::test]
+async fn a_native_body_is_sent_unchanged_but_for_model_with_its_betas() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .and(header("anthropic-version", "2023-06-01"))
+        .respond_with(json_reply(text_fixture()))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let config = AnthropicConfig::new("claude-sonnet-4-5").base_url(server.uri());
+    let reply = build(config)
+        .send(&native_request("the-route"))
+        .await
+        .unwrap();
+    assert_eq!(reply.text, ANSWER);
+    let received = &server.received_requests().await.unwrap()[0];
+    // (wiremock's header matcher splits values at commas: compared whole here)
+    assert_eq!(received.headers["anthropic-beta"], BETAS);
+    let sent: Value = received.body_json().unwrap();
+    let mut expected = claude_code_body("claude-sonnet-4-5");
+    expected["stream"] = json!(false);
+    assert_eq!(sent, expected);
+}
+
+#[tokio::test]
+async fn a_native_body_streams_with_stream_set_and_its_betas() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(header("accept", "text/event-stream"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(
+            suite::fixture("anthropic", "stream_text.sse"),
+            "text/event-stream",
+        ))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let p = Harness.provider(&server.uri(), None, Clock::system());
+    let items = suite::collect(p.stream(&native_request("the-route")).await.unwrap()).await;
+    assert_eq!(suite::assemble(&items).0, ANSWER);
+    let received = &server.received_requests().await.unwrap()[0];
+    // (wiremock's header matcher splits values at commas: compared whole here)
+    assert_eq!(received.headers["anthropic-beta"], BETAS);
+    let sent: Value = received.body_json().unwrap();
+    let mut expected = claude_code_body(p.model());
+    expected["stream"] = json!(true);
+    assert_eq!(sent, expected);
+}
+
+/// A native body written for another vendor is not this adapter's: the shared shape goes.
+#[tokio::test]
+async fn a_native_body_for_another_kind_is_not_sent() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(json_reply(text_fixture()))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let mut req = native_request("the-route");
+    req.native = req.native.map(|n| switchyard::chat::Native {
+        kind: "openai",
+        ..n
+    });
+    let p = Harness.provider(&server.uri(), None, Clock::system());
+    p.send(&req).await.unwrap();
+    let received = &server.received_requests().await.unwrap()[0];
+    let sent: Value = received.body_json().unwrap();
+    assert!(
+        sent.get("thinking").is_none() && sent.get("top_k").is_none(),
+        "{sent}"
+    );
+    assert_eq!(sent["messages"][0]["content"][0]["text"], PROMPT);
+    assert!(received.headers.get("anthropic-beta").is_none());
+}
+
+/// The gateway does not yet return thinking blocks to Messages clients, so a client's next
+/// tool-loop turn lacks them; Anthropic would refuse it with thinking on, so thinking (and
+/// the edits that need it) is turned off for that request only.
+#[tokio::test]
+async fn a_tool_turn_without_its_thinking_block_is_sent_with_thinking_off() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(json_reply(text_fixture()))
+        .mount(&server)
+        .await;
+    let p = Harness.provider(&server.uri(), None, Clock::system());
+    let mut body = claude_code_body("the-route");
+    body["messages"][1]["content"]
+        .as_array_mut()
+        .unwrap()
+        .remove(0);
+    body["context_management"]["edits"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"type": "clear_tool_uses_20250919"}));
+    let req = ChatRequest {
+        native: Some(switchyard::chat::Native::new("anthropic", body.clone())),
+        ..ChatRequest::from_prompt(PROMPT)
+    };
+    p.send(&req).await.unwrap();
+    // with the thinking block in place, thinking stays on
+    p.send(&native_request("the-route")).await.unwrap();
+    let received = server.received_requests().await.unwrap();
+    let sent: Value = received[0].body_json().unwrap();
+    assert!(sent.get("thinking").is_none(), "{sent}");
+    assert_eq!(
+        sent["context_management"],
+        json!({"edits": [{"type": "clear_tool_uses_20250919"}]})
+    );
+    assert_eq!(sent["messages"], body["messages"], "history as sent");
+    assert_eq!(sent["top_k"], 40);
+    let kept: Value = received[1].body_json().unwrap();
+    assert_eq!(kept["thinking"]["type"], "enabled");
+    assert_eq!(
+        kept["context_management"]["edits"][0]["type"],
+        "clear_thinking_20251015"
+    );
+}

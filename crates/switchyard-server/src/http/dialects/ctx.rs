@@ -45,6 +45,13 @@ pub(crate) struct Ctx {
     pub line: Option<LogEntry>,
     /// Advisory fields the request used that were not carried (`x-switchyard-ignored`).
     pub ignored: Vec<String>,
+    /// The client's `anthropic-beta` header (the Messages dialect forwards it with a
+    /// native body).
+    pub anthropic_beta: Option<String>,
+    /// The provider kind the request's own body goes to natively (see
+    /// `switchyard::chat::Native`): when a provider of this kind answers, every field was
+    /// carried and `ignored` is not said.
+    pub native_kind: Option<&'static str>,
 }
 
 impl Ctx {
@@ -63,6 +70,11 @@ impl Ctx {
             stream: false,
             line: None,
             ignored: Vec::new(),
+            anthropic_beta: headers
+                .get("anthropic-beta")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+            native_kind: None,
         }
     }
 
@@ -121,9 +133,12 @@ pub(crate) fn completion_entry(
     entry
 }
 
-/// The `x-switchyard-*` and `x-request-id` headers.
+/// The `x-switchyard-*` and `x-request-id` headers. `x-switchyard-ignored` names the
+/// fields that were not carried: none when `provider` is of the kind the request's native
+/// body was written for (it got the body as the client sent it).
 pub(crate) fn who_answered(
     headers: &mut HeaderMap,
+    state: &AppState,
     ctx: &Ctx,
     provider: &str,
     attempts: usize,
@@ -145,9 +160,21 @@ pub(crate) fn who_answered(
             &cost.map_or_else(|| "unknown".to_owned(), usd),
         );
     }
-    if !ctx.ignored.is_empty() {
+    if !ctx.ignored.is_empty() && !answered_natively(state, ctx, provider) {
         set(headers, "x-switchyard-ignored", &ctx.ignored.join(", "));
     }
+}
+
+/// Whether `provider` is of the kind the request's native body was written for.
+fn answered_natively(state: &AppState, ctx: &Ctx, provider: &str) -> bool {
+    let Some(kind) = ctx.native_kind else {
+        return false;
+    };
+    state
+        .gateway
+        .providers()
+        .iter()
+        .any(|spec| spec.name == provider && spec.provider.kind() == kind)
 }
 
 pub(crate) fn set(headers: &mut HeaderMap, name: &'static str, value: &str) {

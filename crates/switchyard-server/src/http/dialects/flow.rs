@@ -221,6 +221,7 @@ fn completed(state: &AppState, ctx: &Ctx, resp: &ChatResponse, body: Vec<u8>) ->
     let mut out = (StatusCode::OK, [("content-type", "application/json")], body).into_response();
     who_answered(
         out.headers_mut(),
+        state,
         ctx,
         &resp.provider,
         resp.attempts.len(),

@@ -33,6 +33,7 @@ pub(crate) fn respond<D: Dialect>(
     let mut headers = axum::http::HeaderMap::new();
     who_answered(
         &mut headers,
+        &state,
         &ctx,
         &stream.provider,
         // the trail up to the commit point lacks the try that committed the stream

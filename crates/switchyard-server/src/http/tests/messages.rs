@@ -1,6 +1,7 @@
 //! The Messages dialect on the wire (`POST /v1/messages`, `/v1/messages/count_tokens`):
-//! decoding (Claude Code's request shape included), replies, every stream event sequence
-//! (text, tool use, rescued, unrescuable), and errors in Anthropic's shape and statuses.
+//! decoding (Claude Code's request shape included), the native body an Anthropic provider
+//! gets, replies, every stream event sequence (text, tool use, rescued, unrescuable), and
+//! errors in Anthropic's shape and statuses.
 
 use switchyard::chat::{ContentPart, FinishReason, ToolCall, ToolCallDelta};
 use switchyard::{ChatChunk, ProviderReply, Role, Usage};
@@ -819,4 +820,172 @@ async fn a_count_the_client_got_wrong_is_not_retried_elsewhere() {
         .unwrap()
         .contains("messages.0.role: bad"));
     assert!(second.received_requests().await.unwrap().is_empty());
+}
+
+/// A gateway whose route `smart` is an Anthropic provider (one attempt) then an OpenAI
+/// one, each on a mock upstream answering `anthropic` / `openai`.
+async fn native_fixture(
+    anthropic: wiremock::ResponseTemplate,
+) -> (AppState, wiremock::MockServer, wiremock::MockServer) {
+    use switchyard::provider::anthropic::{Anthropic, AnthropicConfig};
+    use switchyard::provider::http::Transport;
+    use switchyard::provider::openai::{OpenAi, OpenAiConfig};
+    let claude = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::path("/v1/messages"))
+        .respond_with(anthropic)
+        .mount(&claude)
+        .await;
+    let gpt = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::path("/chat/completions"))
+        .respond_with(wiremock::ResponseTemplate::new(200).set_body_json(json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-test",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": "Two files."}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}})))
+        .mount(&gpt)
+        .await;
+    let transport = Transport::default();
+    let anthropic = AnthropicConfig::new("claude-test").base_url(claude.uri());
+    let openai = OpenAiConfig::new("gpt-test").base_url(gpt.uri());
+    let metrics = Arc::new(Metrics::new());
+    let gateway = Gateway::builder()
+        .provider(
+            ProviderSpec::new(
+                "claude",
+                Arc::new(Anthropic::new(anthropic, &transport).unwrap()),
+            )
+            .max_attempts(1),
+        )
+        .provider(ProviderSpec::new(
+            "gpt",
+            Arc::new(OpenAi::new(openai, &transport).unwrap()),
+        ))
+        .route(Route::new("smart", &["claude", "gpt"]))
+        .observer(metrics.clone())
+        .build()
+        .unwrap();
+    let mut shared = Shared::for_tests(gateway, KeyStore::new(&[]), metrics);
+    shared.max_body_bytes = 1 << 20;
+    (AppState(Arc::new(shared)), claude, gpt)
+}
+
+/// Claude Code's request, not streamed, with its betas.
+fn claude_code_call() -> Request<Body> {
+    let mut body = claude_code_request();
+    body["stream"] = json!(false);
+    let mut req = post_messages(&body);
+    req.headers_mut()
+        .insert("anthropic-beta", CLAUDE_CODE_BETAS.parse().unwrap());
+    req
+}
+
+#[tokio::test]
+async fn claude_codes_request_reaches_an_anthropic_provider_as_sent() {
+    let (state, claude, gpt) =
+        native_fixture(wiremock::ResponseTemplate::new(200).set_body_json(json!({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+            "content": [{"type": "text", "text": "Two files."}],
+            "stop_reason": "end_turn", "stop_sequence": null,
+            "usage": {"input_tokens": 5, "output_tokens": 3,
+                      "cache_read_input_tokens": 900, "cache_creation_input_tokens": 0}})))
+        .await;
+    let resp = call(&state, claude_code_call()).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(header(&resp, "x-switchyard-provider"), "claude");
+    assert!(
+        resp.headers().get("x-switchyard-ignored").is_none(),
+        "Anthropic got every field"
+    );
+    let body = json_body(resp).await;
+    assert_eq!(body["content"][0]["text"], "Two files.");
+    assert_eq!(body["usage"]["cache_read_input_tokens"], 900);
+    let sent = &claude.received_requests().await.unwrap()[0];
+    assert_eq!(sent.headers["anthropic-beta"], CLAUDE_CODE_BETAS);
+    let sent: Value = serde_json::from_slice(&sent.body).unwrap();
+    let mut expected = claude_code_request();
+    expected["model"] = json!("claude-test");
+    expected["stream"] = json!(false);
+    assert_eq!(sent, expected, "the client's body, the provider's model");
+    assert!(gpt.received_requests().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn failed_over_to_openai_the_body_is_translated_and_the_dropped_fields_named() {
+    let (state, claude, gpt) = native_fixture(
+        wiremock::ResponseTemplate::new(529).set_body_json(json!({"type": "error",
+            "error": {"type": "overloaded_error", "message": "Overloaded"}})),
+    )
+    .await;
+    let resp = call(&state, claude_code_call()).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(header(&resp, "x-switchyard-provider"), "gpt");
+    assert_eq!(header(&resp, "x-switchyard-failed-over"), "true");
+    let ignored = header(&resp, "x-switchyard-ignored").to_owned();
+    for name in [
+        "thinking",
+        "context_management",
+        "cache_control",
+        "anthropic-beta",
+    ] {
+        assert!(
+            ignored.split(", ").any(|n| n == name),
+            "{name} in {ignored:?}"
+        );
+    }
+    assert_eq!(json_body(resp).await["content"][0]["text"], "Two files.");
+    let tried: Value =
+        serde_json::from_slice(&claude.received_requests().await.unwrap()[0].body).unwrap();
+    assert_eq!(
+        tried["thinking"],
+        json!({"type": "adaptive"}),
+        "native first"
+    );
+    let sent = &gpt.received_requests().await.unwrap()[0];
+    assert!(sent.headers.get("anthropic-beta").is_none());
+    let sent: Value = serde_json::from_slice(&sent.body).unwrap();
+    assert_eq!(sent["model"], "gpt-test");
+    for field in [
+        "thinking",
+        "context_management",
+        "system",
+        "output_config",
+        "metadata",
+    ] {
+        assert!(sent.get(field).is_none(), "{field} in {sent}");
+    }
+    assert_eq!(sent["messages"][0]["role"], "system");
+    assert_eq!(sent["tools"].as_array().unwrap().len(), 24);
+    assert!(
+        !sent.to_string().contains("I should call a tool."),
+        "no thinking in history"
+    );
+}
+
+/// Streamed (as Claude Code streams), the native body goes with `stream: true`, and the
+/// headers sent at the commit name nothing ignored: Anthropic answered.
+#[tokio::test]
+async fn a_streamed_native_request_to_anthropic_names_nothing_ignored() {
+    let sse = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../switchyard/tests/fixtures/anthropic/stream_text.sse"
+    ))
+    .unwrap();
+    let (state, claude, _gpt) =
+        native_fixture(wiremock::ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream"))
+            .await;
+    let mut req = post_messages(&claude_code_request());
+    req.headers_mut()
+        .insert("anthropic-beta", CLAUDE_CODE_BETAS.parse().unwrap());
+    let resp = call(&state, req).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(header(&resp, "x-switchyard-provider"), "claude");
+    assert!(resp.headers().get("x-switchyard-ignored").is_none());
+    let events = named_events(&text_body(resp).await);
+    assert_eq!(events.last().unwrap().0, "message_stop");
+    let sent = &claude.received_requests().await.unwrap()[0];
+    assert_eq!(sent.headers["anthropic-beta"], CLAUDE_CODE_BETAS);
+    let sent: Value = serde_json::from_slice(&sent.body).unwrap();
+    let mut expected = claude_code_request();
+    expected["model"] = json!("claude-test");
+    assert_eq!(sent, expected, "stream: true as the client sent it");
 }

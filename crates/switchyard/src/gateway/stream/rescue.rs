@@ -116,9 +116,35 @@ impl Live {
     }
 }
 
-/// The original request plus the text already sent, as an assistant prefill.
+/// The original request plus the text already sent, as an assistant prefill. A native
+/// body (see [`crate::chat::Native`]) is dropped: it lacks the prefill, so the
+/// continuation goes in the shared shape to every vendor (the client's vendor-only fields,
+/// `cache_control` and thinking among them, are not carried on a continuation).
 fn continuation_of(req: &ChatRequest, sent: &str) -> ChatRequest {
     let mut next = req.clone();
+    next.native = None;
     next.messages.push(Message::assistant(sent));
     next
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::Native;
+
+    /// A native body lacks the prefill, so a continuation must not send it.
+    #[test]
+    fn a_continuation_drops_the_native_body_and_keeps_the_prefill() {
+        let req = ChatRequest {
+            native: Some(Native::new(
+                "anthropic",
+                serde_json::json!({"messages": []}),
+            )),
+            ..ChatRequest::from_prompt("hi")
+        };
+        let next = continuation_of(&req, "Hel");
+        assert_eq!(next.native, None);
+        assert_eq!(next.messages.last(), Some(&Message::assistant("Hel")));
+        assert_eq!(next.messages.len(), 2);
+    }
 }

@@ -230,8 +230,14 @@ impl Codec for AnthropicCodec {
         Some(self.default_max_tokens)
     }
 
-    /// The body, and the whitespace trimmed off a final prefill (see the module docs).
+    /// The body, and the whitespace trimmed off a final prefill (see the module docs). A
+    /// request with an Anthropic native body sends that body (see [`native_body`]).
     fn encode(&self, req: &ChatRequest, stream: bool) -> Result<(Vec<u8>, String), ProviderError> {
+        if let Some(native) = req.native_for(Self::KIND) {
+            let max_tokens = req.max_tokens.unwrap_or(self.default_max_tokens);
+            let body = native_body(&native.body, &self.model, max_tokens, stream)?;
+            return Ok((crate::provider::encode_body(&body)?, String::new()));
+        }
         let (messages, trimmed) = request::wire_turns(&req.messages)?;
         if messages.is_empty() {
             return Err(bad_request("the request has no user or assistant messages"));
@@ -291,6 +297,74 @@ impl Codec for AnthropicCodec {
             "{}/count_tokens",
             call.as_str().trim_end_matches('/')
         ))
+    }
+}
+
+/// The client's own Messages body with this call's `model`, `max_tokens` and `stream`;
+/// nothing else is touched (`cache_control`, `thinking`, thinking blocks in history and
+/// every beta field go as the client wrote them), with one exception: see
+/// [`drop_orphan_thinking`]. No prefill is trimmed: the client wrote the body for
+/// Anthropic, and Anthropic's answer to it is the client's to read.
+fn native_body(
+    body: &serde_json::Value,
+    model: &str,
+    max_tokens: u32,
+    stream: bool,
+) -> Result<serde_json::Value, ProviderError> {
+    let serde_json::Value::Object(fields) = body else {
+        return Err(bad_request(
+            "a native Messages body that is not a JSON object",
+        ));
+    };
+    let mut fields = fields.clone();
+    fields.insert("model".to_owned(), model.into());
+    fields.insert("max_tokens".to_owned(), max_tokens.into());
+    fields.insert("stream".to_owned(), stream.into());
+    drop_orphan_thinking(&mut fields);
+    Ok(serde_json::Value::Object(fields))
+}
+
+/// With thinking on, Anthropic refuses (400) a conversation whose last assistant turn
+/// calls a tool without starting with its thinking block. The gateway does not yet hand
+/// thinking blocks back to Messages clients (`docs/dialects.md`), so their next turn of a
+/// tool loop lacks them: thinking is turned off for that request (`thinking` removed, and
+/// `context_management`'s `clear_thinking_*` edits, which need it), as it was before
+/// native bodies. A turn that does start with its thinking block keeps thinking on.
+fn drop_orphan_thinking(fields: &mut serde_json::Map<String, serde_json::Value>) {
+    let on = fields
+        .get("thinking")
+        .is_some_and(|t| t.get("type").and_then(serde_json::Value::as_str) != Some("disabled"));
+    if !on {
+        return;
+    }
+    let last_assistant = fields
+        .get("messages")
+        .and_then(serde_json::Value::as_array)
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "assistant"));
+    let Some(blocks) = last_assistant.and_then(|m| m["content"].as_array()) else {
+        return;
+    };
+    let calls_a_tool = blocks.iter().any(|b| b["type"] == "tool_use");
+    let starts_thinking = blocks
+        .first()
+        .is_some_and(|b| b["type"] == "thinking" || b["type"] == "redacted_thinking");
+    if !calls_a_tool || starts_thinking {
+        return;
+    }
+    fields.remove("thinking");
+    if let Some(edits) = fields
+        .get_mut("context_management")
+        .and_then(|c| c.get_mut("edits"))
+        .and_then(serde_json::Value::as_array_mut)
+    {
+        edits.retain(|e| {
+            !e["type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("clear_thinking"))
+        });
+        if edits.is_empty() {
+            fields.remove("context_management");
+        }
     }
 }
 

@@ -303,6 +303,7 @@ impl WireRequest {
                 },
             }),
             user: self.user,
+            native: None,
         })
     }
 

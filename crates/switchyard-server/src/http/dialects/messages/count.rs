@@ -95,6 +95,7 @@ fn counted(
     let mut resp = (StatusCode::OK, body).into_response();
     flow::who_answered(
         resp.headers_mut(),
+        state,
         ctx,
         &spec.name,
         tried + 1,

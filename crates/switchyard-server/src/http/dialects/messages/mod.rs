@@ -1,10 +1,14 @@
 //! `POST /v1/messages`: Anthropic's Messages API as an inbound dialect (what the official
 //! `anthropic` SDKs and Claude Code speak). The request decodes into the shared shape
-//! ([`wire`]), so any vendor can answer it; a reply is a `message` object with a
-//! `switchyard` object saying who answered; a stream is Anthropic's event sequence
-//! ([`stream`]); errors are Anthropic's `{"type": "error", "error": {...}}` with its
-//! statuses ([`error_body`], mapping in `docs/dialects.md`). `POST /v1/messages/count_tokens`
-//! is [`count`]. Everything around the codec (keys, limits, headers, the log line) is the
+//! ([`wire`]), so any vendor can answer it, and the client's own body rides along with its
+//! `anthropic-beta` as the request's native body: an Anthropic provider sends that as is
+//! (model, `max_tokens` and `stream` the call's), so betas, `cache_control`, thinking and
+//! thinking blocks in history reach Anthropic; `x-switchyard-ignored` names what the shared
+//! shape dropped only when another vendor answered (`docs/dialects.md`). A reply is a
+//! `message` object with a `switchyard` object saying who answered; a stream is Anthropic's
+//! event sequence ([`stream`]); errors are Anthropic's `{"type": "error", "error":
+//! {...}}` with its statuses ([`error_body`], mapping in `docs/dialects.md`).
+//! `POST /v1/messages/count_tokens` is [`count`]. Everything around the codec (keys, limits, headers, the log line) is the
 //! shared flow's: `crate::http::dialects::flow`.
 
 pub(crate) mod count;
@@ -17,7 +21,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::{json, Value};
-use switchyard::chat::FinishReason;
+use switchyard::chat::{FinishReason, Native};
 use switchyard::{ChatResponse, Usage};
 
 use super::flow::{self, Ctx, Trail};
@@ -39,8 +43,19 @@ impl Dialect for Messages {
         ctx.route = std::mem::take(&mut wire.model);
         ctx.stream = wire.stream;
         let mut ignored = wire::Ignored::default();
-        let request = wire.into_chat(&mut ignored)?;
+        let mut request = wire.into_chat(&mut ignored)?;
         ctx.ignored.extend(ignored.into_names());
+        // valid: it parsed above
+        let own: Value = serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(None, format!("invalid request body: {e}")))?;
+        let mut native = Native::new(ANTHROPIC, own);
+        if let Some(betas) = &ctx.anthropic_beta {
+            // the betas tune how Anthropic serves a request; the shared shape has no room
+            ctx.ignored.push("anthropic-beta".to_owned());
+            native = native.header("anthropic-beta", betas.as_str());
+        }
+        request.native = Some(native);
+        ctx.native_kind = Some(ANTHROPIC);
         Ok(Decoded { request, extra: () })
     }
 
@@ -62,25 +77,12 @@ impl Dialect for Messages {
     }
 }
 
-/// The handler: the shared flow, plus `anthropic-beta` named in `x-switchyard-ignored` (the
-/// betas tune how Anthropic serves a request; the shared shape does not carry them).
+/// The provider kind a Messages body is written for.
+const ANTHROPIC: &str = "anthropic";
+
+/// The handler: the shared flow.
 pub async fn create(state: State<AppState>, request: Request) -> Response {
-    let betas = request.headers().contains_key("anthropic-beta");
-    let mut resp = flow::serve::<Messages>(state, request).await;
-    if betas && resp.status() == StatusCode::OK {
-        let headers = resp.headers_mut();
-        let value = match headers
-            .get("x-switchyard-ignored")
-            .and_then(|v| v.to_str().ok())
-        {
-            Some(before) => format!("{before}, anthropic-beta"),
-            None => "anthropic-beta".to_owned(),
-        };
-        if let Ok(v) = HeaderValue::from_str(&value) {
-            headers.insert("x-switchyard-ignored", v);
-        }
-    }
-    resp
+    flow::serve::<Messages>(state, request).await
 }
 
 /// `msg_<request id>`.

@@ -2,8 +2,10 @@
 //! `MessageCreateParams`, betas included), and its mapping into switchyard's shared shape.
 //!
 //! Unknown top-level fields are refused by name (as Anthropic does); inside blocks, fields
-//! the shape does not need are let through (the SDK adds them over time). What the shared
-//! shape cannot carry is either named in `x-switchyard-ignored` (advisory fields, and for
+//! the shape does not need are let through (the SDK adds them over time). An Anthropic
+//! provider gets the client's own body instead (`super` sets it as the native body). What
+//! the shared shape cannot carry is either named in `x-switchyard-ignored` when another
+//! vendor answers (advisory fields, and for
 //! now the output-changing ones the shape has no room for: `thinking`, `top_k`,
 //! `disable_parallel_tool_use`, a tool result's `is_error`) or refused with a 400 naming
 //! the field in Anthropic's terms (`messages.1.content.0.type`): server tools,
@@ -383,6 +385,7 @@ impl WireRequest {
             tool_choice,
             response_format: format,
             user,
+            native: None,
         })
     }
 

@@ -260,6 +260,7 @@ fn decode_request(mut w: WireRequest, ctx: &mut Ctx) -> Result<Decoded<Responses
         response_format: None,
         user: w.user.clone(),
         tools,
+        native: None,
     };
     let echo = echo(w, &request.tools, format.as_ref());
     let base = Base {
