@@ -97,6 +97,7 @@ fn answered(state: &AppState, ctx: &Ctx, resp: &EmbeddingResponse, encoding: Enc
         .into_response();
     who_answered(
         out.headers_mut(),
+        state,
         ctx,
         &resp.provider,
         resp.attempts.len(),
