@@ -17,6 +17,7 @@ pub mod chat;
 pub(crate) mod ctx;
 pub mod embeddings;
 pub(crate) mod flow;
+pub(crate) mod json;
 pub mod messages;
 pub mod responses;
 pub(crate) mod sse;

@@ -10,11 +10,9 @@ use switchyard::chat::{
 };
 use switchyard::{ChatRequest, Role, Usage};
 
-use crate::http::bounds::{clip, elide, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
+use crate::http::bounds::{clip, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
+use crate::http::dialects::json;
 use crate::http::error::ApiError;
-
-/// How much of a parser's message (which may quote the client's value) a 400 carries.
-const PARSER_MESSAGE_BYTES: usize = 256;
 
 /// The request body.
 #[derive(Debug, Deserialize)]
@@ -186,41 +184,7 @@ struct WireJsonSchema {
 /// # Errors
 /// 400 with `param` set to the JSON path of the bad field.
 pub fn parse(body: &[u8]) -> Result<WireRequest, ApiError> {
-    serde_json::from_slice(body).or_else(|_| parse_tracked(body))
-}
-
-/// [`parse`] with the path of the field being read tracked, for the error.
-fn parse_tracked(body: &[u8]) -> Result<WireRequest, ApiError> {
-    let de = &mut serde_json::Deserializer::from_slice(body);
-    let req = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        if inner.is_syntax() || inner.is_eof() {
-            return not_json(&inner);
-        }
-        let param = (path != ".").then_some(path);
-        // serde quotes a wrong-typed string or an unknown variant in full: keep its ends
-        let inner = inner.to_string();
-        let inner = elide(&inner, PARSER_MESSAGE_BYTES);
-        let msg = match &param {
-            Some(p) => format!("invalid field `{}`: {inner}", clip(p, ECHO_BYTES)),
-            None => format!("invalid request body: {inner}"),
-        };
-        ApiError::bad_request(param, msg)
-    })?;
-    de.end().map_err(|e| not_json(&e))?;
-    Ok(req)
-}
-
-fn not_json(e: &serde_json::Error) -> ApiError {
-    let e = e.to_string();
-    ApiError::bad_request(
-        None,
-        format!(
-            "request body is not valid JSON: {}",
-            elide(&e, PARSER_MESSAGE_BYTES)
-        ),
-    )
+    json::parse(body, |path, message| json::invalid_field(path, &message))
 }
 
 fn bad(param: &str, msg: impl Into<String>) -> ApiError {

@@ -24,10 +24,8 @@ use switchyard::chat::{
 use switchyard::{ChatRequest, Role};
 
 use crate::http::bounds::{clip, elide, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
+use crate::http::dialects::json::{self, PARSER_MESSAGE_BYTES};
 use crate::http::error::ApiError;
-
-/// How much of a parser's message (which may quote the client's value) a 400 carries.
-const PARSER_MESSAGE_BYTES: usize = 256;
 
 /// The body of `POST /v1/messages`.
 #[derive(Debug, Deserialize)]
@@ -252,29 +250,15 @@ enum JsonFormat {
 /// # Errors
 /// 400 naming the field.
 pub(super) fn parse(body: &[u8]) -> Result<WireRequest, ApiError> {
-    serde_json::from_slice(body).or_else(|_| parse_tracked(body))
-}
-
-#[cold]
-fn parse_tracked(body: &[u8]) -> Result<WireRequest, ApiError> {
-    let de = &mut serde_json::Deserializer::from_slice(body);
-    let req = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
-        let path = anthropic_path(&e.path().to_string());
-        let inner = e.into_inner();
-        if inner.is_syntax() || inner.is_eof() {
-            return not_json(&inner);
-        }
-        let text = inner.to_string();
-        let (param, text) = refine(path, &text);
+    json::parse(body, |path, message| {
+        let (param, text) = refine(anthropic_path(&path), &message);
         let text = elide(&text, PARSER_MESSAGE_BYTES);
         let msg = match &param {
             Some(p) => format!("{}: {text}", clip(p, ECHO_BYTES)),
             None => format!("invalid request body: {text}"),
         };
         ApiError::bad_request(param, msg)
-    })?;
-    de.end().map_err(|e| not_json(&e))?;
-    Ok(req)
+    })
 }
 
 /// serde's `messages[1].content[0]` as Anthropic writes it: `messages.1.content.0`.
@@ -309,17 +293,6 @@ fn refine(path: String, text: &str) -> (Option<String>, String) {
         return (Some(at("type".to_owned())), text.to_owned());
     }
     ((path != ".").then_some(path), text.to_owned())
-}
-
-fn not_json(e: &serde_json::Error) -> ApiError {
-    let e = e.to_string();
-    ApiError::bad_request(
-        None,
-        format!(
-            "request body is not valid JSON: {}",
-            elide(&e, PARSER_MESSAGE_BYTES)
-        ),
-    )
 }
 
 fn bad(param: &str, msg: impl fmt::Display) -> ApiError {

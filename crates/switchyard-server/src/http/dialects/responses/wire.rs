@@ -11,12 +11,12 @@ use serde_json::{Map, Value};
 use switchyard::chat::{ContentPart, Message, ResponseFormat, Tool, ToolCall, ToolChoice};
 use switchyard::Role;
 
-use crate::http::bounds::{clip, elide, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
+use crate::http::bounds::{clip, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
 use crate::http::dialects::chat::wire::image_source;
+use crate::http::dialects::json;
 use crate::http::error::ApiError;
 
 /// How much of a parser's message (which may quote the client's value) a 400 carries.
-const PARSER_MESSAGE_BYTES: usize = 256;
 /// OpenAI's bounds on `metadata`: pairs, key and value lengths (characters).
 const METADATA_PAIRS: usize = 16;
 const METADATA_KEY_CHARS: usize = 64;
@@ -103,19 +103,8 @@ pub(super) struct WireReasoning {
 /// # Errors
 /// 400 with `param` set to the JSON path of the bad field.
 pub(super) fn parse(body: &[u8]) -> Result<WireRequest, ApiError> {
-    serde_json::from_slice(body).or_else(|_| parse_tracked(body))
-}
-
-fn parse_tracked(body: &[u8]) -> Result<WireRequest, ApiError> {
-    let de = &mut serde_json::Deserializer::from_slice(body);
-    let req = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        if inner.is_syntax() || inner.is_eof() {
-            return not_json(&inner);
-        }
-        let text = inner.to_string();
-        if let Some(field) = unknown_field(&text) {
+    json::parse(body, |path, message| {
+        if let Some(field) = unknown_field(&message) {
             let param = if path == "." || path == field {
                 field.to_owned()
             } else {
@@ -126,33 +115,14 @@ fn parse_tracked(body: &[u8]) -> Result<WireRequest, ApiError> {
                 format!("Unknown parameter: '{}'.", clip(&param, ECHO_BYTES)),
             );
         }
-        let param = (path != ".").then_some(path);
-        let inner = elide(&text, PARSER_MESSAGE_BYTES);
-        let msg = match &param {
-            Some(p) => format!("invalid field `{}`: {inner}", clip(p, ECHO_BYTES)),
-            None => format!("invalid request body: {inner}"),
-        };
-        ApiError::bad_request(param, msg)
-    })?;
-    de.end().map_err(|e| not_json(&e))?;
-    Ok(req)
+        json::invalid_field(path, &message)
+    })
 }
 
 /// The name in serde's "unknown field `x`, expected ..." message.
 fn unknown_field(message: &str) -> Option<&str> {
     let rest = message.strip_prefix("unknown field `")?;
     rest.split_once('`').map(|(name, _)| name)
-}
-
-fn not_json(e: &serde_json::Error) -> ApiError {
-    let e = e.to_string();
-    ApiError::bad_request(
-        None,
-        format!(
-            "request body is not valid JSON: {}",
-            elide(&e, PARSER_MESSAGE_BYTES)
-        ),
-    )
 }
 
 pub(super) fn bad(param: &str, msg: impl Into<String>) -> ApiError {
