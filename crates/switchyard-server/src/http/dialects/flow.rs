@@ -218,22 +218,44 @@ async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
 
 /// A plain answer: the dialect's body, headers, metrics (the caller logs).
 fn completed(state: &AppState, ctx: &Ctx, resp: &ChatResponse, body: Vec<u8>) -> Response {
+    answered_json(
+        state,
+        ctx,
+        body,
+        &resp.provider,
+        &resp.attempts,
+        resp.failed_over,
+        resp.cost,
+    )
+}
+
+/// A plain answer of any API: its JSON body, the `x-switchyard-*` headers, metrics (the
+/// caller logs).
+pub(crate) fn answered_json(
+    state: &AppState,
+    ctx: &Ctx,
+    body: Vec<u8>,
+    provider: &str,
+    attempts: &[switchyard::observe::Attempt],
+    failed_over: bool,
+    cost: Option<switchyard::Money>,
+) -> Response {
     let mut out = (StatusCode::OK, [("content-type", "application/json")], body).into_response();
     who_answered(
         out.headers_mut(),
         state,
         ctx,
-        &resp.provider,
-        resp.attempts.len(),
-        resp.failed_over,
-        Some(resp.cost),
+        provider,
+        attempts.len(),
+        failed_over,
+        Some(cost),
     );
     let elapsed = ctx.elapsed();
-    if let [only] = resp.attempts.as_slice() {
+    if let [only] = attempts {
         state.metrics.overhead(elapsed.saturating_sub(only.latency));
     }
     state.metrics.request(&ctx.route_label, 200, false, elapsed);
-    if resp.failed_over {
+    if failed_over {
         state.metrics.failover(&ctx.route_label);
     }
     out

@@ -13,14 +13,13 @@ pub mod wire;
 
 use axum::body::Bytes;
 use axum::extract::{Request, State};
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use switchyard::embedding::EmbeddingResponse;
 use switchyard::{Api, Money};
 
 use super::flow::{
-    admit_body, admit_limits, admit_route, answer_with, record_tokens, who_answered, Abandoned,
+    admit_body, admit_limits, admit_route, answer_with, answered_json, record_tokens, Abandoned,
 };
 use super::Ctx;
 use crate::http::bounds::{clip, MAX_NAME_CHARS};
@@ -89,30 +88,15 @@ fn answered(state: &AppState, ctx: &Ctx, resp: &EmbeddingResponse, encoding: Enc
     if serde_json::to_writer(&mut bytes, &body).is_err() {
         bytes.clear();
     }
-    let mut out = (
-        StatusCode::OK,
-        [("content-type", "application/json")],
-        bytes,
-    )
-        .into_response();
-    who_answered(
-        out.headers_mut(),
+    answered_json(
         state,
         ctx,
+        bytes,
         &resp.provider,
-        resp.attempts.len(),
+        &resp.attempts,
         resp.failed_over,
-        Some(resp.cost),
-    );
-    let elapsed = ctx.elapsed();
-    if let [only] = resp.attempts.as_slice() {
-        state.metrics.overhead(elapsed.saturating_sub(only.latency));
-    }
-    state.metrics.request(&ctx.route_label, 200, false, elapsed);
-    if resp.failed_over {
-        state.metrics.failover(&ctx.route_label);
-    }
-    out
+        resp.cost,
+    )
 }
 
 /// The log line of an answered request.
