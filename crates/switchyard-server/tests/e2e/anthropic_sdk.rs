@@ -8,7 +8,6 @@
 //! proxy and runs it with `$SWITCHYARD_PYTHON`. Without the SDK it fails with the install
 //! command — never skips.
 
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -17,8 +16,8 @@ use wiremock::matchers::{body_string_contains, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::support::{
-    describe, key_env, openai_provider, route, run_bounded, try_run_bounded, Scratch, Server,
-    CHAT_PATH, KEY_ENV, PROXY_ENV, UPSTREAM_KEY,
+    describe, key_env, openai_provider, python, route, run_bounded, try_run_bounded, Scratch,
+    Server, CHAT_PATH, KEY_ENV, UPSTREAM_KEY,
 };
 use crate::upstream::{completion, ok_completion, ok_stream, sse};
 
@@ -31,19 +30,6 @@ const REQUIREMENTS: &str = "tests/python/requirements.txt";
 const TOKEN: &str = "sy-e2e-anthropic-sdk-token-7c1e9a44";
 /// The model id the Anthropic providers are configured with.
 const CLAUDE_MODEL: &str = "claude-sonnet-5-20260101";
-
-fn python() -> Command {
-    let interpreter = std::env::var("SWITCHYARD_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let mut cmd = Command::new(interpreter);
-    for var in PROXY_ENV.iter().chain(&[
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_AUTH_TOKEN",
-        "ANTHROPIC_BASE_URL",
-    ]) {
-        cmd.env_remove(var);
-    }
-    cmd
-}
 
 pub fn anthropic_provider(name: &str, uri: &str) -> String {
     format!(

@@ -6,7 +6,6 @@
 //! run with `$SWITCHYARD_PYTHON` (default `python3`); without the SDK the test fails with
 //! the install command, never skips.
 
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -14,8 +13,7 @@ use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
 
 use crate::support::{
-    describe, key_env, run_bounded, try_run_bounded, Scratch, Server, KEY_ENV, PROXY_ENV,
-    UPSTREAM_KEY,
+    describe, key_env, python, run_bounded, try_run_bounded, Scratch, Server, KEY_ENV, UPSTREAM_KEY,
 };
 
 const SCRIPT: &str = concat!(
@@ -44,18 +42,6 @@ impl Respond for GeminiEmbeddings {
         }
         ResponseTemplate::new(200).set_body_json(json!({ "embeddings": embeddings }))
     }
-}
-
-fn python() -> Command {
-    let interpreter = std::env::var("SWITCHYARD_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let mut cmd = Command::new(interpreter);
-    for var in PROXY_ENV
-        .iter()
-        .chain(&["OPENAI_API_KEY", "OPENAI_BASE_URL"])
-    {
-        cmd.env_remove(var);
-    }
-    cmd
 }
 
 #[tokio::test]

@@ -4,13 +4,12 @@
 //! proxy (simulated providers, one client key) and runs it with `$SWITCHYARD_PYTHON`
 //! (default `python3`). Without the SDK it fails with the install command — never skips.
 
-use std::process::Command;
 use std::time::Duration;
 
 use sha2::{Digest as _, Sha256};
 
 use crate::support::{
-    describe, route, run_bounded, simulated_provider, try_run_bounded, Scratch, Server, PROXY_ENV,
+    describe, python, route, run_bounded, simulated_provider, try_run_bounded, Scratch, Server,
 };
 
 const SCRIPT: &str = concat!(
@@ -20,18 +19,6 @@ const SCRIPT: &str = concat!(
 const REQUIREMENTS: &str = "tests/python/requirements.txt";
 /// The client token the script authenticates with.
 const TOKEN: &str = "sy-e2e-python-sdk-token-5b8d0c2e";
-
-fn python() -> Command {
-    let interpreter = std::env::var("SWITCHYARD_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let mut cmd = Command::new(interpreter);
-    for var in PROXY_ENV
-        .iter()
-        .chain(&["OPENAI_API_KEY", "OPENAI_BASE_URL"])
-    {
-        cmd.env_remove(var);
-    }
-    cmd
-}
 
 #[tokio::test]
 async fn openai_python_sdk_works_against_the_proxy() {

@@ -8,7 +8,6 @@
 //! answers reveal the conversation it was sent. Needs Redis at 127.0.0.1:6379 and the SDK
 //! in `$SWITCHYARD_PYTHON` (fails with the install command, never skips).
 
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -17,8 +16,8 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::support::{
-    describe, key_env, openai_provider, route, run_bounded, try_run_bounded, Scratch, Server,
-    KEY_ENV, PROXY_ENV,
+    describe, key_env, openai_provider, python, route, run_bounded, try_run_bounded, Scratch,
+    Server, KEY_ENV,
 };
 
 const SCRIPT: &str = concat!(
@@ -31,18 +30,6 @@ const AGENTS_SCRIPT: &str = concat!(
 );
 /// The client token the script authenticates with.
 const TOKEN: &str = "sy-e2e-responses-sdk-token-71c3a9";
-
-fn python() -> Command {
-    let interpreter = std::env::var("SWITCHYARD_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let mut cmd = Command::new(interpreter);
-    for var in PROXY_ENV
-        .iter()
-        .chain(&["OPENAI_API_KEY", "OPENAI_BASE_URL"])
-    {
-        cmd.env_remove(var);
-    }
-    cmd
-}
 
 /// The text of a Messages API `content` (a string or blocks).
 fn text_of(content: &Value) -> String {

@@ -62,6 +62,24 @@ pub fn switchyard(args: &[&str], envs: &[(&str, &str)], dir: &Path) -> Output {
     run_bounded(command(args, envs, dir), WAIT)
 }
 
+/// The Python interpreter the SDK tests run (`$SWITCHYARD_PYTHON`, default `python3`),
+/// without the proxy variables or any OpenAI / Anthropic client settings of the caller's
+/// environment.
+pub fn python() -> Command {
+    let interpreter = std::env::var("SWITCHYARD_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let mut cmd = Command::new(interpreter);
+    for var in PROXY_ENV.iter().chain(&[
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+    ]) {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
 /// stdout and stderr of a finished command, for assertion messages.
 pub fn describe(out: &Output) -> String {
     format!(
