@@ -76,6 +76,22 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
+/// A reasoning block a vendor returned with an answer (Anthropic's `thinking` and
+/// `redacted_thinking` content blocks). The Messages dialect hands it back to its client,
+/// which must send it unchanged with the next turn; other dialects ignore it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Thinking {
+    /// The reasoning text (empty for a redacted block).
+    #[serde(default)]
+    pub text: String,
+    /// The vendor's signature over the text, when it sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    /// The opaque `data` of a redacted block; `Some` makes this block a redacted one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redacted: Option<String>,
+}
+
 /// One message of the conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {
@@ -446,6 +462,9 @@ pub struct ProviderReply {
     /// Tool calls the model made.
     #[serde(default)]
     pub tool_calls: Vec<ToolCall>,
+    /// Reasoning blocks the vendor returned, in order (Anthropic only, so far).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thinking: Vec<Thinking>,
     /// Why it stopped.
     pub finish_reason: Option<FinishReason>,
     /// The model id the vendor says answered (may be a dated snapshot of the configured one).
@@ -465,6 +484,9 @@ pub struct ChatResponse {
     pub text: String,
     /// Tool calls the model made.
     pub tool_calls: Vec<ToolCall>,
+    /// Reasoning blocks the vendor returned, in order (see [`Thinking`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub thinking: Vec<Thinking>,
     /// Why it stopped.
     pub finish_reason: Option<FinishReason>,
     /// The provider (configured name) that answered.

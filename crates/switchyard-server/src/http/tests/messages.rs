@@ -909,6 +909,34 @@ async fn claude_codes_request_reaches_an_anthropic_provider_as_sent() {
     assert!(gpt.received_requests().await.unwrap().is_empty());
 }
 
+/// Anthropic's thinking blocks reach the Messages client in front of the text, with their
+/// signatures, so it can send them back with its next turn.
+#[tokio::test]
+async fn thinking_from_anthropic_reaches_the_client_with_its_signature() {
+    let (state, _claude, _gpt) =
+        native_fixture(wiremock::ResponseTemplate::new(200).set_body_json(json!({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+            "content": [
+                {"type": "thinking", "thinking": "I should list.", "signature": "c2ln"},
+                {"type": "redacted_thinking", "data": "ZW5j"},
+                {"type": "tool_use", "id": "toolu_2", "name": "Tool3", "input": {"path": "."}}],
+            "stop_reason": "tool_use", "stop_sequence": null,
+            "usage": {"input_tokens": 5, "output_tokens": 3}})))
+        .await;
+    let resp = call(&state, claude_code_call()).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let body = json_body(resp).await;
+    assert_eq!(
+        body["content"],
+        json!([
+            {"type": "thinking", "thinking": "I should list.", "signature": "c2ln"},
+            {"type": "redacted_thinking", "data": "ZW5j"},
+            {"type": "tool_use", "id": "toolu_2", "name": "Tool3", "input": {"path": "."}}
+        ])
+    );
+    assert_eq!(body["stop_reason"], "tool_use");
+}
+
 #[tokio::test]
 async fn failed_over_to_openai_the_body_is_translated_and_the_dropped_fields_named() {
     let (state, claude, gpt) = native_fixture(

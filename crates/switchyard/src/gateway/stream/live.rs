@@ -277,6 +277,7 @@ impl Live {
         let completion = Completion {
             text: self.kept.text.clone(),
             tool_calls: self.kept.tool_calls.clone(),
+            thinking: Vec::new(),
             finish_reason: self.finish.clone(),
             model: self.model.clone(),
             usage: self.usage,

@@ -137,7 +137,7 @@ pub(super) struct Message {
     pub usage: Option<Usage>,
 }
 
-/// A content block of a response. Thinking, server-tool and future block types are `Other`.
+/// A content block of a response. Server-tool and future block types are `Other`.
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub(super) enum ContentBlock {
@@ -149,6 +149,16 @@ pub(super) enum ContentBlock {
         name: String,
         #[serde(default)]
         input: Value,
+    },
+    Thinking {
+        #[serde(default)]
+        thinking: String,
+        #[serde(default)]
+        signature: Option<String>,
+    },
+    RedactedThinking {
+        #[serde(default)]
+        data: String,
     },
     #[serde(other)]
     Other,

@@ -56,6 +56,24 @@ fn tool_use_message() {
 fn thinking_is_not_text_and_text_blocks_are_joined() {
     let reply = parse_response(fixture!("completion_thinking.json").as_bytes()).unwrap();
     assert_eq!(reply.text, "27 × 453 = 12,231");
+    assert_eq!(
+        reply.thinking,
+        vec![
+            crate::chat::Thinking {
+                text: "27 * 453 = 27 * 400 + 27 * 53 = 10800 + 1431 = 12231.".into(),
+                signature: Some("EqQBCgIYAhIMsyFakeSignature0000000000".into()),
+                redacted: None,
+            },
+            crate::chat::Thinking {
+                text: String::new(),
+                signature: None,
+                redacted: Some(
+                    "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP".into()
+                ),
+            },
+        ],
+        "thinking blocks kept in order, the redacted one's data opaque"
+    );
     assert_eq!(reply.finish_reason, Some(FinishReason::Length));
     let usage = reply.usage.unwrap();
     assert_eq!((usage.input_tokens, usage.output_tokens), (46, 2048));
