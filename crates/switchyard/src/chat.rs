@@ -524,6 +524,23 @@ pub struct ToolCallDelta {
     pub arguments: String,
 }
 
+/// A piece of a streamed reasoning block (see [`Thinking`]): the block's first piece opens
+/// it, later ones with the same `index` extend it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThinkingDelta {
+    /// Which reasoning block (position among the answer's reasoning blocks).
+    pub index: u32,
+    /// A piece of the reasoning text (may be empty).
+    #[serde(default)]
+    pub text: String,
+    /// The block's signature (Anthropic sends it whole, just before the block ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    /// The opaque data of a redacted block, whole (such a block has no other piece).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redacted: Option<String>,
+}
+
 /// One piece of a streamed completion.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChatChunk {
@@ -532,6 +549,9 @@ pub struct ChatChunk {
     /// Tool-call deltas.
     #[serde(default)]
     pub tool_calls: Vec<ToolCallDelta>,
+    /// Reasoning-block pieces (Anthropic, for a client that speaks Messages).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thinking: Vec<ThinkingDelta>,
     /// Set on the chunk that carries the vendor's finish signal.
     pub finish_reason: Option<FinishReason>,
     /// Usage, usually on the final chunk.
@@ -541,10 +561,11 @@ pub struct ChatChunk {
 }
 
 impl ChatChunk {
-    /// True when this chunk carries content the client would see (text or a tool call).
+    /// True when this chunk carries content the client would see (text, a tool call or a
+    /// reasoning piece).
     #[must_use]
     pub fn has_content(&self) -> bool {
-        !self.text.is_empty() || !self.tool_calls.is_empty()
+        !self.text.is_empty() || !self.tool_calls.is_empty() || !self.thinking.is_empty()
     }
 }
 

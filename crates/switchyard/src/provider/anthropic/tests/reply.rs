@@ -255,6 +255,65 @@ fn thinking_pings_and_unknown_events_are_skipped() {
     }
 }
 
+/// For a native Messages request the reasoning blocks are passed on, numbered among
+/// themselves; a thinking delta for a block that is not a thinking block is malformed.
+#[test]
+fn a_parser_keeping_thinking_passes_text_signature_and_redacted_data_on() {
+    use crate::chat::ThinkingDelta;
+    let mut p = EventParser::new().keeping_thinking();
+    let piece = |p: &mut EventParser, name: &str, data: Value| match p
+        .parse_event(&event(name, data))
+        .unwrap()
+    {
+        Parsed::Chunk(c) => c.thinking,
+        other => panic!("{other:?}"),
+    };
+    let start = piece(
+        &mut p,
+        "content_block_start",
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}),
+    );
+    assert_eq!(
+        start,
+        vec![ThinkingDelta::default()],
+        "the start opens block 0"
+    );
+    let text = piece(
+        &mut p,
+        "content_block_delta",
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Let me see"}}),
+    );
+    assert_eq!(text[0].text, "Let me see");
+    let sig = piece(
+        &mut p,
+        "content_block_delta",
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "EqQB"}}),
+    );
+    assert_eq!(sig[0].signature.as_deref(), Some("EqQB"));
+    assert_eq!(sig[0].index, 0);
+    let redacted = piece(
+        &mut p,
+        "content_block_start",
+        json!({"type": "content_block_start", "index": 2, "content_block": {"type": "redacted_thinking", "data": "ZW5j"}}),
+    );
+    assert_eq!(
+        redacted,
+        vec![ThinkingDelta {
+            index: 1,
+            redacted: Some("ZW5j".into()),
+            ..ThinkingDelta::default()
+        }]
+    );
+    let stray = event(
+        "content_block_delta",
+        json!({"type": "content_block_delta", "index": 5, "delta": {"type": "thinking_delta", "thinking": "x"}}),
+    );
+    assert_eq!(
+        p.parse_event(&stray).unwrap_err().kind,
+        crate::error::ErrorKind::Malformed
+    );
+}
+
 /// Newer API versions repeat the (cumulative) input counts on `message_delta`: the latest
 /// value wins, nothing is summed twice.
 #[test]
