@@ -490,9 +490,9 @@ async fn a_replys_thinking_comes_back_with_its_signature() {
     assert_eq!(reply.text, "27 × 453 = 12,231");
 }
 
-/// The gateway does not yet return thinking blocks to Messages clients, so a client's next
-/// tool-loop turn lacks them; Anthropic would refuse it with thinking on, so thinking (and
-/// the edits that need it) is turned off for that request only.
+/// A client's tool-loop turn without its thinking block (a client that drops them, or a
+/// turn another vendor answered): Anthropic would refuse it with thinking on, so thinking
+/// (and the edits that need it) is turned off for that request only.
 #[tokio::test]
 async fn a_tool_turn_without_its_thinking_block_is_sent_with_thinking_off() {
     let server = MockServer::start().await;

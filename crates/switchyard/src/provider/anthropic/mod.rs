@@ -339,11 +339,12 @@ fn native_body(
 }
 
 /// With thinking on, Anthropic refuses (400) a conversation whose last assistant turn
-/// calls a tool without starting with its thinking block. The gateway does not yet hand
-/// thinking blocks back to Messages clients (`docs/dialects.md`), so their next turn of a
-/// tool loop lacks them: thinking is turned off for that request (`thinking` removed, and
-/// `context_management`'s `clear_thinking_*` edits, which need it), as it was before
-/// native bodies. A turn that does start with its thinking block keeps thinking on.
+/// calls a tool without starting with its thinking block. The gateway hands thinking blocks
+/// back to Messages clients (`docs/dialects.md`), and a turn that starts with its thinking
+/// block keeps thinking on; this guards the rest: a client that drops them itself, or a turn
+/// another vendor answered (no thinking blocks to send back). For such a turn thinking is
+/// turned off for that request (`thinking` removed, and `context_management`'s
+/// `clear_thinking_*` edits, which need it).
 fn drop_orphan_thinking(fields: &mut serde_json::Map<String, serde_json::Value>) {
     let on = fields
         .get("thinking")
