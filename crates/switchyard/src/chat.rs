@@ -76,6 +76,22 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
+/// A reasoning block a vendor returned with an answer (Anthropic's `thinking` and
+/// `redacted_thinking` content blocks). The Messages dialect hands it back to its client,
+/// which must send it unchanged with the next turn; other dialects ignore it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Thinking {
+    /// The reasoning text (empty for a redacted block).
+    #[serde(default)]
+    pub text: String,
+    /// The vendor's signature over the text, when it sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    /// The opaque `data` of a redacted block; `Some` makes this block a redacted one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redacted: Option<String>,
+}
+
 /// One message of the conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {
@@ -446,6 +462,9 @@ pub struct ProviderReply {
     /// Tool calls the model made.
     #[serde(default)]
     pub tool_calls: Vec<ToolCall>,
+    /// Reasoning blocks the vendor returned, in order (Anthropic only, so far).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thinking: Vec<Thinking>,
     /// Why it stopped.
     pub finish_reason: Option<FinishReason>,
     /// The model id the vendor says answered (may be a dated snapshot of the configured one).
@@ -465,6 +484,9 @@ pub struct ChatResponse {
     pub text: String,
     /// Tool calls the model made.
     pub tool_calls: Vec<ToolCall>,
+    /// Reasoning blocks the vendor returned, in order (see [`Thinking`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub thinking: Vec<Thinking>,
     /// Why it stopped.
     pub finish_reason: Option<FinishReason>,
     /// The provider (configured name) that answered.
@@ -502,6 +524,23 @@ pub struct ToolCallDelta {
     pub arguments: String,
 }
 
+/// A piece of a streamed reasoning block (see [`Thinking`]): the block's first piece opens
+/// it, later ones with the same `index` extend it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThinkingDelta {
+    /// Which reasoning block (position among the answer's reasoning blocks).
+    pub index: u32,
+    /// A piece of the reasoning text (may be empty).
+    #[serde(default)]
+    pub text: String,
+    /// The block's signature (Anthropic sends it whole, just before the block ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    /// The opaque data of a redacted block, whole (such a block has no other piece).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redacted: Option<String>,
+}
+
 /// One piece of a streamed completion.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChatChunk {
@@ -510,6 +549,9 @@ pub struct ChatChunk {
     /// Tool-call deltas.
     #[serde(default)]
     pub tool_calls: Vec<ToolCallDelta>,
+    /// Reasoning-block pieces (Anthropic, for a client that speaks Messages).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thinking: Vec<ThinkingDelta>,
     /// Set on the chunk that carries the vendor's finish signal.
     pub finish_reason: Option<FinishReason>,
     /// Usage, usually on the final chunk.
@@ -519,10 +561,11 @@ pub struct ChatChunk {
 }
 
 impl ChatChunk {
-    /// True when this chunk carries content the client would see (text or a tool call).
+    /// True when this chunk carries content the client would see (text, a tool call or a
+    /// reasoning piece).
     #[must_use]
     pub fn has_content(&self) -> bool {
-        !self.text.is_empty() || !self.tool_calls.is_empty()
+        !self.text.is_empty() || !self.tool_calls.is_empty() || !self.thinking.is_empty()
     }
 }
 

@@ -131,6 +131,7 @@ impl SimulatedProvider {
         ProviderReply {
             text: self.text_for(req),
             tool_calls: Vec::new(),
+            thinking: Vec::new(),
             finish_reason: Some(FinishReason::Stop),
             model: Some(self.cfg.name.clone()),
             usage: Some(Usage {

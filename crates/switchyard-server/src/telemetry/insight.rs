@@ -510,6 +510,7 @@ mod tests {
         let resp = ChatResponse {
             text: String::new(),
             tool_calls: Vec::new(),
+            thinking: Vec::new(),
             finish_reason: None,
             provider: "b".into(),
             model: "m".into(),

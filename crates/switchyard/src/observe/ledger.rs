@@ -144,6 +144,7 @@ mod tests {
         ChatResponse {
             text: String::new(),
             tool_calls: Vec::new(),
+            thinking: Vec::new(),
             finish_reason: None,
             provider: "p".into(),
             model: "m".into(),

@@ -129,9 +129,21 @@ pub fn reply_as_chunk(reply: ProviderReply) -> ChatChunk {
             arguments: c.arguments,
         })
         .collect();
+    let thinking = reply
+        .thinking
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| crate::chat::ThinkingDelta {
+            index: u32::try_from(i).unwrap_or(u32::MAX),
+            text: t.text,
+            signature: t.signature,
+            redacted: t.redacted,
+        })
+        .collect();
     ChatChunk {
         text: reply.text,
         tool_calls,
+        thinking,
         finish_reason: reply
             .finish_reason
             .or(Some(crate::chat::FinishReason::Stop)),

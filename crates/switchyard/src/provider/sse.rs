@@ -403,6 +403,7 @@ where
             let mut last = self.finish();
             last.text = chunk.text;
             last.tool_calls = chunk.tool_calls;
+            last.thinking = chunk.thinking;
             return Some(last);
         }
         chunk.has_content().then_some(chunk)

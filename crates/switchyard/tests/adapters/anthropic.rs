@@ -459,9 +459,40 @@ async fn a_native_body_for_another_kind_is_not_sent() {
     assert!(received.headers.get("anthropic-beta").is_none());
 }
 
-/// The gateway does not yet return thinking blocks to Messages clients, so a client's next
-/// tool-loop turn lacks them; Anthropic would refuse it with thinking on, so thinking (and
-/// the edits that need it) is turned off for that request only.
+/// A reply's thinking blocks come back with their signatures (a Messages client must
+/// send them with its next tool-loop turn).
+#[tokio::test]
+async fn a_replys_thinking_comes_back_with_its_signature() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(json_reply(suite::fixture(
+            "anthropic",
+            "completion_thinking.json",
+        )))
+        .mount(&server)
+        .await;
+    let reply = Harness
+        .provider(&server.uri(), None, Clock::system())
+        .send(&native_request("the-route"))
+        .await
+        .unwrap();
+    assert_eq!(reply.thinking.len(), 2);
+    assert_eq!(
+        reply.thinking[0].text,
+        "27 * 453 = 27 * 400 + 27 * 53 = 10800 + 1431 = 12231."
+    );
+    assert_eq!(
+        reply.thinking[0].signature.as_deref(),
+        Some("EqQBCgIYAhIMsyFakeSignature0000000000")
+    );
+    assert!(reply.thinking[1].redacted.is_some());
+    assert_eq!(reply.text, "27 × 453 = 12,231");
+}
+
+/// A client's tool-loop turn without its thinking block (a client that drops them, or a
+/// turn another vendor answered): Anthropic would refuse it with thinking on, so thinking
+/// (and the edits that need it) is turned off for that request only.
 #[tokio::test]
 async fn a_tool_turn_without_its_thinking_block_is_sent_with_thinking_off() {
     let server = MockServer::start().await;

@@ -157,3 +157,39 @@ async fn past_the_limit_nothing_is_kept_but_everything_is_delivered() {
     );
     assert_eq!(resp.usage.unwrap().output_tokens, 6, "still billed");
 }
+
+/// A stream that sent a reasoning piece commits on it, and a break after it is not
+/// rescued (a restart would send the reasoning again): it ends with the error, like a
+/// stream that sent tool calls.
+#[tokio::test(start_paused = true)]
+async fn a_break_after_thinking_was_sent_is_not_rescued() {
+    let Step::Stream(mut steps) = cut(&CUT) else {
+        unreachable!()
+    };
+    steps.insert(
+        0,
+        StreamStep::Chunk(ChatChunk {
+            thinking: vec![switchyard::chat::ThinkingDelta {
+                index: 0,
+                text: "Let me see".into(),
+                signature: Some("c2ln".into()),
+                redacted: None,
+            }],
+            ..ChatChunk::default()
+        }),
+    );
+    let backup = Arc::new(ScriptedProvider::new("b").otherwise(Step::stream_words(&WORDS)));
+    let gw = gateway(Step::Stream(steps), &backup, None);
+    let mut s = gw.stream("main", req()).await.unwrap();
+    let Some(StreamEvent::Chunk(first)) = s.next().await else {
+        panic!("the reasoning piece is delivered first")
+    };
+    assert_eq!(first.thinking[0].text, "Let me see");
+    let (text, end) = drain(s).await;
+    assert_eq!(text, CUT.concat());
+    let StreamEvent::Failed(err) = end else {
+        panic!("{end:?}")
+    };
+    assert_eq!(backup.calls(), 0, "no rescue was attempted");
+    assert_eq!(labels(err.attempts()), ["failed:malformed"]);
+}

@@ -909,6 +909,34 @@ async fn claude_codes_request_reaches_an_anthropic_provider_as_sent() {
     assert!(gpt.received_requests().await.unwrap().is_empty());
 }
 
+/// Anthropic's thinking blocks reach the Messages client in front of the text, with their
+/// signatures, so it can send them back with its next turn.
+#[tokio::test]
+async fn thinking_from_anthropic_reaches_the_client_with_its_signature() {
+    let (state, _claude, _gpt) =
+        native_fixture(wiremock::ResponseTemplate::new(200).set_body_json(json!({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+            "content": [
+                {"type": "thinking", "thinking": "I should list.", "signature": "c2ln"},
+                {"type": "redacted_thinking", "data": "ZW5j"},
+                {"type": "tool_use", "id": "toolu_2", "name": "Tool3", "input": {"path": "."}}],
+            "stop_reason": "tool_use", "stop_sequence": null,
+            "usage": {"input_tokens": 5, "output_tokens": 3}})))
+        .await;
+    let resp = call(&state, claude_code_call()).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let body = json_body(resp).await;
+    assert_eq!(
+        body["content"],
+        json!([
+            {"type": "thinking", "thinking": "I should list.", "signature": "c2ln"},
+            {"type": "redacted_thinking", "data": "ZW5j"},
+            {"type": "tool_use", "id": "toolu_2", "name": "Tool3", "input": {"path": "."}}
+        ])
+    );
+    assert_eq!(body["stop_reason"], "tool_use");
+}
+
 #[tokio::test]
 async fn failed_over_to_openai_the_body_is_translated_and_the_dropped_fields_named() {
     let (state, claude, gpt) = native_fixture(
@@ -988,4 +1016,84 @@ async fn a_streamed_native_request_to_anthropic_names_nothing_ignored() {
     let mut expected = claude_code_request();
     expected["model"] = json!("claude-test");
     assert_eq!(sent, expected, "stream: true as the client sent it");
+}
+
+/// Streamed from Anthropic, a reasoning block reaches the Messages client as Anthropic
+/// sends it: its own block (start with empty thinking and signature, `thinking_delta`,
+/// `signature_delta`, stop) before the text block; a redacted block whole in its start.
+#[tokio::test]
+async fn streamed_thinking_from_anthropic_reaches_the_client_before_the_text() {
+    let events = [
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message",
+            "role": "assistant", "model": "claude-test", "content": [],
+            "usage": {"input_tokens": 5, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0,
+            "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+        json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "thinking_delta", "thinking": "Two files."}}),
+        json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "signature_delta", "signature": "c2ln"}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "content_block_start", "index": 1,
+            "content_block": {"type": "redacted_thinking", "data": "ZW5j"}}),
+        json!({"type": "content_block_stop", "index": 1}),
+        json!({"type": "content_block_start", "index": 2,
+            "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 2,
+            "delta": {"type": "text_delta", "text": "a.rs and b.rs"}}),
+        json!({"type": "content_block_stop", "index": 2}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 9}}),
+        json!({"type": "message_stop"}),
+    ];
+    let sse: String = events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect();
+    let (state, _claude, _gpt) =
+        native_fixture(wiremock::ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream"))
+            .await;
+    let resp = call(&state, post_messages(&claude_code_request())).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(header(&resp, "x-switchyard-provider"), "claude");
+    let events = named_events(&text_body(resp).await);
+    assert_eq!(
+        names(&events),
+        [
+            "message_start",
+            "ping",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_stop",
+            "content_block_start",
+            "content_block_stop",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop"
+        ]
+    );
+    assert_eq!(
+        events[2].1["content_block"],
+        json!({"type": "thinking", "thinking": "", "signature": ""})
+    );
+    assert_eq!(events[2].1["index"], 0);
+    assert_eq!(
+        events[3].1["delta"],
+        json!({"type": "thinking_delta", "thinking": "Two files."})
+    );
+    assert_eq!(
+        events[4].1["delta"],
+        json!({"type": "signature_delta", "signature": "c2ln"})
+    );
+    assert_eq!(
+        events[6].1["content_block"],
+        json!({"type": "redacted_thinking", "data": "ZW5j"})
+    );
+    assert_eq!(events[6].1["index"], 1);
+    assert_eq!(events[8].1["content_block"]["type"], "text");
+    assert_eq!(events[8].1["index"], 2);
+    assert_eq!(events[9].1["delta"]["text"], "a.rs and b.rs");
 }

@@ -45,6 +45,7 @@ fn response(provider: &str, cost: Option<Money>) -> ChatResponse {
     ChatResponse {
         text: "hi".to_owned(),
         tool_calls: Vec::new(),
+        thinking: Vec::new(),
         finish_reason: None,
         provider: provider.to_owned(),
         model: "m".to_owned(),

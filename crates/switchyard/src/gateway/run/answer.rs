@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::{check_usage, cost_of, Answer, Run, Won};
-use crate::chat::{ChatResponse, FinishReason, ToolCall, Usage};
+use crate::chat::{ChatResponse, FinishReason, Thinking, ToolCall, Usage};
 use crate::cost::Money;
 use crate::gateway::Slot;
 use crate::observe::{Attempt, Outcome};
@@ -32,6 +32,7 @@ impl Run {
         let completion = Completion {
             text: reply.text,
             tool_calls: reply.tool_calls,
+            thinking: reply.thinking,
             finish_reason: reply.finish_reason,
             model,
             usage: reply.usage,
@@ -72,6 +73,7 @@ impl Run {
         ChatResponse {
             text: c.text,
             tool_calls: c.tool_calls,
+            thinking: c.thinking,
             finish_reason: c.finish_reason,
             provider: slot.spec.name.clone(),
             model: c.model,
@@ -90,6 +92,7 @@ impl Run {
 pub(in crate::gateway) struct Completion {
     pub text: String,
     pub tool_calls: Vec<ToolCall>,
+    pub thinking: Vec<Thinking>,
     pub finish_reason: Option<FinishReason>,
     pub model: String,
     pub usage: Option<Usage>,

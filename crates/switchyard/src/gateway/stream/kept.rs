@@ -10,7 +10,8 @@ pub(super) struct Kept {
     pub(super) text: String,
     /// Tool calls delivered so far, whole.
     pub(super) tool_calls: Vec<ToolCall>,
-    /// Tool-call deltas were delivered (a prefill cannot continue those).
+    /// Tool-call deltas or reasoning pieces were delivered (a prefill cannot continue
+    /// those, and a restart would send them again): a break is not rescued.
     pub(super) sent_tools: bool,
     /// Bytes of text and tool-call fragments delivered; past the limit nothing more is kept.
     pub(super) bytes: usize,
@@ -24,7 +25,7 @@ impl Kept {
     /// it, drop (and free) all that was kept: the stream is served on but can no longer
     /// be rescued.
     pub(super) fn keep(&mut self, chunk: &ChatChunk, limit: usize) {
-        self.sent_tools |= !chunk.tool_calls.is_empty();
+        self.sent_tools |= !chunk.tool_calls.is_empty() || !chunk.thinking.is_empty();
         if self.unrescuable {
             return;
         }

@@ -114,6 +114,8 @@ impl Live {
             self.segment.chunks += 1;
         }
         if let Mode::Splice { expect, got } = &mut self.mode {
+            // a restart's reasoning is not for a client that already has the answer's start
+            chunk.thinking.clear();
             got.push_str(&chunk.text);
             if got.len() < expect.len() {
                 if !expect.starts_with(got.as_str()) || chunk.finish_reason.is_some() {
@@ -277,6 +279,7 @@ impl Live {
         let completion = Completion {
             text: self.kept.text.clone(),
             tool_calls: self.kept.tool_calls.clone(),
+            thinking: Vec::new(),
             finish_reason: self.finish.clone(),
             model: self.model.clone(),
             usage: self.usage,

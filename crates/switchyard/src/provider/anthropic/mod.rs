@@ -218,8 +218,9 @@ pub struct AnthropicCodec {
 
 impl Codec for AnthropicCodec {
     const KIND: &'static str = "anthropic";
-    /// The whitespace trimmed off a final prefill (see the module docs).
-    type Call = String;
+    /// The whitespace trimmed off a final prefill (see the module docs), and whether the
+    /// request was a native Messages body (its reasoning blocks are streamed back).
+    type Call = (String, bool);
     type Events = EventParser;
 
     fn model(&self) -> &str {
@@ -232,11 +233,15 @@ impl Codec for AnthropicCodec {
 
     /// The body, and the whitespace trimmed off a final prefill (see the module docs). A
     /// request with an Anthropic native body sends that body (see [`native_body`]).
-    fn encode(&self, req: &ChatRequest, stream: bool) -> Result<(Vec<u8>, String), ProviderError> {
+    fn encode(
+        &self,
+        req: &ChatRequest,
+        stream: bool,
+    ) -> Result<(Vec<u8>, (String, bool)), ProviderError> {
         if let Some(native) = req.native_for(Self::KIND) {
             let max_tokens = req.max_tokens.unwrap_or(self.default_max_tokens);
             let body = native_body(&native.body, &self.model, max_tokens, stream)?;
-            return Ok((crate::provider::encode_body(&body)?, String::new()));
+            return Ok((crate::provider::encode_body(&body)?, (String::new(), true)));
         }
         let (messages, trimmed) = request::wire_turns(&req.messages)?;
         if messages.is_empty() {
@@ -270,17 +275,26 @@ impl Codec for AnthropicCodec {
             stream,
         };
         let body = crate::provider::encode_body(&body)?;
-        Ok((body, trimmed))
+        Ok((body, (trimmed, false)))
     }
 
-    fn parse_reply(&self, body: &[u8], trimmed: String) -> Result<ProviderReply, ProviderError> {
+    fn parse_reply(
+        &self,
+        body: &[u8],
+        (trimmed, _): (String, bool),
+    ) -> Result<ProviderReply, ProviderError> {
         let mut reply = parse_response(body)?;
         reply::Seam::new(trimmed).apply(&mut reply.text);
         Ok(reply)
     }
 
-    fn events(&self, trimmed: String) -> EventParser {
-        EventParser::after_prefill(trimmed)
+    fn events(&self, (trimmed, native): (String, bool)) -> EventParser {
+        let parser = EventParser::after_prefill(trimmed);
+        if native {
+            parser.keeping_thinking()
+        } else {
+            parser
+        }
     }
 
     fn classify(failure: &HttpFailure, now: SystemTime) -> ProviderError {
@@ -325,11 +339,12 @@ fn native_body(
 }
 
 /// With thinking on, Anthropic refuses (400) a conversation whose last assistant turn
-/// calls a tool without starting with its thinking block. The gateway does not yet hand
-/// thinking blocks back to Messages clients (`docs/dialects.md`), so their next turn of a
-/// tool loop lacks them: thinking is turned off for that request (`thinking` removed, and
-/// `context_management`'s `clear_thinking_*` edits, which need it), as it was before
-/// native bodies. A turn that does start with its thinking block keeps thinking on.
+/// calls a tool without starting with its thinking block. The gateway hands thinking blocks
+/// back to Messages clients (`docs/dialects.md`), and a turn that starts with its thinking
+/// block keeps thinking on; this guards the rest: a client that drops them itself, or a turn
+/// another vendor answered (no thinking blocks to send back). For such a turn thinking is
+/// turned off for that request (`thinking` removed, and `context_management`'s
+/// `clear_thinking_*` edits, which need it).
 fn drop_orphan_thinking(fields: &mut serde_json::Map<String, serde_json::Value>) {
     let on = fields
         .get("thinking")

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::classify::classify_value;
 use super::{malformed, wire};
-use crate::chat::{FinishReason, ProviderReply, ToolCall, Usage};
+use crate::chat::{FinishReason, ProviderReply, Thinking, ToolCall, Usage};
 use crate::error::ProviderError;
 use crate::provider::http::snippet;
 
@@ -14,7 +14,8 @@ use crate::provider::http::snippet;
 /// `content`, another `type`) is `Malformed`; an `error` object is classified.
 ///
 /// Text blocks are concatenated; `tool_use` blocks become tool calls (arguments = the JSON
-/// text of `input`); thinking and other blocks are not part of the answer.
+/// text of `input`); `thinking` and `redacted_thinking` blocks are kept, in order, as
+/// [`Thinking`]; other blocks are not part of the answer.
 ///
 /// # Errors
 /// As above.
@@ -44,6 +45,7 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
         .ok_or_else(|| malformed("message without `content`"))?;
     let mut text = String::new();
     let mut tool_calls = Vec::new();
+    let mut thinking = Vec::new();
     for block in content {
         match block {
             wire::ContentBlock::Text { text: t } => text.push_str(&t),
@@ -52,12 +54,25 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
                 name,
                 arguments: arguments_text(&input),
             }),
+            wire::ContentBlock::Thinking {
+                thinking: t,
+                signature,
+            } => thinking.push(Thinking {
+                text: t,
+                signature,
+                redacted: None,
+            }),
+            wire::ContentBlock::RedactedThinking { data } => thinking.push(Thinking {
+                redacted: Some(data),
+                ..Thinking::default()
+            }),
             wire::ContentBlock::Other => {}
         }
     }
     Ok(ProviderReply {
         text,
         tool_calls,
+        thinking,
         finish_reason: message.stop_reason.as_deref().map(finish_reason),
         model: message.model,
         usage: message.usage.map(normalized_usage).transpose()?,

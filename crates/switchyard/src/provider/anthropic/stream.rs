@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use super::classify::classify_value;
 use super::reply::{finish_reason, normalized_usage, Seam};
 use super::{malformed, wire};
-use crate::chat::{ChatChunk, ToolCallDelta};
+use crate::chat::{ChatChunk, ThinkingDelta, ToolCallDelta};
 use crate::error::ProviderError;
 use crate::provider::http::snippet;
 use crate::provider::sse::{Parsed, SseEvent};
@@ -22,6 +22,10 @@ pub struct EventParser {
     tools: Vec<ToolBlock>,
     /// Whitespace trimmed off the prefill, dropped from the start of the text.
     seam: Seam,
+    /// Pass reasoning blocks on (the client speaks Messages and sends them back).
+    keep_thinking: bool,
+    /// The content-block index of each reasoning block passed on, in order.
+    thinking: Vec<u32>,
 }
 
 /// A `tool_use` content block of the stream.
@@ -51,12 +55,22 @@ impl EventParser {
         }
     }
 
+    /// A parser that passes `thinking` and `redacted_thinking` blocks on as
+    /// [`ThinkingDelta`]s (for a native Messages request, whose client sends them back);
+    /// otherwise they are skipped.
+    #[must_use]
+    pub fn keeping_thinking(mut self) -> Self {
+        self.keep_thinking = true;
+        self
+    }
+
     /// Parse one server-sent event.
     ///
     /// `message_delta` carries the finish signal (`stop_reason`) with the usage, merged
     /// with the input usage of `message_start`; `message_stop` is [`Parsed::Done`]; text
-    /// and tool-argument deltas are chunks; `ping`, thinking deltas and unknown events are
-    /// skipped; an `error` event is classified like an HTTP error. Data that is not JSON of
+    /// and tool-argument deltas are chunks; so are reasoning pieces when the parser keeps
+    /// them ([`EventParser::keeping_thinking`]); `ping`, other reasoning and unknown events
+    /// are skipped; an `error` event is classified like an HTTP error. Data that is not JSON of
     /// a known shape is `Malformed`.
     ///
     /// # Errors
@@ -142,7 +156,16 @@ impl EventParser {
                     arguments,
                 })
             }
-            wire::StartBlock::Text { .. } | wire::StartBlock::Other => Parsed::Skip,
+            wire::StartBlock::Thinking { thinking } if self.keep_thinking => {
+                self.thinking_chunk(index, thinking, None, None)
+            }
+            wire::StartBlock::RedactedThinking { data } if self.keep_thinking => {
+                self.thinking_chunk(index, String::new(), None, Some(data))
+            }
+            wire::StartBlock::Text { .. }
+            | wire::StartBlock::Thinking { .. }
+            | wire::StartBlock::RedactedThinking { .. }
+            | wire::StartBlock::Other => Parsed::Skip,
         }
     }
 
@@ -169,8 +192,55 @@ impl EventParser {
                     ..ToolCallDelta::default()
                 }))
             }
-            wire::Delta::Other => Ok(Parsed::Skip),
+            wire::Delta::Thinking { thinking } if self.keep_thinking => {
+                self.known_thinking(index)?;
+                Ok(self.thinking_chunk(index, thinking, None, None))
+            }
+            wire::Delta::Signature { signature } if self.keep_thinking => {
+                self.known_thinking(index)?;
+                Ok(self.thinking_chunk(index, String::new(), Some(signature), None))
+            }
+            wire::Delta::Thinking { .. } | wire::Delta::Signature { .. } | wire::Delta::Other => {
+                Ok(Parsed::Skip)
+            }
         }
+    }
+
+    /// A reasoning delta must extend a reasoning block that was started.
+    fn known_thinking(&self, index: u32) -> Result<(), ProviderError> {
+        if self.thinking.contains(&index) {
+            Ok(())
+        } else {
+            Err(malformed(format!(
+                "a thinking delta for content block {index}, which is not a thinking block"
+            )))
+        }
+    }
+
+    /// A reasoning piece of content block `index` (registered on its first piece).
+    fn thinking_chunk(
+        &mut self,
+        index: u32,
+        text: String,
+        signature: Option<String>,
+        redacted: Option<String>,
+    ) -> Parsed {
+        let at = match self.thinking.iter().position(|b| *b == index) {
+            Some(at) => at,
+            None => {
+                self.thinking.push(index);
+                self.thinking.len() - 1
+            }
+        };
+        Parsed::Chunk(ChatChunk {
+            thinking: vec![ThinkingDelta {
+                index: u32::try_from(at).unwrap_or(u32::MAX),
+                text,
+                signature,
+                redacted,
+            }],
+            ..ChatChunk::default()
+        })
     }
 
     /// A tool call that ended without arguments gets `{}`, as a non-streamed one would.

@@ -137,7 +137,7 @@ pub(super) struct Message {
     pub usage: Option<Usage>,
 }
 
-/// A content block of a response. Thinking, server-tool and future block types are `Other`.
+/// A content block of a response. Server-tool and future block types are `Other`.
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub(super) enum ContentBlock {
@@ -149,6 +149,16 @@ pub(super) enum ContentBlock {
         name: String,
         #[serde(default)]
         input: Value,
+    },
+    Thinking {
+        #[serde(default)]
+        thinking: String,
+        #[serde(default)]
+        signature: Option<String>,
+    },
+    RedactedThinking {
+        #[serde(default)]
+        data: String,
     },
     #[serde(other)]
     Other,
@@ -238,11 +248,19 @@ pub(super) enum StartBlock {
         #[serde(default)]
         input: Value,
     },
+    Thinking {
+        #[serde(default)]
+        thinking: String,
+    },
+    RedactedThinking {
+        #[serde(default)]
+        data: String,
+    },
     #[serde(other)]
     Other,
 }
 
-/// The `delta` of `content_block_delta`. Thinking, signature and citation deltas are `Other`.
+/// The `delta` of `content_block_delta`. Citation and future deltas are `Other`.
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub(super) enum Delta {
@@ -252,6 +270,16 @@ pub(super) enum Delta {
     InputJson {
         #[serde(default)]
         partial_json: String,
+    },
+    #[serde(rename = "thinking_delta")]
+    Thinking {
+        #[serde(default)]
+        thinking: String,
+    },
+    #[serde(rename = "signature_delta")]
+    Signature {
+        #[serde(default)]
+        signature: String,
     },
     #[serde(other)]
     Other,

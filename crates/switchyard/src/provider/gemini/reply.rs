@@ -54,6 +54,7 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
         usage: response.usage_metadata.map(usage).transpose()?,
         reported_cost: None,
         reported_latency: None,
+        ..ProviderReply::default()
     })
 }
 

@@ -83,8 +83,9 @@ impl StreamEncoder for ChunkEncoder {
         if let Some(m) = &c.model {
             self.model.clone_from(m);
         }
-        if !c.has_content() {
-            // a finish reason is written by `done`, which always follows it
+        if c.text.is_empty() && c.tool_calls.is_empty() {
+            // a finish reason is written by `done`, which always follows it; reasoning
+            // pieces are not part of a chat completion
             return Bytes::new();
         }
         let delta = Delta {

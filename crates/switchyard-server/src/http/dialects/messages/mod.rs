@@ -146,7 +146,9 @@ struct MessageBody<'a> {
 
 impl<'a> MessageBody<'a> {
     fn new(ctx: &Ctx, resp: &'a ChatResponse) -> Self {
-        let mut content = Vec::with_capacity(1 + resp.tool_calls.len());
+        let mut content = Vec::with_capacity(1 + resp.thinking.len() + resp.tool_calls.len());
+        // Anthropic puts reasoning first; the client sends it back with its next turn
+        content.extend(resp.thinking.iter().map(thinking_block));
         if !resp.text.is_empty() || resp.tool_calls.is_empty() {
             content.push(json!({"type": "text", "text": resp.text}));
         }
@@ -165,6 +167,16 @@ impl<'a> MessageBody<'a> {
             usage: WireUsage::of(resp.usage.as_ref()),
             switchyard: Trail::of(resp),
         }
+    }
+}
+
+/// A reasoning block as Anthropic writes it: `redacted_thinking` with its `data`, or
+/// `thinking` with its text and signature (`""` when the vendor sent none).
+fn thinking_block(t: &switchyard::chat::Thinking) -> Value {
+    match &t.redacted {
+        Some(data) => json!({"type": "redacted_thinking", "data": data}),
+        None => json!({"type": "thinking", "thinking": t.text,
+                       "signature": t.signature.as_deref().unwrap_or("")}),
     }
 }
 
@@ -279,6 +291,7 @@ mod tests {
         let mut resp = ChatResponse {
             text: String::new(),
             tool_calls: Vec::new(),
+            thinking: Vec::new(),
             finish_reason: Some(FinishReason::Stop),
             provider: "p".into(),
             model: "m".into(),

@@ -1,8 +1,9 @@
 //! The Messages stream: `message_start` (the message with empty content), `ping`, then per
 //! content block `content_block_start`, `content_block_delta` (`text_delta`,
-//! `input_json_delta`) and `content_block_stop`, then `message_delta` (stop reason, usage,
-//! the `switchyard` trail) and `message_stop`. One block is open at a time: text and each
-//! tool call get blocks of their own, numbered in order. A stream that cannot finish ends
+//! `input_json_delta`, `thinking_delta`, `signature_delta`) and `content_block_stop`, then `message_delta` (stop reason, usage,
+//! the `switchyard` trail) and `message_stop`. One block is open at a time: text, each
+//! tool call and each reasoning block (`thinking`, or `redacted_thinking` whole in its
+//! start) get blocks of their own, numbered in order. A stream that cannot finish ends
 //! with `event: error` and no `message_stop`.
 
 use axum::body::Bytes;
@@ -20,6 +21,8 @@ enum Open {
     Text,
     /// A tool call: its index among the answer's tool calls.
     Tool(u32),
+    /// A reasoning block: its index among the answer's reasoning blocks.
+    Thinking(u32),
 }
 
 /// Writes one stream's events.
@@ -32,6 +35,8 @@ pub(crate) struct EventEncoder {
     blocks: u32,
     /// Tool-call index → its block's index.
     tools: Vec<(u32, u32)>,
+    /// Reasoning-block index → its block's index.
+    thinking: Vec<(u32, u32)>,
 }
 
 impl EventEncoder {
@@ -42,6 +47,7 @@ impl EventEncoder {
             open: None,
             blocks: 0,
             tools: Vec::new(),
+            thinking: Vec::new(),
         }
     }
 
@@ -113,6 +119,46 @@ impl EventEncoder {
     }
 }
 
+impl EventEncoder {
+    /// A reasoning piece: the block's first piece starts it (a redacted block is whole in
+    /// its start), text and signature pieces are `thinking_delta` and `signature_delta`.
+    fn thinking(&mut self, out: &mut Vec<u8>, d: &switchyard::chat::ThinkingDelta) {
+        let known = self
+            .thinking
+            .iter()
+            .find(|(t, _)| *t == d.index)
+            .map(|(_, b)| *b);
+        let index = match known {
+            Some(index) => index,
+            None => {
+                let block = match &d.redacted {
+                    Some(data) => json!({"type": "redacted_thinking", "data": data}),
+                    None => json!({"type": "thinking", "thinking": "", "signature": ""}),
+                };
+                let index = self.start_block(out, Open::Thinking(d.index), &block);
+                self.thinking.push((d.index, index));
+                index
+            }
+        };
+        if !d.text.is_empty() {
+            push(
+                out,
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": index,
+                        "delta": {"type": "thinking_delta", "thinking": d.text}}),
+            );
+        }
+        if let Some(signature) = &d.signature {
+            push(
+                out,
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": index,
+                        "delta": {"type": "signature_delta", "signature": signature}}),
+            );
+        }
+    }
+}
+
 fn push(out: &mut Vec<u8>, event: &str, value: &Value) {
     out.extend_from_slice(&frame(Some(event), value));
 }
@@ -140,6 +186,9 @@ impl StreamEncoder for EventEncoder {
             return Bytes::new();
         }
         let mut out = Vec::new();
+        for d in &c.thinking {
+            self.thinking(&mut out, d);
+        }
         if !c.text.is_empty() {
             self.text(&mut out, &c.text);
         }

@@ -56,6 +56,24 @@ fn tool_use_message() {
 fn thinking_is_not_text_and_text_blocks_are_joined() {
     let reply = parse_response(fixture!("completion_thinking.json").as_bytes()).unwrap();
     assert_eq!(reply.text, "27 × 453 = 12,231");
+    assert_eq!(
+        reply.thinking,
+        vec![
+            crate::chat::Thinking {
+                text: "27 * 453 = 27 * 400 + 27 * 53 = 10800 + 1431 = 12231.".into(),
+                signature: Some("EqQBCgIYAhIMsyFakeSignature0000000000".into()),
+                redacted: None,
+            },
+            crate::chat::Thinking {
+                text: String::new(),
+                signature: None,
+                redacted: Some(
+                    "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP".into()
+                ),
+            },
+        ],
+        "thinking blocks kept in order, the redacted one's data opaque"
+    );
     assert_eq!(reply.finish_reason, Some(FinishReason::Length));
     let usage = reply.usage.unwrap();
     assert_eq!((usage.input_tokens, usage.output_tokens), (46, 2048));
@@ -235,6 +253,65 @@ fn thinking_pings_and_unknown_events_are_skipped() {
     for e in &skipped {
         assert_eq!(p.parse_event(e).unwrap(), Parsed::Skip, "{}", e.data);
     }
+}
+
+/// For a native Messages request the reasoning blocks are passed on, numbered among
+/// themselves; a thinking delta for a block that is not a thinking block is malformed.
+#[test]
+fn a_parser_keeping_thinking_passes_text_signature_and_redacted_data_on() {
+    use crate::chat::ThinkingDelta;
+    let mut p = EventParser::new().keeping_thinking();
+    let piece = |p: &mut EventParser, name: &str, data: Value| match p
+        .parse_event(&event(name, data))
+        .unwrap()
+    {
+        Parsed::Chunk(c) => c.thinking,
+        other => panic!("{other:?}"),
+    };
+    let start = piece(
+        &mut p,
+        "content_block_start",
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}),
+    );
+    assert_eq!(
+        start,
+        vec![ThinkingDelta::default()],
+        "the start opens block 0"
+    );
+    let text = piece(
+        &mut p,
+        "content_block_delta",
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Let me see"}}),
+    );
+    assert_eq!(text[0].text, "Let me see");
+    let sig = piece(
+        &mut p,
+        "content_block_delta",
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "EqQB"}}),
+    );
+    assert_eq!(sig[0].signature.as_deref(), Some("EqQB"));
+    assert_eq!(sig[0].index, 0);
+    let redacted = piece(
+        &mut p,
+        "content_block_start",
+        json!({"type": "content_block_start", "index": 2, "content_block": {"type": "redacted_thinking", "data": "ZW5j"}}),
+    );
+    assert_eq!(
+        redacted,
+        vec![ThinkingDelta {
+            index: 1,
+            redacted: Some("ZW5j".into()),
+            ..ThinkingDelta::default()
+        }]
+    );
+    let stray = event(
+        "content_block_delta",
+        json!({"type": "content_block_delta", "index": 5, "delta": {"type": "thinking_delta", "thinking": "x"}}),
+    );
+    assert_eq!(
+        p.parse_event(&stray).unwrap_err().kind,
+        crate::error::ErrorKind::Malformed
+    );
 }
 
 /// Newer API versions repeat the (cumulative) input counts on `message_delta`: the latest
