@@ -5,7 +5,7 @@
 
 use serde::de::DeserializeOwned;
 
-use crate::http::bounds::{clip, elide, ECHO_BYTES};
+use crate::http::bounds::{clip, elide, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
 use crate::http::error::ApiError;
 
 /// How much of a parser's message (which may quote the client's value) a 400 carries.
@@ -64,4 +64,21 @@ pub(crate) fn not_json(e: &serde_json::Error) -> ApiError {
             elide(&e, PARSER_MESSAGE_BYTES)
         ),
     )
+}
+
+/// Refuse a name longer than [`MAX_NAME_CHARS`] (the route in `model`, `user`, ids): names,
+/// not content, logged and quoted in errors. The first too long is named in the 400.
+///
+/// # Errors
+/// 400 naming the field.
+pub(crate) fn check_names(fields: &[(&str, Option<&str>)]) -> Result<(), ApiError> {
+    for (field, value) in fields {
+        if value.is_some_and(|v| longer_than(v, MAX_NAME_CHARS)) {
+            return Err(ApiError::bad_request(
+                Some((*field).to_owned()),
+                format!("{field}: longer than {MAX_NAME_CHARS} characters"),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -10,7 +10,7 @@ use switchyard::chat::{
 };
 use switchyard::{ChatRequest, Role, Usage};
 
-use crate::http::bounds::{clip, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
+use crate::http::bounds::{clip, ECHO_BYTES};
 use crate::http::dialects::json;
 use crate::http::error::ApiError;
 
@@ -192,22 +192,14 @@ fn bad(param: &str, msg: impl Into<String>) -> ApiError {
 }
 
 impl WireRequest {
-    /// Refuse identifiers longer than [`MAX_NAME_CHARS`]: the route name `model` (taken out
+    /// Refuse identifiers longer than `MAX_NAME_CHARS` (`crate::http::bounds`): the route name `model` (taken out
     /// of the request already, so passed in) and `user`. They are names, not content; the
     /// route name is logged, kept for the dashboard and quoted in errors.
     ///
     /// # Errors
     /// 400 naming the field.
     pub fn check_lengths(&self, model: &str) -> Result<(), ApiError> {
-        for (field, value) in [("model", Some(model)), ("user", self.user.as_deref())] {
-            if value.is_some_and(|v| longer_than(v, MAX_NAME_CHARS)) {
-                return Err(bad(
-                    field,
-                    format!("{field}: longer than {MAX_NAME_CHARS} characters"),
-                ));
-            }
-        }
-        Ok(())
+        json::check_names(&[("model", Some(model)), ("user", self.user.as_deref())])
     }
 
     /// The shared shape, checking what serde cannot; the conversation's text is moved, not

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use switchyard::embedding::{EmbeddingInput, EmbeddingRequest, MAX_DIMENSIONS, MAX_INPUTS};
 
-use crate::http::bounds::{clip, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
+use crate::http::bounds::{clip, ECHO_BYTES};
 use crate::http::dialects::json;
 use crate::http::error::ApiError;
 
@@ -52,15 +52,7 @@ impl WireRequest {
     /// # Errors
     /// 400 naming the field.
     pub fn check_lengths(&self, model: &str) -> Result<(), ApiError> {
-        for (field, value) in [("model", Some(model)), ("user", self.user.as_deref())] {
-            if value.is_some_and(|v| longer_than(v, MAX_NAME_CHARS)) {
-                return Err(bad(
-                    field,
-                    format!("{field}: longer than {MAX_NAME_CHARS} characters"),
-                ));
-            }
-        }
-        Ok(())
+        json::check_names(&[("model", Some(model)), ("user", self.user.as_deref())])
     }
 
     /// The shared shape and the encoding asked for.

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use switchyard::chat::{ContentPart, Message, ResponseFormat, Tool, ToolCall, ToolChoice};
 use switchyard::Role;
 
-use crate::http::bounds::{clip, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
+use crate::http::bounds::{clip, longer_than, ECHO_BYTES};
 use crate::http::dialects::chat::wire::image_source;
 use crate::http::dialects::json;
 use crate::http::error::ApiError;
@@ -490,18 +490,11 @@ pub(super) fn response_format(format: WireFormat) -> ResponseFormat {
 /// # Errors
 /// 400 naming the field.
 pub(super) fn check_lengths(req: &WireRequest, model: &str) -> Result<(), ApiError> {
-    for (field, value) in [
+    json::check_names(&[
         ("model", Some(model)),
         ("user", req.user.as_deref()),
         ("previous_response_id", req.previous_response_id.as_deref()),
-    ] {
-        if value.is_some_and(|v| longer_than(v, MAX_NAME_CHARS)) {
-            return Err(bad(
-                field,
-                format!("{field}: longer than {MAX_NAME_CHARS} characters"),
-            ));
-        }
-    }
+    ])?;
     if let Some(meta) = &req.metadata {
         if meta.len() > METADATA_PAIRS {
             return Err(bad(
