@@ -154,7 +154,7 @@ mod tests {
             attempts: Vec::new(),
             latency: Duration::ZERO,
             provider_latency: None,
-            max_tokens_applied: None,
+            max_tokens_applied: None, ..ChatResponse::default()
         }
     }
 

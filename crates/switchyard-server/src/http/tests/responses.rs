@@ -260,7 +260,12 @@ async fn advisory_fields_are_named_in_the_ignored_header() {
     assert_eq!(resp.status(), StatusCode::OK);
     assert_eq!(
         header(&resp, "x-switchyard-ignored"),
-        "include, prompt_cache_key, reasoning.effort, reasoning.summary"
+        "include, prompt_cache_key, reasoning.summary"
+    );
+    assert_eq!(
+        f.primary.requests()[0].reasoning_effort,
+        Some(switchyard::chat::ReasoningEffort::Low),
+        "reasoning.effort is carried"
     );
 }
 
@@ -605,8 +610,8 @@ async fn a_codex_shaped_request_is_served_and_its_advisory_fields_named() {
     assert_eq!(resp.status(), StatusCode::OK);
     assert_eq!(
         header(&resp, "x-switchyard-ignored"),
-        "include, prompt_cache_key, client_metadata, parallel_tool_calls, reasoning.effort, \
-         reasoning.summary, text.verbosity, input.reasoning"
+        "include, prompt_cache_key, client_metadata, reasoning.summary, text.verbosity, \
+         input.reasoning"
     );
     let ev = named_events(&text_body(resp).await);
     assert_eq!(ev.last().unwrap().0, "response.completed");
@@ -616,7 +621,7 @@ async fn a_codex_shaped_request_is_served_and_its_advisory_fields_named() {
         roles,
         [
             Role::System,
-            Role::System,
+            Role::Developer,
             Role::User,
             Role::Assistant,
             Role::Tool

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::classify::classify_value;
 use super::wire;
-use crate::chat::{FinishReason, ProviderReply, ToolCall, Usage};
+use crate::chat::{Choice, FinishReason, ProviderReply, ToolCall, Usage};
 use crate::cost::Money;
 use crate::error::{ErrorKind, ProviderError};
 use crate::provider::http::{snippet, UpstreamResponse};
@@ -35,10 +35,33 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
     let choices = completion
         .choices
         .ok_or_else(|| malformed("chat completion without `choices`"))?;
-    let choice = choices
+    let mut choices: Vec<Choice> = choices
         .into_iter()
-        .min_by_key(|c| c.index)
-        .ok_or_else(|| malformed("chat completion with no choices"))?;
+        .map(|c| (c.index, c))
+        .collect::<std::collections::BTreeMap<_, _>>()
+        .into_values()
+        .map(choice)
+        .collect::<Result<_, _>>()?;
+    if choices.is_empty() {
+        return Err(malformed("chat completion with no choices"));
+    }
+    let first = choices.remove(0);
+    Ok(ProviderReply {
+        text: first.text,
+        tool_calls: first.tool_calls,
+        finish_reason: first.finish_reason,
+        logprobs: first.logprobs,
+        alternatives: choices,
+        model: completion.model,
+        usage: completion.usage.map(usage).transpose()?,
+        reported_cost: completion.usage.and_then(|u| u.cost).and_then(money),
+        reported_latency: None,
+        ..ProviderReply::default()
+    })
+}
+
+/// One choice of a completion (its text, tool calls, finish reason and log probabilities).
+fn choice(choice: wire::Choice) -> Result<Choice, ProviderError> {
     let message = choice.message;
     let mut text = match message.content {
         None | Some(Value::Null) => String::new(),
@@ -67,15 +90,11 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
             },
         })
         .collect();
-    Ok(ProviderReply {
+    Ok(Choice {
         text,
         tool_calls,
         finish_reason: choice.finish_reason.as_deref().map(finish_reason),
-        model: completion.model,
-        usage: completion.usage.map(usage).transpose()?,
-        reported_cost: completion.usage.and_then(|u| u.cost).and_then(money),
-        reported_latency: None,
-        ..ProviderReply::default()
+        logprobs: choice.logprobs.filter(|l| !l.is_null()),
     })
 }
 

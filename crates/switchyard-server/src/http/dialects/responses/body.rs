@@ -118,7 +118,11 @@ impl Base {
         let status = item_status(resp);
         let mut items = Vec::with_capacity(1 + resp.tool_calls.len());
         if !resp.text.is_empty() || resp.tool_calls.is_empty() {
-            items.push(message_item(&self.message_id(), &resp.text, status));
+            let mut item = message_item(&self.message_id(), &resp.text, status);
+            if let Some(entries) = resp.logprobs.as_ref().and_then(|l| l.get("content")) {
+                item["content"][0]["logprobs"] = entries.clone();
+            }
+            items.push(item);
         }
         for (n, call) in resp.tool_calls.iter().enumerate() {
             items.push(call_item(
