@@ -379,7 +379,10 @@ impl ChatRequest {
         set.insert_if(self.top_logprobs.is_some(), Field::TopLogprobs);
         set.insert_if(self.n.is_some_and(|n| n > 1), Field::N);
         set.insert_if(self.top_k.is_some(), Field::TopK);
-        set.insert_if(self.parallel_tool_calls == Some(false), Field::ParallelToolCalls);
+        set.insert_if(
+            self.parallel_tool_calls == Some(false),
+            Field::ParallelToolCalls,
+        );
         set.insert_if(self.service_tier.is_some(), Field::ServiceTier);
         set.insert_if(self.reasoning_effort.is_some(), Field::ReasoningEffort);
         set.insert_if(self.metadata.is_some(), Field::Metadata);

@@ -107,7 +107,7 @@ pub struct Route {
 }
 
 /// What a route does with a request field a provider cannot honour.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum UnsupportedFields {
     /// The provider is skipped for the request (the default); when every provider is, the

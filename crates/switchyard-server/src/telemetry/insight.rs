@@ -520,7 +520,8 @@ mod tests {
             attempts: trail.to_vec(),
             latency: Duration::ZERO,
             provider_latency: None,
-            max_tokens_applied: None, ..ChatResponse::default()
+            max_tokens_applied: None,
+            ..ChatResponse::default()
         };
         insight.on_complete("r", Ok(&resp));
         let skipped = Attempt::skipped("a", "m", SkipReason::CircuitOpen);

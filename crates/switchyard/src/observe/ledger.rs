@@ -154,7 +154,8 @@ mod tests {
             attempts: Vec::new(),
             latency: Duration::ZERO,
             provider_latency: None,
-            max_tokens_applied: None, ..ChatResponse::default()
+            max_tokens_applied: None,
+            ..ChatResponse::default()
         }
     }
 

@@ -181,7 +181,10 @@ async fn a_tool_use_loop_decodes_and_replies_in_anthropic_blocks() {
                 {"type": "text", "text": "try again"}]}]});
     let resp = call(&f.state, post_messages(&body)).await;
     assert_eq!(resp.status(), StatusCode::OK);
-    assert_eq!(header(&resp, "x-switchyard-ignored"), "tool_result.is_error");
+    assert_eq!(
+        header(&resp, "x-switchyard-ignored"),
+        "tool_result.is_error"
+    );
     assert_eq!(
         f.primary.requests()[0].parallel_tool_calls,
         Some(false),

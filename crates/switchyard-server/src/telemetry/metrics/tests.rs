@@ -55,7 +55,8 @@ fn response(provider: &str, cost: Option<Money>) -> ChatResponse {
         attempts: Vec::new(),
         latency: Duration::from_millis(200),
         provider_latency: None,
-        max_tokens_applied: None, ..ChatResponse::default()
+        max_tokens_applied: None,
+        ..ChatResponse::default()
     }
 }
 
@@ -117,7 +118,14 @@ fn attempts_count_by_provider_outcome_and_kind() {
     let reason = SkipReason::CircuitOpen;
     metrics.on_attempt(
         "smart",
-        &attempt("borealis", Outcome::Skipped { reason, fields: Vec::new() }, 0),
+        &attempt(
+            "borealis",
+            Outcome::Skipped {
+                reason,
+                fields: Vec::new(),
+            },
+            0,
+        ),
     );
     let method = "continuation".to_owned();
     metrics.on_attempt(

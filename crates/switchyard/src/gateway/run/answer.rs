@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use super::{check_usage, cost_of, Answer, Run, Won};
 use crate::chat::{ChatResponse, FieldSet, FinishReason, Support, Thinking, ToolCall, Usage};
-use crate::route::UnsupportedFields;
 use crate::cost::Money;
 use crate::gateway::Slot;
 use crate::observe::{Attempt, Outcome};
+use crate::route::UnsupportedFields;
 
 impl Run {
     /// Record the success, check the usage against the limits, settle the reservation

@@ -204,7 +204,9 @@ impl Run {
         call: Call<'_>,
     ) -> Result<(usize, Won), GatewayError> {
         self.plan = self.order();
-        self.fields = call.chat().map_or(FieldSet::EMPTY, ChatRequest::fields_used);
+        self.fields = call
+            .chat()
+            .map_or(FieldSet::EMPTY, ChatRequest::fields_used);
         for pos in 0..self.plan.len() {
             match self.candidate(self.plan[pos], call).await {
                 Ok(Some(won)) => return Ok((pos, won)),
@@ -321,7 +323,11 @@ impl Run {
             };
             let slot = self.gw.inner.by_name.get(&a.provider)?;
             let provider = &self.gw.inner.slots[*slot].spec.provider;
-            for f in self.fields.with(|f| provider.support(f), Support::Unsupported).iter() {
+            for f in self
+                .fields
+                .with(|f| provider.support(f), Support::Unsupported)
+                .iter()
+            {
                 fields.insert(f);
             }
             providers.push(a.provider.clone());

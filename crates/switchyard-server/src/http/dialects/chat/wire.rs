@@ -374,7 +374,10 @@ impl WireRequest {
         req.logprobs = self.logprobs == Some(true);
         if let Some(n) = self.top_logprobs {
             if n > 20 {
-                return Err(bad("top_logprobs", "`top_logprobs` must be between 0 and 20"));
+                return Err(bad(
+                    "top_logprobs",
+                    "`top_logprobs` must be between 0 and 20",
+                ));
             }
             if !req.logprobs {
                 return Err(bad(
@@ -772,9 +775,12 @@ mod tests {
         assert_eq!(r.service_tier.as_deref(), Some("flex"));
         assert_eq!(r.reasoning_effort, Some(ReasoningEffort::High));
         assert_eq!(r.metadata.unwrap()["team"], "a");
-        assert!(r.passthrough.is_none(), "text modality is no passthrough field");
-        let w = parse(br#"{"model":"m","messages":[],"store":true,"safety_identifier":"s"}"#)
-            .unwrap();
+        assert!(
+            r.passthrough.is_none(),
+            "text modality is no passthrough field"
+        );
+        let w =
+            parse(br#"{"model":"m","messages":[],"store":true,"safety_identifier":"s"}"#).unwrap();
         assert_eq!(w.advisory_used(), ["store", "safety_identifier"]);
     }
 

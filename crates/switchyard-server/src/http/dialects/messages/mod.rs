@@ -301,7 +301,8 @@ mod tests {
             attempts: Vec::new(),
             latency: std::time::Duration::ZERO,
             provider_latency: None,
-            max_tokens_applied: None, ..ChatResponse::default()
+            max_tokens_applied: None,
+            ..ChatResponse::default()
         };
         assert_eq!(stop_reason(&resp), "end_turn");
         resp.finish_reason = Some(FinishReason::Length);

@@ -164,7 +164,10 @@ fn refuse_unsupported(w: &WireRequest) -> Result<(), ApiError> {
         return Err(bad("moderation", "`moderation` is not supported"));
     }
     if w.top_logprobs.is_some_and(|n| n > 20) {
-        return Err(bad("top_logprobs", "`top_logprobs` must be between 0 and 20"));
+        return Err(bad(
+            "top_logprobs",
+            "`top_logprobs` must be between 0 and 20",
+        ));
     }
     if w.temperature.is_some_and(|t| !(0.0..=2.0).contains(&t)) {
         return Err(bad("temperature", "`temperature` must be between 0 and 2"));
