@@ -19,6 +19,7 @@ mod suite;
 mod anthropic;
 mod count_tokens;
 mod embeddings;
+mod fields;
 mod gemini;
 mod openai;
 mod raw;
