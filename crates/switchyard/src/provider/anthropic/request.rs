@@ -126,7 +126,9 @@ pub(super) fn service_tier(tier: Option<&str>) -> Option<&'static str> {
     })
 }
 
-/// How the Messages API carries each field: `top_k` natively; `parallel_tool_calls`,
+/// How the Messages API carries each field: `top_k` natively; `response_format` (native
+/// structured outputs where configured, else the system prompt's JSON instruction),
+/// `parallel_tool_calls`,
 /// `reasoning_effort`, `service_tier`, `user` (`metadata.user_id`) and developer messages
 /// (the system prompt) translated; `metadata` tags are advisory (Anthropic's `metadata`
 /// holds only a user id); `seed`, penalties, log probabilities and `n` > 1 it cannot do.
@@ -137,9 +139,9 @@ pub(super) fn support(field: Field) -> Support {
         | Field::Stop
         | Field::Tools
         | Field::ToolChoice
-        | Field::ResponseFormat
         | Field::TopK => Support::Native,
-        Field::ParallelToolCalls
+        Field::ResponseFormat
+        | Field::ParallelToolCalls
         | Field::ReasoningEffort
         | Field::ServiceTier
         | Field::User
