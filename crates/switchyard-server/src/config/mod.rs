@@ -11,6 +11,7 @@ mod apis;
 mod build;
 mod health;
 mod preflight;
+pub mod presets;
 mod providers;
 mod schema;
 
@@ -70,10 +71,11 @@ pub fn load(path: &std::path::Path) -> Result<Config, ConfigError> {
 /// # Errors
 /// TOML or schema errors (serde stops at the first), or validation problems (all).
 pub fn parse(text: &str, source: &str) -> Result<Config, ConfigError> {
-    let config: Config = toml::from_str(text).map_err(|e| ConfigError {
+    let mut config: Config = toml::from_str(text).map_err(|e| ConfigError {
         source: source.to_owned(),
         problems: vec![e.to_string().trim_end().replace('\n', "\n    ")],
     })?;
+    presets::apply(&mut config.providers);
     let problems = validate(&config);
     if problems.is_empty() {
         Ok(config)
@@ -237,6 +239,29 @@ fn validate_providers(config: &Config, p: &mut Problems) -> HashSet<String> {
                 format!("provider {:?} is defined twice", prov.name),
             );
         }
+        if let Some(name) = &prov.preset {
+            if presets::find(name).is_none() {
+                p.add(
+                    format!("{at}.preset"),
+                    format!("{name:?} is not one of {}", presets::names()),
+                );
+            } else if prov.kind != "openai" {
+                p.add(
+                    format!("{at}.preset"),
+                    format!(
+                        "presets are OpenAI-compatible vendors; kind {:?} takes none",
+                        prov.kind
+                    ),
+                );
+            }
+        }
+        if prov.kind.is_empty() {
+            p.add(
+                format!("{at}.kind"),
+                format!("is required: one of {} (or set a preset)", KINDS.join(", ")),
+            );
+            continue;
+        }
         if !KINDS.contains(&prov.kind.as_str()) {
             p.add(
                 format!("{at}.kind"),
@@ -329,6 +354,27 @@ fn validate_simulated(prov: &ProviderToml, at: &str, p: &mut Problems) {
 }
 
 fn validate_remote(prov: &ProviderToml, at: &str, p: &mut Problems) {
+    if let Some(ids) = &prov.tool_call_ids {
+        if !matches!(ids.as_str(), "as_is" | "alnum9") {
+            p.add(
+                format!("{at}.tool_call_ids"),
+                format!("{ids:?} is not one of as_is, alnum9"),
+            );
+        }
+    }
+    if prov.kind != "openai" {
+        for (field, set) in [
+            ("stream_usage", prov.stream_usage.is_some()),
+            ("tool_call_ids", prov.tool_call_ids.is_some()),
+        ] {
+            if set {
+                p.add(
+                    format!("{at}.{field}"),
+                    "applies to kind \"openai\" providers only",
+                );
+            }
+        }
+    }
     match &prov.model {
         Some(m) if !m.trim().is_empty() => {}
         _ => p.add(

@@ -10,7 +10,7 @@ use switchyard::clock::Clock;
 use switchyard::provider::anthropic::{Anthropic, AnthropicConfig};
 use switchyard::provider::gemini::{Gemini, GeminiConfig};
 use switchyard::provider::http::{HttpSettings, Transport, DEFAULT_CONNECT_TIMEOUT};
-use switchyard::provider::openai::{OpenAi, OpenAiConfig};
+use switchyard::provider::openai::{OpenAi, OpenAiConfig, ToolCallIds};
 use switchyard::provider::secret::Secret;
 use switchyard::Provider;
 
@@ -43,6 +43,10 @@ pub fn remote(
             }
             cfg.api_key = key;
             cfg.use_max_tokens = prov.use_max_tokens.unwrap_or(false);
+            cfg.stream_usage = prov.stream_usage.unwrap_or(true);
+            if prov.tool_call_ids.as_deref() == Some("alnum9") {
+                cfg.tool_call_ids = ToolCallIds::Alnum9;
+            }
             cfg.headers = headers(prov);
             cfg.http = http;
             cfg.clock = clock;

@@ -87,8 +87,13 @@ pub struct ServerToml {
 pub struct ProviderToml {
     /// Unique name: breaker and ledger key.
     pub name: String,
-    /// `openai`, `anthropic`, `gemini` or `simulated`.
+    /// `openai`, `anthropic`, `gemini` or `simulated` (`openai` when a `preset` is given).
+    #[serde(default)]
     pub kind: String,
+    /// An OpenAI-compatible vendor whose defaults fill the unset fields (`groq`,
+    /// `together`, `fireworks`, `deepseek`, `mistral`, `xai`, `openrouter`, `ollama`,
+    /// `vllm`; see config/presets.rs).
+    pub preset: Option<String>,
     /// The vendor's model id.
     pub model: Option<String>,
     /// The APIs it serves: `["chat"]`, `["embeddings"]` or both (default: `["embeddings"]`
@@ -120,6 +125,11 @@ pub struct ProviderToml {
     pub headers: BTreeMap<String, String>,
     /// `openai`: send `max_tokens` instead of `max_completion_tokens`.
     pub use_max_tokens: Option<bool>,
+    /// `openai`: ask streams for usage with `stream_options` (default true).
+    pub stream_usage: Option<bool>,
+    /// `openai`: `"as_is"` (default) or `"alnum9"` (tool-call ids rewritten to nine
+    /// alphanumerics, as Mistral requires).
+    pub tool_call_ids: Option<String>,
     /// `anthropic`: `max_tokens` when the caller gives none.
     pub default_max_tokens: Option<u32>,
     /// Simulated: probability of failure per call.

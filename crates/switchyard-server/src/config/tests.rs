@@ -449,3 +449,173 @@ fn responses_section_sets_the_stored_responses_limits() {
         crate::config::StoredResponses::default()
     );
 }
+
+#[test]
+fn a_preset_fills_base_url_key_and_quirks_and_the_entry_wins() {
+    let text = r#"
+[[providers]]
+name = "g"
+preset = "groq"
+model = "llama-3.3-70b-versatile"
+
+[[providers]]
+name = "m"
+preset = "mistral"
+model = "mistral-large-latest"
+use_max_tokens = false
+base_url = "http://127.0.0.1:9/v1"
+
+[[providers]]
+name = "o"
+preset = "ollama"
+model = "llama3.2"
+
+[[routes]]
+name = "r"
+providers = ["g", "m", "o"]
+"#;
+    let config = parse(text, "t").unwrap();
+    let [g, m, o] = &config.providers[..] else {
+        panic!()
+    };
+    assert_eq!(g.kind, "openai");
+    assert_eq!(
+        g.base_url.as_deref(),
+        Some("https://api.groq.com/openai/v1")
+    );
+    assert_eq!(g.api_key_env.as_deref(), Some("GROQ_API_KEY"));
+    assert_eq!(
+        (g.use_max_tokens, g.stream_usage),
+        (Some(false), Some(true))
+    );
+    assert_eq!(g.tool_call_ids, None);
+    // the entry's own values win
+    assert_eq!(m.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
+    assert_eq!(m.use_max_tokens, Some(false));
+    assert_eq!(m.stream_usage, Some(false));
+    assert_eq!(m.tool_call_ids.as_deref(), Some("alnum9"));
+    assert_eq!(m.api_key_env.as_deref(), Some("MISTRAL_API_KEY"));
+    // a local server: no key variable, so no ambient key is ever sent to it
+    assert_eq!(o.api_key_env, None);
+    assert_eq!(build::resolve_key(o), None);
+    assert_eq!(o.base_url.as_deref(), Some("http://localhost:11434/v1"));
+    for p in presets::PRESETS {
+        assert!(p.base_url.starts_with("http"), "{}", p.name);
+    }
+}
+
+#[test]
+fn presets_and_quirk_fields_are_validated_with_their_paths() {
+    let base = "[[routes]]\nname = \"r\"\nproviders = [\"p\"]\n[[providers]]\nname = \"p\"\nmodel = \"m\"\n";
+    let p = problems(&format!("{base}preset = \"grok\"\n"));
+    assert_eq!(p.len(), 2, "{p:?}");
+    assert!(
+        p[0].starts_with("providers[0].preset: \"grok\" is not one of groq, together"),
+        "{p:?}"
+    );
+    assert!(p[1].starts_with("providers[0].kind: is required"), "{p:?}");
+    let p = problems(&format!("{base}kind = \"anthropic\"\npreset = \"groq\"\n"));
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(
+        p[0].contains("providers[0].preset: presets are OpenAI-compatible"),
+        "{p:?}"
+    );
+    let p = problems(&format!(
+        "{base}kind = \"openai\"\ntool_call_ids = \"short\"\n"
+    ));
+    assert_eq!(
+        p,
+        ["providers[0].tool_call_ids: \"short\" is not one of as_is, alnum9"]
+    );
+    let p = problems(&format!("{base}kind = \"gemini\"\nstream_usage = false\n"));
+    assert_eq!(
+        p,
+        ["providers[0].stream_usage: applies to kind \"openai\" providers only"]
+    );
+    let p = problems(&format!("{base}\n"));
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(p[0].starts_with("providers[0].kind: is required"), "{p:?}");
+}
+
+/// Each preset's quirks reach the wire: the body its vendor gets, from the config alone.
+#[tokio::test]
+async fn each_presets_quirks_reach_the_upstream_body() {
+    use switchyard::chat::{Message, ToolCall};
+    use switchyard::provider::http::Transport;
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    let mut assistant = Message::assistant("");
+    assistant.content.clear();
+    assistant.tool_calls = vec![ToolCall {
+        id: "toolu_01A09q90qw90lq917835lq9".into(),
+        name: "f".into(),
+        arguments: "{}".into(),
+    }];
+    let req = switchyard::ChatRequest {
+        messages: vec![
+            Message::user("hi"),
+            assistant,
+            Message::tool_result("toolu_01A09q90qw90lq917835lq9", "f", "{}"),
+        ],
+        max_tokens: Some(100),
+        ..switchyard::ChatRequest::default()
+    };
+    let sse = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n";
+    for p in presets::PRESETS {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .insert_header("content-type", "text/event-stream")
+                    .set_body_string(sse),
+            )
+            .mount(&server)
+            .await;
+        let text = format!(
+            "[[providers]]\nname = \"p\"\npreset = {:?}\nmodel = \"m\"\nbase_url = \"{}/v1\"\n[[routes]]\nname = \"r\"\nproviders = [\"p\"]\n",
+            p.name,
+            server.uri()
+        );
+        let config = parse(&text, "t").unwrap();
+        let provider = providers::remote(
+            &config.providers[0],
+            None,
+            &Transport::default(),
+            switchyard::clock::Clock::system(),
+        )
+        .unwrap();
+        let mut stream = provider.stream(&req).await.unwrap();
+        while futures_util::StreamExt::next(&mut stream).await.is_some() {}
+        let sent = &server.received_requests().await.unwrap()[0];
+        let body: serde_json::Value = serde_json::from_slice(&sent.body).unwrap();
+        let tokens = if p.use_max_tokens {
+            "max_tokens"
+        } else {
+            "max_completion_tokens"
+        };
+        assert_eq!(body[tokens], 100, "{}: {body}", p.name);
+        assert_eq!(
+            body.get("stream_options").is_some(),
+            p.stream_usage,
+            "{}: {body}",
+            p.name
+        );
+        let id = body["messages"][1]["tool_calls"][0]["id"].as_str().unwrap();
+        assert_eq!(
+            body["messages"][2]["tool_call_id"].as_str(),
+            Some(id),
+            "{}",
+            p.name
+        );
+        if p.alnum9_tool_call_ids {
+            assert!(
+                id.len() == 9 && id.bytes().all(|b| b.is_ascii_alphanumeric()),
+                "{id}"
+            );
+        } else {
+            assert_eq!(id, "toolu_01A09q90qw90lq917835lq9", "{}", p.name);
+        }
+    }
+}

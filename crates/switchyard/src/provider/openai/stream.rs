@@ -16,7 +16,7 @@ use crate::provider::sse::{Parsed, SseEvent};
 ///
 /// `[DONE]` is [`Parsed::Done`]; a chunk is [`Parsed::Chunk`] (choice 0's text and
 /// tool-call deltas, its `finish_reason`, and `usage` when present — the final usage chunk
-/// has `choices: []`); an error object (`{"error": …}`, vLLM's `{"object": "error"}`, an
+/// has `choices: []`; Groq's `x_groq.usage` counts too); an error object (`{"error": …}`, vLLM's `{"object": "error"}`, an
 /// `event: error`) is classified like an HTTP error. Anything else that is not a chunk
 /// is `Malformed`.
 ///
@@ -38,9 +38,11 @@ pub fn parse_event(event: &SseEvent) -> Result<Parsed, ProviderError> {
             &serde_json::from_str(data).unwrap_or(Value::Null),
         ));
     }
+    // Groq puts the final usage under `x_groq.usage`; the standard place wins when both are.
+    let reported = chunk.usage.or(chunk.x_groq.and_then(|x| x.usage));
     let mut out = ChatChunk {
         model: chunk.model,
-        usage: chunk.usage.map(usage).transpose()?,
+        usage: reported.map(usage).transpose()?,
         ..ChatChunk::default()
     };
     let choice = chunk

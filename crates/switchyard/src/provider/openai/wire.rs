@@ -52,7 +52,7 @@ pub(super) struct Message<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCallOut<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool_call_id: Option<&'a str>,
+    pub tool_call_id: Option<Cow<'a, str>>,
 }
 
 /// A string for plain text (what every compatible server takes), parts otherwise.
@@ -82,7 +82,7 @@ pub(super) struct ImageUrl<'a> {
 /// An assistant's earlier tool call, sent back in history.
 #[derive(Debug, Serialize)]
 pub(super) struct ToolCallOut<'a> {
-    pub id: &'a str,
+    pub id: Cow<'a, str>,
     #[serde(rename = "type")]
     pub kind: &'static str,
     pub function: FunctionCallOut<'a>,
@@ -177,10 +177,20 @@ pub(super) struct Chunk {
     pub model: Option<String>,
     #[serde(default)]
     pub usage: Option<Usage>,
+    /// Groq's extension: the final chunk's usage under `x_groq.usage`.
+    #[serde(default)]
+    pub x_groq: Option<XGroq>,
     #[serde(default)]
     pub error: Option<Value>,
     #[serde(default)]
     pub object: Option<String>,
+}
+
+/// Groq's `x_groq` object on a chunk.
+#[derive(Debug, Deserialize)]
+pub(super) struct XGroq {
+    #[serde(default)]
+    pub usage: Option<Usage>,
 }
 
 /// One choice of a chunk.

@@ -257,3 +257,18 @@ fn absurd_usage_is_malformed_so_the_call_fails_over() {
     let err = parse_event(&SseEvent::message(chunk.to_string())).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Malformed);
 }
+
+/// Groq reports a stream's usage under `x_groq.usage` on its last chunk.
+#[test]
+fn groq_stream_usage_under_x_groq_counts() {
+    let sse = "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"llama-3.3-70b-versatile\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"x_groq\":{\"id\":\"req_1\",\"usage\":{\"prompt_tokens\":38,\"completion_tokens\":4,\"total_tokens\":42,\"queue_time\":0.09}}}\n\ndata: [DONE]\n\n";
+    let parsed: Vec<Parsed> = events(sse).into_iter().map(Result::unwrap).collect();
+    let Parsed::Chunk(last) = &parsed[0] else {
+        panic!("{parsed:?}")
+    };
+    assert_eq!(
+        last.usage.map(|u| (u.input_tokens, u.output_tokens)),
+        Some((38, 4))
+    );
+    assert_eq!(last.finish_reason, Some(FinishReason::Stop));
+}
