@@ -19,6 +19,7 @@ fn text_message_with_normalised_usage() {
             output_tokens: 12,
             cached_input_tokens: 5,
             cache_write_tokens: 0,
+            cache_write_1h_tokens: 0,
             reasoning_tokens: 0,
         })
     );
@@ -335,6 +336,7 @@ fn message_delta_usage_replaces_earlier_counts() {
             output_tokens: 30,
             cached_input_tokens: 100,
             cache_write_tokens: 50,
+            cache_write_1h_tokens: 0,
             reasoning_tokens: 0,
         })
     );
