@@ -702,4 +702,179 @@ mod tests {
             assert!(err.to_string().contains(why), "{limit}: {err}");
         }
     }
+
+    fn usage(input: u64, cached: u64, write: u64, write_1h: u64, output: u64) -> Usage {
+        Usage {
+            input_tokens: input,
+            output_tokens: output,
+            cached_input_tokens: cached,
+            cache_write_tokens: write,
+            cache_write_1h_tokens: write_1h,
+            reasoning_tokens: 0,
+        }
+    }
+
+    fn shipped(id: &str) -> Price {
+        PriceTable::builtin().lookup(id).unwrap().price
+    }
+
+    /// Claude Haiku 5.5 as shipped: $0.10 in, $0.50 out, $0.01 cache reads, $0.125 / $0.20
+    /// 5-minute / 1-hour writes; above 100K prompt tokens $0.50, $2.50, $0.05, $0.625, $1.
+    #[test]
+    fn ledger_prices_cache_reads_and_both_cache_writes_at_their_rates() {
+        let p = shipped("claude-haiku-5-5");
+        // 20k plain × 0.10 + 20k read × 0.01 + 6k 5m × 0.125 + 4k 1h × 0.20 + 3k out × 0.50
+        // = 0.002 + 0.0002 + 0.00075 + 0.0008 + 0.0015
+        let u = usage(50_000, 20_000, 10_000, 4_000, 3_000);
+        assert_eq!(p.cost(&u).to_string(), "$0.00525");
+        // all writes 1-hour: 10k × 0.20 instead of 6k × 0.125 + 4k × 0.20
+        let u = usage(50_000, 20_000, 10_000, 10_000, 3_000);
+        assert_eq!(p.cost(&u).to_string(), "$0.0057");
+        // a 1-hour count above the write total is capped at it (never billed twice)
+        let u = usage(50_000, 20_000, 10_000, 99_000, 3_000);
+        assert_eq!(p.cost(&u).to_string(), "$0.0057");
+    }
+
+    #[test]
+    fn ledger_picks_the_long_context_tier_above_the_threshold_only() {
+        let p = shipped("claude-haiku-5-5");
+        // below: 99,999 × 0.10 + 1k × 0.50
+        assert_eq!(
+            p.cost(&usage(99_999, 0, 0, 0, 1_000)).to_string(),
+            "$0.0104999"
+        );
+        // at: 100k × 0.10 + 1k × 0.50
+        assert_eq!(
+            p.cost(&usage(100_000, 0, 0, 0, 1_000)).to_string(),
+            "$0.0105"
+        );
+        // above: 100,001 × 0.50 + 1k × 2.50, every token at the long rates
+        assert_eq!(
+            p.cost(&usage(100_001, 0, 0, 0, 1_000)).to_string(),
+            "$0.0525005"
+        );
+        // above, with cache traffic: 30k × 0.50 + 100k × 0.05 + 15k × 0.625 + 5k × 1
+        // + 10k × 2.50 = 0.015 + 0.005 + 0.009375 + 0.005 + 0.025
+        let u = usage(150_000, 100_000, 20_000, 5_000, 10_000);
+        assert_eq!(p.cost(&u).to_string(), "$0.059375");
+        // cache reads and writes count toward the threshold (the whole prompt)
+        let u = usage(100_001, 100_001, 0, 0, 0);
+        assert_eq!(p.cost(&u).to_string(), "$0.00500005");
+    }
+
+    /// Reasoning tokens are already inside `output_tokens`: they change nothing in the sum.
+    #[test]
+    fn reasoning_tokens_are_billed_once_as_output() {
+        let p = shipped("gemini-2.5-pro");
+        let mut u = usage(1_000, 0, 0, 0, 2_000);
+        let plain = p.cost(&u);
+        u.reasoning_tokens = 1_500;
+        assert_eq!(p.cost(&u), plain);
+        // 1k × 1.25 + 2k × 10
+        assert_eq!(plain.to_string(), "$0.02125");
+    }
+
+    #[test]
+    fn reservations_use_the_dearest_rate_of_every_tier_that_may_apply() {
+        let p = shipped("claude-haiku-5-5");
+        // at or below the threshold the bound cannot reach the long tier: the 1h write
+        // rate ($0.20) is the dearest input rate, output at $0.50
+        assert_eq!(
+            p.worst_case(100_000, 1_000),
+            Money::from_picos(100_000 * 200_000 + 1_000 * 500_000)
+        );
+        // above it: the long tier's 1h write ($1) and output ($2.50)
+        assert_eq!(
+            p.worst_case(100_001, 1_000),
+            Money::from_picos(100_001 * 1_000_000 + 1_000 * 2_500_000)
+        );
+        // a tier cheaper than the base (never shipped) cannot lower the bound
+        let mut odd = Price::from_usd_per_mtok(1.0, 2.0, None, None).unwrap();
+        odd.long_context = Some(LongContext {
+            above_input_tokens: 10,
+            input_micros_per_mtok: 500_000,
+            output_micros_per_mtok: 3_000_000,
+            ..LongContext::default()
+        });
+        assert_eq!(
+            odd.worst_case(11, 1),
+            Money::from_picos(11 * 1_000_000 + 3_000_000)
+        );
+    }
+
+    #[test]
+    fn fallbacks_inside_a_tier_use_that_tier_s_rates() {
+        let mut p = Price::from_usd_per_mtok(1.0, 2.0, Some(0.1), Some(1.25)).unwrap();
+        // no 1h rate: 1-hour writes at the cache-write rate
+        assert_eq!(
+            p.cost(&usage(100, 0, 100, 100, 0)),
+            Money::from_picos(100 * 1_250_000)
+        );
+        p.long_context = Some(LongContext {
+            above_input_tokens: 50,
+            input_micros_per_mtok: 3_000_000,
+            output_micros_per_mtok: 4_000_000,
+            ..LongContext::default()
+        });
+        // the tier has no cached or write rates: its own input rate, not the base's
+        assert_eq!(
+            p.cost(&usage(100, 40, 60, 10, 0)),
+            Money::from_picos(100 * 3_000_000)
+        );
+    }
+
+    #[test]
+    fn every_shipped_chat_model_has_the_rates_its_vendor_bills() {
+        let table = PriceTable::from_json(include_str!("../prices.json")).unwrap();
+        for e in table.entries().into_iter().filter(|e| !e.embeddings) {
+            let missing = e.price.missing_rates(&e.vendor);
+            assert!(missing.is_empty(), "{}: no {missing:?}", e.id);
+        }
+        // and the check notices what is left out
+        let mut p = Price::from_usd_per_mtok(3.0, 15.0, None, Some(3.75)).unwrap();
+        assert_eq!(
+            p.missing_rates("anthropic"),
+            ["cached input", "1-hour cache write"]
+        );
+        assert_eq!(p.missing_rates("gemini"), ["cached input"]);
+        assert_eq!(p.missing_rates("openai"), ["cached input"]);
+        assert!(p.missing_rates("mistral").is_empty());
+        p.cached_input_micros_per_mtok = Some(300_000);
+        p.long_context = Some(LongContext::default());
+        assert_eq!(p.missing_rates("gemini"), ["long-context cached input"]);
+    }
+
+    #[test]
+    fn the_file_reads_one_hour_writes_and_long_context_tiers() {
+        let file = |extra: &str| {
+            format!(
+                r#"{{"as_of":"x","currency":"USD","unit":"u","models":[{{"id":"m","vendor":"gemini","input_per_mtok":1.25,"output_per_mtok":10.0,"cached_input_per_mtok":0.125{extra},"source":"s"}}]}}"#
+            )
+        };
+        let t = PriceTable::from_json(&file(
+            r#","cache_write_1h_per_mtok":2.5,"long_context":{"above_input_tokens":200000,"input_per_mtok":2.5,"output_per_mtok":15.0,"cached_input_per_mtok":0.25}"#,
+        ))
+        .unwrap();
+        let p = t.lookup("m").unwrap().price;
+        assert_eq!(p.cache_write_1h_micros_per_mtok, Some(2_500_000));
+        assert_eq!(
+            p.long_context,
+            Some(LongContext {
+                above_input_tokens: 200_000,
+                input_micros_per_mtok: 2_500_000,
+                output_micros_per_mtok: 15_000_000,
+                cached_input_micros_per_mtok: Some(250_000),
+                cache_write_micros_per_mtok: None,
+                cache_write_1h_micros_per_mtok: None,
+            })
+        );
+        let typo =
+            file(r#","long_context":{"above_tokens":1,"input_per_mtok":1,"output_per_mtok":1}"#);
+        assert!(PriceTable::from_json(&typo).is_err());
+        let inexact = file(
+            r#","long_context":{"above_input_tokens":1,"input_per_mtok":0.0000001,"output_per_mtok":1}"#,
+        );
+        let err = PriceTable::from_json(&inexact).unwrap_err().to_string();
+        assert!(err.contains("model m"), "{err}");
+    }
 }
