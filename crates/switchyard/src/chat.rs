@@ -373,9 +373,13 @@ pub struct Usage {
     /// Of `input_tokens`, those read from the vendor's prompt cache.
     #[serde(default)]
     pub cached_input_tokens: u64,
-    /// Of `input_tokens`, those written to the vendor's prompt cache.
+    /// Of `input_tokens`, those written to the vendor's prompt cache (every TTL).
     #[serde(default)]
     pub cache_write_tokens: u64,
+    /// Of `cache_write_tokens`, those written for one hour (Anthropic's `ttl: "1h"`); the
+    /// rest are 5-minute writes (or the vendor's only kind) and are priced apart.
+    #[serde(default)]
+    pub cache_write_1h_tokens: u64,
     /// Of `output_tokens`, those spent on hidden reasoning.
     #[serde(default)]
     pub reasoning_tokens: u64,
@@ -402,6 +406,9 @@ impl Usage {
             cache_write_tokens: self
                 .cache_write_tokens
                 .saturating_add(other.cache_write_tokens),
+            cache_write_1h_tokens: self
+                .cache_write_1h_tokens
+                .saturating_add(other.cache_write_1h_tokens),
             reasoning_tokens: self.reasoning_tokens.saturating_add(other.reasoning_tokens),
         }
     }
@@ -429,6 +436,7 @@ impl Usage {
             ("output", self.output_tokens),
             ("cached input", self.cached_input_tokens),
             ("cache write", self.cache_write_tokens),
+            ("1-hour cache write", self.cache_write_1h_tokens),
             ("reasoning", self.reasoning_tokens),
         ];
         match fields
@@ -448,7 +456,8 @@ impl Usage {
     max = Usage::MAX_PLAUSIBLE_TOKENS
 )]
 pub struct ImplausibleUsage {
-    /// Which count (`input`, `output`, `cached input`, `cache write`, `reasoning`).
+    /// Which count (`input`, `output`, `cached input`, `cache write`, `1-hour cache
+    /// write`, `reasoning`).
     pub field: &'static str,
     /// The count reported.
     pub tokens: u64,
@@ -580,6 +589,7 @@ mod tests {
             output_tokens: 10,
             cached_input_tokens: 600,
             cache_write_tokens: 100,
+            cache_write_1h_tokens: 0,
             reasoning_tokens: 0,
         };
         assert_eq!(u.uncached_input_tokens(), 300);
@@ -592,6 +602,7 @@ mod tests {
             output_tokens: 1 << 63,
             cached_input_tokens: u64::MAX,
             cache_write_tokens: 1 << 63,
+            cache_write_1h_tokens: 0,
             reasoning_tokens: 1 << 63,
         };
         let sum = huge.plus(huge);

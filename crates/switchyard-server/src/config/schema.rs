@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
+use switchyard::cost::usd_per_mtok_to_micros;
 use switchyard::error::BreakerEffect;
 use switchyard::Price;
 
@@ -168,8 +169,13 @@ pub struct PriceToml {
     pub output_per_mtok: f64,
     /// Cached input tokens (defaults to the input price).
     pub cached_input_per_mtok: Option<f64>,
-    /// Cache writes (defaults to the input price).
+    /// Cache writes: 5-minute ones at Anthropic, the only kind elsewhere (defaults to the
+    /// input price).
     pub cache_write_per_mtok: Option<f64>,
+    /// 1-hour cache writes (Anthropic; defaults to the cache-write price).
+    pub cache_write_1h_per_mtok: Option<f64>,
+    /// Dearer rates for calls whose input is above a threshold.
+    pub long_context: Option<LongContextToml>,
     /// The model's output limit (overrides the price table's): what a request without
     /// `max_tokens` reserves against a budget.
     pub max_output_tokens: Option<u32>,
@@ -181,13 +187,55 @@ impl PriceToml {
     /// # Errors
     /// A value that is negative or has more than 6 decimal places.
     pub fn to_price(self) -> Result<Price, switchyard::cost::PriceError> {
-        Price::from_usd_per_mtok(
+        let mut price = Price::from_usd_per_mtok(
             self.input_per_mtok,
             self.output_per_mtok,
             self.cached_input_per_mtok,
             self.cache_write_per_mtok,
-        )
+        )?;
+        price.cache_write_1h_micros_per_mtok = micros(self.cache_write_1h_per_mtok)?;
+        price.long_context = self
+            .long_context
+            .map(LongContextToml::to_tier)
+            .transpose()?;
+        Ok(price)
     }
+}
+
+/// `price.long_context`: every rate of a call whose input tokens (cached and cache-written
+/// included) are above `above_input_tokens`, dollars per million tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LongContextToml {
+    /// The threshold: a call of exactly this many input tokens keeps the base rates.
+    pub above_input_tokens: u64,
+    /// Input tokens.
+    pub input_per_mtok: f64,
+    /// Output tokens.
+    pub output_per_mtok: f64,
+    /// Cached input tokens (defaults to this tier's input price).
+    pub cached_input_per_mtok: Option<f64>,
+    /// Cache writes (defaults to this tier's input price).
+    pub cache_write_per_mtok: Option<f64>,
+    /// 1-hour cache writes (defaults to this tier's cache-write price).
+    pub cache_write_1h_per_mtok: Option<f64>,
+}
+
+impl LongContextToml {
+    fn to_tier(self) -> Result<switchyard::cost::LongContext, switchyard::cost::PriceError> {
+        Ok(switchyard::cost::LongContext {
+            above_input_tokens: self.above_input_tokens,
+            input_micros_per_mtok: usd_per_mtok_to_micros(self.input_per_mtok)?,
+            output_micros_per_mtok: usd_per_mtok_to_micros(self.output_per_mtok)?,
+            cached_input_micros_per_mtok: micros(self.cached_input_per_mtok)?,
+            cache_write_micros_per_mtok: micros(self.cache_write_per_mtok)?,
+            cache_write_1h_micros_per_mtok: micros(self.cache_write_1h_per_mtok)?,
+        })
+    }
+}
+
+fn micros(usd: Option<f64>) -> Result<Option<u64>, switchyard::cost::PriceError> {
+    usd.map(usd_per_mtok_to_micros).transpose()
 }
 
 /// `[[routes]]`: what clients ask for as `model`.

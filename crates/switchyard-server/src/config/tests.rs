@@ -619,3 +619,49 @@ async fn each_presets_quirks_reach_the_upstream_body() {
         }
     }
 }
+
+#[test]
+fn a_price_override_may_set_one_hour_writes_and_a_long_context_tier() {
+    let text = |tier: &str| {
+        format!(
+            r#"
+            [[providers]]
+            name = "claude"
+            kind = "anthropic"
+            model = "claude-sonnet-4-5"
+            price = {{ input_per_mtok = 3.0, output_per_mtok = 15.0, cached_input_per_mtok = 0.3, cache_write_per_mtok = 3.75, cache_write_1h_per_mtok = 6.0, long_context = {{ above_input_tokens = 200000, {tier} }} }}
+
+            [[routes]]
+            name = "r"
+            providers = ["claude"]
+        "#
+        )
+    };
+    let config = parse(
+        &text("input_per_mtok = 6.0, output_per_mtok = 22.5, cache_write_1h_per_mtok = 12.0"),
+        "test.toml",
+    )
+    .unwrap();
+    let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
+    let price = built.gateway.price_of("claude").unwrap();
+    assert_eq!(price.cache_write_1h_micros_per_mtok, Some(6_000_000));
+    let tier = price.long_context.unwrap();
+    assert_eq!(
+        (
+            tier.above_input_tokens,
+            tier.input_micros_per_mtok,
+            tier.output_micros_per_mtok,
+            tier.cache_write_1h_micros_per_mtok
+        ),
+        (200_000, 6_000_000, 22_500_000, Some(12_000_000))
+    );
+    let p = problems(&text("input_per_mtok = 0.0000001, output_per_mtok = 1.0"));
+    assert!(
+        p.iter().any(|l| l.starts_with("providers[0].price:")),
+        "{p:#?}"
+    );
+    let p = problems(&text(
+        "input_per_mtok = 6.0, output_per_mtok = 1.0, above = 1",
+    ));
+    assert!(p.iter().any(|l| l.contains("above")), "{p:#?}");
+}

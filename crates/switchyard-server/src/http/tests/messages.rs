@@ -131,6 +131,7 @@ async fn cached_tokens_are_reported_apart_from_input_tokens() {
             output_tokens: 5,
             cached_input_tokens: 600,
             cache_write_tokens: 100,
+            cache_write_1h_tokens: 0,
             reasoning_tokens: 0,
         }),
         ..ProviderReply::default()

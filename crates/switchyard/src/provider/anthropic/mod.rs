@@ -43,7 +43,10 @@
 //! Usage: Anthropic's `input_tokens` *excludes* cache reads and writes, so the shared
 //! `input_tokens` is `input_tokens + cache_read_input_tokens + cache_creation_input_tokens`,
 //! `cached_input_tokens` is `cache_read_input_tokens` and `cache_write_tokens` is
-//! `cache_creation_input_tokens`. `output_tokens` (thinking included) is as is.
+//! `cache_creation_input_tokens`, of which `cache_creation.ephemeral_1h_input_tokens` is
+//! `cache_write_1h_tokens` (1-hour writes are priced apart from 5-minute ones).
+//! `output_tokens` (thinking included) is as is; Anthropic reports no separate thinking
+//! count, so `reasoning_tokens` stays 0 and thinking is billed as the output it is.
 
 mod classify;
 mod reply;

@@ -177,6 +177,18 @@ pub(super) struct Usage {
     pub cache_creation_input_tokens: Option<u64>,
     #[serde(default)]
     pub cache_read_input_tokens: Option<u64>,
+    /// `cache_creation`: the cache writes split by TTL.
+    #[serde(default)]
+    pub cache_creation: Option<CacheCreation>,
+}
+
+/// `usage.cache_creation`: `cache_creation_input_tokens` split by the TTL written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub(super) struct CacheCreation {
+    #[serde(default)]
+    pub ephemeral_5m_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub ephemeral_1h_input_tokens: Option<u64>,
 }
 
 impl Usage {
@@ -191,6 +203,17 @@ impl Usage {
             cache_read_input_tokens: newer
                 .cache_read_input_tokens
                 .or(self.cache_read_input_tokens),
+            cache_creation: match (self.cache_creation, newer.cache_creation) {
+                (Some(old), Some(new)) => Some(CacheCreation {
+                    ephemeral_5m_input_tokens: new
+                        .ephemeral_5m_input_tokens
+                        .or(old.ephemeral_5m_input_tokens),
+                    ephemeral_1h_input_tokens: new
+                        .ephemeral_1h_input_tokens
+                        .or(old.ephemeral_1h_input_tokens),
+                }),
+                (old, new) => new.or(old),
+            },
         }
     }
 }

@@ -101,6 +101,7 @@ pub(super) fn usage(u: wire::Usage) -> Result<Usage, ProviderError> {
             .and_then(|d| d.cached_tokens)
             .unwrap_or(0),
         cache_write_tokens: 0,
+        cache_write_1h_tokens: 0,
         reasoning_tokens: u
             .completion_tokens_details
             .and_then(|d| d.reasoning_tokens)

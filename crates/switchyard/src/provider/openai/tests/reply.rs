@@ -18,6 +18,7 @@ fn text_completion_with_cached_tokens() {
             output_tokens: 12,
             cached_input_tokens: 5,
             cache_write_tokens: 0,
+            cache_write_1h_tokens: 0,
             reasoning_tokens: 0,
         })
     );
@@ -271,4 +272,48 @@ fn groq_stream_usage_under_x_groq_counts() {
         Some((38, 4))
     );
     assert_eq!(last.finish_reason, Some(FinishReason::Stop));
+}
+
+fn shipped(model: &str) -> crate::cost::Price {
+    crate::cost::PriceTable::builtin()
+        .lookup(model)
+        .unwrap()
+        .price
+}
+
+/// Reasoning tokens are part of `completion_tokens`: billed once, at the output rate.
+#[test]
+fn reasoning_and_cached_tokens_are_priced_exactly() {
+    let reply = parse_response(fixture!("completion_reasoning.json").as_bytes()).unwrap();
+    let usage = reply.usage.unwrap();
+    // gpt-5-mini: 128 × $0.25 + 1920 × $0.025 + 900 × $2 per MTok (896 of the 900 reasoning)
+    assert_eq!(shipped("gpt-5-mini").cost(&usage).to_string(), "$0.00188");
+}
+
+/// Above 272K input tokens GPT-6.2 Sol bills the whole request at its long-context rates.
+#[test]
+fn long_prompts_are_priced_at_the_long_context_tier() {
+    let usage = |prompt: u64, cached: u64, completion: u64, reasoning: u64| {
+        let usage = json!({"prompt_tokens": prompt, "completion_tokens": completion,
+            "prompt_tokens_details": {"cached_tokens": cached},
+            "completion_tokens_details": {"reasoning_tokens": reasoning}});
+        let b = json!({"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],
+            "usage": usage});
+        parse_response(b.to_string().as_bytes())
+            .unwrap()
+            .usage
+            .unwrap()
+    };
+    let sol = shipped("gpt-6.2-sol");
+    // 200k × $4 + 100k × $0.20 + 20k × $15 per MTok
+    let long = usage(300_000, 100_000, 20_000, 15_000);
+    assert_eq!(long.reasoning_tokens, 15_000);
+    assert_eq!(sol.cost(&long).to_string(), "$1.12");
+    // exactly at the threshold: the base rates, 272k × $2 + 1k × $10
+    assert_eq!(sol.cost(&usage(272_000, 0, 1_000, 0)).to_string(), "$0.554");
+    // one token above: 272,001 × $4 + 1k × $15
+    assert_eq!(
+        sol.cost(&usage(272_001, 0, 1_000, 0)).to_string(),
+        "$1.103004"
+    );
 }
