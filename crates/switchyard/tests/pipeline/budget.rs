@@ -233,7 +233,7 @@ async fn reservations_above_the_threshold_use_the_long_context_rates() {
     // bound: 100,000 bytes + 8 framing = 100,008 tokens, above Haiku 5.5's 100K threshold;
     // worst case 100,008 × $1 (long 1-hour write) + 1,000 × $2.50 = $0.102508, where the
     // base tier's would be 100,008 × $0.20 + 1,000 × $0.50 = $0.0205016
-    let req = ChatRequest::from_prompt(&"a".repeat(100_000)).with_max_tokens(1_000);
+    let req = ChatRequest::from_prompt("a".repeat(100_000)).with_max_tokens(1_000);
     let gw = |limit: f64| {
         Gateway::builder()
             .provider(ProviderSpec::new("p", p.clone()).price(haiku_5_5()))
