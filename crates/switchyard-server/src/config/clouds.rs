@@ -25,8 +25,7 @@ use switchyard::provider::vertex::auth::{
 use switchyard::provider::vertex::{Vertex, VertexConfig};
 use switchyard::Provider;
 
-use super::build::KeyLookup;
-use super::{duration, Problems, ProviderToml};
+use super::{duration, KeyLookup, Problems, ProviderToml};
 
 /// The env var naming the service-account key file when `credentials_env` is not set.
 pub const DEFAULT_CREDENTIALS_ENV: &str = "GOOGLE_APPLICATION_CREDENTIALS";
@@ -336,12 +335,25 @@ mod tests {
 
     const VERTEX: &str = "[[providers]]\nname = \"c\"\nkind = \"vertex\"\nproject = \"acme\"\nlocation = \"global\"\nmodel = \"claude-sonnet-4@20250514\"\ncredentials_env = \"SA_FILE\"\n[[routes]]\nname = \"r\"\nproviders = [\"c\"]\n";
 
-    fn build(
-        text: &str,
-        env: &HashMap<&str, String>,
-    ) -> Result<super::super::build::Built, String> {
+    /// The build's warnings and each provider's (kind, model).
+    struct Built {
+        warnings: Vec<String>,
+        providers: Vec<(&'static str, String)>,
+    }
+
+    fn build(text: &str, env: &HashMap<&str, String>) -> Result<Built, String> {
         let config = parse(text, "test.toml").unwrap();
-        build_gateway(&config, &|k| env.get(k).cloned(), false, Wiring::default())
+        let built = build_gateway(&config, &|k| env.get(k).cloned(), false, Wiring::default())?;
+        let providers = built
+            .gateway
+            .providers()
+            .iter()
+            .map(|p| (p.provider.kind(), p.provider.model().to_owned()))
+            .collect();
+        Ok(Built {
+            warnings: built.warnings,
+            providers,
+        })
     }
 
     fn temp(name: &str, text: &str) -> String {
@@ -379,10 +391,9 @@ mod tests {
             "client_email": "g@acme.iam.gserviceaccount.com", "token_uri": "https://oauth2.googleapis.com/token"}).to_string());
         let built = build(VERTEX, &HashMap::from([("SA_FILE", good)])).unwrap();
         assert!(built.warnings.is_empty(), "{:?}", built.warnings);
-        let p = &built.gateway.providers()[0];
         assert_eq!(
-            (p.provider.kind(), p.provider.model()),
-            ("vertex", "claude-sonnet-4@20250514")
+            built.providers,
+            [("vertex", "claude-sonnet-4@20250514".to_owned())]
         );
     }
 
@@ -396,11 +407,7 @@ mod tests {
         );
         let built = build(text, &HashMap::from([("AZ_KEY", "k".to_owned())])).unwrap();
         assert!(built.warnings.is_empty());
-        let p = &built.gateway.providers()[0];
-        assert_eq!(
-            (p.provider.kind(), p.provider.model()),
-            ("azure", "gpt-4o-prod")
-        );
+        assert_eq!(built.providers, [("azure", "gpt-4o-prod".to_owned())]);
         let file = text.replace(
             "api_key_env = \"AZ_KEY\"",
             "token_file = \"/nonexistent/token\"",

@@ -234,7 +234,9 @@ fn the_example_file_builds_every_adapter_and_warns_of_missing_keys() {
         .collect();
     assert_eq!(missing.len(), 5, "{:?}", built.warnings);
     assert!(missing.iter().any(|w| w.contains("AZURE_OPENAI_API_KEY")));
-    assert!(missing.iter().any(|w| w.contains("GOOGLE_APPLICATION_CREDENTIALS")));
+    assert!(missing
+        .iter()
+        .any(|w| w.contains("GOOGLE_APPLICATION_CREDENTIALS")));
     assert!(missing.iter().any(|w| w.contains("ANTHROPIC_API_KEY")));
     assert!(missing.iter().any(|w| w.contains("GEMINI_API_KEY")));
     assert!(built.warnings.iter().all(|w| !w.contains("sk-test")));
