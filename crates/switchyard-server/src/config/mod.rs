@@ -9,6 +9,7 @@
 
 mod apis;
 mod build;
+mod clouds;
 mod health;
 mod preflight;
 pub mod presets;
@@ -97,7 +98,14 @@ pub fn duration(text: &str) -> Result<Duration, String> {
 }
 
 /// The provider kinds the server can build.
-pub const KINDS: [&str; 4] = ["openai", "anthropic", "gemini", "simulated"];
+pub const KINDS: [&str; 6] = [
+    "openai",
+    "anthropic",
+    "gemini",
+    "azure",
+    "vertex",
+    "simulated",
+];
 
 /// Every problem in `config`, with paths.
 #[must_use]
@@ -354,6 +362,7 @@ fn validate_simulated(prov: &ProviderToml, at: &str, p: &mut Problems) {
 }
 
 fn validate_remote(prov: &ProviderToml, at: &str, p: &mut Problems) {
+    clouds::validate(prov, at, p);
     if let Some(ids) = &prov.tool_call_ids {
         if !matches!(ids.as_str(), "as_is" | "alnum9") {
             p.add(
@@ -376,6 +385,7 @@ fn validate_remote(prov: &ProviderToml, at: &str, p: &mut Problems) {
         }
     }
     match &prov.model {
+        _ if prov.kind == "azure" => {}
         Some(m) if !m.trim().is_empty() => {}
         _ => p.add(
             format!("{at}.model"),

@@ -86,7 +86,7 @@ pub fn remote(
     }
 }
 
-fn headers(prov: &ProviderToml) -> Vec<(String, String)> {
+pub(super) fn headers(prov: &ProviderToml) -> Vec<(String, String)> {
     prov.headers
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))

@@ -88,7 +88,8 @@ pub struct ServerToml {
 pub struct ProviderToml {
     /// Unique name: breaker and ledger key.
     pub name: String,
-    /// `openai`, `anthropic`, `gemini` or `simulated` (`openai` when a `preset` is given).
+    /// `openai`, `anthropic`, `gemini`, `azure`, `vertex` or `simulated` (`openai` when a
+    /// `preset` is given).
     #[serde(default)]
     pub kind: String,
     /// An OpenAI-compatible vendor whose defaults fill the unset fields (`groq`,
@@ -133,6 +134,26 @@ pub struct ProviderToml {
     pub tool_call_ids: Option<String>,
     /// `anthropic`: `max_tokens` when the caller gives none.
     pub default_max_tokens: Option<u32>,
+    /// `azure`: the resource URL (`https://NAME.openai.azure.com`).
+    pub endpoint: Option<String>,
+    /// `azure`: the deployment name (sent as the model).
+    pub deployment: Option<String>,
+    /// `azure`: `"v1"` (the v1 path), `"preview"`, or a dated version (the classic
+    /// deployments path with `?api-version=`).
+    pub api_version: Option<String>,
+    /// `azure`: the environment variable holding a Microsoft Entra ID token.
+    pub token_env: Option<String>,
+    /// `azure`: a file holding a Microsoft Entra ID token, re-read when it changes.
+    pub token_file: Option<String>,
+    /// `vertex`: the Google Cloud project id.
+    pub project: Option<String>,
+    /// `vertex`: a region (`us-central1`) or `global`.
+    pub location: Option<String>,
+    /// `vertex`: `google` or `anthropic` (default: `anthropic` for `claude-*` models).
+    pub publisher: Option<String>,
+    /// `vertex`: the environment variable holding the service-account key file's path
+    /// (default `GOOGLE_APPLICATION_CREDENTIALS`).
+    pub credentials_env: Option<String>,
     /// Simulated: probability of failure per call.
     pub failure_rate: Option<f64>,
     /// Simulated: latency range in ms.

@@ -12,7 +12,7 @@ fn the_example_file_parses() {
     let text = include_str!("../../../../switchyard.example.toml");
     let config = parse(text, "switchyard.example.toml").unwrap();
     assert_eq!(config.routes.len(), 3);
-    assert_eq!(config.providers.len(), 7);
+    assert_eq!(config.providers.len(), 9);
     assert_eq!(config.keys[0].routes, ["smart", "cheap"]);
     let checks = health_checks(&config);
     assert_eq!(checks.len(), 1);
@@ -89,7 +89,7 @@ fn every_problem_is_reported_at_once_with_its_path() {
     let expect = [
         "providers[0].timeout: \"soon\" is not a duration",
         "providers[1].name: provider \"gpt\" is defined twice",
-        "providers[1].kind: \"opneai\" is not one of openai, anthropic, gemini, simulated",
+        "providers[1].kind: \"opneai\" is not one of openai, anthropic, gemini, azure, vertex, simulated",
         "routes[1].providers[1]: no provider named \"claude\"",
         "routes[1].providers[2]: no provider named \"gtp\"",
         "routes[1].breaker.failure_threshold: must be at least 1",
@@ -219,7 +219,9 @@ fn the_example_file_builds_every_adapter_and_warns_of_missing_keys() {
             "openai",
             "simulated",
             "openai",
-            "gemini"
+            "gemini",
+            "azure",
+            "vertex"
         ]
     );
     let api = |name: &str| built.gateway.route(name).unwrap().api;
@@ -230,7 +232,11 @@ fn the_example_file_builds_every_adapter_and_warns_of_missing_keys() {
         .iter()
         .filter(|w| w.contains("is not set"))
         .collect();
-    assert_eq!(missing.len(), 3, "{:?}", built.warnings);
+    assert_eq!(missing.len(), 5, "{:?}", built.warnings);
+    assert!(missing.iter().any(|w| w.contains("AZURE_OPENAI_API_KEY")));
+    assert!(missing
+        .iter()
+        .any(|w| w.contains("GOOGLE_APPLICATION_CREDENTIALS")));
     assert!(missing.iter().any(|w| w.contains("ANTHROPIC_API_KEY")));
     assert!(missing.iter().any(|w| w.contains("GEMINI_API_KEY")));
     assert!(built.warnings.iter().all(|w| !w.contains("sk-test")));

@@ -23,6 +23,7 @@ use super::http::{
 };
 use super::secret::Secret;
 use super::sse::{self, Parsed, SseEvent, SseStream};
+use super::token::TokenSource;
 use super::{embeddings_unsupported, reply_as_chunk, ChunkStream, Provider};
 use crate::chat::{ChatRequest, ProviderReply};
 use crate::clock::Clock;
@@ -163,6 +164,10 @@ pub struct HttpProvider<C> {
     usage_grace: Duration,
     /// Where embeddings calls go; `None`: this provider serves none.
     embeddings: Option<Endpoint>,
+    /// A bearer token fetched per call (Azure Entra ID, Vertex AI), sent as
+    /// `Authorization: Bearer …` after the configured headers and scrubbed from every
+    /// error like the key; `None` for vendors whose key is fixed.
+    bearer: Option<std::sync::Arc<dyn TokenSource>>,
 }
 
 impl<C: Codec> HttpProvider<C> {
@@ -204,7 +209,39 @@ impl<C: Codec> HttpProvider<C> {
             sse_headers,
             usage_grace: connection.usage_grace,
             embeddings: None,
+            bearer: None,
         })
+    }
+
+    /// Builder: send a bearer token from `source` on every call (`Authorization: Bearer`,
+    /// replacing any configured one), fetched when the call is made, so a token that
+    /// rotates is picked up without rebuilding the provider. A failure to get one fails
+    /// the call with the source's error.
+    #[must_use]
+    pub fn with_bearer(mut self, source: std::sync::Arc<dyn TokenSource>) -> Self {
+        self.bearer = Some(source);
+        self
+    }
+
+    /// `headers` with the current bearer token in them, when this provider has a source.
+    async fn authorized<'h>(
+        &self,
+        headers: std::borrow::Cow<'h, HeaderMap>,
+    ) -> Result<std::borrow::Cow<'h, HeaderMap>, ProviderError> {
+        let Some(source) = &self.bearer else {
+            return Ok(headers);
+        };
+        let token = source.token().await.map_err(|e| self.redact(e))?;
+        let mut headers = headers.into_owned();
+        http::insert_secret_header(&mut headers, "authorization", "Bearer ", &token).map_err(
+            |e| {
+                self.redact(ProviderError::new(
+                    ErrorKind::Auth,
+                    format!("bearer token: {}", e.0),
+                ))
+            },
+        )?;
+        Ok(std::borrow::Cow::Owned(headers))
     }
 
     /// Builder: serve embeddings at `endpoint` (through the codec's
@@ -238,9 +275,21 @@ impl<C: Codec> HttpProvider<C> {
         &self.json_headers
     }
 
-    /// Scrub the key out of an error's text.
+    /// Scrub the key (and the current bearer token) out of an error's text.
     fn redact(&self, error: ProviderError) -> ProviderError {
-        self.errors.redact(error)
+        let error = self.errors.redact(error);
+        match self.bearer.as_ref().and_then(|b| b.current()) {
+            Some(token) => redact(Some(&token), error),
+            None => error,
+        }
+    }
+
+    /// A request's result checked by the vendor's rules, every error scrubbed.
+    async fn checked(
+        &self,
+        sent: Result<UpstreamResponse, ProviderError>,
+    ) -> Result<UpstreamResponse, ProviderError> {
+        self.errors.checked(sent).await.map_err(|e| self.redact(e))
     }
 
     /// Post `body`, with the headers a native body of this vendor's kind forwards (after
@@ -269,8 +318,9 @@ impl<C: Codec> HttpProvider<C> {
             }
             _ => std::borrow::Cow::Borrowed(headers),
         };
+        let headers = self.authorized(headers).await?;
         let sent = self.http.post_json(url, &headers, body).await;
-        self.errors.checked(sent).await
+        self.checked(sent).await
     }
 
     /// A streamed call answered with JSON: the vendor's non-SSE stream format, or one reply
@@ -297,7 +347,16 @@ impl<C: Codec> HttpProvider<C> {
         let mut parser = self.codec.events(call);
         let chunks = sse::into_chunks(events, self.usage_grace, move |e| parser.parse_event(e));
         let key = self.api_key.clone();
-        Box::pin(chunks.map(move |item| item.map_err(|e| redact(key.as_ref(), e))))
+        let bearer = self.bearer.clone();
+        Box::pin(chunks.map(move |item| {
+            item.map_err(|e| {
+                let e = redact(key.as_ref(), e);
+                match bearer.as_ref().and_then(|b| b.current()) {
+                    Some(token) => redact(Some(&token), e),
+                    None => e,
+                }
+            })
+        }))
     }
 }
 
@@ -359,8 +418,11 @@ impl<C: Codec> Provider for HttpProvider<C> {
             return Err(embeddings_unsupported(C::KIND));
         };
         let body = self.codec.encode_embeddings(req)?;
-        let sent = self.http.post_json(url, &self.json_headers, body).await;
-        let response = self.errors.checked(sent).await?;
+        let headers = self
+            .authorized(std::borrow::Cow::Borrowed(&self.json_headers))
+            .await?;
+        let sent = self.http.post_json(url, &headers, body).await;
+        let response = self.checked(sent).await?;
         let bytes = response.body().await.map_err(|e| self.redact(e))?;
         self.codec
             .parse_embeddings(&bytes)
@@ -397,8 +459,9 @@ impl<C: Codec> Provider for HttpProvider<C> {
             })?;
         }
         let body = crate::provider::encode_body(&body)?;
+        let headers = self.authorized(std::borrow::Cow::Owned(headers)).await?;
         let sent = self.http.post_json(&url, &headers, body).await;
-        let response = self.errors.checked(sent).await?;
+        let response = self.checked(sent).await?;
         let bytes = response.body().await.map_err(|e| self.redact(e))?;
         let count: Option<u64> = serde_json::from_slice::<serde_json::Value>(&bytes)
             .ok()
@@ -416,11 +479,11 @@ impl<C: Codec> Provider for HttpProvider<C> {
 
     /// The vendor's free listing request: proves the key and the endpoint.
     async fn check_health(&self) -> Result<(), ProviderError> {
-        let sent = self
-            .http
-            .get(&self.endpoints.health, &self.json_headers)
-            .await;
-        let response = self.errors.checked(sent).await?;
+        let headers = self
+            .authorized(std::borrow::Cow::Borrowed(&self.json_headers))
+            .await?;
+        let sent = self.http.get(&self.endpoints.health, &headers).await;
+        let response = self.checked(sent).await?;
         response.body().await.map_err(|e| self.redact(e))?;
         Ok(())
     }

@@ -9,6 +9,7 @@
 //! `switchyard-server/src/simulated/`.)
 
 pub mod anthropic;
+pub mod azure;
 pub mod codec;
 mod error_body;
 pub mod gemini;
@@ -17,6 +18,8 @@ pub mod openai;
 pub mod scripted;
 pub mod secret;
 pub mod sse;
+pub mod token;
+pub mod vertex;
 
 use std::pin::Pin;
 

@@ -219,6 +219,17 @@ pub struct AnthropicCodec {
     structured_outputs: bool,
 }
 
+impl AnthropicCodec {
+    /// The Messages API for `model`, for the clouds that serve it (`vertex/`).
+    pub(crate) fn new(model: String, default_max_tokens: u32, structured_outputs: bool) -> Self {
+        Self {
+            model,
+            default_max_tokens,
+            structured_outputs,
+        }
+    }
+}
+
 impl Codec for AnthropicCodec {
     const KIND: &'static str = "anthropic";
     /// The whitespace trimmed off a final prefill (see the module docs), and whether the

@@ -188,6 +188,14 @@ pub struct GeminiCodec {
     resource: String,
 }
 
+impl GeminiCodec {
+    /// The Gemini API for `model`, for the clouds that serve it (`vertex/`): `resource`
+    /// is what an embeddings request names.
+    pub(crate) fn new(model: String, resource: String) -> Self {
+        Self { model, resource }
+    }
+}
+
 impl Codec for GeminiCodec {
     const KIND: &'static str = "gemini";
     type Call = ();

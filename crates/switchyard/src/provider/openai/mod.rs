@@ -211,6 +211,23 @@ pub struct OpenAiCodec {
     api_key_header: Option<String>,
 }
 
+impl OpenAiCodec {
+    /// Chat Completions for `model`, for the cloud vendors that speak it (`azure/`): the
+    /// output cap as `max_tokens` when `use_max_tokens`, the key in `api_key_header` (as
+    /// is) instead of a bearer token when set.
+    pub(crate) fn new(model: String, use_max_tokens: bool, api_key_header: Option<String>) -> Self {
+        Self {
+            model,
+            quirks: Quirks {
+                use_max_tokens,
+                stream_usage: true,
+                tool_call_ids: ToolCallIds::AsIs,
+            },
+            api_key_header,
+        }
+    }
+}
+
 impl Codec for OpenAiCodec {
     const KIND: &'static str = "openai";
     type Call = ();
