@@ -21,8 +21,10 @@ mod count_tokens;
 mod embeddings;
 mod gemini;
 mod openai;
+mod openai_responses;
 mod raw;
 
 adapter_suite!(anthropic_suite, crate::anthropic::Harness);
 adapter_suite!(gemini_suite, crate::gemini::Harness);
 adapter_suite!(openai_suite, crate::openai::Harness);
+adapter_suite!(openai_responses_suite, crate::openai_responses::Harness);
