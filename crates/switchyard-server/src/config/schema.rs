@@ -120,6 +120,12 @@ pub struct ProviderToml {
     pub headers: BTreeMap<String, String>,
     /// `openai`: send `max_tokens` instead of `max_completion_tokens`.
     pub use_max_tokens: Option<bool>,
+    /// `openai`: which OpenAI API the provider speaks upstream: `"chat_completions"` (the
+    /// default: `POST {base_url}/chat/completions`) or `"responses"` (`POST
+    /// {base_url}/responses`, for models served only there; a `/v1/responses` request it
+    /// answers goes as the client wrote it, built-in tools included). Not a route's `api`
+    /// (chat or embeddings), nor `serves`.
+    pub api: Option<String>,
     /// `anthropic`: `max_tokens` when the caller gives none.
     pub default_max_tokens: Option<u32>,
     /// Simulated: probability of failure per call.
