@@ -125,7 +125,8 @@ impl Dialect for Responses {
             ));
         }
         if let Some(native) = decoded.request.native.as_mut() {
-            extra.native_input = native::expand(native, &prior, prior_items)?;
+            extra.native_input =
+                native::expand(native, &prior, prior_items, extra.base.echo.store)?;
         }
         if offset > 0 {
             messages.splice(extra.input_start..extra.input_start, prior);

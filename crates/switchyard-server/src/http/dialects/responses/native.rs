@@ -36,7 +36,7 @@ pub(super) fn built_in_choice(choice: &Value) -> Option<&str> {
 /// Replace the body's `previous_response_id` (an id of ours, which the vendor never saw)
 /// by the conversation it names: `prior_items` when a native provider answered it, else the
 /// stored messages as Responses items, then the request's own input. Returns the input
-/// items the body now carries.
+/// items the body now carries when `keep` (the answer is to be stored), else none.
 ///
 /// # Errors
 /// 400 naming `previous_response_id` when the stored conversation cannot be written as
@@ -45,19 +45,25 @@ pub(super) fn expand(
     native: &mut Native,
     prior: &[Message],
     prior_items: Option<Vec<Value>>,
+    keep: bool,
 ) -> Result<Vec<Value>, ApiError> {
-    let mut body = native.body.as_ref().clone();
-    let own = match body.get("input") {
+    let continues = native.body.get("previous_response_id").is_some();
+    if !continues && !keep {
+        return Ok(Vec::new());
+    }
+    let own = match native.body.get("input") {
         Some(Value::String(text)) => vec![json!({"role": "user", "content": text})],
         Some(Value::Array(items)) => items.clone(),
         _ => Vec::new(),
     };
+    if !continues {
+        return Ok(own);
+    }
+    let mut body = native.body.as_ref().clone();
     let Some(fields) = body.as_object_mut() else {
         return Ok(own);
     };
-    if fields.remove("previous_response_id").is_none() {
-        return Ok(own);
-    }
+    fields.remove("previous_response_id");
     let mut items = match prior_items {
         Some(items) => items,
         None => input_items(prior).map_err(|e| bad("previous_response_id", e.message))?,
@@ -65,7 +71,7 @@ pub(super) fn expand(
     items.extend(own);
     fields.insert("input".to_owned(), Value::Array(items.clone()));
     native.body = Arc::new(body);
-    Ok(items)
+    Ok(if keep { items } else { Vec::new() })
 }
 
 /// The output items of a natively answered response, as the vendor returned them.

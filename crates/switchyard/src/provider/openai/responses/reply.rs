@@ -57,6 +57,27 @@ pub(super) fn summary(response: &Value) -> Result<ProviderReply, ProviderError> 
             status.unwrap_or_default()
         )));
     }
+    let (text, tool_calls) = read_output(output);
+    let finish = finish_reason(response, !tool_calls.is_empty());
+    Ok(ProviderReply {
+        text,
+        tool_calls,
+        finish_reason: Some(finish),
+        model: response
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        usage: response
+            .get("usage")
+            .filter(|u| !u.is_null())
+            .map(usage)
+            .transpose()?,
+        ..ProviderReply::default()
+    })
+}
+
+/// The messages' text (their refusal when there is no text) and the function calls.
+fn read_output(output: &[Value]) -> (String, Vec<ToolCall>) {
     let mut text = String::new();
     let mut refusal = String::new();
     let mut tool_calls = Vec::new();
@@ -90,22 +111,7 @@ pub(super) fn summary(response: &Value) -> Result<ProviderReply, ProviderError> 
     if text.is_empty() {
         text = refusal;
     }
-    let finish = finish_reason(response, !tool_calls.is_empty());
-    Ok(ProviderReply {
-        text,
-        tool_calls,
-        finish_reason: Some(finish),
-        model: response
-            .get("model")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        usage: response
-            .get("usage")
-            .filter(|u| !u.is_null())
-            .map(usage)
-            .transpose()?,
-        ..ProviderReply::default()
-    })
+    (text, tool_calls)
 }
 
 /// `incomplete` for the token limit is `Length`, for a content filter `ContentFilter`
