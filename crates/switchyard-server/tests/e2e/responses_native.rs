@@ -3,7 +3,8 @@
 //! vendor's `web_search_call` item reaches the client, plain and streamed, after a
 //! Chat Completions provider was skipped (`needs_native`) and a broken Responses provider
 //! failed over; `previous_response_id` becomes the stored items; a route with no such
-//! provider refuses the tool by name.
+//! provider refuses the tool by name; a Chat Completions client is served by a
+//! Responses-only provider.
 
 use serde_json::{json, Value};
 use wiremock::matchers::{method, path};
@@ -275,5 +276,42 @@ async fn a_route_without_a_responses_provider_refuses_the_tool_by_name() {
         "gpt",
         "{}",
         reply.text
+    );
+}
+
+/// A Chat Completions client served by a Responses-only model: the shared shape goes
+/// upstream as a Responses body (`store: false`), and the answer comes back as a chat
+/// completion, its usage counted.
+#[tokio::test]
+async fn a_chat_client_is_served_by_a_responses_provider() {
+    let codex = mock(
+        RESPONSES_PATH,
+        ResponseTemplate::new(200).set_body_json(upstream_response("Hello there.")),
+    )
+    .await;
+    let config = format!(
+        "{}{}",
+        openai_provider("codex", &codex.uri(), "api = \"responses\""),
+        route("codex", &["codex"], ""),
+    );
+    let server = Server::start(
+        Scratch::new("e2e", "responses-upstream"),
+        &config,
+        &key_env(),
+    );
+    let reply = server
+        .chat(&json!({"model": "codex", "max_tokens": 50,
+            "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]}))
+        .await;
+    reply.expect_status(200);
+    let body = reply.json();
+    assert_eq!(body["choices"][0]["message"]["content"], "Hello there.");
+    assert_eq!(body["usage"]["prompt_tokens"], 20);
+    let sent = bodies(&codex).await;
+    assert_eq!(
+        sent,
+        [json!({"model": "gpt-4o-mini", "instructions": "Be brief.",
+            "input": [{"type": "message", "role": "user", "content": "hi"}],
+            "max_output_tokens": 50, "store": false, "stream": false})]
     );
 }
