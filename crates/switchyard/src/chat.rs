@@ -273,6 +273,11 @@ pub struct Native {
     pub body: Arc<Value>,
     /// Headers forwarded with it (`anthropic-beta`), name and value.
     pub headers: Vec<(String, String)>,
+    /// Only providers that take this body natively may answer: the body uses what the
+    /// shared shape cannot carry and no other vendor can serve (a Responses request's
+    /// built-in tools). Every other provider is skipped for the request (the trail says
+    /// `needs_native`), and a broken stream is not continued in the shared shape.
+    pub required: bool,
 }
 
 impl Native {
@@ -283,7 +288,16 @@ impl Native {
             kind,
             body: Arc::new(body),
             headers: Vec::new(),
+            required: false,
         }
+    }
+
+    /// Builder: only providers that take this body natively may answer (see
+    /// [`Native::required`]).
+    #[must_use]
+    pub fn required(mut self, required: bool) -> Self {
+        self.required = required;
+        self
     }
 
     /// Builder: one forwarded header.
@@ -484,6 +498,13 @@ pub struct ProviderReply {
     pub reported_cost: Option<Money>,
     /// Latency the provider reports for itself (simulated providers; processing-time headers).
     pub reported_latency: Option<Duration>,
+    /// The upstream's whole answer in the request's native API, when the provider sent the
+    /// request's native body (an OpenAI Responses `response` object): what the shared
+    /// fields cannot carry (a built-in tool's output items, encrypted reasoning) reaches a
+    /// client of that API from here. The shared fields above are filled as well. Never
+    /// serialized.
+    #[serde(skip)]
+    pub native: Option<Arc<Value>>,
 }
 
 /// A completion handed back by the gateway: the answer plus who gave it and what it cost.
@@ -518,6 +539,10 @@ pub struct ChatResponse {
     /// because the client set none and the model's output limit is unknown; `None` when
     /// the request went upstream as the client sent it.
     pub max_tokens_applied: Option<u32>,
+    /// The upstream's whole answer in the request's native API (see
+    /// [`ProviderReply::native`]); for a stream, the one its finish chunk carried.
+    #[serde(skip)]
+    pub native: Option<Arc<Value>>,
 }
 
 /// An incremental tool-call fragment of a stream.
@@ -567,14 +592,25 @@ pub struct ChatChunk {
     pub usage: Option<Usage>,
     /// The model id reported by the vendor.
     pub model: Option<String>,
+    /// A piece in the request's native API that the shared fields cannot carry, from a
+    /// provider that sent the request's native body: an event of an output item of a kind
+    /// the shared shape has none of (an OpenAI Responses `web_search_call`, a reasoning
+    /// item); on the finish chunk, the upstream's whole answer (see
+    /// [`ProviderReply::native`]). Only the dialect that wrote the native body reads it.
+    /// Never serialized.
+    #[serde(skip)]
+    pub native: Option<Arc<Value>>,
 }
 
 impl ChatChunk {
-    /// True when this chunk carries content the client would see (text, a tool call or a
-    /// reasoning piece).
+    /// True when this chunk carries content the client would see (text, a tool call, a
+    /// reasoning piece or a native piece).
     #[must_use]
     pub fn has_content(&self) -> bool {
-        !self.text.is_empty() || !self.tool_calls.is_empty() || !self.thinking.is_empty()
+        !self.text.is_empty()
+            || !self.tool_calls.is_empty()
+            || !self.thinking.is_empty()
+            || self.native.is_some()
     }
 }
 

@@ -26,6 +26,9 @@ pub enum SkipReason {
     /// A committed stream broke after passing the gateway's rescue buffer limit: what
     /// it delivered was no longer kept, so this provider could not be asked to rescue it.
     RescueBufferFull,
+    /// The request carries what only providers taking its native body can serve (a
+    /// Responses request's built-in tools), and this provider does not take that body.
+    NeedsNative,
 }
 
 impl SkipReason {
@@ -38,6 +41,7 @@ impl SkipReason {
             Self::Cooling => "cooling",
             Self::Unpriced => "unpriced",
             Self::RescueBufferFull => "rescue_buffer_full",
+            Self::NeedsNative => "needs_native",
         }
     }
 }

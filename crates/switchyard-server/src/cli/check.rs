@@ -109,9 +109,13 @@ pub fn report_at(
                 )
             },
         );
+        let api = match p.provider.native_kind() {
+            Some("openai-responses") => " api=responses",
+            _ => "",
+        };
         let _ = writeln!(
             out,
-            "  {}  kind={} model={} timeout={:?} {price}",
+            "  {}  kind={}{api} model={} timeout={:?} {price}",
             p.name,
             p.provider.kind(),
             p.provider.model(),

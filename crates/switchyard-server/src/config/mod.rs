@@ -351,6 +351,7 @@ fn validate_simulated(prov: &ProviderToml, at: &str, p: &mut Problems) {
         ("model", prov.model.is_some()),
         ("api_key_env", prov.api_key_env.is_some()),
         ("base_url", prov.base_url.is_some()),
+        ("api", prov.api.is_some()),
     ] {
         if set {
             p.add(
@@ -360,6 +361,9 @@ fn validate_simulated(prov: &ProviderToml, at: &str, p: &mut Problems) {
         }
     }
 }
+
+/// The values of a provider's `api` (which OpenAI API it speaks upstream).
+pub const OPENAI_APIS: [&str; 2] = ["chat_completions", "responses"];
 
 fn validate_remote(prov: &ProviderToml, at: &str, p: &mut Problems) {
     clouds::validate(prov, at, p);
@@ -382,6 +386,27 @@ fn validate_remote(prov: &ProviderToml, at: &str, p: &mut Problems) {
                     "applies to kind \"openai\" providers only",
                 );
             }
+        }
+    }
+    if let Some(api) = &prov.api {
+        if prov.kind != "openai" {
+            p.add(
+                format!("{at}.api"),
+                format!(
+                    "applies to openai providers only (which OpenAI API they speak), not {:?}",
+                    prov.kind
+                ),
+            );
+        } else if !OPENAI_APIS.contains(&api.as_str()) {
+            p.add(
+                format!("{at}.api"),
+                format!("{api:?} is not one of {}", OPENAI_APIS.join(", ")),
+            );
+        } else if api == "responses" && prov.use_max_tokens.is_some() {
+            p.add(
+                format!("{at}.use_max_tokens"),
+                "does not apply with api = \"responses\" (its output cap is max_output_tokens)",
+            );
         }
     }
     match &prov.model {

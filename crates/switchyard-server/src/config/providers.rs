@@ -10,6 +10,7 @@ use switchyard::clock::Clock;
 use switchyard::provider::anthropic::{Anthropic, AnthropicConfig};
 use switchyard::provider::gemini::{Gemini, GeminiConfig};
 use switchyard::provider::http::{HttpSettings, Transport, DEFAULT_CONNECT_TIMEOUT};
+use switchyard::provider::openai::responses::OpenAiResponses;
 use switchyard::provider::openai::{OpenAi, OpenAiConfig, ToolCallIds};
 use switchyard::provider::secret::Secret;
 use switchyard::Provider;
@@ -50,6 +51,10 @@ pub fn remote(
             cfg.headers = headers(prov);
             cfg.http = http;
             cfg.clock = clock;
+            if prov.api.as_deref() == Some("responses") {
+                let p = OpenAiResponses::new(cfg, transport).map_err(|e| at(&e))?;
+                return Ok(Arc::new(p));
+            }
             Ok(Arc::new(OpenAi::new(cfg, transport).map_err(|e| at(&e))?))
         }
         "anthropic" => {

@@ -671,3 +671,51 @@ fn a_price_override_may_set_one_hour_writes_and_a_long_context_tier() {
     ));
     assert!(p.iter().any(|l| l.contains("above")), "{p:#?}");
 }
+
+#[test]
+fn an_openai_provider_can_speak_the_responses_api_upstream() {
+    let conf = |kind: &str, line: &str| {
+        format!(
+            "[[providers]]\nname = \"p\"\nkind = \"{kind}\"\nmodel = \"gpt-5.1-codex\"\n{line}\n\
+             [[routes]]\nname = \"r\"\nproviders = [\"p\"]\n"
+        )
+    };
+    let text = conf("openai", "api = \"responses\"");
+    assert!(problems(&text).is_empty(), "{:?}", problems(&text));
+    let config = parse(&text, "test.toml").unwrap();
+    let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
+    let p = &built.gateway.providers()[0].provider;
+    assert_eq!(
+        (p.kind(), p.native_kind()),
+        ("openai", Some("openai-responses"))
+    );
+    let text = conf("openai", "api = \"chat_completions\"");
+    let config = parse(&text, "test.toml").unwrap();
+    let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
+    assert_eq!(built.gateway.providers()[0].provider.native_kind(), None);
+    let cases = [
+        (
+            conf("openai", "api = \"completions\""),
+            r#"providers[0].api: "completions" is not one of chat_completions, responses"#,
+        ),
+        (
+            conf("anthropic", "api = \"responses\""),
+            r#"providers[0].api: applies to openai providers only (which OpenAI API they speak), not "anthropic""#,
+        ),
+        (
+            conf("openai", "api = \"responses\"\nuse_max_tokens = true"),
+            "providers[0].use_max_tokens: does not apply with api = \"responses\"",
+        ),
+        (
+            "[[providers]]\nname = \"s\"\nkind = \"simulated\"\napi = \"responses\"\n\
+             [[routes]]\nname = \"r\"\nproviders = [\"s\"]\n"
+                .to_owned(),
+            "providers[0].api: does not apply to simulated providers",
+        ),
+    ];
+    for (text, expect) in cases {
+        let p = problems(&text);
+        assert_eq!(p.len(), 1, "{text}: {p:?}");
+        assert!(p[0].starts_with(expect), "{text}: {p:?}");
+    }
+}

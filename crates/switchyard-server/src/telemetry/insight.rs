@@ -521,6 +521,7 @@ mod tests {
             latency: Duration::ZERO,
             provider_latency: None,
             max_tokens_applied: None,
+            native: None,
         };
         insight.on_complete("r", Ok(&resp));
         let skipped = Attempt::skipped("a", "m", SkipReason::CircuitOpen);

@@ -35,6 +35,10 @@ pub trait Codec: std::fmt::Debug + Send + Sync + 'static {
     /// The adapter kind (`openai`, `anthropic`, `gemini`).
     const KIND: &'static str;
 
+    /// The API whose native bodies this codec sends as written (see
+    /// [`Provider::native_kind`]); `None` for none.
+    const NATIVE: Option<&'static str> = None;
+
     /// What encoding a request leaves for reading its reply (Anthropic: the whitespace
     /// trimmed off a prefill); `()` for vendors that need nothing.
     type Call: Send + 'static;
@@ -305,7 +309,9 @@ impl<C: Codec> HttpProvider<C> {
         } else {
             (&self.endpoints.call, &self.json_headers)
         };
-        let forwarded = req.native_for(C::KIND).map(|n| n.headers.as_slice());
+        let forwarded = C::NATIVE
+            .and_then(|kind| req.native_for(kind))
+            .map(|n| n.headers.as_slice());
         let headers = match forwarded {
             Some(extra) if !extra.is_empty() => {
                 let mut headers = headers.clone();
@@ -368,6 +374,10 @@ impl<C: Codec> Provider for HttpProvider<C> {
 
     fn model(&self) -> &str {
         self.codec.model()
+    }
+
+    fn native_kind(&self) -> Option<&'static str> {
+        C::NATIVE
     }
 
     fn default_max_tokens(&self) -> Option<u32> {

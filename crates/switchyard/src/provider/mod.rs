@@ -43,6 +43,13 @@ pub trait Provider: Send + Sync {
     /// The model id this provider calls.
     fn model(&self) -> &str;
 
+    /// The API whose native bodies (see [`crate::chat::Native`]) this provider sends as the
+    /// client wrote them: `anthropic` for Anthropic providers, `openai-responses` for OpenAI
+    /// providers that speak the Responses API; `None` (the default) for none.
+    fn native_kind(&self) -> Option<&'static str> {
+        None
+    }
+
     /// The output cap this adapter sends when the request sets no `max_tokens` (Anthropic
     /// requires one); `None` when it then sends none. Budget reservations size a request
     /// without `max_tokens` by it.
@@ -152,5 +159,6 @@ pub fn reply_as_chunk(reply: ProviderReply) -> ChatChunk {
             .or(Some(crate::chat::FinishReason::Stop)),
         usage: reply.usage,
         model: reply.model,
+        native: reply.native,
     }
 }

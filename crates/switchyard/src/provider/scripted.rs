@@ -129,6 +129,8 @@ pub struct ScriptedProvider {
     health: Mutex<VecDeque<Step>>,
     health_otherwise: Step,
     health_checks: Mutex<Vec<Instant>>,
+    /// The native-body kind it claims to take (see [`Provider::native_kind`]).
+    native_kind: Option<&'static str>,
 }
 
 impl ScriptedProvider {
@@ -146,7 +148,15 @@ impl ScriptedProvider {
             health: Mutex::new(VecDeque::new()),
             health_otherwise: Step::text("ok"),
             health_checks: Mutex::new(Vec::new()),
+            native_kind: None,
         }
+    }
+
+    /// Builder: claim to take native bodies of `kind` (the scripted answers are the same).
+    #[must_use]
+    pub fn taking_native(mut self, kind: &'static str) -> Self {
+        self.native_kind = Some(kind);
+        self
     }
 
     /// Builder: append a step to the health check's script (a reply passes).
@@ -300,6 +310,10 @@ async fn settle(mut step: Step) -> Result<Result<ProviderReply, Vec<StreamStep>>
 impl Provider for ScriptedProvider {
     fn kind(&self) -> &'static str {
         "scripted"
+    }
+
+    fn native_kind(&self) -> Option<&'static str> {
+        self.native_kind
     }
 
     fn model(&self) -> &str {

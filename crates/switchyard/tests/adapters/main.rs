@@ -22,6 +22,7 @@ mod count_tokens;
 mod embeddings;
 mod gemini;
 mod openai;
+mod openai_responses;
 mod raw;
 mod vertex;
 
@@ -32,3 +33,4 @@ adapter_suite!(gemini_suite, crate::gemini::Harness);
 adapter_suite!(openai_suite, crate::openai::Harness);
 adapter_suite!(vertex_gemini_suite, crate::vertex::GeminiHarness);
 adapter_suite!(vertex_claude_suite, crate::vertex::ClaudeHarness);
+adapter_suite!(openai_responses_suite, crate::openai_responses::Harness);

@@ -57,6 +57,7 @@ fn response(provider: &str, cost: Option<Money>) -> ChatResponse {
         latency: Duration::from_millis(200),
         provider_latency: None,
         max_tokens_applied: None,
+        native: None,
     }
 }
 

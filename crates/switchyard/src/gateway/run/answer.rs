@@ -39,6 +39,7 @@ impl Run {
             cost,
             provider_latency: reply.reported_latency,
             max_tokens_applied: won.limits.applied,
+            native: reply.native,
         };
         let attempts = std::mem::take(&mut self.attempts);
         self.response(slot, completion, attempts)
@@ -84,6 +85,7 @@ impl Run {
             latency: self.gw.inner.clock.now() - self.started,
             provider_latency: c.provider_latency,
             max_tokens_applied: c.max_tokens_applied,
+            native: c.native,
         }
     }
 }
@@ -99,6 +101,8 @@ pub(in crate::gateway) struct Completion {
     pub cost: Option<Money>,
     pub provider_latency: Option<Duration>,
     pub max_tokens_applied: Option<u32>,
+    /// The upstream's whole answer in the request's native API, when it sent one.
+    pub native: Option<std::sync::Arc<serde_json::Value>>,
 }
 
 /// True when the trail shows any provider other than `answering` tried or skipped.

@@ -59,7 +59,9 @@ impl Live {
         let slot = self.run.gw.inner.slots.get(*self.run.plan.get(pos)?)?;
         if rung == Rung::Continuation {
             self.next = (pos, Rung::Restart);
-            if slot.spec.supports_prefill && !self.kept.text.is_empty() {
+            // a body only native providers may answer is not continued in the shared shape
+            let required = self.req.native.as_ref().is_some_and(|n| n.required);
+            if slot.spec.supports_prefill && !self.kept.text.is_empty() && !required {
                 return Some((pos, Rung::Continuation));
             }
         }

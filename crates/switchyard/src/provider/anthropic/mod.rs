@@ -232,6 +232,7 @@ impl AnthropicCodec {
 
 impl Codec for AnthropicCodec {
     const KIND: &'static str = "anthropic";
+    const NATIVE: Option<&'static str> = Some("anthropic");
     /// The whitespace trimmed off a final prefill (see the module docs), and whether the
     /// request was a native Messages body (its reasoning blocks are streamed back).
     type Call = (String, bool);

@@ -13,7 +13,8 @@
 //! the transport (pooling, body limits, connect errors) is [`super::http`]; SSE framing and
 //! the "complete at the finish signal" rule are [`super::sse`].
 //!
-//! Embeddings (`{base}/embeddings`) are `embed.rs`.
+//! Embeddings (`{base}/embeddings`) are `embed.rs`. Providers that speak the Responses
+//! API upstream instead (`api = "responses"` in the server's config) are [`responses`].
 //!
 //! Usage: `prompt_tokens` already counts cached tokens, so it is `input_tokens` as is;
 //! `prompt_tokens_details.cached_tokens` is `cached_input_tokens`; `completion_tokens`
@@ -25,6 +26,7 @@ mod classify;
 pub mod embed;
 mod reply;
 mod request;
+pub mod responses;
 mod stream;
 #[cfg(test)]
 mod tests;

@@ -10,7 +10,10 @@
 //!
 //! Items open in the order their first piece arrives: a message stays open until a
 //! function call starts (text after that opens a new message); function calls stay open
-//! until the end, since a vendor may interleave the pieces of parallel calls.
+//! until the end, since a vendor may interleave the pieces of parallel calls. From a
+//! provider that answered natively, the events of items the shared shape cannot carry (a
+//! `web_search_call`, a reasoning item) pass through as the vendor sent them, renumbered
+//! into this stream's `output_index` and `sequence_number`.
 
 use std::sync::Arc;
 
@@ -38,6 +41,13 @@ enum Item {
         name: String,
         arguments: String,
         open: bool,
+    },
+    /// An item the shared shape cannot carry, from a provider that answered natively: its
+    /// events pass through as the vendor sent them (renumbered), the item as last seen.
+    Native {
+        /// The vendor's `output_index` of it.
+        upstream: u64,
+        item: Value,
     },
 }
 
@@ -101,7 +111,9 @@ impl EventEncoder {
     /// Close the item at `index` (its `done` events); `status` for a message.
     fn close(&mut self, out: &mut Vec<u8>, index: usize, status: &str) {
         let events: Vec<(&str, Value)> = match &mut self.items[index] {
-            Item::Message { open: false, .. } | Item::Call { open: false, .. } => return,
+            Item::Message { open: false, .. }
+            | Item::Call { open: false, .. }
+            | Item::Native { .. } => return,
             Item::Message { id, text, open } => {
                 *open = false;
                 vec![
@@ -230,8 +242,48 @@ impl EventEncoder {
                     arguments,
                     ..
                 } => call_item(id, call_id, name, arguments, status),
+                Item::Native { item, .. } => item.clone(),
             })
             .collect()
+    }
+
+    /// A native piece: an event of an output item the shared shape cannot carry, passed
+    /// on with its `output_index` in this stream's numbering. A new item closes an open
+    /// message first (the vendor finished it before starting the next).
+    fn native(&mut self, out: &mut Vec<u8>, event: &Value) {
+        let Some(kind) = event.get("type").and_then(Value::as_str) else {
+            return;
+        };
+        let Some(upstream) = event.get("output_index").and_then(Value::as_u64) else {
+            return;
+        };
+        let mut data = event.clone();
+        let at = if kind == "response.output_item.added" {
+            if let Some(m) = self.open_text() {
+                self.close(out, m, "completed");
+            }
+            let item = event.get("item").cloned().unwrap_or(Value::Null);
+            self.items.push(Item::Native { upstream, item });
+            self.items.len() - 1
+        } else {
+            let found = self
+                .items
+                .iter()
+                .position(|it| matches!(it, Item::Native { upstream: u, .. } if *u == upstream));
+            let Some(at) = found else {
+                return;
+            };
+            if kind == "response.output_item.done" {
+                if let (Item::Native { item, .. }, Some(done)) =
+                    (&mut self.items[at], event.get("item"))
+                {
+                    item.clone_from(done);
+                }
+            }
+            at
+        };
+        data["output_index"] = json!(at);
+        self.event(out, kind, data);
     }
 }
 
@@ -259,6 +311,10 @@ impl StreamEncoder for EventEncoder {
         }
         for d in &c.tool_calls {
             self.call(&mut out, d);
+        }
+        // the finish chunk's native piece is the whole response: `done` writes the end
+        if let (Some(event), None) = (&c.native, &c.finish_reason) {
+            self.native(&mut out, event);
         }
         Bytes::from(out)
     }

@@ -138,6 +138,9 @@ pub(super) struct Conversation {
     pub unanswered: Vec<(usize, usize)>,
     /// Reasoning items dropped (the shared shape cannot carry them).
     pub dropped_reasoning: bool,
+    /// Items only a provider taking the body natively can read (a built-in tool's call
+    /// from an earlier turn): (path, what), for the 400 when none can.
+    pub native_only: Vec<(String, String)>,
 }
 
 /// `input` into messages.
@@ -179,16 +182,14 @@ impl Conversation {
             "function_call" => self.call(&path, &mut obj)?,
             "function_call_output" => self.output(i, &path, &mut obj)?,
             "reasoning" => self.dropped_reasoning = true,
-            other => {
-                return Err(bad(
-                    &format!("{path}.type"),
-                    format!(
-                        "input items of type {:?} are not supported (message, function_call, \
-                         function_call_output and reasoning are)",
-                        clip(other, ECHO_BYTES)
-                    ),
-                ))
-            }
+            other => self.native_only.push((
+                format!("{path}.type"),
+                format!(
+                    "input items of type {:?} (only message, function_call, \
+                     function_call_output and reasoning items go to every vendor)",
+                    clip(other, ECHO_BYTES)
+                ),
+            )),
         }
         Ok(())
     }
@@ -357,73 +358,78 @@ fn take_str(obj: &mut Map<String, Value>, path: &str, field: &str) -> Result<Str
     }
 }
 
-/// `tools`: function tools only; a built-in tool is refused by its type.
+/// `tools`: function tools in the shared shape; a built-in tool (any other type) is
+/// noted in `built_in` (its path and what it is), for providers that take the body
+/// natively.
 ///
 /// # Errors
 /// 400 naming the tool.
-pub(super) fn tools(tools: &[Value], strict_used: &mut bool) -> Result<Vec<Tool>, ApiError> {
-    tools
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let path = format!("tools[{i}]");
-            let Some(obj) = t.as_object() else {
-                return Err(bad(&path, "a tool must be an object"));
-            };
-            match obj.get("type").and_then(Value::as_str) {
-                Some("function") => {}
-                Some(other) => {
-                    return Err(bad(
-                        &format!("{path}.type"),
-                        format!(
-                            "built-in tool {:?} is not supported here: only `function` tools \
-                             are (built-in tools need an OpenAI provider that speaks the \
-                             Responses API natively)",
-                            clip(other, ECHO_BYTES)
-                        ),
-                    ))
-                }
-                None => return Err(bad(&format!("{path}.type"), "a tool needs a `type`")),
-            }
-            let name = match obj.get("name") {
-                Some(Value::String(s)) if !s.is_empty() => s.clone(),
-                _ => {
-                    return Err(bad(
-                        &format!("{path}.name"),
-                        "a function tool needs a `name`",
-                    ))
-                }
-            };
-            let description = match obj.get("description") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(s.clone()),
-                Some(_) => {
-                    return Err(bad(
-                        &format!("{path}.description"),
-                        "`description` must be a string",
-                    ))
-                }
-            };
-            let parameters = match obj.get("parameters") {
-                None | Some(Value::Null) => serde_json::json!({"type": "object", "properties": {}}),
-                Some(p @ Value::Object(_)) => p.clone(),
-                Some(_) => {
-                    return Err(bad(
-                        &format!("{path}.parameters"),
-                        "`parameters` must be a JSON Schema object",
-                    ))
-                }
-            };
-            if obj.get("strict").and_then(Value::as_bool) == Some(true) {
-                *strict_used = true;
-            }
-            Ok(Tool {
-                name,
-                description,
-                parameters,
-            })
-        })
-        .collect()
+pub(super) fn tools(
+    tools: &[Value],
+    strict_used: &mut bool,
+    built_in: &mut Vec<(String, String)>,
+) -> Result<Vec<Tool>, ApiError> {
+    let mut out = Vec::with_capacity(tools.len());
+    for (i, t) in tools.iter().enumerate() {
+        let path = format!("tools[{i}]");
+        let Some(obj) = t.as_object() else {
+            return Err(bad(&path, "a tool must be an object"));
+        };
+        match obj.get("type").and_then(Value::as_str) {
+            Some("function") => out.push(function_tool(&path, obj, strict_used)?),
+            Some(other) => built_in.push((
+                format!("{path}.type"),
+                format!("built-in tool {:?}", clip(other, ECHO_BYTES)),
+            )),
+            None => return Err(bad(&format!("{path}.type"), "a tool needs a `type`")),
+        }
+    }
+    Ok(out)
+}
+
+/// One `function` tool at `path`.
+fn function_tool(
+    path: &str,
+    obj: &Map<String, Value>,
+    strict_used: &mut bool,
+) -> Result<Tool, ApiError> {
+    let name = match obj.get("name") {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        _ => {
+            return Err(bad(
+                &format!("{path}.name"),
+                "a function tool needs a `name`",
+            ))
+        }
+    };
+    let description = match obj.get("description") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            return Err(bad(
+                &format!("{path}.description"),
+                "`description` must be a string",
+            ))
+        }
+    };
+    let parameters = match obj.get("parameters") {
+        None | Some(Value::Null) => serde_json::json!({"type": "object", "properties": {}}),
+        Some(p @ Value::Object(_)) => p.clone(),
+        Some(_) => {
+            return Err(bad(
+                &format!("{path}.parameters"),
+                "`parameters` must be a JSON Schema object",
+            ))
+        }
+    };
+    if obj.get("strict").and_then(Value::as_bool) == Some(true) {
+        *strict_used = true;
+    }
+    Ok(Tool {
+        name,
+        description,
+        parameters,
+    })
 }
 
 /// `tool_choice`: a mode or `{"type": "function", "name": ...}`.
