@@ -41,6 +41,11 @@ pub trait Codec: std::fmt::Debug + Send + Sync + 'static {
     /// Reads one stream's events, in order; a fresh one per stream.
     type Events: StreamEvents;
 
+    /// True when `encode` appends a rescue's [`crate::chat::Native::prefill`] to a native
+    /// body of this kind (so the body, and its forwarded headers, still go on a
+    /// continuation); otherwise such a request goes in the shared shape.
+    const APPENDS_NATIVE_PREFILL: bool = false;
+
     /// The model id this codec sends.
     fn model(&self) -> &str;
 
@@ -256,7 +261,12 @@ impl<C: Codec> HttpProvider<C> {
         } else {
             (&self.endpoints.call, &self.json_headers)
         };
-        let forwarded = req.native_for(C::KIND).map(|n| n.headers.as_slice());
+        let native = if C::APPENDS_NATIVE_PREFILL {
+            req.native_continuing(C::KIND)
+        } else {
+            req.native_for(C::KIND)
+        };
+        let forwarded = native.map(|n| n.headers.as_slice());
         let headers = match forwarded {
             Some(extra) if !extra.is_empty() => {
                 let mut headers = headers.clone();

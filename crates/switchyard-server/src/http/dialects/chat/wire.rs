@@ -363,6 +363,7 @@ impl WireMessage {
                 .collect(),
             tool_call_id: self.tool_call_id,
             name: self.name,
+            thinking: Vec::new(),
         })
     }
 }

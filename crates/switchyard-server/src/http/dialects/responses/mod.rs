@@ -129,6 +129,7 @@ impl Dialect for Responses {
             tool_calls: resp.tool_calls.clone(),
             tool_call_id: None,
             name: None,
+            thinking: resp.thinking.clone(),
         });
         // what GET returns: the answer as the client gets it, kept
         base.stored.store(true, Ordering::Release);

@@ -211,6 +211,7 @@ impl Conversation {
                 tool_calls: vec![call],
                 tool_call_id: None,
                 name: None,
+                thinking: Vec::new(),
             }),
         }
         Ok(())
@@ -245,6 +246,7 @@ impl Conversation {
             tool_calls: Vec::new(),
             tool_call_id: Some(call_id),
             name,
+            thinking: Vec::new(),
         });
         Ok(())
     }
@@ -292,6 +294,7 @@ fn message(path: &str, obj: &mut Map<String, Value>) -> Result<Message, ApiError
         tool_calls: Vec::new(),
         tool_call_id: None,
         name: None,
+        thinking: Vec::new(),
     })
 }
 
