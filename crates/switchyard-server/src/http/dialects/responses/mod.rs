@@ -12,6 +12,7 @@
 //! natively.
 
 mod body;
+mod sealed;
 mod store;
 mod stream;
 mod wire;
@@ -147,6 +148,9 @@ impl Dialect for Responses {
     }
 }
 
+/// The `include` value asking for reasoning items' `encrypted_content`.
+const ENCRYPTED_REASONING: &str = "reasoning.encrypted_content";
+
 /// Fields OpenAI defines whose meaning the gateway cannot honour: refused by name.
 fn refuse_unsupported(w: &WireRequest) -> Result<(), ApiError> {
     if w.background == Some(true) {
@@ -188,7 +192,12 @@ fn note_ignored(w: &WireRequest, ctx: &mut Ctx) {
     let set = |v: &Option<Value>| v.as_ref().is_some_and(|v| !v.is_null());
     let reasoning = w.reasoning.as_ref();
     let flags = [
-        ("include", w.include.as_ref().is_some_and(|i| !i.is_empty())),
+        (
+            "include",
+            w.include
+                .as_ref()
+                .is_some_and(|i| i.iter().any(|v| v != ENCRYPTED_REASONING)),
+        ),
         ("prompt_cache_key", w.prompt_cache_key.is_some()),
         ("prompt_cache_retention", set(&w.prompt_cache_retention)),
         ("prompt_cache_options", set(&w.prompt_cache_options)),
@@ -206,10 +215,6 @@ fn note_ignored(w: &WireRequest, ctx: &mut Ctx) {
         (
             "reasoning.effort",
             reasoning.is_some_and(|r| r.effort.is_some()),
-        ),
-        (
-            "reasoning.summary",
-            reasoning.is_some_and(|r| r.summary.is_some() || r.generate_summary.is_some()),
         ),
         (
             "text.verbosity",
@@ -241,7 +246,7 @@ fn decode_request(mut w: WireRequest, ctx: &mut Ctx) -> Result<Decoded<Responses
         return Err(bad("input", "`input` is required"));
     };
     let conv = wire::conversation(input)?;
-    if conv.dropped_reasoning {
+    if conv.foreign_reasoning {
         ctx.ignored.push("input.reasoning".to_owned());
     }
     let mut messages = Vec::with_capacity(conv.messages.len() + 1);
@@ -290,7 +295,18 @@ fn echo(
     tools: &[switchyard::chat::Tool],
     format: Option<&wire::WireFormat>,
 ) -> Echo {
+    let summary = w
+        .reasoning
+        .as_ref()
+        .and_then(|r| r.summary.as_deref().or(r.generate_summary.as_deref()));
+    let store = w.store.unwrap_or(true);
+    let include = w
+        .include
+        .as_ref()
+        .is_some_and(|i| i.iter().any(|v| v == ENCRYPTED_REASONING));
     Echo {
+        reasoning_summary: summary.is_some_and(|s| s != "none"),
+        sealed_reasoning: include || store,
         tools: echo_tools(tools, w.tools.as_deref()),
         tool_choice: w
             .tool_choice
@@ -308,7 +324,7 @@ fn echo(
         max_output_tokens: w.max_output_tokens,
         parallel_tool_calls: w.parallel_tool_calls.unwrap_or(true),
         previous_response_id: w.previous_response_id,
-        store: w.store.unwrap_or(true),
+        store,
         user: w.user,
     }
 }
