@@ -27,6 +27,12 @@
 //!   which the caller already has (a rescued stream already sent it to the client): so the
 //!   same characters at the very start of the reply are dropped once, and prefill + reply
 //!   join exactly. Whitespace the reply starts with beyond what was trimmed is kept.
+//! - Reasoning in history ([`crate::chat::Message::thinking`]): signed `thinking` and
+//!   `redacted_thinking` blocks lead their assistant turn, as Anthropic returned them
+//!   (Anthropic ignores them in earlier turns with thinking off, and requires them on a
+//!   tool-loop turn with it on); unsigned reasoning (another vendor's) is left out, and so
+//!   is all reasoning in a final assistant turn (a prefill: Anthropic refuses reasoning
+//!   there with thinking off, and a prefill with it on). Reasoning alone is no turn.
 //! - `max_tokens` is always sent: the caller's, else [`AnthropicConfig::default_max_tokens`].
 //! - Tool-call arguments are sent as the parsed `input` object; arguments that are not a
 //!   JSON object are a `BadRequest` here, never sent as garbage. Empty arguments are `{}`.

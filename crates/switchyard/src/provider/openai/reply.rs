@@ -85,7 +85,6 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
         usage: completion.usage.map(usage).transpose()?,
         reported_cost: completion.usage.and_then(|u| u.cost).and_then(money),
         reported_latency: None,
-        ..ProviderReply::default()
     })
 }
 
