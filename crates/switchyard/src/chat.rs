@@ -76,9 +76,11 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
-/// A reasoning block a vendor returned with an answer (Anthropic's `thinking` and
-/// `redacted_thinking` content blocks). The Messages dialect hands it back to its client,
-/// which must send it unchanged with the next turn; other dialects ignore it.
+/// A reasoning block a vendor returned with an answer: Anthropic's `thinking` and
+/// `redacted_thinking` content blocks (signed, or opaque), or an OpenAI-compatible server's
+/// `reasoning_content` (text only). Each inbound dialect surfaces it where it has a place
+/// for it (`docs/dialects.md`); in history ([`Message::thinking`]) only the vendor that
+/// signed it gets it back.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Thinking {
     /// The reasoning text (empty for a redacted block).
@@ -109,6 +111,12 @@ pub struct Message {
     /// For a `tool` message: the function's name (Gemini needs it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// For an assistant message: the reasoning blocks its answer came with, in order. Only
+    /// the Anthropic codec sends them (signed or redacted blocks, first in the turn), so a
+    /// tool loop continues on Anthropic with its thinking intact; every other vendor leaves
+    /// them out (they are Anthropic's opaque reasoning, not content).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thinking: Vec<Thinking>,
 }
 
 impl Message {
@@ -121,6 +129,7 @@ impl Message {
             tool_calls: Vec::new(),
             tool_call_id: None,
             name: None,
+            thinking: Vec::new(),
         }
     }
 
@@ -263,8 +272,10 @@ pub struct ChatRequest {
 ///
 /// The shared fields of the [`ChatRequest`] stay the truth for the gateway (budget
 /// reservations, the input estimate, rescue): the adapter replaces the body's `model`,
-/// `max_tokens` and `stream` with the call's. A request changed after decoding (a stream
-/// rescue's continuation) drops its native body, so the change is not lost.
+/// `max_tokens` and `stream` with the call's. A stream rescue's continuation keeps the
+/// body and sets [`Native::prefill`]: only a codec that appends it (Anthropic's) uses the
+/// body then ([`ChatRequest::native_continuing`]); any other sends the shared shape, which
+/// has the prefill as its last message ([`ChatRequest::native_for`] is `None`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Native {
     /// The provider kind the body is written for (`anthropic`).
@@ -278,6 +289,10 @@ pub struct Native {
     /// built-in tools). Every other provider is skipped for the request (the trail says
     /// `needs_native`), and a broken stream is not continued in the shared shape.
     pub required: bool,
+    /// Text the gateway already streamed to the client, for a rescue's continuation: the
+    /// codec appends it to the body as the assistant's prefill, so the vendor continues
+    /// from it.
+    pub prefill: Option<String>,
 }
 
 impl Native {
@@ -289,6 +304,7 @@ impl Native {
             body: Arc::new(body),
             headers: Vec::new(),
             required: false,
+            prefill: None,
         }
     }
 
@@ -325,9 +341,17 @@ impl ChatRequest {
         self
     }
 
-    /// The native body, when it is written for providers of `kind`.
+    /// The native body, when it is written for providers of `kind` and carries no
+    /// [`Native::prefill`] (a codec that cannot append one sends the shared shape).
     #[must_use]
     pub fn native_for(&self, kind: &str) -> Option<&Native> {
+        self.native_continuing(kind).filter(|n| n.prefill.is_none())
+    }
+
+    /// The native body for providers of `kind`, prefill or not: for a codec that appends
+    /// [`Native::prefill`] itself.
+    #[must_use]
+    pub fn native_continuing(&self, kind: &str) -> Option<&Native> {
         self.native.as_ref().filter(|n| n.kind == kind)
     }
 

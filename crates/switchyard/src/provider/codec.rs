@@ -46,6 +46,11 @@ pub trait Codec: std::fmt::Debug + Send + Sync + 'static {
     /// Reads one stream's events, in order; a fresh one per stream.
     type Events: StreamEvents;
 
+    /// True when `encode` appends a rescue's [`crate::chat::Native::prefill`] to a native
+    /// body of this kind (so the body, and its forwarded headers, still go on a
+    /// continuation); otherwise such a request goes in the shared shape.
+    const APPENDS_NATIVE_PREFILL: bool = false;
+
     /// The model id this codec sends.
     fn model(&self) -> &str;
 
@@ -309,9 +314,14 @@ impl<C: Codec> HttpProvider<C> {
         } else {
             (&self.endpoints.call, &self.json_headers)
         };
-        let forwarded = C::NATIVE
-            .and_then(|kind| req.native_for(kind))
-            .map(|n| n.headers.as_slice());
+        let native = C::NATIVE.and_then(|kind| {
+            if C::APPENDS_NATIVE_PREFILL {
+                req.native_continuing(kind)
+            } else {
+                req.native_for(kind)
+            }
+        });
+        let forwarded = native.map(|n| n.headers.as_slice());
         let headers = match forwarded {
             Some(extra) if !extra.is_empty() => {
                 let mut headers = headers.clone();

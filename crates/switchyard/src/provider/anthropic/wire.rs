@@ -59,6 +59,16 @@ pub(super) enum Block<'a> {
         name: &'a str,
         input: Value,
     },
+    /// An earlier answer's reasoning, sent back as Anthropic returned it (first in its
+    /// assistant turn).
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    /// An earlier answer's redacted reasoning, its data opaque.
+    RedactedThinking {
+        data: &'a str,
+    },
     /// A tool's answer, in a `user` turn.
     ToolResult {
         tool_use_id: &'a str,
@@ -71,6 +81,11 @@ impl Block<'_> {
     /// True for a `tool_result` block (they must lead their user turn).
     pub fn is_tool_result(&self) -> bool {
         matches!(self, Self::ToolResult { .. })
+    }
+
+    /// True for a reasoning block (they must lead their assistant turn).
+    pub fn is_thinking(&self) -> bool {
+        matches!(self, Self::Thinking { .. } | Self::RedactedThinking { .. })
     }
 }
 

@@ -8,13 +8,15 @@ use serde_json::Value;
 
 use super::classify::classify_value;
 use super::wire;
-use crate::chat::{FinishReason, ProviderReply, ToolCall, Usage};
+use crate::chat::{FinishReason, ProviderReply, Thinking, ToolCall, Usage};
 use crate::cost::Money;
 use crate::error::{ErrorKind, ProviderError};
 use crate::provider::http::{snippet, UpstreamResponse};
 
 /// Parse a 200 response body. A body that is not a chat completion (HTML from a proxy,
-/// empty, no `choices`) is `Malformed`; an error object is classified.
+/// empty, no `choices`) is `Malformed`; an error object is classified. The message's
+/// `reasoning_content` (or `reasoning`), which OpenAI-compatible reasoning servers return,
+/// is its one [`Thinking`] block: text, no signature.
 ///
 /// # Errors
 /// As above.
@@ -40,6 +42,13 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
         .min_by_key(|c| c.index)
         .ok_or_else(|| malformed("chat completion with no choices"))?;
     let message = choice.message;
+    let thinking = match message.reasoning_content.or(message.reasoning) {
+        Some(text) if !text.is_empty() => vec![Thinking {
+            text,
+            ..Thinking::default()
+        }],
+        _ => Vec::new(),
+    };
     let mut text = match message.content {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => s,
@@ -70,12 +79,13 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
     Ok(ProviderReply {
         text,
         tool_calls,
+        thinking,
         finish_reason: choice.finish_reason.as_deref().map(finish_reason),
         model: completion.model,
         usage: completion.usage.map(usage).transpose()?,
         reported_cost: completion.usage.and_then(|u| u.cost).and_then(money),
         reported_latency: None,
-        ..ProviderReply::default()
+        native: None,
     })
 }
 

@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::classify::classify_value;
 use super::reply::{finish_reason, malformed, usage};
 use super::wire;
-use crate::chat::{ChatChunk, ToolCallDelta};
+use crate::chat::{ChatChunk, ThinkingDelta, ToolCallDelta};
 use crate::error::ProviderError;
 use crate::provider::codec::StreamEvents;
 use crate::provider::http::snippet;
@@ -14,9 +14,10 @@ use crate::provider::sse::{Parsed, SseEvent};
 
 /// Parse one server-sent event of a streamed completion.
 ///
-/// `[DONE]` is [`Parsed::Done`]; a chunk is [`Parsed::Chunk`] (choice 0's text and
-/// tool-call deltas, its `finish_reason`, and `usage` when present — the final usage chunk
-/// has `choices: []`; Groq's `x_groq.usage` counts too); an error object (`{"error": …}`, vLLM's `{"object": "error"}`, an
+/// `[DONE]` is [`Parsed::Done`]; a chunk is [`Parsed::Chunk`] (choice 0's text, reasoning
+/// (`reasoning_content` or `reasoning`, as reasoning block 0) and tool-call deltas, its
+/// `finish_reason`, and `usage` when present — the final usage chunk has `choices: []`;
+/// Groq's `x_groq.usage` counts too); an error object (`{"error": …}`, vLLM's `{"object": "error"}`, an
 /// `event: error`) is classified like an HTTP error. Anything else that is not a chunk
 /// is `Malformed`.
 ///
@@ -53,6 +54,15 @@ pub fn parse_event(event: &SseEvent) -> Result<Parsed, ProviderError> {
     if let Some(choice) = choice {
         out.finish_reason = choice.finish_reason.as_deref().map(finish_reason);
         if let Some(delta) = choice.delta {
+            if let Some(text) = delta.reasoning_content.or(delta.reasoning) {
+                if !text.is_empty() {
+                    out.thinking = vec![ThinkingDelta {
+                        index: 0,
+                        text,
+                        ..ThinkingDelta::default()
+                    }];
+                }
+            }
             out.text = delta.content.or(delta.refusal).unwrap_or_default();
             out.tool_calls = delta
                 .tool_calls

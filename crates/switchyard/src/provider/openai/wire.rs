@@ -148,6 +148,12 @@ pub(super) struct ResponseMessage {
     pub refusal: Option<String>,
     #[serde(default)]
     pub tool_calls: Option<Vec<ResponseToolCall>>,
+    /// The reasoning text OpenAI-compatible reasoning servers return (DeepSeek, vLLM).
+    #[serde(default)]
+    pub reasoning_content: Option<String>,
+    /// The same under the name newer servers use (vLLM, OpenRouter).
+    #[serde(default)]
+    pub reasoning: Option<String>,
 }
 
 /// A tool call in a response.
@@ -213,6 +219,12 @@ pub(super) struct Delta {
     pub refusal: Option<String>,
     #[serde(default)]
     pub tool_calls: Option<Vec<DeltaToolCall>>,
+    /// A piece of reasoning text (see [`ResponseMessage::reasoning_content`]).
+    #[serde(default)]
+    pub reasoning_content: Option<String>,
+    /// The same under its newer name.
+    #[serde(default)]
+    pub reasoning: Option<String>,
 }
 
 /// A tool-call fragment: `id` and `name` on the first, `arguments` pieces after.

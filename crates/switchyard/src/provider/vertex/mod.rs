@@ -278,7 +278,7 @@ pub struct ClaudeOnVertex {
 
 impl Codec for ClaudeOnVertex {
     const KIND: &'static str = "vertex";
-    type Call = (String, bool);
+    type Call = String;
     type Events = EventParser;
 
     fn model(&self) -> &str {
@@ -294,7 +294,7 @@ impl Codec for ClaudeOnVertex {
         &self,
         req: &ChatRequest,
         stream: bool,
-    ) -> Result<(Vec<u8>, (String, bool)), ProviderError> {
+    ) -> Result<(Vec<u8>, String), ProviderError> {
         let (body, call) = self.inner.encode(req, stream)?;
         let mut body: Value = serde_json::from_slice(&body).map_err(|e| {
             ProviderError::new(ErrorKind::BadRequest, format!("encoding the request: {e}"))
@@ -313,12 +313,12 @@ impl Codec for ClaudeOnVertex {
     fn parse_reply(
         &self,
         body: &[u8],
-        call: (String, bool),
+        call: String,
     ) -> Result<ProviderReply, ProviderError> {
         self.inner.parse_reply(body, call)
     }
 
-    fn events(&self, call: (String, bool)) -> EventParser {
+    fn events(&self, call: String) -> EventParser {
         self.inner.events(call)
     }
 

@@ -1,7 +1,8 @@
 //! `POST /v1/chat/completions`: OpenAI's Chat Completions as an inbound dialect. The
 //! request decodes into the shared shape ([`wire`]); a reply is a `chat.completion` with a
-//! `switchyard` object saying who answered; a stream is `chat.completion.chunk` events
-//! ending in `data: [DONE]` ([`stream`]); errors are OpenAI's JSON (`ApiError`'s own shape).
+//! `switchyard` object saying who answered (and the answer's reasoning text as
+//! `reasoning_content`, as OpenAI-compatible reasoning servers return it); a stream is
+//! `chat.completion.chunk` events ending in `data: [DONE]` ([`stream`]); errors are OpenAI's JSON (`ApiError`'s own shape).
 //! Everything around the codec (keys, limits, headers, the log line) is the shared flow's:
 //! `crate::http::dialects::flow`.
 
@@ -95,6 +96,11 @@ struct Choice<'a> {
 struct AssistantMessage<'a> {
     role: &'static str,
     content: Option<&'a str>,
+    /// The answer's reasoning text, where OpenAI-compatible reasoning servers put it
+    /// (DeepSeek, vLLM): every reasoning block's text, joined (signatures and redacted
+    /// blocks have no place here).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_content: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tool_calls: Vec<WireToolCall>,
     refusal: Option<()>,
@@ -114,6 +120,7 @@ impl<'a> CompletionBody<'a> {
                 message: AssistantMessage {
                     role: "assistant",
                     content,
+                    reasoning_content: reasoning_text(&resp.thinking),
                     tool_calls: wire_tool_calls(&resp.tool_calls),
                     refusal: None,
                 },
@@ -127,6 +134,12 @@ impl<'a> CompletionBody<'a> {
             switchyard: Trail::of(resp),
         }
     }
+}
+
+/// The reasoning blocks' text, joined; `None` when there is none.
+fn reasoning_text(thinking: &[switchyard::chat::Thinking]) -> Option<String> {
+    let text: String = thinking.iter().map(|t| t.text.as_str()).collect();
+    (!text.is_empty()).then_some(text)
 }
 
 /// `chatcmpl-<request id>`.

@@ -17,6 +17,7 @@
 
 mod body;
 mod native;
+mod sealed;
 mod store;
 mod stream;
 mod wire;
@@ -164,6 +165,7 @@ impl Dialect for Responses {
             tool_calls: resp.tool_calls.clone(),
             tool_call_id: None,
             name: None,
+            thinking: resp.thinking.clone(),
         });
         // what GET returns: the answer as the client gets it, kept
         base.stored.store(true, Ordering::Release);
@@ -188,6 +190,9 @@ impl Dialect for Responses {
         stream::EventEncoder::new(Arc::clone(&extra.base), model)
     }
 }
+
+/// The `include` value asking for reasoning items' `encrypted_content`.
+const ENCRYPTED_REASONING: &str = "reasoning.encrypted_content";
 
 /// Fields OpenAI defines whose meaning the gateway cannot honour: refused by name.
 fn refuse_unsupported(w: &WireRequest) -> Result<(), ApiError> {
@@ -230,7 +235,12 @@ fn note_ignored(w: &WireRequest, ctx: &mut Ctx) {
     let set = |v: &Option<Value>| v.as_ref().is_some_and(|v| !v.is_null());
     let reasoning = w.reasoning.as_ref();
     let flags = [
-        ("include", w.include.as_ref().is_some_and(|i| !i.is_empty())),
+        (
+            "include",
+            w.include
+                .as_ref()
+                .is_some_and(|i| i.iter().any(|v| v != ENCRYPTED_REASONING)),
+        ),
         ("prompt_cache_key", w.prompt_cache_key.is_some()),
         ("prompt_cache_retention", set(&w.prompt_cache_retention)),
         ("prompt_cache_options", set(&w.prompt_cache_options)),
@@ -248,10 +258,6 @@ fn note_ignored(w: &WireRequest, ctx: &mut Ctx) {
         (
             "reasoning.effort",
             reasoning.is_some_and(|r| r.effort.is_some()),
-        ),
-        (
-            "reasoning.summary",
-            reasoning.is_some_and(|r| r.summary.is_some() || r.generate_summary.is_some()),
         ),
         (
             "text.verbosity",
@@ -300,7 +306,7 @@ fn decode_request(
     };
     let mut conv = wire::conversation(input)?;
     native_only.append(&mut conv.native_only);
-    if conv.dropped_reasoning {
+    if conv.foreign_reasoning {
         ctx.ignored.push("input.reasoning".to_owned());
     }
     let mut messages = Vec::with_capacity(conv.messages.len() + 1);
@@ -352,7 +358,18 @@ fn echo(
     tools: &[switchyard::chat::Tool],
     format: Option<&wire::WireFormat>,
 ) -> Echo {
+    let summary = w
+        .reasoning
+        .as_ref()
+        .and_then(|r| r.summary.as_deref().or(r.generate_summary.as_deref()));
+    let store = w.store.unwrap_or(true);
+    let include = w
+        .include
+        .as_ref()
+        .is_some_and(|i| i.iter().any(|v| v == ENCRYPTED_REASONING));
     Echo {
+        reasoning_summary: summary.is_some_and(|s| s != "none"),
+        sealed_reasoning: include || store,
         tools: echo_tools(tools, w.tools.as_deref()),
         tool_choice: w
             .tool_choice
@@ -370,7 +387,7 @@ fn echo(
         max_output_tokens: w.max_output_tokens,
         parallel_tool_calls: w.parallel_tool_calls.unwrap_or(true),
         previous_response_id: w.previous_response_id,
-        store: w.store.unwrap_or(true),
+        store,
         user: w.user,
     }
 }

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use switchyard::chat::{ContentPart, Message, ResponseFormat, Tool, ToolCall, ToolChoice};
 use switchyard::Role;
 
+use super::sealed;
 use crate::http::bounds::{clip, longer_than, ECHO_BYTES};
 use crate::http::dialects::chat::wire::image_source;
 use crate::http::dialects::json;
@@ -136,8 +137,9 @@ pub(super) struct Conversation {
     /// Tool results whose call is not in the input: (message index, input item index).
     /// Their function names come from the stored conversation, or they are refused.
     pub unanswered: Vec<(usize, usize)>,
-    /// Reasoning items dropped (the shared shape cannot carry them).
-    pub dropped_reasoning: bool,
+    /// Reasoning items left out: not in our sealed format (another server's, OpenAI's
+    /// own encrypted reasoning) or without `encrypted_content`.
+    pub foreign_reasoning: bool,
     /// Items only a provider taking the body natively can read (a built-in tool's call
     /// from an earlier turn): (path, what), for the 400 when none can.
     pub native_only: Vec<(String, String)>,
@@ -157,6 +159,7 @@ pub(super) fn conversation(input: WireInput) -> Result<Conversation, ApiError> {
             }
         }
     }
+    conv.drop_lone_reasoning();
     if conv.messages.is_empty() {
         return Err(bad("input", "`input` must contain at least one item"));
     }
@@ -177,11 +180,23 @@ impl Conversation {
         match kind.as_str() {
             "message" => {
                 let m = message(&path, &mut obj)?;
-                self.messages.push(m);
+                match self.messages.last_mut() {
+                    // the answer whose reasoning came just before
+                    Some(last) if m.role == Role::Assistant && holds_reasoning(last) => {
+                        last.content = m.content;
+                    }
+                    _ => {
+                        self.drop_lone_reasoning();
+                        self.messages.push(m);
+                    }
+                }
             }
             "function_call" => self.call(&path, &mut obj)?,
-            "function_call_output" => self.output(i, &path, &mut obj)?,
-            "reasoning" => self.dropped_reasoning = true,
+            "function_call_output" => {
+                self.drop_lone_reasoning();
+                self.output(i, &path, &mut obj)?;
+            }
+            "reasoning" => self.reasoning(&path, &obj)?,
             other => self.native_only.push((
                 format!("{path}.type"),
                 format!(
@@ -196,6 +211,43 @@ impl Conversation {
 }
 
 impl Conversation {
+    /// A `reasoning` item: its sealed blocks (see `super::sealed`) open the assistant's
+    /// next turn (the message or function calls that follow join it); one in another
+    /// format is left out.
+    fn reasoning(&mut self, path: &str, obj: &Map<String, Value>) -> Result<(), ApiError> {
+        let at = || format!("{path}.encrypted_content");
+        let blocks = match obj.get("encrypted_content") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(content)) => {
+                sealed::open(content).map_err(|e| bad(&at(), format!("{}: {e}", at())))?
+            }
+            Some(_) => return Err(bad(&at(), "`encrypted_content` must be a string")),
+        };
+        let Some(blocks) = blocks else {
+            self.foreign_reasoning = true;
+            return Ok(());
+        };
+        match self.messages.last_mut() {
+            Some(last) if holds_reasoning(last) => last.thinking.extend(blocks),
+            _ => self.messages.push(Message {
+                role: Role::Assistant,
+                content: Vec::new(),
+                tool_calls: Vec::new(),
+                tool_call_id: None,
+                name: None,
+                thinking: blocks,
+            }),
+        }
+        Ok(())
+    }
+
+    /// Reasoning that no answer followed is left out (no vendor takes it alone).
+    fn drop_lone_reasoning(&mut self) {
+        if self.messages.last().is_some_and(holds_reasoning) {
+            self.messages.pop();
+        }
+    }
+
     /// A `function_call` item: a call on the assistant's turn (a new turn if the last
     /// message is not the assistant's).
     fn call(&mut self, path: &str, obj: &mut Map<String, Value>) -> Result<(), ApiError> {
@@ -212,6 +264,7 @@ impl Conversation {
                 tool_calls: vec![call],
                 tool_call_id: None,
                 name: None,
+                thinking: Vec::new(),
             }),
         }
         Ok(())
@@ -246,9 +299,18 @@ impl Conversation {
             tool_calls: Vec::new(),
             tool_call_id: Some(call_id),
             name,
+            thinking: Vec::new(),
         });
         Ok(())
     }
+}
+
+/// An assistant message opened by reasoning items, still waiting for its answer.
+fn holds_reasoning(m: &Message) -> bool {
+    m.role == Role::Assistant
+        && m.content.is_empty()
+        && m.tool_calls.is_empty()
+        && !m.thinking.is_empty()
 }
 
 /// The name of the function whose call `call_id` is, searching the latest messages first.
@@ -293,6 +355,7 @@ fn message(path: &str, obj: &mut Map<String, Value>) -> Result<Message, ApiError
         tool_calls: Vec::new(),
         tool_call_id: None,
         name: None,
+        thinking: Vec::new(),
     })
 }
 

@@ -226,26 +226,10 @@ fn a_tool_call_without_arguments_gets_an_empty_object() {
 }
 
 #[test]
-fn thinking_pings_and_unknown_events_are_skipped() {
+fn pings_and_unknown_events_are_skipped() {
     let mut p = EventParser::new();
     let skipped = [
         event("ping", json!({"type": "ping"})),
-        event(
-            "content_block_start",
-            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}),
-        ),
-        event(
-            "content_block_delta",
-            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Let me see"}}),
-        ),
-        event(
-            "content_block_delta",
-            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "EqQB"}}),
-        ),
-        event(
-            "content_block_stop",
-            json!({"type": "content_block_stop", "index": 0}),
-        ),
         event(
             "brand_new_event",
             json!({"type": "brand_new_event", "x": 1}),
@@ -256,12 +240,12 @@ fn thinking_pings_and_unknown_events_are_skipped() {
     }
 }
 
-/// For a native Messages request the reasoning blocks are passed on, numbered among
+/// Reasoning blocks are passed on (every dialect surfaces them), numbered among
 /// themselves; a thinking delta for a block that is not a thinking block is malformed.
 #[test]
-fn a_parser_keeping_thinking_passes_text_signature_and_redacted_data_on() {
+fn reasoning_pieces_pass_text_signature_and_redacted_data_on() {
     use crate::chat::ThinkingDelta;
-    let mut p = EventParser::new().keeping_thinking();
+    let mut p = EventParser::new();
     let piece = |p: &mut EventParser, name: &str, data: Value| match p
         .parse_event(&event(name, data))
         .unwrap()

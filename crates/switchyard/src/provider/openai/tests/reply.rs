@@ -317,3 +317,51 @@ fn long_prompts_are_priced_at_the_long_context_tier() {
         "$1.103004"
     );
 }
+
+/// An OpenAI-compatible reasoning server's `reasoning_content` (DeepSeek, vLLM; newer
+/// servers name it `reasoning`) is the answer's reasoning block: text, no signature.
+#[test]
+fn reasoning_content_is_an_unsigned_reasoning_block() {
+    let body = |field: &str| {
+        serde_json::json!({"object": "chat.completion", "model": "deepseek-reasoner",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
+                "content": "9.11 < 9.8", field: "Compare the decimals."}}]})
+        .to_string()
+    };
+    for field in ["reasoning_content", "reasoning"] {
+        let reply = parse_response(body(field).as_bytes()).unwrap();
+        assert_eq!(reply.text, "9.11 < 9.8");
+        assert_eq!(
+            reply.thinking,
+            vec![crate::chat::Thinking {
+                text: "Compare the decimals.".into(),
+                ..crate::chat::Thinking::default()
+            }],
+            "{field}"
+        );
+    }
+    let plain = parse_response(fixture!("completion_text.json").as_bytes()).unwrap();
+    assert!(plain.thinking.is_empty());
+}
+
+#[test]
+fn streamed_reasoning_content_is_reasoning_block_zero() {
+    let data = serde_json::json!({"object": "chat.completion.chunk", "choices": [{"index": 0,
+        "delta": {"reasoning_content": "Compare", "content": null}}]});
+    let event = SseEvent {
+        event: String::new(),
+        data: data.to_string(),
+        id: None,
+        retry: None,
+    };
+    let Parsed::Chunk(chunk) = parse_event(&event).unwrap() else {
+        panic!("a chunk")
+    };
+    assert_eq!(chunk.text, "");
+    assert_eq!(chunk.thinking.len(), 1);
+    assert_eq!(
+        (chunk.thinking[0].index, chunk.thinking[0].text.as_str()),
+        (0, "Compare")
+    );
+    assert!(chunk.has_content());
+}
