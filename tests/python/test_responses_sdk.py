@@ -11,7 +11,8 @@ responses_sdk.rs` starts them, with a mock Anthropic upstream that answers
 
 Checks: `responses.create` (output_text, the failover in the headers), `responses.stream`
 (the event sequence, `get_final_response`), a function-tool loop with
-`function_call_output`, `previous_response_id` made on replica A and continued on B,
+`function_call_output`, a reasoning item's round trip (Anthropic's thinking kept across a
+stateless tool loop), `previous_response_id` made on replica A and continued on B,
 `retrieve` and `delete` across replicas, and the SDK's typed errors for a built-in tool and
 an unknown response id. Prints every mismatch and exits 1 if there was any.
 """
@@ -121,6 +122,38 @@ def tool_loop(c, streamed):
           f"{what}: answer {second.output_text!r}")
 
 
+def reasoning(c, streamed):
+    """Codex's stateless reasoning continuity: Anthropic's thinking comes back as a
+    reasoning item with `encrypted_content`; sent back with the tool's answer, it reaches
+    Anthropic as the thinking block it was (the mock says so in its answer)."""
+    what = "reasoning (streamed)" if streamed else "reasoning"
+    items = [{"role": "user", "content": "Think, then get the weather in Paris."}]
+    args = dict(model=ROUTE, input=items, tools=[WEATHER], store=False,
+                include=["reasoning.encrypted_content"], reasoning={"summary": "auto"})
+    if streamed:
+        with c.responses.stream(**args) as s:
+            kinds = [e.type for e in s]
+            first = s.get_final_response()
+        check("response.reasoning_summary_text.delta" in kinds, f"{what}: kinds {kinds}")
+    else:
+        first = c.responses.create(**args)
+    kinds = [o.type for o in first.output]
+    if not check(kinds == ["reasoning", "function_call"], f"{what}: output {first.output!r}"):
+        return
+    thought = first.output[0]
+    check(thought.summary and thought.summary[0].text == "Look it up.",
+          f"{what}: summary {thought.summary!r}")
+    check((thought.encrypted_content or "").startswith("swy1:"),
+          f"{what}: encrypted_content {thought.encrypted_content!r}")
+    items += first.output
+    items.append({"type": "function_call_output", "call_id": first.output[1].call_id,
+                  "output": "sunny"})
+    second = c.responses.create(model=ROUTE, input=items, tools=[WEATHER], store=False,
+                                include=["reasoning.encrypted_content"])
+    check(second.output_text == 'The tool said: sunny (thinking kept: "Look it up.")',
+          f"{what}: answer {second.output_text!r}")
+
+
 def continued(a, b):
     first = a.responses.create(model=ROUTE, input="My name is Ada.")
     CREATED.append(first.id)
@@ -184,6 +217,8 @@ def main():
     section("stream", lambda: stream(b))
     section("tool loop", lambda: tool_loop(a, False))
     section("tool loop (streamed)", lambda: tool_loop(b, True))
+    section("reasoning", lambda: reasoning(a, False))
+    section("reasoning (streamed)", lambda: reasoning(b, True))
     section("continued", lambda: continued(a, b))
     section("errors", lambda: errors(a))
     for rid in CREATED:

@@ -82,9 +82,11 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
-/// A reasoning block a vendor returned with an answer (Anthropic's `thinking` and
-/// `redacted_thinking` content blocks). The Messages dialect hands it back to its client,
-/// which must send it unchanged with the next turn; other dialects ignore it.
+/// A reasoning block a vendor returned with an answer: Anthropic's `thinking` and
+/// `redacted_thinking` content blocks (signed, or opaque), or an OpenAI-compatible server's
+/// `reasoning_content` (text only). Each inbound dialect surfaces it where it has a place
+/// for it (`docs/dialects.md`); in history ([`Message::thinking`]) only the vendor that
+/// signed it gets it back.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Thinking {
     /// The reasoning text (empty for a redacted block).
@@ -115,6 +117,12 @@ pub struct Message {
     /// For a `tool` message: the function's name (Gemini needs it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// For an assistant message: the reasoning blocks its answer came with, in order. Only
+    /// the Anthropic codec sends them (signed or redacted blocks, first in the turn), so a
+    /// tool loop continues on Anthropic with its thinking intact; every other vendor leaves
+    /// them out (they are Anthropic's opaque reasoning, not content).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thinking: Vec<Thinking>,
 }
 
 impl Message {
@@ -127,6 +135,7 @@ impl Message {
             tool_calls: Vec::new(),
             tool_call_id: None,
             name: None,
+            thinking: Vec::new(),
         }
     }
 
@@ -313,8 +322,10 @@ pub struct ChatRequest {
 ///
 /// The shared fields of the [`ChatRequest`] stay the truth for the gateway (budget
 /// reservations, the input estimate, rescue): the adapter replaces the body's `model`,
-/// `max_tokens` and `stream` with the call's. A request changed after decoding (a stream
-/// rescue's continuation) drops its native body, so the change is not lost.
+/// `max_tokens` and `stream` with the call's. A stream rescue's continuation keeps the
+/// body and sets [`Native::prefill`]: only a codec that appends it (Anthropic's) uses the
+/// body then ([`ChatRequest::native_continuing`]); any other sends the shared shape, which
+/// has the prefill as its last message ([`ChatRequest::native_for`] is `None`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Native {
     /// The provider kind the body is written for (`anthropic`).
@@ -323,6 +334,15 @@ pub struct Native {
     pub body: Arc<Value>,
     /// Headers forwarded with it (`anthropic-beta`), name and value.
     pub headers: Vec<(String, String)>,
+    /// Only providers that take this body natively may answer: the body uses what the
+    /// shared shape cannot carry and no other vendor can serve (a Responses request's
+    /// built-in tools). Every other provider is skipped for the request (the trail says
+    /// `needs_native`), and a broken stream is not continued in the shared shape.
+    pub required: bool,
+    /// Text the gateway already streamed to the client, for a rescue's continuation: the
+    /// codec appends it to the body as the assistant's prefill, so the vendor continues
+    /// from it.
+    pub prefill: Option<String>,
 }
 
 impl Native {
@@ -333,7 +353,17 @@ impl Native {
             kind,
             body: Arc::new(body),
             headers: Vec::new(),
+            required: false,
+            prefill: None,
         }
+    }
+
+    /// Builder: only providers that take this body natively may answer (see
+    /// [`Native::required`]).
+    #[must_use]
+    pub fn required(mut self, required: bool) -> Self {
+        self.required = required;
+        self
     }
 
     /// Builder: one forwarded header.
@@ -435,9 +465,17 @@ impl ChatRequest {
         }
     }
 
-    /// The native body, when it is written for providers of `kind`.
+    /// The native body, when it is written for providers of `kind` and carries no
+    /// [`Native::prefill`] (a codec that cannot append one sends the shared shape).
     #[must_use]
     pub fn native_for(&self, kind: &str) -> Option<&Native> {
+        self.native_continuing(kind).filter(|n| n.prefill.is_none())
+    }
+
+    /// The native body for providers of `kind`, prefill or not: for a codec that appends
+    /// [`Native::prefill`] itself.
+    #[must_use]
+    pub fn native_continuing(&self, kind: &str) -> Option<&Native> {
         self.native.as_ref().filter(|n| n.kind == kind)
     }
 
@@ -497,9 +535,13 @@ pub struct Usage {
     /// Of `input_tokens`, those read from the vendor's prompt cache.
     #[serde(default)]
     pub cached_input_tokens: u64,
-    /// Of `input_tokens`, those written to the vendor's prompt cache.
+    /// Of `input_tokens`, those written to the vendor's prompt cache (every TTL).
     #[serde(default)]
     pub cache_write_tokens: u64,
+    /// Of `cache_write_tokens`, those written for one hour (Anthropic's `ttl: "1h"`); the
+    /// rest are 5-minute writes (or the vendor's only kind) and are priced apart.
+    #[serde(default)]
+    pub cache_write_1h_tokens: u64,
     /// Of `output_tokens`, those spent on hidden reasoning.
     #[serde(default)]
     pub reasoning_tokens: u64,
@@ -526,6 +568,9 @@ impl Usage {
             cache_write_tokens: self
                 .cache_write_tokens
                 .saturating_add(other.cache_write_tokens),
+            cache_write_1h_tokens: self
+                .cache_write_1h_tokens
+                .saturating_add(other.cache_write_1h_tokens),
             reasoning_tokens: self.reasoning_tokens.saturating_add(other.reasoning_tokens),
         }
     }
@@ -553,6 +598,7 @@ impl Usage {
             ("output", self.output_tokens),
             ("cached input", self.cached_input_tokens),
             ("cache write", self.cache_write_tokens),
+            ("1-hour cache write", self.cache_write_1h_tokens),
             ("reasoning", self.reasoning_tokens),
         ];
         match fields
@@ -572,7 +618,8 @@ impl Usage {
     max = Usage::MAX_PLAUSIBLE_TOKENS
 )]
 pub struct ImplausibleUsage {
-    /// Which count (`input`, `output`, `cached input`, `cache write`, `reasoning`).
+    /// Which count (`input`, `output`, `cached input`, `cache write`, `1-hour cache
+    /// write`, `reasoning`).
     pub field: &'static str,
     /// The count reported.
     pub tokens: u64,
@@ -608,6 +655,13 @@ pub struct ProviderReply {
     /// above), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alternatives: Vec<Choice>,
+    /// The upstream's whole answer in the request's native API, when the provider sent the
+    /// request's native body (an OpenAI Responses `response` object): what the shared
+    /// fields cannot carry (a built-in tool's output items, encrypted reasoning) reaches a
+    /// client of that API from here. The shared fields above are filled as well. Never
+    /// serialized.
+    #[serde(skip)]
+    pub native: Option<Arc<Value>>,
 }
 
 /// One more answer of a request with `n` > 1.
@@ -671,6 +725,10 @@ pub struct ChatResponse {
     /// (`x-switchyard-dropped`).
     #[serde(skip_serializing_if = "no_fields", serialize_with = "field_names")]
     pub dropped: FieldSet,
+    /// The upstream's whole answer in the request's native API (see
+    /// [`ProviderReply::native`]); for a stream, the one its finish chunk carried.
+    #[serde(skip)]
+    pub native: Option<Arc<Value>>,
 }
 
 fn no_fields(set: &FieldSet) -> bool {
@@ -731,14 +789,25 @@ pub struct ChatChunk {
     /// Log probabilities of this chunk's tokens: entries of OpenAI's `logprobs.content`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logprobs: Option<Value>,
+    /// A piece in the request's native API that the shared fields cannot carry, from a
+    /// provider that sent the request's native body: an event of an output item of a kind
+    /// the shared shape has none of (an OpenAI Responses `web_search_call`, a reasoning
+    /// item); on the finish chunk, the upstream's whole answer (see
+    /// [`ProviderReply::native`]). Only the dialect that wrote the native body reads it.
+    /// Never serialized.
+    #[serde(skip)]
+    pub native: Option<Arc<Value>>,
 }
 
 impl ChatChunk {
-    /// True when this chunk carries content the client would see (text, a tool call or a
-    /// reasoning piece).
+    /// True when this chunk carries content the client would see (text, a tool call, a
+    /// reasoning piece or a native piece).
     #[must_use]
     pub fn has_content(&self) -> bool {
-        !self.text.is_empty() || !self.tool_calls.is_empty() || !self.thinking.is_empty()
+        !self.text.is_empty()
+            || !self.tool_calls.is_empty()
+            || !self.thinking.is_empty()
+            || self.native.is_some()
     }
 }
 
@@ -753,6 +822,7 @@ mod tests {
             output_tokens: 10,
             cached_input_tokens: 600,
             cache_write_tokens: 100,
+            cache_write_1h_tokens: 0,
             reasoning_tokens: 0,
         };
         assert_eq!(u.uncached_input_tokens(), 300);
@@ -765,6 +835,7 @@ mod tests {
             output_tokens: 1 << 63,
             cached_input_tokens: u64::MAX,
             cache_write_tokens: 1 << 63,
+            cache_write_1h_tokens: 0,
             reasoning_tokens: 1 << 63,
         };
         let sum = huge.plus(huge);

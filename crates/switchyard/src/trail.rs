@@ -29,6 +29,9 @@ pub enum SkipReason {
     /// The request uses fields this provider's vendor cannot honour (named in the
     /// outcome's `fields`; `docs/fields.md`).
     CannotHonour,
+    /// The request carries what only providers taking its native body can serve (a
+    /// Responses request's built-in tools), and this provider does not take that body.
+    NeedsNative,
 }
 
 impl SkipReason {
@@ -42,6 +45,7 @@ impl SkipReason {
             Self::Unpriced => "unpriced",
             Self::RescueBufferFull => "rescue_buffer_full",
             Self::CannotHonour => "cannot_honour",
+            Self::NeedsNative => "needs_native",
         }
     }
 }

@@ -2,14 +2,19 @@
 //! would run.
 //!
 //! Prints where it would listen, every route with its providers in order, each provider's
-//! kind, model and price (or "unpriced"), the keys, and warnings: unpriced models, keys
-//! missing from the environment, client keys anyone could guess. Exits non-zero on an
+//! kind, model and price (or "unpriced"), the keys, and warnings: unpriced models, prices
+//! that lack a rate the vendor bills (cached input; Anthropic's 5-minute and 1-hour cache
+//! writes), a price table older than [`STALE_PRICES_DAYS`], keys missing from the
+//! environment, client keys anyone could guess. Exits non-zero on an
 //! invalid config (every problem listed) and on everything `serve` would refuse before
 //! listening (`config::preflight`, in `serve`'s words: a public address without keys, a
 //! request log that cannot be read or appended to).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use switchyard::{Gateway, PriceTable};
 
 use crate::config;
 
@@ -34,7 +39,10 @@ pub fn run(args: &CheckArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The text `check` prints, as for `serve --listen listen`.
+/// `check` warns when the shipped price table's `as_of` is older than this many days.
+pub const STALE_PRICES_DAYS: u64 = 90;
+
+/// The text `check` prints, as for `serve --listen listen`, today.
 ///
 /// # Errors
 /// The config's problems, or what `serve` would refuse before listening (one per line).
@@ -42,6 +50,24 @@ pub fn report(
     path: &std::path::Path,
     listen: Option<&str>,
     env: config::KeyLookup<'_>,
+) -> Result<String, String> {
+    report_at(
+        path,
+        listen,
+        env,
+        switchyard::clock::Clock::system().system_time(),
+    )
+}
+
+/// [`report`] as of `now` (the price table's age is measured from it).
+///
+/// # Errors
+/// As [`report`].
+pub fn report_at(
+    path: &std::path::Path,
+    listen: Option<&str>,
+    env: config::KeyLookup<'_>,
+    now: SystemTime,
 ) -> Result<String, String> {
     let cfg = config::load(path).map_err(|e| e.to_string())?;
     let refused = config::preflight(&cfg, listen);
@@ -83,9 +109,13 @@ pub fn report(
                 )
             },
         );
+        let api = match p.provider.native_kind() {
+            Some("openai-responses") => " api=responses",
+            _ => "",
+        };
         let _ = writeln!(
             out,
-            "  {}  kind={} model={} timeout={:?} {price}",
+            "  {}  kind={}{api} model={} timeout={:?} {price}",
             p.name,
             p.provider.kind(),
             p.provider.model(),
@@ -111,6 +141,7 @@ pub fn report(
             warnings.push(format!("provider {:?}: model {:?} has no known price: its cost will be reported as unknown", p.name, p.provider.model()));
         }
     }
+    warnings.extend(price_warnings(&cfg, gw, PriceTable::builtin(), now));
     if !cfg.keys.is_empty() && !cfg.keys.iter().any(|k| k.admin == Some(true)) {
         warnings.push("no [[keys]] entry has admin = true: /admin/* and the dashboard will refuse every caller".to_owned());
     }
@@ -121,6 +152,67 @@ pub fn report(
         }
     }
     Ok(out)
+}
+
+/// Prices that will bill some tokens at the wrong rate: a price (the table's or the
+/// config's) without a rate the vendor bills, for providers on the vendor's own endpoint
+/// (a custom `base_url` may bill differently); and the table's `as_of` older than
+/// [`STALE_PRICES_DAYS`] when some provider is priced from it.
+fn price_warnings(
+    cfg: &config::Config,
+    gw: &Gateway,
+    table: &PriceTable,
+    now: SystemTime,
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let mut from_table = false;
+    for prov in &cfg.providers {
+        let Some(price) = gw.price_of(&prov.name) else {
+            continue;
+        };
+        let model = prov.model.as_deref().unwrap_or_default();
+        let entry = table.lookup(model);
+        from_table |= prov.price.is_none() && entry.is_some();
+        if prov.base_url.is_some() || entry.is_some_and(|e| e.embeddings) {
+            continue;
+        }
+        let missing = price.missing_rates(&prov.kind);
+        if !missing.is_empty() {
+            let origin = if prov.price.is_some() {
+                "the config's price"
+            } else {
+                "prices.json"
+            };
+            warnings.push(format!(
+                "provider {:?}: {origin} for model {model:?} has no {} rate, though {} bills it: those tokens are priced at the plain input (or cache-write) rate instead; set it in the provider's price",
+                prov.name,
+                missing.join(", "),
+                prov.kind
+            ));
+        }
+    }
+    if from_table {
+        warnings.extend(stale_prices(&table.as_of, now));
+    }
+    warnings
+}
+
+/// A warning when `as_of` (`YYYY-MM-DD`) is more than [`STALE_PRICES_DAYS`] before `now`,
+/// or is not a date.
+fn stale_prices(as_of: &str, now: SystemTime) -> Option<String> {
+    let Some(read) = switchyard::provider::anthropic::parse_rfc3339(&format!("{as_of}T00:00:00Z"))
+    else {
+        return Some(format!(
+            "prices.json's as_of {as_of:?} is not a date: how old its prices are is unknown"
+        ));
+    };
+    let age = now.duration_since(read).unwrap_or(Duration::ZERO);
+    let days = age.as_secs() / 86_400;
+    (days > STALE_PRICES_DAYS).then(|| {
+        format!(
+            "prices.json is dated {as_of}, {days} days ago (more than {STALE_PRICES_DAYS}): vendors may have changed their prices; upgrade switchyard or set prices in the config"
+        )
+    })
 }
 
 #[cfg(test)]
@@ -240,6 +332,103 @@ mod tests {
             assert!(err.contains("percent-encode"), "{err}");
             assert!(!err.contains("hunter"), "{err}");
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn write_config(tag: &str, text: &str) -> (PathBuf, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("sy-check-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.toml");
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    /// The shipped table's `as_of` plus `days`.
+    fn days_after_as_of(days: u64) -> SystemTime {
+        let as_of = &PriceTable::builtin().as_of;
+        switchyard::provider::anthropic::parse_rfc3339(&format!("{as_of}T00:00:00Z")).unwrap()
+            + Duration::from_secs(days * 86_400)
+    }
+
+    #[test]
+    fn warns_of_prices_without_a_rate_the_vendor_bills() {
+        let (dir, path) = write_config(
+            "rates",
+            r#"
+            [[providers]]
+            name = "claude"
+            kind = "anthropic"
+            model = "claude-haiku-5-5"
+            price = { input_per_mtok = 0.1, output_per_mtok = 0.5, cache_write_per_mtok = 0.125 }
+            [[providers]]
+            name = "gem"
+            kind = "gemini"
+            model = "my-tuned-gemini"
+            price = { input_per_mtok = 0.3, output_per_mtok = 2.5 }
+            [[providers]]
+            name = "shipped"
+            kind = "gemini"
+            model = "gemini-2.5-pro"
+            [[providers]]
+            name = "local"
+            kind = "openai"
+            model = "llama"
+            base_url = "http://127.0.0.1:8000/v1"
+            price = { input_per_mtok = 0.0, output_per_mtok = 0.0 }
+            [[routes]]
+            name = "r"
+            providers = ["claude", "gem", "shipped", "local"]
+            "#,
+        );
+        let text = report_at(&path, None, &|_| Some("k".into()), days_after_as_of(1)).unwrap();
+        assert!(
+            text.contains(r#"provider "claude": the config's price for model "claude-haiku-5-5" has no cached input, 1-hour cache write rate, though anthropic bills it"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"provider "gem": the config's price for model "my-tuned-gemini" has no cached input rate"#),
+            "{text}"
+        );
+        // the shipped Gemini 2.5 Pro price is complete; a custom endpoint bills its own way
+        assert!(!text.contains(r#"provider "shipped""#), "{text}");
+        assert!(!text.contains(r#"provider "local""#), "{text}");
+        assert!(!text.contains("prices.json is dated"), "{text}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn warns_when_the_price_table_is_older_than_ninety_days() {
+        let (dir, path) = write_config(
+            "stale",
+            "[[providers]]\nname = \"g\"\nkind = \"gemini\"\nmodel = \"gemini-2.5-flash\"\n\
+             [[routes]]\nname = \"r\"\nproviders = [\"g\"]\n",
+        );
+        let env = |_: &str| Some("k".to_owned());
+        let at_90 = report_at(&path, None, &env, days_after_as_of(90)).unwrap();
+        assert!(!at_90.contains("prices.json is dated"), "{at_90}");
+        let at_91 = report_at(&path, None, &env, days_after_as_of(91)).unwrap();
+        let as_of = &PriceTable::builtin().as_of;
+        assert!(
+            at_91.contains(&format!(
+                "prices.json is dated {as_of}, 91 days ago (more than 90)"
+            )),
+            "{at_91}"
+        );
+        // a provider priced by the config does not use the table: no warning about its age
+        std::fs::write(
+            &path,
+            "[[providers]]\nname = \"g\"\nkind = \"gemini\"\nmodel = \"gemini-2.5-flash\"\n\
+             price = { input_per_mtok = 0.3, output_per_mtok = 2.5, cached_input_per_mtok = 0.03 }\n\
+             [[routes]]\nname = \"r\"\nproviders = [\"g\"]\n",
+        )
+        .unwrap();
+        let own = report_at(&path, None, &env, days_after_as_of(400)).unwrap();
+        assert!(!own.contains("prices.json is dated"), "{own}");
+        assert!(!own.contains("warnings:"), "{own}");
+        assert_eq!(
+            stale_prices("not-a-date", SystemTime::UNIX_EPOCH).unwrap(),
+            "prices.json's as_of \"not-a-date\" is not a date: how old its prices are is unknown"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

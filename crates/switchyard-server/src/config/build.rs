@@ -148,6 +148,9 @@ fn provider(
         });
         return Ok((Arc::new(sim), None));
     }
+    if matches!(prov.kind.as_str(), "azure" | "vertex") {
+        return super::clouds::build(prov, env, transport, clock);
+    }
     let mut warning = None;
     let key = match resolve_key(prov) {
         Some(var) => match env(&var) {

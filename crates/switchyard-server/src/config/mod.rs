@@ -9,8 +9,10 @@
 
 mod apis;
 mod build;
+mod clouds;
 mod health;
 mod preflight;
+pub mod presets;
 mod providers;
 mod schema;
 
@@ -70,10 +72,11 @@ pub fn load(path: &std::path::Path) -> Result<Config, ConfigError> {
 /// # Errors
 /// TOML or schema errors (serde stops at the first), or validation problems (all).
 pub fn parse(text: &str, source: &str) -> Result<Config, ConfigError> {
-    let config: Config = toml::from_str(text).map_err(|e| ConfigError {
+    let mut config: Config = toml::from_str(text).map_err(|e| ConfigError {
         source: source.to_owned(),
         problems: vec![e.to_string().trim_end().replace('\n', "\n    ")],
     })?;
+    presets::apply(&mut config.providers);
     let problems = validate(&config);
     if problems.is_empty() {
         Ok(config)
@@ -95,7 +98,14 @@ pub fn duration(text: &str) -> Result<Duration, String> {
 }
 
 /// The provider kinds the server can build.
-pub const KINDS: [&str; 4] = ["openai", "anthropic", "gemini", "simulated"];
+pub const KINDS: [&str; 6] = [
+    "openai",
+    "anthropic",
+    "gemini",
+    "azure",
+    "vertex",
+    "simulated",
+];
 
 /// Every problem in `config`, with paths.
 #[must_use]
@@ -237,6 +247,29 @@ fn validate_providers(config: &Config, p: &mut Problems) -> HashSet<String> {
                 format!("provider {:?} is defined twice", prov.name),
             );
         }
+        if let Some(name) = &prov.preset {
+            if presets::find(name).is_none() {
+                p.add(
+                    format!("{at}.preset"),
+                    format!("{name:?} is not one of {}", presets::names()),
+                );
+            } else if prov.kind != "openai" {
+                p.add(
+                    format!("{at}.preset"),
+                    format!(
+                        "presets are OpenAI-compatible vendors; kind {:?} takes none",
+                        prov.kind
+                    ),
+                );
+            }
+        }
+        if prov.kind.is_empty() {
+            p.add(
+                format!("{at}.kind"),
+                format!("is required: one of {} (or set a preset)", KINDS.join(", ")),
+            );
+            continue;
+        }
         if !KINDS.contains(&prov.kind.as_str()) {
             p.add(
                 format!("{at}.kind"),
@@ -318,6 +351,7 @@ fn validate_simulated(prov: &ProviderToml, at: &str, p: &mut Problems) {
         ("model", prov.model.is_some()),
         ("api_key_env", prov.api_key_env.is_some()),
         ("base_url", prov.base_url.is_some()),
+        ("api", prov.api.is_some()),
     ] {
         if set {
             p.add(
@@ -328,8 +362,55 @@ fn validate_simulated(prov: &ProviderToml, at: &str, p: &mut Problems) {
     }
 }
 
+/// The values of a provider's `api` (which OpenAI API it speaks upstream).
+pub const OPENAI_APIS: [&str; 2] = ["chat_completions", "responses"];
+
 fn validate_remote(prov: &ProviderToml, at: &str, p: &mut Problems) {
+    clouds::validate(prov, at, p);
+    if let Some(ids) = &prov.tool_call_ids {
+        if !matches!(ids.as_str(), "as_is" | "alnum9") {
+            p.add(
+                format!("{at}.tool_call_ids"),
+                format!("{ids:?} is not one of as_is, alnum9"),
+            );
+        }
+    }
+    if prov.kind != "openai" {
+        for (field, set) in [
+            ("stream_usage", prov.stream_usage.is_some()),
+            ("tool_call_ids", prov.tool_call_ids.is_some()),
+        ] {
+            if set {
+                p.add(
+                    format!("{at}.{field}"),
+                    "applies to kind \"openai\" providers only",
+                );
+            }
+        }
+    }
+    if let Some(api) = &prov.api {
+        if prov.kind != "openai" {
+            p.add(
+                format!("{at}.api"),
+                format!(
+                    "applies to openai providers only (which OpenAI API they speak), not {:?}",
+                    prov.kind
+                ),
+            );
+        } else if !OPENAI_APIS.contains(&api.as_str()) {
+            p.add(
+                format!("{at}.api"),
+                format!("{api:?} is not one of {}", OPENAI_APIS.join(", ")),
+            );
+        } else if api == "responses" && prov.use_max_tokens.is_some() {
+            p.add(
+                format!("{at}.use_max_tokens"),
+                "does not apply with api = \"responses\" (its output cap is max_output_tokens)",
+            );
+        }
+    }
     match &prov.model {
+        _ if prov.kind == "azure" => {}
         Some(m) if !m.trim().is_empty() => {}
         _ => p.add(
             format!("{at}.model"),

@@ -10,7 +10,8 @@ use switchyard::clock::Clock;
 use switchyard::provider::anthropic::{Anthropic, AnthropicConfig};
 use switchyard::provider::gemini::{Gemini, GeminiConfig};
 use switchyard::provider::http::{HttpSettings, Transport, DEFAULT_CONNECT_TIMEOUT};
-use switchyard::provider::openai::{OpenAi, OpenAiConfig};
+use switchyard::provider::openai::responses::OpenAiResponses;
+use switchyard::provider::openai::{OpenAi, OpenAiConfig, ToolCallIds};
 use switchyard::provider::secret::Secret;
 use switchyard::Provider;
 
@@ -43,9 +44,17 @@ pub fn remote(
             }
             cfg.api_key = key;
             cfg.use_max_tokens = prov.use_max_tokens.unwrap_or(false);
+            cfg.stream_usage = prov.stream_usage.unwrap_or(true);
+            if prov.tool_call_ids.as_deref() == Some("alnum9") {
+                cfg.tool_call_ids = ToolCallIds::Alnum9;
+            }
             cfg.headers = headers(prov);
             cfg.http = http;
             cfg.clock = clock;
+            if prov.api.as_deref() == Some("responses") {
+                let p = OpenAiResponses::new(cfg, transport).map_err(|e| at(&e))?;
+                return Ok(Arc::new(p));
+            }
             Ok(Arc::new(OpenAi::new(cfg, transport).map_err(|e| at(&e))?))
         }
         "anthropic" => {
@@ -82,7 +91,7 @@ pub fn remote(
     }
 }
 
-fn headers(prov: &ProviderToml) -> Vec<(String, String)> {
+pub(super) fn headers(prov: &ProviderToml) -> Vec<(String, String)> {
     prov.headers
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
+use switchyard::cost::usd_per_mtok_to_micros;
 use switchyard::error::BreakerEffect;
 use switchyard::Price;
 
@@ -87,8 +88,14 @@ pub struct ServerToml {
 pub struct ProviderToml {
     /// Unique name: breaker and ledger key.
     pub name: String,
-    /// `openai`, `anthropic`, `gemini` or `simulated`.
+    /// `openai`, `anthropic`, `gemini`, `azure`, `vertex` or `simulated` (`openai` when a
+    /// `preset` is given).
+    #[serde(default)]
     pub kind: String,
+    /// An OpenAI-compatible vendor whose defaults fill the unset fields (`groq`,
+    /// `together`, `fireworks`, `deepseek`, `mistral`, `xai`, `openrouter`, `ollama`,
+    /// `vllm`; see config/presets.rs).
+    pub preset: Option<String>,
     /// The vendor's model id.
     pub model: Option<String>,
     /// The APIs it serves: `["chat"]`, `["embeddings"]` or both (default: `["embeddings"]`
@@ -120,8 +127,39 @@ pub struct ProviderToml {
     pub headers: BTreeMap<String, String>,
     /// `openai`: send `max_tokens` instead of `max_completion_tokens`.
     pub use_max_tokens: Option<bool>,
+    /// `openai`: ask streams for usage with `stream_options` (default true).
+    pub stream_usage: Option<bool>,
+    /// `openai`: `"as_is"` (default) or `"alnum9"` (tool-call ids rewritten to nine
+    /// alphanumerics, as Mistral requires).
+    pub tool_call_ids: Option<String>,
+    /// `openai`: which OpenAI API the provider speaks upstream: `"chat_completions"` (the
+    /// default: `POST {base_url}/chat/completions`) or `"responses"` (`POST
+    /// {base_url}/responses`, for models served only there; a `/v1/responses` request it
+    /// answers goes as the client wrote it, built-in tools included). Not a route's `api`
+    /// (chat or embeddings), nor `serves`.
+    pub api: Option<String>,
     /// `anthropic`: `max_tokens` when the caller gives none.
     pub default_max_tokens: Option<u32>,
+    /// `azure`: the resource URL (`https://NAME.openai.azure.com`).
+    pub endpoint: Option<String>,
+    /// `azure`: the deployment name (sent as the model).
+    pub deployment: Option<String>,
+    /// `azure`: `"v1"` (the v1 path), `"preview"`, or a dated version (the classic
+    /// deployments path with `?api-version=`).
+    pub api_version: Option<String>,
+    /// `azure`: the environment variable holding a Microsoft Entra ID token.
+    pub token_env: Option<String>,
+    /// `azure`: a file holding a Microsoft Entra ID token, re-read when it changes.
+    pub token_file: Option<String>,
+    /// `vertex`: the Google Cloud project id.
+    pub project: Option<String>,
+    /// `vertex`: a region (`us-central1`) or `global`.
+    pub location: Option<String>,
+    /// `vertex`: `google` or `anthropic` (default: `anthropic` for `claude-*` models).
+    pub publisher: Option<String>,
+    /// `vertex`: the environment variable holding the service-account key file's path
+    /// (default `GOOGLE_APPLICATION_CREDENTIALS`).
+    pub credentials_env: Option<String>,
     /// Simulated: probability of failure per call.
     pub failure_rate: Option<f64>,
     /// Simulated: latency range in ms.
@@ -158,8 +196,13 @@ pub struct PriceToml {
     pub output_per_mtok: f64,
     /// Cached input tokens (defaults to the input price).
     pub cached_input_per_mtok: Option<f64>,
-    /// Cache writes (defaults to the input price).
+    /// Cache writes: 5-minute ones at Anthropic, the only kind elsewhere (defaults to the
+    /// input price).
     pub cache_write_per_mtok: Option<f64>,
+    /// 1-hour cache writes (Anthropic; defaults to the cache-write price).
+    pub cache_write_1h_per_mtok: Option<f64>,
+    /// Dearer rates for calls whose input is above a threshold.
+    pub long_context: Option<LongContextToml>,
     /// The model's output limit (overrides the price table's): what a request without
     /// `max_tokens` reserves against a budget.
     pub max_output_tokens: Option<u32>,
@@ -171,13 +214,55 @@ impl PriceToml {
     /// # Errors
     /// A value that is negative or has more than 6 decimal places.
     pub fn to_price(self) -> Result<Price, switchyard::cost::PriceError> {
-        Price::from_usd_per_mtok(
+        let mut price = Price::from_usd_per_mtok(
             self.input_per_mtok,
             self.output_per_mtok,
             self.cached_input_per_mtok,
             self.cache_write_per_mtok,
-        )
+        )?;
+        price.cache_write_1h_micros_per_mtok = micros(self.cache_write_1h_per_mtok)?;
+        price.long_context = self
+            .long_context
+            .map(LongContextToml::to_tier)
+            .transpose()?;
+        Ok(price)
     }
+}
+
+/// `price.long_context`: every rate of a call whose input tokens (cached and cache-written
+/// included) are above `above_input_tokens`, dollars per million tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LongContextToml {
+    /// The threshold: a call of exactly this many input tokens keeps the base rates.
+    pub above_input_tokens: u64,
+    /// Input tokens.
+    pub input_per_mtok: f64,
+    /// Output tokens.
+    pub output_per_mtok: f64,
+    /// Cached input tokens (defaults to this tier's input price).
+    pub cached_input_per_mtok: Option<f64>,
+    /// Cache writes (defaults to this tier's input price).
+    pub cache_write_per_mtok: Option<f64>,
+    /// 1-hour cache writes (defaults to this tier's cache-write price).
+    pub cache_write_1h_per_mtok: Option<f64>,
+}
+
+impl LongContextToml {
+    fn to_tier(self) -> Result<switchyard::cost::LongContext, switchyard::cost::PriceError> {
+        Ok(switchyard::cost::LongContext {
+            above_input_tokens: self.above_input_tokens,
+            input_micros_per_mtok: usd_per_mtok_to_micros(self.input_per_mtok)?,
+            output_micros_per_mtok: usd_per_mtok_to_micros(self.output_per_mtok)?,
+            cached_input_micros_per_mtok: micros(self.cached_input_per_mtok)?,
+            cache_write_micros_per_mtok: micros(self.cache_write_per_mtok)?,
+            cache_write_1h_micros_per_mtok: micros(self.cache_write_1h_per_mtok)?,
+        })
+    }
+}
+
+fn micros(usd: Option<f64>) -> Result<Option<u64>, switchyard::cost::PriceError> {
+    usd.map(usd_per_mtok_to_micros).transpose()
 }
 
 /// `[[routes]]`: what clients ask for as `model`.

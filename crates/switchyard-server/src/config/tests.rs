@@ -12,7 +12,7 @@ fn the_example_file_parses() {
     let text = include_str!("../../../../switchyard.example.toml");
     let config = parse(text, "switchyard.example.toml").unwrap();
     assert_eq!(config.routes.len(), 3);
-    assert_eq!(config.providers.len(), 7);
+    assert_eq!(config.providers.len(), 9);
     assert_eq!(config.keys[0].routes, ["smart", "cheap"]);
     let checks = health_checks(&config);
     assert_eq!(checks.len(), 1);
@@ -89,7 +89,7 @@ fn every_problem_is_reported_at_once_with_its_path() {
     let expect = [
         "providers[0].timeout: \"soon\" is not a duration",
         "providers[1].name: provider \"gpt\" is defined twice",
-        "providers[1].kind: \"opneai\" is not one of openai, anthropic, gemini, simulated",
+        "providers[1].kind: \"opneai\" is not one of openai, anthropic, gemini, azure, vertex, simulated",
         "routes[1].providers[1]: no provider named \"claude\"",
         "routes[1].providers[2]: no provider named \"gtp\"",
         "routes[1].breaker.failure_threshold: must be at least 1",
@@ -219,7 +219,9 @@ fn the_example_file_builds_every_adapter_and_warns_of_missing_keys() {
             "openai",
             "simulated",
             "openai",
-            "gemini"
+            "gemini",
+            "azure",
+            "vertex"
         ]
     );
     let api = |name: &str| built.gateway.route(name).unwrap().api;
@@ -230,7 +232,11 @@ fn the_example_file_builds_every_adapter_and_warns_of_missing_keys() {
         .iter()
         .filter(|w| w.contains("is not set"))
         .collect();
-    assert_eq!(missing.len(), 3, "{:?}", built.warnings);
+    assert_eq!(missing.len(), 5, "{:?}", built.warnings);
+    assert!(missing.iter().any(|w| w.contains("AZURE_OPENAI_API_KEY")));
+    assert!(missing
+        .iter()
+        .any(|w| w.contains("GOOGLE_APPLICATION_CREDENTIALS")));
     assert!(missing.iter().any(|w| w.contains("ANTHROPIC_API_KEY")));
     assert!(missing.iter().any(|w| w.contains("GEMINI_API_KEY")));
     assert!(built.warnings.iter().all(|w| !w.contains("sk-test")));
@@ -448,4 +454,268 @@ fn responses_section_sets_the_stored_responses_limits() {
         crate::config::stored_responses(&unset),
         crate::config::StoredResponses::default()
     );
+}
+
+#[test]
+fn a_preset_fills_base_url_key_and_quirks_and_the_entry_wins() {
+    let text = r#"
+[[providers]]
+name = "g"
+preset = "groq"
+model = "llama-3.3-70b-versatile"
+
+[[providers]]
+name = "m"
+preset = "mistral"
+model = "mistral-large-latest"
+use_max_tokens = false
+base_url = "http://127.0.0.1:9/v1"
+
+[[providers]]
+name = "o"
+preset = "ollama"
+model = "llama3.2"
+
+[[routes]]
+name = "r"
+providers = ["g", "m", "o"]
+"#;
+    let config = parse(text, "t").unwrap();
+    let [g, m, o] = &config.providers[..] else {
+        panic!()
+    };
+    assert_eq!(g.kind, "openai");
+    assert_eq!(
+        g.base_url.as_deref(),
+        Some("https://api.groq.com/openai/v1")
+    );
+    assert_eq!(g.api_key_env.as_deref(), Some("GROQ_API_KEY"));
+    assert_eq!(
+        (g.use_max_tokens, g.stream_usage),
+        (Some(false), Some(true))
+    );
+    assert_eq!(g.tool_call_ids, None);
+    // the entry's own values win
+    assert_eq!(m.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
+    assert_eq!(m.use_max_tokens, Some(false));
+    assert_eq!(m.stream_usage, Some(false));
+    assert_eq!(m.tool_call_ids.as_deref(), Some("alnum9"));
+    assert_eq!(m.api_key_env.as_deref(), Some("MISTRAL_API_KEY"));
+    // a local server: no key variable, so no ambient key is ever sent to it
+    assert_eq!(o.api_key_env, None);
+    assert_eq!(build::resolve_key(o), None);
+    assert_eq!(o.base_url.as_deref(), Some("http://localhost:11434/v1"));
+    for p in presets::PRESETS {
+        assert!(p.base_url.starts_with("http"), "{}", p.name);
+    }
+}
+
+#[test]
+fn presets_and_quirk_fields_are_validated_with_their_paths() {
+    let base = "[[routes]]\nname = \"r\"\nproviders = [\"p\"]\n[[providers]]\nname = \"p\"\nmodel = \"m\"\n";
+    let p = problems(&format!("{base}preset = \"grok\"\n"));
+    assert_eq!(p.len(), 2, "{p:?}");
+    assert!(
+        p[0].starts_with("providers[0].preset: \"grok\" is not one of groq, together"),
+        "{p:?}"
+    );
+    assert!(p[1].starts_with("providers[0].kind: is required"), "{p:?}");
+    let p = problems(&format!("{base}kind = \"anthropic\"\npreset = \"groq\"\n"));
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(
+        p[0].contains("providers[0].preset: presets are OpenAI-compatible"),
+        "{p:?}"
+    );
+    let p = problems(&format!(
+        "{base}kind = \"openai\"\ntool_call_ids = \"short\"\n"
+    ));
+    assert_eq!(
+        p,
+        ["providers[0].tool_call_ids: \"short\" is not one of as_is, alnum9"]
+    );
+    let p = problems(&format!("{base}kind = \"gemini\"\nstream_usage = false\n"));
+    assert_eq!(
+        p,
+        ["providers[0].stream_usage: applies to kind \"openai\" providers only"]
+    );
+    let p = problems(&format!("{base}\n"));
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(p[0].starts_with("providers[0].kind: is required"), "{p:?}");
+}
+
+/// Each preset's quirks reach the wire: the body its vendor gets, from the config alone.
+#[tokio::test]
+async fn each_presets_quirks_reach_the_upstream_body() {
+    use switchyard::chat::{Message, ToolCall};
+    use switchyard::provider::http::Transport;
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    let mut assistant = Message::assistant("");
+    assistant.content.clear();
+    assistant.tool_calls = vec![ToolCall {
+        id: "toolu_01A09q90qw90lq917835lq9".into(),
+        name: "f".into(),
+        arguments: "{}".into(),
+    }];
+    let req = switchyard::ChatRequest {
+        messages: vec![
+            Message::user("hi"),
+            assistant,
+            Message::tool_result("toolu_01A09q90qw90lq917835lq9", "f", "{}"),
+        ],
+        max_tokens: Some(100),
+        ..switchyard::ChatRequest::default()
+    };
+    let sse = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n";
+    for p in presets::PRESETS {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .insert_header("content-type", "text/event-stream")
+                    .set_body_string(sse),
+            )
+            .mount(&server)
+            .await;
+        let text = format!(
+            "[[providers]]\nname = \"p\"\npreset = {:?}\nmodel = \"m\"\nbase_url = \"{}/v1\"\n[[routes]]\nname = \"r\"\nproviders = [\"p\"]\n",
+            p.name,
+            server.uri()
+        );
+        let config = parse(&text, "t").unwrap();
+        let provider = providers::remote(
+            &config.providers[0],
+            None,
+            &Transport::default(),
+            switchyard::clock::Clock::system(),
+        )
+        .unwrap();
+        let mut stream = provider.stream(&req).await.unwrap();
+        while futures_util::StreamExt::next(&mut stream).await.is_some() {}
+        let sent = &server.received_requests().await.unwrap()[0];
+        let body: serde_json::Value = serde_json::from_slice(&sent.body).unwrap();
+        let tokens = if p.use_max_tokens {
+            "max_tokens"
+        } else {
+            "max_completion_tokens"
+        };
+        assert_eq!(body[tokens], 100, "{}: {body}", p.name);
+        assert_eq!(
+            body.get("stream_options").is_some(),
+            p.stream_usage,
+            "{}: {body}",
+            p.name
+        );
+        let id = body["messages"][1]["tool_calls"][0]["id"].as_str().unwrap();
+        assert_eq!(
+            body["messages"][2]["tool_call_id"].as_str(),
+            Some(id),
+            "{}",
+            p.name
+        );
+        if p.alnum9_tool_call_ids {
+            assert!(
+                id.len() == 9 && id.bytes().all(|b| b.is_ascii_alphanumeric()),
+                "{id}"
+            );
+        } else {
+            assert_eq!(id, "toolu_01A09q90qw90lq917835lq9", "{}", p.name);
+        }
+    }
+}
+
+#[test]
+fn a_price_override_may_set_one_hour_writes_and_a_long_context_tier() {
+    let text = |tier: &str| {
+        format!(
+            r#"
+            [[providers]]
+            name = "claude"
+            kind = "anthropic"
+            model = "claude-sonnet-4-5"
+            price = {{ input_per_mtok = 3.0, output_per_mtok = 15.0, cached_input_per_mtok = 0.3, cache_write_per_mtok = 3.75, cache_write_1h_per_mtok = 6.0, long_context = {{ above_input_tokens = 200000, {tier} }} }}
+
+            [[routes]]
+            name = "r"
+            providers = ["claude"]
+        "#
+        )
+    };
+    let config = parse(
+        &text("input_per_mtok = 6.0, output_per_mtok = 22.5, cache_write_1h_per_mtok = 12.0"),
+        "test.toml",
+    )
+    .unwrap();
+    let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
+    let price = built.gateway.price_of("claude").unwrap();
+    assert_eq!(price.cache_write_1h_micros_per_mtok, Some(6_000_000));
+    let tier = price.long_context.unwrap();
+    assert_eq!(
+        (
+            tier.above_input_tokens,
+            tier.input_micros_per_mtok,
+            tier.output_micros_per_mtok,
+            tier.cache_write_1h_micros_per_mtok
+        ),
+        (200_000, 6_000_000, 22_500_000, Some(12_000_000))
+    );
+    let p = problems(&text("input_per_mtok = 0.0000001, output_per_mtok = 1.0"));
+    assert!(
+        p.iter().any(|l| l.starts_with("providers[0].price:")),
+        "{p:#?}"
+    );
+    let p = problems(&text(
+        "input_per_mtok = 6.0, output_per_mtok = 1.0, above = 1",
+    ));
+    assert!(p.iter().any(|l| l.contains("above")), "{p:#?}");
+}
+
+#[test]
+fn an_openai_provider_can_speak_the_responses_api_upstream() {
+    let conf = |kind: &str, line: &str| {
+        format!(
+            "[[providers]]\nname = \"p\"\nkind = \"{kind}\"\nmodel = \"gpt-5.1-codex\"\n{line}\n\
+             [[routes]]\nname = \"r\"\nproviders = [\"p\"]\n"
+        )
+    };
+    let text = conf("openai", "api = \"responses\"");
+    assert!(problems(&text).is_empty(), "{:?}", problems(&text));
+    let config = parse(&text, "test.toml").unwrap();
+    let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
+    let p = &built.gateway.providers()[0].provider;
+    assert_eq!(
+        (p.kind(), p.native_kind()),
+        ("openai", Some("openai-responses"))
+    );
+    let text = conf("openai", "api = \"chat_completions\"");
+    let config = parse(&text, "test.toml").unwrap();
+    let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
+    assert_eq!(built.gateway.providers()[0].provider.native_kind(), None);
+    let cases = [
+        (
+            conf("openai", "api = \"completions\""),
+            r#"providers[0].api: "completions" is not one of chat_completions, responses"#,
+        ),
+        (
+            conf("anthropic", "api = \"responses\""),
+            r#"providers[0].api: applies to openai providers only (which OpenAI API they speak), not "anthropic""#,
+        ),
+        (
+            conf("openai", "api = \"responses\"\nuse_max_tokens = true"),
+            "providers[0].use_max_tokens: does not apply with api = \"responses\"",
+        ),
+        (
+            "[[providers]]\nname = \"s\"\nkind = \"simulated\"\napi = \"responses\"\n\
+             [[routes]]\nname = \"r\"\nproviders = [\"s\"]\n"
+                .to_owned(),
+            "providers[0].api: does not apply to simulated providers",
+        ),
+    ];
+    for (text, expect) in cases {
+        let p = problems(&text);
+        assert_eq!(p.len(), 1, "{text}: {p:?}");
+        assert!(p[0].starts_with(expect), "{text}: {p:?}");
+    }
 }

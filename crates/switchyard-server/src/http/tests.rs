@@ -631,3 +631,98 @@ async fn usage_the_vendor_did_not_report_is_absent_not_zero() {
     assert_eq!(last["usage"], Value::Null, "{last}");
     assert_eq!(last["switchyard"]["cost_usd"], Value::Null, "{last}");
 }
+
+/// An answer's reasoning reaches a Chat Completions client as `reasoning_content`, as
+/// OpenAI-compatible reasoning servers return it (the signature has no place there); a
+/// client's `reasoning_content` in history is accepted and sent to no vendor.
+#[tokio::test]
+async fn reasoning_is_reasoning_content_and_history_reasoning_is_left_out() {
+    let reply = switchyard::ProviderReply {
+        text: "9.11 < 9.8".into(),
+        thinking: vec![switchyard::chat::Thinking {
+            text: "Compare the decimals.".into(),
+            signature: Some("c2ln".into()),
+            redacted: None,
+        }],
+        ..switchyard::ProviderReply::default()
+    };
+    let f = fixture(
+        ScriptedProvider::new("p").otherwise(Step::Reply(reply)),
+        ScriptedProvider::new("b"),
+        &[],
+        Route::new("smart", &["primary"]),
+    );
+    let mut body = chat("smart");
+    body["messages"] = json!([
+        {"role": "user", "content": "Which is larger?"},
+        {"role": "assistant", "content": "Let me think.", "reasoning_content": "Earlier thoughts."},
+        {"role": "user", "content": "Well?"}
+    ]);
+    let resp = call(&f.state, post(&body)).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let message = json_body(resp).await["choices"][0]["message"].clone();
+    assert_eq!(message["content"], "9.11 < 9.8");
+    assert_eq!(message["reasoning_content"], "Compare the decimals.");
+    let sent = &f.primary.requests()[0];
+    assert!(sent.messages.iter().all(|m| m.thinking.is_empty()));
+    assert_eq!(sent.messages[1].joined_text(), "Let me think.");
+    // no reasoning: no field
+    let f = basic();
+    let message = json_body(call(&f.state, post(&chat("smart"))).await).await["choices"][0]
+        ["message"]
+        .clone();
+    assert!(message.get("reasoning_content").is_none(), "{message}");
+}
+
+#[tokio::test]
+async fn streamed_reasoning_is_delta_reasoning_content_before_the_text() {
+    let thinking = |text: &str, signature: Option<&str>| {
+        StreamStep::Chunk(switchyard::ChatChunk {
+            thinking: vec![switchyard::chat::ThinkingDelta {
+                index: 0,
+                text: text.into(),
+                signature: signature.map(str::to_owned),
+                redacted: None,
+            }],
+            ..Default::default()
+        })
+    };
+    let Step::Stream(words) = Step::stream_words(&["9.11 ", "< 9.8"]) else {
+        unreachable!()
+    };
+    let mut steps = vec![
+        thinking("Compare ", None),
+        thinking("the decimals.", None),
+        thinking("", Some("c2ln")),
+    ];
+    steps.extend(words);
+    let f = fixture(
+        ScriptedProvider::new("p").then(Step::Stream(steps)),
+        ScriptedProvider::new("b"),
+        &[],
+        Route::new("smart", &["primary"]),
+    );
+    let mut body = chat("smart");
+    body["stream"] = json!(true);
+    let ev = events(&text_body(call(&f.state, post(&body)).await).await);
+    let deltas: Vec<Value> = ev[..ev.len() - 1]
+        .iter()
+        .map(|e| serde_json::from_str::<Value>(e).unwrap()["choices"][0]["delta"].clone())
+        .collect();
+    let reasoning: Vec<&str> = deltas
+        .iter()
+        .filter_map(|d| d["reasoning_content"].as_str())
+        .collect();
+    assert_eq!(reasoning, ["Compare ", "the decimals."]);
+    assert_eq!(
+        deltas.len(),
+        1 + 2 + 2 + 1,
+        "role, two reasoning pieces (the signature alone sends nothing), two words, finish: {deltas:?}"
+    );
+    assert!(deltas[1].get("content").is_none(), "{:?}", deltas[1]);
+    let text: String = deltas
+        .iter()
+        .filter_map(|d| d["content"].as_str())
+        .collect();
+    assert_eq!(text, "9.11 < 9.8");
+}

@@ -88,6 +88,7 @@ impl SimulatedProvider {
             output_micros_per_mtok: usd_per_mtok_to_micros(self.cfg.cost_per_1k_tokens * 1000.0)?,
             cached_input_micros_per_mtok: None,
             cache_write_micros_per_mtok: None,
+            ..Price::default()
         })
     }
 

@@ -2,14 +2,16 @@
 //! dialect while its own vendor is down: it streams to `/v1/responses` with `store: false`,
 //! `reasoning.summary`, `include: ["reasoning.encrypted_content"]`, `prompt_cache_key`,
 //! `client_metadata`, `developer` input items with ids and its function tools, and the
-//! answer comes from an Anthropic upstream. Offline: every request goes to loopback. Codex
-//! is configured with function tools only (its built-in `web_search` and tool namespaces are
-//! refused by name unless a provider takes Responses requests natively).
+//! answer comes from an Anthropic upstream (Codex configured with function tools only: its
+//! built-in `web_search` is refused by name on a route without a provider that takes
+//! Responses requests natively). With `web_search` on, a route of OpenAI providers with
+//! `api = "responses"` gets Codex's body as written, after failing over from a broken one.
+//! Offline: every request goes to loopback.
 //! The binary is `$SWITCHYARD_CODEX` (`scripts/test` installs it from `tests/agents/`);
 //! without it the test fails with the install command — never skips.
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -89,6 +91,39 @@ async fn mock(at: &str, response: ResponseTemplate) -> MockServer {
     server
 }
 
+/// `codex exec "Say hello."` against `server` with its home under `home`; `settings` are
+/// more top-level lines of its `config.toml`.
+fn codex_exec(binary: &PathBuf, server: &Server, home: &Path, settings: &str) -> Output {
+    let codex_home = home.join(".codex");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    std::fs::write(
+        codex_home.join("config.toml"),
+        format!(
+            "model = \"{MODEL}\"\nmodel_provider = \"switchyard\"\n{settings}\n\
+             [features]\nmulti_agent = false\n\n\
+             [model_providers.switchyard]\nname = \"switchyard\"\nbase_url = \"{}/v1\"\n\
+             env_key = \"SWITCHYARD_E2E_CODEX_KEY\"\nwire_api = \"responses\"\n\
+             request_max_retries = 0\nstream_max_retries = 0\n",
+            server.base
+        ),
+    )
+    .unwrap();
+    let mut cmd = Command::new(binary);
+    for var in PROXY_ENV
+        .iter()
+        .chain(&["OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME"])
+    {
+        cmd.env_remove(var);
+    }
+    cmd.env("HOME", home)
+        .env("CODEX_HOME", &codex_home)
+        .env("SWITCHYARD_E2E_CODEX_KEY", TOKEN)
+        .current_dir(home)
+        .args(["exec", "--skip-git-repo-check", "Say hello."])
+        .stdin(std::process::Stdio::null());
+    run_bounded(cmd, Duration::from_secs(180))
+}
+
 #[tokio::test]
 async fn codex_fails_over_from_openai_to_anthropic() {
     let binary = codex_binary();
@@ -103,8 +138,6 @@ async fn codex_fails_over_from_openai_to_anthropic() {
     let scratch = Scratch::new("e2e", "codex");
     let log = scratch.file("requests.jsonl");
     let home = scratch.file("home");
-    let codex_home = home.join(".codex");
-    std::fs::create_dir_all(&codex_home).unwrap();
     let config = format!(
         "[server]\nrequest_log = {log:?}\n\n{}{}{}[[keys]]\nname = \"codex\"\nsha256 = \"{hash}\"\nroutes = [\"*\"]\n",
         openai_provider("gpt", &down.uri(), ""),
@@ -112,33 +145,7 @@ async fn codex_fails_over_from_openai_to_anthropic() {
         route(MODEL, &["gpt", "claude"], "retry = { max_attempts = 1 }"),
     );
     let server = Server::start(scratch, &config, &key_env());
-    std::fs::write(
-        codex_home.join("config.toml"),
-        format!(
-            "model = \"{MODEL}\"\nmodel_provider = \"switchyard\"\nweb_search = \"disabled\"\n\n\
-             [features]\nmulti_agent = false\n\n\
-             [model_providers.switchyard]\nname = \"switchyard\"\nbase_url = \"{}/v1\"\n\
-             env_key = \"SWITCHYARD_E2E_CODEX_KEY\"\nwire_api = \"responses\"\n\
-             request_max_retries = 0\nstream_max_retries = 0\n",
-            server.base
-        ),
-    )
-    .unwrap();
-
-    let mut cmd = Command::new(binary);
-    for var in PROXY_ENV
-        .iter()
-        .chain(&["OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME"])
-    {
-        cmd.env_remove(var);
-    }
-    cmd.env("HOME", &home)
-        .env("CODEX_HOME", &codex_home)
-        .env("SWITCHYARD_E2E_CODEX_KEY", TOKEN)
-        .current_dir(&home)
-        .args(["exec", "--skip-git-repo-check", "Say hello."])
-        .stdin(std::process::Stdio::null());
-    let out = run_bounded(cmd, Duration::from_secs(180));
+    let out = codex_exec(&binary, &server, &home, "web_search = \"disabled\"\n");
     assert!(
         out.status.success(),
         "codex exec failed\n{}\n--- server\n{}",
@@ -181,4 +188,98 @@ async fn codex_fails_over_from_openai_to_anthropic() {
         "{}",
         json!(first["tools"])
     );
+}
+
+/// The Responses event stream of an OpenAI provider saying `text`.
+fn responses_stream(text: &str) -> String {
+    let message = |status: &str, content: Value| {
+        json!({"type": "message", "id": "msg_e2e_codex", "role": "assistant", "status": status,
+            "content": content})
+    };
+    let done = message(
+        "completed",
+        json!([{"type": "output_text", "text": text, "annotations": []}]),
+    );
+    let events = [
+        json!({"type": "response.created", "response": {"id": "resp_e2e", "object": "response",
+            "status": "in_progress", "model": "gpt-5.1-codex", "output": []}}),
+        json!({"type": "response.output_item.added", "output_index": 0,
+            "item": message("in_progress", json!([]))}),
+        json!({"type": "response.output_text.delta", "output_index": 0,
+            "item_id": "msg_e2e_codex", "content_index": 0, "delta": text}),
+        json!({"type": "response.output_item.done", "output_index": 0, "item": done}),
+        json!({"type": "response.completed", "response": {"id": "resp_e2e", "object": "response",
+            "status": "completed", "model": "gpt-5.1-codex", "output": [done],
+            "usage": {"input_tokens": 40, "output_tokens": 9, "total_tokens": 49}}}),
+    ];
+    events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let mut e = e.clone();
+            e["sequence_number"] = json!(i);
+            format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap())
+        })
+        .collect()
+}
+
+/// Codex with its default built-in `web_search` on: the route's providers speak the
+/// Responses API upstream (`api = "responses"`), so its request passes through as written
+/// after the first one fails over.
+#[tokio::test]
+async fn codex_with_built_in_tools_goes_natively_to_responses_providers() {
+    let binary = codex_binary();
+    let down = mock(
+        "/v1/responses",
+        ResponseTemplate::new(503).set_body_json(json!({"error": {"message": "overloaded",
+            "type": "server_error", "param": null, "code": null}})),
+    )
+    .await;
+    let up = mock("/v1/responses", ok_stream(responses_stream(ANSWER))).await;
+    let hash = hex::encode(Sha256::digest(TOKEN.as_bytes()));
+    let scratch = Scratch::new("e2e", "codex-native");
+    let log = scratch.file("requests.jsonl");
+    let home = scratch.file("home");
+    let config = format!(
+        "[server]\nrequest_log = {log:?}\n\n{}{}{}[[keys]]\nname = \"codex\"\nsha256 = \"{hash}\"\nroutes = [\"*\"]\n",
+        openai_provider("codex-down", &down.uri(), "api = \"responses\""),
+        openai_provider("codex", &up.uri(), "api = \"responses\""),
+        route(MODEL, &["codex-down", "codex"], "retry = { max_attempts = 1 }"),
+    );
+    let server = Server::start(scratch, &config, &key_env());
+    let out = codex_exec(&binary, &server, &home, "");
+    assert!(
+        out.status.success(),
+        "codex exec failed\n{}\n--- server\n{}",
+        describe(&out),
+        server.output()
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(ANSWER),
+        "{}\n--- server\n{}",
+        describe(&out),
+        server.output()
+    );
+    let answered: Vec<Value> = lines_of(&log)
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["api"] == "responses" && l["status"] == 200)
+        .collect();
+    assert!(!answered.is_empty());
+    for line in &answered {
+        assert_eq!(line["provider"], "codex", "{line}");
+        assert_eq!(line["failed_over"], true, "{line}");
+    }
+    // what reached the vendor: Codex's own body, its built-in web_search among its tools
+    let first: Value = up.received_requests().await.unwrap()[0]
+        .body_json()
+        .unwrap();
+    let tools = first["tools"].as_array().cloned().unwrap_or_default();
+    assert!(
+        tools.iter().any(|t| t["type"] == "web_search"),
+        "{}",
+        json!(tools)
+    );
+    assert_eq!(first["model"], "gpt-4o-mini", "the provider's model");
+    assert!(first["include"].is_array(), "{first}");
 }

@@ -62,5 +62,6 @@ mod preflight;
 mod proxy;
 mod python_sdk;
 mod rescue;
+mod responses_native;
 mod responses_sdk;
 mod shutdown;

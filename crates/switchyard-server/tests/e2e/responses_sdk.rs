@@ -60,7 +60,17 @@ impl Claude {
                 .map(|b| text_of(&b["content"]))
         });
         if let Some(said) = tool_result {
-            return Ok(format!("The tool said: {said}"));
+            // the reasoning this mock gave with the call, if it came back as it was sent
+            let kept = messages
+                .iter()
+                .rev()
+                .find(|m| m["role"] == "assistant")
+                .and_then(|m| m["content"].get(0).cloned())
+                .filter(|b| b["type"] == "thinking" && b["signature"] == SIGNATURE);
+            return Ok(match kept {
+                Some(b) => format!("The tool said: {said} (thinking kept: {})", b["thinking"]),
+                None => format!("The tool said: {said}"),
+            });
         }
         if body["tools"].as_array().is_some_and(|t| !t.is_empty()) {
             return Err(("get_weather".to_owned(), json!({"city": "Paris"})));
@@ -73,20 +83,38 @@ impl Claude {
     }
 }
 
+/// The signature of the thinking this mock gives with a tool call when asked to think.
+const SIGNATURE: &str = "c2lnLXdlYXRoZXI=";
+
+/// A request whose first turn asks to think gets a thinking block before its tool call.
+fn thinks(body: &Value) -> bool {
+    body["messages"]
+        .get(0)
+        .is_some_and(|m| text_of(&m["content"]).starts_with("Think"))
+}
+
 impl Respond for Claude {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
         let answer = Claude::answer(&body);
+        let thinks = thinks(&body) && answer.is_err();
         if body["stream"] == json!(true) {
-            return ResponseTemplate::new(200).set_body_raw(stream(&answer), "text/event-stream");
+            return ResponseTemplate::new(200)
+                .set_body_raw(stream(&answer, thinks), "text/event-stream");
         }
-        let (content, stop) = match &answer {
+        let (mut content, stop) = match &answer {
             Ok(text) => (json!([{"type": "text", "text": text}]), "end_turn"),
             Err((name, input)) => (
                 json!([{"type": "tool_use", "id": "toolu_01", "name": name, "input": input}]),
                 "tool_use",
             ),
         };
+        if thinks {
+            content.as_array_mut().unwrap().insert(
+                0,
+                json!({"type": "thinking", "thinking": "Look it up.", "signature": SIGNATURE}),
+            );
+        }
         ResponseTemplate::new(200).set_body_json(json!({
             "id": "msg_01", "type": "message", "role": "assistant",
             "model": "claude-sonnet-4-5-20250929", "content": content,
@@ -103,8 +131,8 @@ fn event(out: &mut String, data: &Value) {
     ));
 }
 
-/// The Messages API's event stream for an answer.
-fn stream(answer: &Result<String, (String, Value)>) -> String {
+/// The Messages API's event stream for an answer (a thinking block first if it `thinks`).
+fn stream(answer: &Result<String, (String, Value)>, thinks: bool) -> String {
     let mut out = String::new();
     event(
         &mut out,
@@ -113,11 +141,25 @@ fn stream(answer: &Result<String, (String, Value)>) -> String {
             "stop_reason": null, "stop_sequence": null,
             "usage": {"input_tokens": 20, "output_tokens": 1}}}),
     );
+    let at = u32::from(thinks);
+    if thinks {
+        for data in [
+            json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+            json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "thinking_delta", "thinking": "Look it up."}}),
+            json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "signature_delta", "signature": SIGNATURE}}),
+            json!({"type": "content_block_stop", "index": 0}),
+        ] {
+            event(&mut out, &data);
+        }
+    }
     let stop = match answer {
         Ok(text) => {
             event(
                 &mut out,
-                &json!({"type": "content_block_start", "index": 0,
+                &json!({"type": "content_block_start", "index": at,
                 "content_block": {"type": "text", "text": ""}}),
             );
             let mid = text
@@ -127,7 +169,7 @@ fn stream(answer: &Result<String, (String, Value)>) -> String {
             for piece in [&text[..mid], &text[mid..]] {
                 event(
                     &mut out,
-                    &json!({"type": "content_block_delta", "index": 0,
+                    &json!({"type": "content_block_delta", "index": at,
                     "delta": {"type": "text_delta", "text": piece}}),
                 );
             }
@@ -136,18 +178,21 @@ fn stream(answer: &Result<String, (String, Value)>) -> String {
         Err((name, input)) => {
             event(
                 &mut out,
-                &json!({"type": "content_block_start", "index": 0,
+                &json!({"type": "content_block_start", "index": at,
                 "content_block": {"type": "tool_use", "id": "toolu_01", "name": name, "input": {}}}),
             );
             event(
                 &mut out,
-                &json!({"type": "content_block_delta", "index": 0,
+                &json!({"type": "content_block_delta", "index": at,
                 "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}),
             );
             "tool_use"
         }
     };
-    event(&mut out, &json!({"type": "content_block_stop", "index": 0}));
+    event(
+        &mut out,
+        &json!({"type": "content_block_stop", "index": at}),
+    );
     event(
         &mut out,
         &json!({"type": "message_delta",

@@ -26,7 +26,9 @@ pub use estimate::{
 
 /// A price in integer micro-dollars per million tokens.
 ///
-/// `None` cached/cache-write prices fall back to the input price.
+/// `None` cached/cache-write prices fall back to the input price, and a `None` 1-hour
+/// cache-write price to the cache-write price (see [`Price::cost`]). A [`LongContext`]
+/// tier, when present, replaces every rate for a call whose input is above its threshold.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Price {
     /// Plain input tokens.
@@ -35,8 +37,97 @@ pub struct Price {
     pub output_micros_per_mtok: u64,
     /// Input tokens read from the prompt cache.
     pub cached_input_micros_per_mtok: Option<u64>,
-    /// Input tokens written to the prompt cache.
+    /// Input tokens written to the prompt cache: Anthropic's 5-minute writes, or the
+    /// vendor's only cache-write price (OpenAI's 30-minute writes).
     pub cache_write_micros_per_mtok: Option<u64>,
+    /// Input tokens written to the prompt cache for one hour (Anthropic's `ttl: "1h"`).
+    #[serde(default)]
+    pub cache_write_1h_micros_per_mtok: Option<u64>,
+    /// Dearer rates for calls with a long prompt.
+    #[serde(default)]
+    pub long_context: Option<LongContext>,
+}
+
+/// The rates of a call whose input tokens (cached and cache-written included) are
+/// **above** `above_input_tokens`: every token of such a call, output included, is priced
+/// here (Gemini's "prompts > 200k tokens", Anthropic's and OpenAI's long-context tiers).
+/// `None` rates fall back as in [`Price`], to this tier's input price.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LongContext {
+    /// The tier applies above this many input tokens (a call of exactly this many is
+    /// priced at the base rates).
+    pub above_input_tokens: u64,
+    /// Plain input tokens.
+    pub input_micros_per_mtok: u64,
+    /// Output tokens (reasoning included).
+    pub output_micros_per_mtok: u64,
+    /// Cache reads.
+    pub cached_input_micros_per_mtok: Option<u64>,
+    /// Cache writes (5-minute, or the vendor's only kind).
+    pub cache_write_micros_per_mtok: Option<u64>,
+    /// 1-hour cache writes.
+    pub cache_write_1h_micros_per_mtok: Option<u64>,
+}
+
+/// One tier's rates with every fallback resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Rates {
+    input: u64,
+    output: u64,
+    cached: u64,
+    write: u64,
+    write_1h: u64,
+}
+
+impl Rates {
+    fn new(
+        input: u64,
+        output: u64,
+        cached: Option<u64>,
+        write: Option<u64>,
+        write_1h: Option<u64>,
+    ) -> Self {
+        let write = write.unwrap_or(input);
+        Self {
+            input,
+            output,
+            cached: cached.unwrap_or(input),
+            write,
+            write_1h: write_1h.unwrap_or(write),
+        }
+    }
+
+    /// The dearer of each rate.
+    fn max(self, other: Rates) -> Rates {
+        Rates {
+            input: self.input.max(other.input),
+            output: self.output.max(other.output),
+            cached: self.cached.max(other.cached),
+            write: self.write.max(other.write),
+            write_1h: self.write_1h.max(other.write_1h),
+        }
+    }
+
+    /// The dearest rate an input token can be billed at (plain, cache read or either
+    /// cache write: the vendor decides which applies).
+    fn dearest_input(self) -> u64 {
+        self.input
+            .max(self.cached)
+            .max(self.write)
+            .max(self.write_1h)
+    }
+}
+
+impl LongContext {
+    fn rates(&self) -> Rates {
+        Rates::new(
+            self.input_micros_per_mtok,
+            self.output_micros_per_mtok,
+            self.cached_input_micros_per_mtok,
+            self.cache_write_micros_per_mtok,
+            self.cache_write_1h_micros_per_mtok,
+        )
+    }
 }
 
 /// A price given in dollars could not be represented exactly.
@@ -66,7 +157,8 @@ pub fn usd_per_mtok_to_micros(value: f64) -> Result<u64, PriceError> {
 }
 
 impl Price {
-    /// A price from dollars per million tokens.
+    /// A price from dollars per million tokens (no 1-hour cache-write rate, no
+    /// long-context tier: set those fields after).
     ///
     /// # Errors
     /// When any value is not representable (see [`usd_per_mtok_to_micros`]).
@@ -81,35 +173,57 @@ impl Price {
             output_micros_per_mtok: usd_per_mtok_to_micros(output)?,
             cached_input_micros_per_mtok: cached_input.map(usd_per_mtok_to_micros).transpose()?,
             cache_write_micros_per_mtok: cache_write.map(usd_per_mtok_to_micros).transpose()?,
+            cache_write_1h_micros_per_mtok: None,
+            long_context: None,
         })
     }
 
-    /// The exact cost of `usage` at this price.
+    fn base(&self) -> Rates {
+        Rates::new(
+            self.input_micros_per_mtok,
+            self.output_micros_per_mtok,
+            self.cached_input_micros_per_mtok,
+            self.cache_write_micros_per_mtok,
+            self.cache_write_1h_micros_per_mtok,
+        )
+    }
+
+    /// The tier a call with `input_tokens` input tokens is billed in: the long-context
+    /// tier's when the input is above its threshold, else the base rates.
+    fn rates_for(&self, input_tokens: u64) -> Rates {
+        match &self.long_context {
+            Some(lc) if input_tokens > lc.above_input_tokens => lc.rates(),
+            _ => self.base(),
+        }
+    }
+
+    /// The exact cost of `usage` at this price: the tier from its input tokens (cached and
+    /// cache-written included), then uncached input, cache reads, 5-minute and 1-hour cache
+    /// writes and output (reasoning included) each at their rate.
     #[must_use]
     pub fn cost(&self, usage: &Usage) -> Money {
-        let cached = self
-            .cached_input_micros_per_mtok
-            .unwrap_or(self.input_micros_per_mtok);
-        let write = self
-            .cache_write_micros_per_mtok
-            .unwrap_or(self.input_micros_per_mtok);
-        let picos = mul(usage.uncached_input_tokens(), self.input_micros_per_mtok)
-            + mul(usage.cached_input_tokens, cached)
-            + mul(usage.cache_write_tokens, write)
-            + mul(usage.output_tokens, self.output_micros_per_mtok);
+        let r = self.rates_for(usage.input_tokens);
+        let write_1h = usage.cache_write_1h_tokens.min(usage.cache_write_tokens);
+        let write_5m = usage.cache_write_tokens - write_1h;
+        let picos = mul(usage.uncached_input_tokens(), r.input)
+            + mul(usage.cached_input_tokens, r.cached)
+            + mul(write_5m, r.write)
+            + mul(write_1h, r.write_1h)
+            + mul(usage.output_tokens, r.output);
         Money::from_picos(i64::try_from(picos).unwrap_or(i64::MAX))
     }
 
     /// The most `input_tokens` and `output_tokens` can cost: every input token at the
-    /// dearest input-side rate (plain, cache read or cache write, since the vendor decides
-    /// which applies), every output token at the output rate.
+    /// dearest input-side rate (plain, cache read or either cache write, since the vendor
+    /// decides which applies), every output token at the output rate. When `input_tokens`
+    /// is above the long-context threshold, each rate is the dearer of the two tiers.
     #[must_use]
     pub fn worst_case(&self, input_tokens: u64, output_tokens: u64) -> Money {
-        let input = self
-            .input_micros_per_mtok
-            .max(self.cached_input_micros_per_mtok.unwrap_or(0))
-            .max(self.cache_write_micros_per_mtok.unwrap_or(0));
-        let picos = mul(input_tokens, input) + mul(output_tokens, self.output_micros_per_mtok);
+        let r = match &self.long_context {
+            Some(lc) if input_tokens > lc.above_input_tokens => self.base().max(lc.rates()),
+            _ => self.base(),
+        };
+        let picos = mul(input_tokens, r.dearest_input()) + mul(output_tokens, r.output);
         Money::from_picos(i64::try_from(picos).unwrap_or(i64::MAX))
     }
 
@@ -121,6 +235,59 @@ impl Price {
             output_tokens: 1000,
             ..Usage::default()
         })
+    }
+
+    /// The rates `vendor` bills for a chat model that this price leaves out (so those
+    /// tokens fall back to a dearer or cheaper rate than the vendor charges): a cached-input
+    /// rate for OpenAI, Anthropic and Gemini; 5-minute and 1-hour cache-write rates for
+    /// Anthropic; the same in a long-context tier. Empty for other vendors.
+    #[must_use]
+    pub fn missing_rates(&self, vendor: &str) -> Vec<&'static str> {
+        let (cached, writes) = match vendor {
+            "openai" | "gemini" => (true, false),
+            "anthropic" => (true, true),
+            _ => return Vec::new(),
+        };
+        let base = (
+            self.cached_input_micros_per_mtok,
+            self.cache_write_micros_per_mtok,
+            self.cache_write_1h_micros_per_mtok,
+        );
+        let long = self.long_context.map(|lc| {
+            (
+                lc.cached_input_micros_per_mtok,
+                lc.cache_write_micros_per_mtok,
+                lc.cache_write_1h_micros_per_mtok,
+            )
+        });
+        let tiers = [
+            (
+                ["cached input", "cache write", "1-hour cache write"],
+                Some(base),
+            ),
+            (
+                [
+                    "long-context cached input",
+                    "long-context cache write",
+                    "long-context 1-hour cache write",
+                ],
+                long,
+            ),
+        ];
+        let mut missing = Vec::new();
+        for (names, rates) in tiers {
+            let Some((c, w, h)) = rates else { continue };
+            if cached && c.is_none() {
+                missing.push(names[0]);
+            }
+            if writes && w.is_none() {
+                missing.push(names[1]);
+            }
+            if writes && h.is_none() {
+                missing.push(names[2]);
+            }
+        }
+        missing
     }
 }
 
@@ -206,6 +373,10 @@ struct PricesFileEntry {
     output_per_mtok: f64,
     cached_input_per_mtok: Option<f64>,
     cache_write_per_mtok: Option<f64>,
+    /// 1-hour cache writes (Anthropic).
+    cache_write_1h_per_mtok: Option<f64>,
+    /// Rates above a prompt-size threshold.
+    long_context: Option<LongContextFileEntry>,
     max_output_tokens: Option<u32>,
     source: String,
     /// Where `max_output_tokens` came from (required with it).
@@ -213,7 +384,53 @@ struct PricesFileEntry {
     note: Option<String>,
 }
 
+/// `long_context` in `prices.json`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LongContextFileEntry {
+    above_input_tokens: u64,
+    input_per_mtok: f64,
+    output_per_mtok: f64,
+    cached_input_per_mtok: Option<f64>,
+    cache_write_per_mtok: Option<f64>,
+    cache_write_1h_per_mtok: Option<f64>,
+}
+
+impl LongContextFileEntry {
+    fn to_tier(&self) -> Result<LongContext, PriceError> {
+        let opt = |v: Option<f64>| v.map(usd_per_mtok_to_micros).transpose();
+        Ok(LongContext {
+            above_input_tokens: self.above_input_tokens,
+            input_micros_per_mtok: usd_per_mtok_to_micros(self.input_per_mtok)?,
+            output_micros_per_mtok: usd_per_mtok_to_micros(self.output_per_mtok)?,
+            cached_input_micros_per_mtok: opt(self.cached_input_per_mtok)?,
+            cache_write_micros_per_mtok: opt(self.cache_write_per_mtok)?,
+            cache_write_1h_micros_per_mtok: opt(self.cache_write_1h_per_mtok)?,
+        })
+    }
+}
+
 impl PricesFileEntry {
+    /// The exact price, with its 1-hour cache-write rate and long-context tier.
+    fn price(&self) -> Result<Price, PriceError> {
+        let mut price = Price::from_usd_per_mtok(
+            self.input_per_mtok,
+            self.output_per_mtok,
+            self.cached_input_per_mtok,
+            self.cache_write_per_mtok,
+        )?;
+        price.cache_write_1h_micros_per_mtok = self
+            .cache_write_1h_per_mtok
+            .map(usd_per_mtok_to_micros)
+            .transpose()?;
+        price.long_context = self
+            .long_context
+            .as_ref()
+            .map(LongContextFileEntry::to_tier)
+            .transpose()?;
+        Ok(price)
+    }
+
     /// The output limit, checked: positive, plausible, and sourced.
     fn output_limit(&self) -> Result<Option<u32>, PriceTableError> {
         let Some(limit) = self.max_output_tokens else {
@@ -259,13 +476,7 @@ impl PriceTable {
         let file: PricesFile = serde_json::from_str(text)?;
         let mut entries = HashMap::with_capacity(file.models.len());
         for m in file.models {
-            let price = Price::from_usd_per_mtok(
-                m.input_per_mtok,
-                m.output_per_mtok,
-                m.cached_input_per_mtok,
-                m.cache_write_per_mtok,
-            )
-            .map_err(|source| PriceTableError::Price {
+            let price = m.price().map_err(|source| PriceTableError::Price {
                 id: m.id.clone(),
                 source,
             })?;
@@ -369,6 +580,7 @@ mod tests {
             output_tokens: 100,
             cached_input_tokens: 400,
             cache_write_tokens: 100,
+            cache_write_1h_tokens: 0,
             reasoning_tokens: 0,
         };
         // 500×3 + 400×0.3 + 100×3.75 + 100×15 micro-dollars per MTok-token = pico-dollars
@@ -489,5 +701,180 @@ mod tests {
             let err = PriceTable::from_json(&entry(limit, source)).unwrap_err();
             assert!(err.to_string().contains(why), "{limit}: {err}");
         }
+    }
+
+    fn usage(input: u64, cached: u64, write: u64, write_1h: u64, output: u64) -> Usage {
+        Usage {
+            input_tokens: input,
+            output_tokens: output,
+            cached_input_tokens: cached,
+            cache_write_tokens: write,
+            cache_write_1h_tokens: write_1h,
+            reasoning_tokens: 0,
+        }
+    }
+
+    fn shipped(id: &str) -> Price {
+        PriceTable::builtin().lookup(id).unwrap().price
+    }
+
+    /// Claude Haiku 5.5 as shipped: $0.10 in, $0.50 out, $0.01 cache reads, $0.125 / $0.20
+    /// 5-minute / 1-hour writes; above 100K prompt tokens $0.50, $2.50, $0.05, $0.625, $1.
+    #[test]
+    fn ledger_prices_cache_reads_and_both_cache_writes_at_their_rates() {
+        let p = shipped("claude-haiku-5-5");
+        // 20k plain × 0.10 + 20k read × 0.01 + 6k 5m × 0.125 + 4k 1h × 0.20 + 3k out × 0.50
+        // = 0.002 + 0.0002 + 0.00075 + 0.0008 + 0.0015
+        let u = usage(50_000, 20_000, 10_000, 4_000, 3_000);
+        assert_eq!(p.cost(&u).to_string(), "$0.00525");
+        // all writes 1-hour: 10k × 0.20 instead of 6k × 0.125 + 4k × 0.20
+        let u = usage(50_000, 20_000, 10_000, 10_000, 3_000);
+        assert_eq!(p.cost(&u).to_string(), "$0.0057");
+        // a 1-hour count above the write total is capped at it (never billed twice)
+        let u = usage(50_000, 20_000, 10_000, 99_000, 3_000);
+        assert_eq!(p.cost(&u).to_string(), "$0.0057");
+    }
+
+    #[test]
+    fn ledger_picks_the_long_context_tier_above_the_threshold_only() {
+        let p = shipped("claude-haiku-5-5");
+        // below: 99,999 × 0.10 + 1k × 0.50
+        assert_eq!(
+            p.cost(&usage(99_999, 0, 0, 0, 1_000)).to_string(),
+            "$0.0104999"
+        );
+        // at: 100k × 0.10 + 1k × 0.50
+        assert_eq!(
+            p.cost(&usage(100_000, 0, 0, 0, 1_000)).to_string(),
+            "$0.0105"
+        );
+        // above: 100,001 × 0.50 + 1k × 2.50, every token at the long rates
+        assert_eq!(
+            p.cost(&usage(100_001, 0, 0, 0, 1_000)).to_string(),
+            "$0.0525005"
+        );
+        // above, with cache traffic: 30k × 0.50 + 100k × 0.05 + 15k × 0.625 + 5k × 1
+        // + 10k × 2.50 = 0.015 + 0.005 + 0.009375 + 0.005 + 0.025
+        let u = usage(150_000, 100_000, 20_000, 5_000, 10_000);
+        assert_eq!(p.cost(&u).to_string(), "$0.059375");
+        // cache reads and writes count toward the threshold (the whole prompt)
+        let u = usage(100_001, 100_001, 0, 0, 0);
+        assert_eq!(p.cost(&u).to_string(), "$0.00500005");
+    }
+
+    /// Reasoning tokens are already inside `output_tokens`: they change nothing in the sum.
+    #[test]
+    fn reasoning_tokens_are_billed_once_as_output() {
+        let p = shipped("gemini-2.5-pro");
+        let mut u = usage(1_000, 0, 0, 0, 2_000);
+        let plain = p.cost(&u);
+        u.reasoning_tokens = 1_500;
+        assert_eq!(p.cost(&u), plain);
+        // 1k × 1.25 + 2k × 10
+        assert_eq!(plain.to_string(), "$0.02125");
+    }
+
+    #[test]
+    fn reservations_use_the_dearest_rate_of_every_tier_that_may_apply() {
+        let p = shipped("claude-haiku-5-5");
+        // at or below the threshold the bound cannot reach the long tier: the 1h write
+        // rate ($0.20) is the dearest input rate, output at $0.50
+        assert_eq!(
+            p.worst_case(100_000, 1_000),
+            Money::from_picos(100_000 * 200_000 + 1_000 * 500_000)
+        );
+        // above it: the long tier's 1h write ($1) and output ($2.50)
+        assert_eq!(
+            p.worst_case(100_001, 1_000),
+            Money::from_picos(100_001 * 1_000_000 + 1_000 * 2_500_000)
+        );
+        // a tier cheaper than the base (never shipped) cannot lower the bound
+        let mut odd = Price::from_usd_per_mtok(1.0, 2.0, None, None).unwrap();
+        odd.long_context = Some(LongContext {
+            above_input_tokens: 10,
+            input_micros_per_mtok: 500_000,
+            output_micros_per_mtok: 3_000_000,
+            ..LongContext::default()
+        });
+        assert_eq!(
+            odd.worst_case(11, 1),
+            Money::from_picos(11 * 1_000_000 + 3_000_000)
+        );
+    }
+
+    #[test]
+    fn fallbacks_inside_a_tier_use_that_tier_s_rates() {
+        let mut p = Price::from_usd_per_mtok(1.0, 2.0, Some(0.1), Some(1.25)).unwrap();
+        // no 1h rate: 1-hour writes at the cache-write rate
+        assert_eq!(
+            p.cost(&usage(100, 0, 100, 100, 0)),
+            Money::from_picos(100 * 1_250_000)
+        );
+        p.long_context = Some(LongContext {
+            above_input_tokens: 50,
+            input_micros_per_mtok: 3_000_000,
+            output_micros_per_mtok: 4_000_000,
+            ..LongContext::default()
+        });
+        // the tier has no cached or write rates: its own input rate, not the base's
+        assert_eq!(
+            p.cost(&usage(100, 40, 60, 10, 0)),
+            Money::from_picos(100 * 3_000_000)
+        );
+    }
+
+    #[test]
+    fn every_shipped_chat_model_has_the_rates_its_vendor_bills() {
+        let table = PriceTable::from_json(include_str!("../prices.json")).unwrap();
+        for e in table.entries().into_iter().filter(|e| !e.embeddings) {
+            let missing = e.price.missing_rates(&e.vendor);
+            assert!(missing.is_empty(), "{}: no {missing:?}", e.id);
+        }
+        // and the check notices what is left out
+        let mut p = Price::from_usd_per_mtok(3.0, 15.0, None, Some(3.75)).unwrap();
+        assert_eq!(
+            p.missing_rates("anthropic"),
+            ["cached input", "1-hour cache write"]
+        );
+        assert_eq!(p.missing_rates("gemini"), ["cached input"]);
+        assert_eq!(p.missing_rates("openai"), ["cached input"]);
+        assert!(p.missing_rates("mistral").is_empty());
+        p.cached_input_micros_per_mtok = Some(300_000);
+        p.long_context = Some(LongContext::default());
+        assert_eq!(p.missing_rates("gemini"), ["long-context cached input"]);
+    }
+
+    #[test]
+    fn the_file_reads_one_hour_writes_and_long_context_tiers() {
+        let file = |extra: &str| {
+            format!(
+                r#"{{"as_of":"x","currency":"USD","unit":"u","models":[{{"id":"m","vendor":"gemini","input_per_mtok":1.25,"output_per_mtok":10.0,"cached_input_per_mtok":0.125{extra},"source":"s"}}]}}"#
+            )
+        };
+        let t = PriceTable::from_json(&file(
+            r#","cache_write_1h_per_mtok":2.5,"long_context":{"above_input_tokens":200000,"input_per_mtok":2.5,"output_per_mtok":15.0,"cached_input_per_mtok":0.25}"#,
+        ))
+        .unwrap();
+        let p = t.lookup("m").unwrap().price;
+        assert_eq!(p.cache_write_1h_micros_per_mtok, Some(2_500_000));
+        assert_eq!(
+            p.long_context,
+            Some(LongContext {
+                above_input_tokens: 200_000,
+                input_micros_per_mtok: 2_500_000,
+                output_micros_per_mtok: 15_000_000,
+                cached_input_micros_per_mtok: Some(250_000),
+                cache_write_micros_per_mtok: None,
+                cache_write_1h_micros_per_mtok: None,
+            })
+        );
+        let typo =
+            file(r#","long_context":{"above_tokens":1,"input_per_mtok":1,"output_per_mtok":1}"#);
+        assert!(PriceTable::from_json(&typo).is_err());
+        let inexact = file(
+            r#","long_context":{"above_input_tokens":1,"input_per_mtok":0.0000001,"output_per_mtok":1}"#,
+        );
+        let err = PriceTable::from_json(&inexact).unwrap_err().to_string();
+        assert!(err.contains("model m"), "{err}");
     }
 }

@@ -23,6 +23,7 @@ use super::http::{
 };
 use super::secret::Secret;
 use super::sse::{self, Parsed, SseEvent, SseStream};
+use super::token::TokenSource;
 use super::{embeddings_unsupported, reply_as_chunk, ChunkStream, Provider};
 use crate::chat::{ChatRequest, Field, ProviderReply, Support};
 use crate::clock::Clock;
@@ -34,12 +35,21 @@ pub trait Codec: std::fmt::Debug + Send + Sync + 'static {
     /// The adapter kind (`openai`, `anthropic`, `gemini`).
     const KIND: &'static str;
 
+    /// The API whose native bodies this codec sends as written (see
+    /// [`Provider::native_kind`]); `None` for none.
+    const NATIVE: Option<&'static str> = None;
+
     /// What encoding a request leaves for reading its reply (Anthropic: the whitespace
     /// trimmed off a prefill); `()` for vendors that need nothing.
     type Call: Send + 'static;
 
     /// Reads one stream's events, in order; a fresh one per stream.
     type Events: StreamEvents;
+
+    /// True when `encode` appends a rescue's [`crate::chat::Native::prefill`] to a native
+    /// body of this kind (so the body, and its forwarded headers, still go on a
+    /// continuation); otherwise such a request goes in the shared shape.
+    const APPENDS_NATIVE_PREFILL: bool = false;
 
     /// The model id this codec sends.
     fn model(&self) -> &str;
@@ -167,6 +177,10 @@ pub struct HttpProvider<C> {
     usage_grace: Duration,
     /// Where embeddings calls go; `None`: this provider serves none.
     embeddings: Option<Endpoint>,
+    /// A bearer token fetched per call (Azure Entra ID, Vertex AI), sent as
+    /// `Authorization: Bearer …` after the configured headers and scrubbed from every
+    /// error like the key; `None` for vendors whose key is fixed.
+    bearer: Option<std::sync::Arc<dyn TokenSource>>,
 }
 
 impl<C: Codec> HttpProvider<C> {
@@ -208,7 +222,39 @@ impl<C: Codec> HttpProvider<C> {
             sse_headers,
             usage_grace: connection.usage_grace,
             embeddings: None,
+            bearer: None,
         })
+    }
+
+    /// Builder: send a bearer token from `source` on every call (`Authorization: Bearer`,
+    /// replacing any configured one), fetched when the call is made, so a token that
+    /// rotates is picked up without rebuilding the provider. A failure to get one fails
+    /// the call with the source's error.
+    #[must_use]
+    pub fn with_bearer(mut self, source: std::sync::Arc<dyn TokenSource>) -> Self {
+        self.bearer = Some(source);
+        self
+    }
+
+    /// `headers` with the current bearer token in them, when this provider has a source.
+    async fn authorized<'h>(
+        &self,
+        headers: std::borrow::Cow<'h, HeaderMap>,
+    ) -> Result<std::borrow::Cow<'h, HeaderMap>, ProviderError> {
+        let Some(source) = &self.bearer else {
+            return Ok(headers);
+        };
+        let token = source.token().await.map_err(|e| self.redact(e))?;
+        let mut headers = headers.into_owned();
+        http::insert_secret_header(&mut headers, "authorization", "Bearer ", &token).map_err(
+            |e| {
+                self.redact(ProviderError::new(
+                    ErrorKind::Auth,
+                    format!("bearer token: {}", e.0),
+                ))
+            },
+        )?;
+        Ok(std::borrow::Cow::Owned(headers))
     }
 
     /// Builder: serve embeddings at `endpoint` (through the codec's
@@ -242,9 +288,21 @@ impl<C: Codec> HttpProvider<C> {
         &self.json_headers
     }
 
-    /// Scrub the key out of an error's text.
+    /// Scrub the key (and the current bearer token) out of an error's text.
     fn redact(&self, error: ProviderError) -> ProviderError {
-        self.errors.redact(error)
+        let error = self.errors.redact(error);
+        match self.bearer.as_ref().and_then(|b| b.current()) {
+            Some(token) => redact(Some(&token), error),
+            None => error,
+        }
+    }
+
+    /// A request's result checked by the vendor's rules, every error scrubbed.
+    async fn checked(
+        &self,
+        sent: Result<UpstreamResponse, ProviderError>,
+    ) -> Result<UpstreamResponse, ProviderError> {
+        self.errors.checked(sent).await.map_err(|e| self.redact(e))
     }
 
     /// Post `body`, with the headers a native body of this vendor's kind forwards (after
@@ -260,7 +318,14 @@ impl<C: Codec> HttpProvider<C> {
         } else {
             (&self.endpoints.call, &self.json_headers)
         };
-        let forwarded = req.native_for(C::KIND).map(|n| n.headers.as_slice());
+        let native = C::NATIVE.and_then(|kind| {
+            if C::APPENDS_NATIVE_PREFILL {
+                req.native_continuing(kind)
+            } else {
+                req.native_for(kind)
+            }
+        });
+        let forwarded = native.map(|n| n.headers.as_slice());
         let headers = match forwarded {
             Some(extra) if !extra.is_empty() => {
                 let mut headers = headers.clone();
@@ -273,8 +338,9 @@ impl<C: Codec> HttpProvider<C> {
             }
             _ => std::borrow::Cow::Borrowed(headers),
         };
+        let headers = self.authorized(headers).await?;
         let sent = self.http.post_json(url, &headers, body).await;
-        self.errors.checked(sent).await
+        self.checked(sent).await
     }
 
     /// A streamed call answered with JSON: the vendor's non-SSE stream format, or one reply
@@ -301,7 +367,16 @@ impl<C: Codec> HttpProvider<C> {
         let mut parser = self.codec.events(call);
         let chunks = sse::into_chunks(events, self.usage_grace, move |e| parser.parse_event(e));
         let key = self.api_key.clone();
-        Box::pin(chunks.map(move |item| item.map_err(|e| redact(key.as_ref(), e))))
+        let bearer = self.bearer.clone();
+        Box::pin(chunks.map(move |item| {
+            item.map_err(|e| {
+                let e = redact(key.as_ref(), e);
+                match bearer.as_ref().and_then(|b| b.current()) {
+                    Some(token) => redact(Some(&token), e),
+                    None => e,
+                }
+            })
+        }))
     }
 }
 
@@ -313,6 +388,10 @@ impl<C: Codec> Provider for HttpProvider<C> {
 
     fn model(&self) -> &str {
         self.codec.model()
+    }
+
+    fn native_kind(&self) -> Option<&'static str> {
+        C::NATIVE
     }
 
     fn default_max_tokens(&self) -> Option<u32> {
@@ -367,8 +446,11 @@ impl<C: Codec> Provider for HttpProvider<C> {
             return Err(embeddings_unsupported(C::KIND));
         };
         let body = self.codec.encode_embeddings(req)?;
-        let sent = self.http.post_json(url, &self.json_headers, body).await;
-        let response = self.errors.checked(sent).await?;
+        let headers = self
+            .authorized(std::borrow::Cow::Borrowed(&self.json_headers))
+            .await?;
+        let sent = self.http.post_json(url, &headers, body).await;
+        let response = self.checked(sent).await?;
         let bytes = response.body().await.map_err(|e| self.redact(e))?;
         self.codec
             .parse_embeddings(&bytes)
@@ -405,8 +487,9 @@ impl<C: Codec> Provider for HttpProvider<C> {
             })?;
         }
         let body = crate::provider::encode_body(&body)?;
+        let headers = self.authorized(std::borrow::Cow::Owned(headers)).await?;
         let sent = self.http.post_json(&url, &headers, body).await;
-        let response = self.errors.checked(sent).await?;
+        let response = self.checked(sent).await?;
         let bytes = response.body().await.map_err(|e| self.redact(e))?;
         let count: Option<u64> = serde_json::from_slice::<serde_json::Value>(&bytes)
             .ok()
@@ -424,11 +507,11 @@ impl<C: Codec> Provider for HttpProvider<C> {
 
     /// The vendor's free listing request: proves the key and the endpoint.
     async fn check_health(&self) -> Result<(), ProviderError> {
-        let sent = self
-            .http
-            .get(&self.endpoints.health, &self.json_headers)
-            .await;
-        let response = self.errors.checked(sent).await?;
+        let headers = self
+            .authorized(std::borrow::Cow::Borrowed(&self.json_headers))
+            .await?;
+        let sent = self.http.get(&self.endpoints.health, &headers).await;
+        let response = self.checked(sent).await?;
         response.body().await.map_err(|e| self.redact(e))?;
         Ok(())
     }

@@ -9,6 +9,7 @@
 //! `switchyard-server/src/simulated/`.)
 
 pub mod anthropic;
+pub mod azure;
 pub mod codec;
 mod error_body;
 pub mod gemini;
@@ -17,6 +18,8 @@ pub mod openai;
 pub mod scripted;
 pub mod secret;
 pub mod sse;
+pub mod token;
+pub mod vertex;
 
 use std::pin::Pin;
 
@@ -39,6 +42,13 @@ pub trait Provider: Send + Sync {
 
     /// The model id this provider calls.
     fn model(&self) -> &str;
+
+    /// The API whose native bodies (see [`crate::chat::Native`]) this provider sends as the
+    /// client wrote them: `anthropic` for Anthropic providers, `openai-responses` for OpenAI
+    /// providers that speak the Responses API; `None` (the default) for none.
+    fn native_kind(&self) -> Option<&'static str> {
+        None
+    }
 
     /// The output cap this adapter sends when the request sets no `max_tokens` (Anthropic
     /// requires one); `None` when it then sends none. Budget reservations size a request
@@ -159,5 +169,6 @@ pub fn reply_as_chunk(reply: ProviderReply) -> ChatChunk {
         logprobs: reply
             .logprobs
             .and_then(|mut l| l.get_mut("content").map(serde_json::Value::take)),
+        native: reply.native,
     }
 }

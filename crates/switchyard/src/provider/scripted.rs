@@ -131,6 +131,8 @@ pub struct ScriptedProvider {
     health_checks: Mutex<Vec<Instant>>,
     /// Its field declarations (`Provider::support`); `None` takes every field.
     support: Option<fn(Field) -> Support>,
+    /// The native-body kind it claims to take (see [`Provider::native_kind`]).
+    native_kind: Option<&'static str>,
 }
 
 impl ScriptedProvider {
@@ -149,6 +151,7 @@ impl ScriptedProvider {
             health_otherwise: Step::text("ok"),
             health_checks: Mutex::new(Vec::new()),
             support: None,
+            native_kind: None,
         }
     }
 
@@ -157,6 +160,13 @@ impl ScriptedProvider {
     #[must_use]
     pub fn declaring(mut self, support: fn(Field) -> Support) -> Self {
         self.support = Some(support);
+        self
+    }
+
+    /// Builder: claim to take native bodies of `kind` (the scripted answers are the same).
+    #[must_use]
+    pub fn taking_native(mut self, kind: &'static str) -> Self {
+        self.native_kind = Some(kind);
         self
     }
 
@@ -311,6 +321,10 @@ async fn settle(mut step: Step) -> Result<Result<ProviderReply, Vec<StreamStep>>
 impl Provider for ScriptedProvider {
     fn kind(&self) -> &'static str {
         "scripted"
+    }
+
+    fn native_kind(&self) -> Option<&'static str> {
+        self.native_kind
     }
 
     fn model(&self) -> &str {

@@ -394,6 +394,7 @@ where
         let finish = ChatChunk {
             finish_reason: Some(finish_reason),
             model: chunk.model.clone(),
+            native: chunk.native.take(),
             ..ChatChunk::default()
         };
         let until = tokio::time::Instant::now() + self.grace;

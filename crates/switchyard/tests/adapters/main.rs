@@ -17,13 +17,21 @@
 mod suite;
 
 mod anthropic;
+mod azure;
 mod count_tokens;
 mod embeddings;
 mod fields;
 mod gemini;
 mod openai;
+mod openai_responses;
 mod raw;
+mod vertex;
 
 adapter_suite!(anthropic_suite, crate::anthropic::Harness);
+adapter_suite!(azure_v1_suite, crate::azure::V1Harness);
+adapter_suite!(azure_classic_suite, crate::azure::ClassicHarness);
 adapter_suite!(gemini_suite, crate::gemini::Harness);
 adapter_suite!(openai_suite, crate::openai::Harness);
+adapter_suite!(vertex_gemini_suite, crate::vertex::GeminiHarness);
+adapter_suite!(vertex_claude_suite, crate::vertex::ClaudeHarness);
+adapter_suite!(openai_responses_suite, crate::openai_responses::Harness);

@@ -63,6 +63,7 @@ pub fn answer_usage() -> Usage {
         output_tokens: 12,
         cached_input_tokens: 5,
         cache_write_tokens: 0,
+        cache_write_1h_tokens: 0,
         reasoning_tokens: 0,
     }
 }

@@ -178,3 +178,76 @@ async fn ledger_counts_successes_and_failures() {
     // 10 in at $1 + len("ok from p") out at $2 per MTok
     assert_eq!(row.cost, Money::from_picos(10 * 1_000_000 + 9 * 2_000_000));
 }
+
+fn haiku_5_5() -> Price {
+    switchyard::PriceTable::builtin()
+        .lookup("claude-haiku-5-5")
+        .unwrap()
+        .price
+}
+
+/// The ledger bills a long prompt at the long-context tier, cache reads and both cache
+/// writes at their rates, reasoning as output, and the budget is settled to that sum.
+#[tokio::test(start_paused = true)]
+async fn the_ledger_settles_tiers_and_cache_writes_exactly() {
+    let reply = switchyard::ProviderReply {
+        text: "ok".into(),
+        usage: Some(switchyard::Usage {
+            input_tokens: 150_000,
+            output_tokens: 10_000,
+            cached_input_tokens: 100_000,
+            cache_write_tokens: 20_000,
+            cache_write_1h_tokens: 5_000,
+            reasoning_tokens: 8_000,
+        }),
+        ..Default::default()
+    };
+    let p = Arc::new(ScriptedProvider::new("p").otherwise(Step::Reply(reply)));
+    let gw = Gateway::builder()
+        .provider(ProviderSpec::new("p", p.clone()).price(haiku_5_5()))
+        .route(Route::new("main", &["p"]).budget(Money::from_usd(1.0)))
+        .build()
+        .unwrap();
+    let resp = gw
+        .chat(
+            "main",
+            &ChatRequest::from_prompt("hi").with_max_tokens(10_000),
+        )
+        .await
+        .unwrap();
+    // above 100K: 30k × $0.50 + 100k × $0.05 + 15k × $0.625 + 5k × $1 + 10k × $2.50 per MTok
+    // = 0.015 + 0.005 + 0.009375 + 0.005 + 0.025
+    assert_eq!(resp.cost.unwrap().to_string(), "$0.059375");
+    let books = gw.budget("main").await.unwrap();
+    assert_eq!(
+        (books.spent, books.reserved),
+        (resp.cost.unwrap(), Money::ZERO)
+    );
+}
+
+/// A request whose input bound is above the threshold reserves at the long-context
+/// tier's dearest rates: a budget that fits the base tier's worst case refuses it.
+#[tokio::test(start_paused = true)]
+async fn reservations_above_the_threshold_use_the_long_context_rates() {
+    let p = Arc::new(ScriptedProvider::new("p").otherwise(Step::text("ok")));
+    // bound: 100,000 bytes + 8 framing = 100,008 tokens, above Haiku 5.5's 100K threshold;
+    // worst case 100,008 × $1 (long 1-hour write) + 1,000 × $2.50 = $0.102508, where the
+    // base tier's would be 100,008 × $0.20 + 1,000 × $0.50 = $0.0205016
+    let req = ChatRequest::from_prompt("a".repeat(100_000)).with_max_tokens(1_000);
+    let gw = |limit: f64| {
+        Gateway::builder()
+            .provider(ProviderSpec::new("p", p.clone()).price(haiku_5_5()))
+            .route(Route::new("main", &["p"]).budget(Money::from_usd(limit)))
+            .build()
+            .unwrap()
+    };
+    let tight = gw(0.1025);
+    assert!(matches!(
+        tight.chat("main", &req).await,
+        Err(GatewayError::BudgetExceeded { .. })
+    ));
+    assert_eq!(p.calls(), 0, "refused before dispatch");
+    let enough = gw(0.102508);
+    assert!(enough.chat("main", &req).await.is_ok());
+    assert_eq!(p.calls(), 1);
+}

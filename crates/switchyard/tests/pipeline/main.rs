@@ -11,6 +11,7 @@ mod deadline;
 mod embed;
 mod errors;
 mod health;
+mod native;
 mod probe;
 mod rate_limits;
 mod recovery;

@@ -141,6 +141,30 @@ async fn cut_after_commit_is_continued_where_prefill_is_supported() {
     );
 }
 
+/// A request with a native body (a Messages client's, for Anthropic) keeps it on a
+/// continuation, with the text already sent as its prefill, so the client's vendor-only
+/// fields reach the rescuer too; the shared shape carries the prefill as well.
+#[tokio::test(start_paused = true)]
+async fn a_continuation_keeps_the_native_body_with_the_prefill() {
+    let primary = Arc::new(ScriptedProvider::new("p").then(cut_after(2)));
+    let backup = Arc::new(ScriptedProvider::new("b").then(Step::stream_words(&WORDS[2..])));
+    let gw = gateway(&primary, priced("backup", &backup).supports_prefill(true));
+    let body = serde_json::json!({"messages": [], "cache_control": {"type": "ephemeral"}});
+    let native = switchyard::chat::Native::new("anthropic", body.clone());
+    let request = ChatRequest {
+        native: Some(native),
+        ..req()
+    };
+    let (text, _) = drain(gw.stream("main", request).await.unwrap()).await;
+    assert_eq!(text, full());
+    assert_eq!(primary.requests()[0].native.as_ref().unwrap().prefill, None);
+    let sent = &backup.requests()[0];
+    let native = sent.native.as_ref().expect("the native body is kept");
+    assert_eq!(*native.body, body);
+    assert_eq!(native.prefill.as_deref(), Some("The quick "));
+    assert_eq!(sent.messages.last().unwrap().joined_text(), "The quick ");
+}
+
 #[tokio::test(start_paused = true)]
 async fn rejected_prefill_falls_back_to_restart_and_never_becomes_the_error() {
     let primary = Arc::new(ScriptedProvider::new("p").then(cut_after(2)));

@@ -208,8 +208,8 @@ fn field_verdicts(state: &AppState, ctx: &Ctx, provider: &str) -> (FieldSet, Fie
     (ctx.fields.with(support, Support::Ignored), dropped)
 }
 
-/// Whether `provider` is of the kind the request's native body was written for.
-fn answered_natively(state: &AppState, ctx: &Ctx, provider: &str) -> bool {
+/// Whether `provider` takes the request's native body as written.
+pub(crate) fn answered_natively(state: &AppState, ctx: &Ctx, provider: &str) -> bool {
     let Some(kind) = ctx.native_kind else {
         return false;
     };
@@ -217,7 +217,7 @@ fn answered_natively(state: &AppState, ctx: &Ctx, provider: &str) -> bool {
         .gateway
         .providers()
         .iter()
-        .any(|spec| spec.name == provider && spec.provider.kind() == kind)
+        .any(|spec| spec.name == provider && spec.provider.native_kind() == Some(kind))
 }
 
 pub(crate) fn set(headers: &mut HeaderMap, name: &'static str, value: &str) {

@@ -131,6 +131,7 @@ async fn cached_tokens_are_reported_apart_from_input_tokens() {
             output_tokens: 5,
             cached_input_tokens: 600,
             cache_write_tokens: 100,
+            cache_write_1h_tokens: 0,
             reasoning_tokens: 0,
         }),
         ..ProviderReply::default()
@@ -1100,4 +1101,127 @@ async fn streamed_thinking_from_anthropic_reaches_the_client_before_the_text() {
     assert_eq!(events[8].1["content_block"]["type"], "text");
     assert_eq!(events[8].1["index"], 2);
     assert_eq!(events[9].1["delta"]["text"], "a.rs and b.rs");
+}
+
+/// A stream broken after "Hello " is continued on an Anthropic provider with the client's
+/// own body (its `cache_control` and betas kept) plus the text already sent as a prefill
+/// (its trailing space trimmed, and dropped once from the reply), thinking off (Anthropic
+/// takes no prefill with thinking on).
+#[tokio::test]
+async fn a_continuation_on_anthropic_keeps_the_clients_body_and_appends_the_prefill() {
+    use switchyard::provider::anthropic::{Anthropic, AnthropicConfig};
+    use switchyard::provider::http::Transport;
+    let events = [
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message",
+            "role": "assistant", "model": "claude-test", "content": [],
+            "usage": {"input_tokens": 5, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0,
+            "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "text_delta", "text": " there."}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 3}}),
+        json!({"type": "message_stop"}),
+    ];
+    let sse: String = events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect();
+    let claude = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::path("/v1/messages"))
+        .respond_with(wiremock::ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream"))
+        .mount(&claude)
+        .await;
+    let config = AnthropicConfig::new("claude-test").base_url(claude.uri());
+    let anthropic = Anthropic::new(config, &Transport::default()).unwrap();
+    let metrics = Arc::new(Metrics::new());
+    let gateway = Gateway::builder()
+        .provider(
+            ProviderSpec::new(
+                "primary",
+                Arc::new(ScriptedProvider::new("p").then(cut_stream())),
+            )
+            .max_attempts(1),
+        )
+        .provider(ProviderSpec::new("claude", Arc::new(anthropic)).supports_prefill(true))
+        .route(Route::new("smart", &["primary", "claude"]))
+        .observer(metrics.clone())
+        .build()
+        .unwrap();
+    let mut shared = Shared::for_tests(gateway, KeyStore::new(&[]), metrics);
+    shared.max_body_bytes = 1 << 20;
+    let state = AppState(Arc::new(shared));
+    let body = json!({
+        "model": "smart", "max_tokens": 64, "stream": true,
+        "thinking": {"type": "adaptive"},
+        "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
+        "messages": [{"role": "user", "content": "hello"}]
+    });
+    let mut req = post_messages(&body);
+    req.headers_mut()
+        .insert("anthropic-beta", CLAUDE_CODE_BETAS.parse().unwrap());
+    let events = named_events(&text_body(call(&state, req).await).await);
+    assert_eq!(events.last().unwrap().0, "message_stop", "{events:?}");
+    let text: String = events
+        .iter()
+        .filter_map(|(_, d)| d["delta"]["text"].as_str())
+        .collect();
+    assert_eq!(text, "Hello there.");
+    let sent = &claude.received_requests().await.unwrap()[0];
+    assert_eq!(sent.headers["anthropic-beta"], CLAUDE_CODE_BETAS);
+    let sent: Value = serde_json::from_slice(&sent.body).unwrap();
+    assert_eq!(sent["system"], body["system"], "cache_control kept");
+    assert!(
+        sent.get("thinking").is_none(),
+        "no prefill with thinking on"
+    );
+    assert_eq!(
+        sent["messages"],
+        json!([
+            {"role": "user", "content": "hello"},
+            {"role": "assistant", "content": [{"type": "text", "text": "Hello"}]}
+        ])
+    );
+    assert_eq!(
+        (sent["model"].as_str(), sent["stream"].as_bool()),
+        (Some("claude-test"), Some(true))
+    );
+}
+
+/// Thinking blocks in history reach the shared shape on their assistant turn, signature
+/// and redacted data kept (an Anthropic provider answering in the shared shape sends them
+/// back; other vendors leave them out).
+#[tokio::test]
+async fn thinking_blocks_in_history_reach_the_shared_shape() {
+    let f = basic();
+    let mut body = hello("smart");
+    body["messages"] = claude_code_request()["messages"].clone();
+    body["messages"][1]["content"]
+        .as_array_mut()
+        .unwrap()
+        .insert(1, json!({"type": "redacted_thinking", "data": "ZW5j"}));
+    let resp = call(&f.state, post_messages(&body)).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let sent = &f.primary.requests()[0];
+    let turn = sent
+        .messages
+        .iter()
+        .find(|m| m.role == Role::Assistant)
+        .unwrap();
+    assert_eq!(turn.tool_calls[0].id, "toolu_01");
+    assert_eq!(
+        turn.thinking,
+        vec![
+            switchyard::chat::Thinking {
+                text: "I should call a tool.".into(),
+                signature: Some("c2lnbmF0dXJl".into()),
+                redacted: None,
+            },
+            switchyard::chat::Thinking {
+                redacted: Some("ZW5j".into()),
+                ..switchyard::chat::Thinking::default()
+            },
+        ]
+    );
 }

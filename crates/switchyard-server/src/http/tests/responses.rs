@@ -260,7 +260,8 @@ async fn advisory_fields_are_named_in_the_ignored_header() {
     assert_eq!(resp.status(), StatusCode::OK);
     assert_eq!(
         header(&resp, "x-switchyard-ignored"),
-        "include, prompt_cache_key, reasoning.summary"
+        "prompt_cache_key",
+        "include reasoning.encrypted_content and reasoning.summary are honoured"
     );
     assert_eq!(
         f.primary.requests()[0].reasoning_effort,
@@ -610,8 +611,7 @@ async fn a_codex_shaped_request_is_served_and_its_advisory_fields_named() {
     assert_eq!(resp.status(), StatusCode::OK);
     assert_eq!(
         header(&resp, "x-switchyard-ignored"),
-        "include, prompt_cache_key, client_metadata, reasoning.summary, text.verbosity, \
-         input.reasoning"
+        "prompt_cache_key, client_metadata, text.verbosity, input.reasoning"
     );
     let ev = named_events(&text_body(resp).await);
     assert_eq!(ev.last().unwrap().0, "response.completed");
@@ -732,4 +732,269 @@ async fn a_function_call_output_answers_a_call_in_the_stored_conversation() {
     assert_eq!(sent.messages[1].tool_calls[0].id, "call_1");
     assert_eq!(sent.messages[2].name.as_deref(), Some("get_weather"));
     assert_eq!(sent.messages[2].joined_text(), "rain");
+}
+
+/// A gateway whose route `smart` is one Anthropic provider on a mock upstream: a streamed
+/// call gets `sse`, a plain one `reply`.
+async fn anthropic_fixture(reply: Value, sse: String) -> (AppState, wiremock::MockServer) {
+    use switchyard::provider::anthropic::{Anthropic, AnthropicConfig};
+    use switchyard::provider::http::Transport;
+    use wiremock::matchers::{body_partial_json, path};
+    let claude = wiremock::MockServer::start().await;
+    wiremock::Mock::given(path("/v1/messages"))
+        .and(body_partial_json(json!({"stream": true})))
+        .respond_with(wiremock::ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream"))
+        .mount(&claude)
+        .await;
+    wiremock::Mock::given(path("/v1/messages"))
+        .respond_with(wiremock::ResponseTemplate::new(200).set_body_json(reply))
+        .mount(&claude)
+        .await;
+    let config = AnthropicConfig::new("claude-test").base_url(claude.uri());
+    let anthropic = Anthropic::new(config, &Transport::default()).unwrap();
+    let metrics = Arc::new(Metrics::new());
+    let gateway = Gateway::builder()
+        .provider(ProviderSpec::new("claude", Arc::new(anthropic)))
+        .route(Route::new("smart", &["claude"]))
+        .observer(metrics.clone())
+        .build()
+        .unwrap();
+    let mut shared = Shared::for_tests(gateway, KeyStore::new(&[]), metrics);
+    shared.max_body_bytes = 1 << 20;
+    (AppState(Arc::new(shared)), claude)
+}
+
+/// Anthropic's answer to a tool-loop turn: a signed thinking block, a redacted one, a
+/// tool call.
+fn thinking_reply() -> Value {
+    json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": [
+            {"type": "thinking", "thinking": "Look it up.", "signature": "c2ln"},
+            {"type": "redacted_thinking", "data": "ZW5j"},
+            {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}],
+        "stop_reason": "tool_use", "stop_sequence": null,
+        "usage": {"input_tokens": 20, "output_tokens": 9}})
+}
+
+/// The same answer streamed, as Anthropic streams it.
+fn thinking_sse() -> String {
+    let events = [
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message",
+            "role": "assistant", "model": "claude-test", "content": [],
+            "usage": {"input_tokens": 20, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0,
+            "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+        json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "thinking_delta", "thinking": "Look "}}),
+        json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "thinking_delta", "thinking": "it up."}}),
+        json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "signature_delta", "signature": "c2ln"}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "content_block_start", "index": 1,
+            "content_block": {"type": "redacted_thinking", "data": "ZW5j"}}),
+        json!({"type": "content_block_stop", "index": 1}),
+        json!({"type": "content_block_start", "index": 2, "content_block": {"type": "tool_use",
+            "id": "toolu_1", "name": "get_weather", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 2,
+            "delta": {"type": "input_json_delta", "partial_json": "{\"city\":\"Paris\"}"}}),
+        json!({"type": "content_block_stop", "index": 2}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+            "usage": {"output_tokens": 9}}),
+        json!({"type": "message_stop"}),
+    ];
+    events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect()
+}
+
+/// Codex's first turn: stateless, asking for sealed reasoning and a summary.
+fn codex_turn(input: Value, stream: bool) -> Value {
+    json!({"model": "smart", "stream": stream, "store": false,
+        "include": ["reasoning.encrypted_content"], "reasoning": {"summary": "auto"},
+        "tools": [{"type": "function", "name": "get_weather",
+                   "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}],
+        "input": input})
+}
+
+/// The next turn: the first turn's output items sent back, and the tool's answer.
+fn next_turn(output: &[Value]) -> Value {
+    let mut input = vec![json!({"role": "user", "content": "Weather in Paris?"})];
+    input.extend(output.iter().cloned());
+    input.push(json!({"type": "function_call_output", "call_id": "toolu_1", "output": "sunny"}));
+    codex_turn(Value::Array(input), false)
+}
+
+/// What Anthropic must get on the next turn: the thinking blocks, signature and redacted
+/// data as they came, leading the tool turn.
+async fn assert_thinking_went_back(claude: &wiremock::MockServer) {
+    let received = claude.received_requests().await.unwrap();
+    let sent: Value = serde_json::from_slice(&received.last().unwrap().body).unwrap();
+    assert_eq!(
+        sent["messages"],
+        json!([
+            {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]},
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "Look it up.", "signature": "c2ln"},
+                {"type": "redacted_thinking", "data": "ZW5j"},
+                {"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                 "input": {"city": "Paris"}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]}
+        ])
+    );
+}
+
+/// Anthropic's thinking answers a Responses client as reasoning items (the text as the
+/// summary asked for, the blocks sealed in `encrypted_content`); sent back statelessly,
+/// they reach Anthropic as the thinking blocks they were, so the loop keeps its thinking.
+#[tokio::test]
+async fn anthropic_thinking_round_trips_through_reasoning_items() {
+    let (state, claude) = anthropic_fixture(thinking_reply(), thinking_sse()).await;
+    let resp = call(
+        &state,
+        post_responses(&codex_turn(json!("Weather in Paris?"), false)),
+    )
+    .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let body = json_body(resp).await;
+    let output = body["output"].as_array().unwrap().clone();
+    let kinds: Vec<&str> = output.iter().map(|o| o["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["reasoning", "reasoning", "function_call"]);
+    assert!(output[0]["id"].as_str().unwrap().starts_with("rs_"));
+    assert_eq!(
+        output[0]["summary"],
+        json!([{"type": "summary_text", "text": "Look it up."}])
+    );
+    assert_eq!(
+        output[1]["summary"],
+        json!([]),
+        "a redacted block shows nothing"
+    );
+    for item in &output[..2] {
+        let sealed = item["encrypted_content"].as_str().unwrap();
+        assert!(
+            sealed.starts_with("swy1:") && !sealed.contains("Look"),
+            "{sealed}"
+        );
+    }
+    let resp = call(&state, post_responses(&next_turn(&output))).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert!(
+        resp.headers().get("x-switchyard-ignored").is_none(),
+        "our reasoning items are carried"
+    );
+    assert_thinking_went_back(&claude).await;
+}
+
+/// Streamed: each reasoning block is its own item (added, its summary's part and text
+/// events, done with the sealed block) before the function call; sent back, they reach
+/// Anthropic as they came.
+#[tokio::test]
+async fn streamed_anthropic_thinking_is_reasoning_items_that_round_trip() {
+    let (state, claude) = anthropic_fixture(thinking_reply(), thinking_sse()).await;
+    let resp = call(
+        &state,
+        post_responses(&codex_turn(json!("Weather in Paris?"), true)),
+    )
+    .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let events = named_events(&text_body(resp).await);
+    assert_eq!(
+        names(&events),
+        [
+            "response.created",
+            "response.in_progress",
+            "response.output_item.added",
+            "response.reasoning_summary_part.added",
+            "response.reasoning_summary_text.delta",
+            "response.reasoning_summary_text.delta",
+            "response.reasoning_summary_text.done",
+            "response.reasoning_summary_part.done",
+            "response.output_item.done",
+            "response.output_item.added",
+            "response.output_item.done",
+            "response.output_item.added",
+            "response.function_call_arguments.delta",
+            "response.function_call_arguments.done",
+            "response.output_item.done",
+            "response.completed"
+        ]
+    );
+    let added = &events[2].1;
+    assert_eq!(added["item"]["type"], "reasoning");
+    assert_eq!(added["item"]["summary"], json!([]));
+    let id = added["item"]["id"].as_str().unwrap();
+    assert_eq!(events[3].1["item_id"], id);
+    assert_eq!(
+        events[3].1["part"],
+        json!({"type": "summary_text", "text": ""})
+    );
+    assert_eq!(events[4].1["delta"], "Look ");
+    assert_eq!(events[4].1["summary_index"], 0);
+    assert_eq!(events[6].1["text"], "Look it up.");
+    assert_eq!(
+        events[7].1["part"],
+        json!({"type": "summary_text", "text": "Look it up."})
+    );
+    let done: Vec<Value> = events
+        .iter()
+        .filter(|(n, _)| n == "response.output_item.done")
+        .map(|(_, d)| d["item"].clone())
+        .collect();
+    assert_eq!(done[0]["id"], id);
+    assert!(done[0]["encrypted_content"]
+        .as_str()
+        .unwrap()
+        .starts_with("swy1:"));
+    assert_eq!(done[1]["type"], "reasoning");
+    assert_eq!(done[2]["type"], "function_call");
+    let completed = &events.last().unwrap().1["response"]["output"];
+    assert_eq!(completed.as_array().unwrap().as_slice(), done.as_slice());
+    let resp = call(&state, post_responses(&next_turn(&done))).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_thinking_went_back(&claude).await;
+}
+
+/// Without `include` and without `store`, reasoning items carry no sealed content; without
+/// `reasoning.summary`, no summary (as OpenAI answers).
+#[tokio::test]
+async fn reasoning_items_carry_what_the_client_asked_for() {
+    let (state, _claude) = anthropic_fixture(thinking_reply(), thinking_sse()).await;
+    let body = json!({"model": "smart", "store": false, "input": "Weather in Paris?"});
+    let out = json_body(call(&state, post_responses(&body)).await).await["output"].clone();
+    assert_eq!(out[0]["type"], "reasoning");
+    assert_eq!(out[0]["summary"], json!([]));
+    assert!(out[0].get("encrypted_content").is_none(), "{out}");
+    // stored: its items may come back as input, so they carry their sealed blocks
+    let body = json!({"model": "smart", "input": "Weather in Paris?"});
+    let out = json_body(call(&state, post_responses(&body)).await).await["output"].clone();
+    assert!(out[0]["encrypted_content"]
+        .as_str()
+        .unwrap()
+        .starts_with("swy1:"));
+}
+
+/// Sealed content that is ours but does not open is a 400 naming the item's field; a
+/// reasoning item of OpenAI's own is left out, not refused.
+#[tokio::test]
+async fn a_tampered_reasoning_item_is_a_400_naming_it() {
+    let (state, claude) = anthropic_fixture(thinking_reply(), thinking_sse()).await;
+    let input = json!([
+        {"role": "user", "content": "hi"},
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "swy1:e30!"}
+    ]);
+    let resp = call(&state, post_responses(&codex_turn(input, false))).await;
+    assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+    let body = json_body(resp).await;
+    assert_eq!(body["error"]["param"], "input[1].encrypted_content");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("malformed"),
+        "{body}"
+    );
+    assert!(claude.received_requests().await.unwrap().is_empty());
 }

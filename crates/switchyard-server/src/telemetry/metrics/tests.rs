@@ -40,6 +40,7 @@ fn response(provider: &str, cost: Option<Money>) -> ChatResponse {
         output_tokens: 20,
         cached_input_tokens: 40,
         cache_write_tokens: 0,
+        cache_write_1h_tokens: 0,
         reasoning_tokens: 5,
     };
     ChatResponse {

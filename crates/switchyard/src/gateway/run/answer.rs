@@ -41,6 +41,7 @@ impl Run {
             cost,
             provider_latency: reply.reported_latency,
             max_tokens_applied: won.limits.applied,
+            native: reply.native,
         };
         let attempts = std::mem::take(&mut self.attempts);
         ChatResponse {
@@ -97,6 +98,7 @@ impl Run {
                 UnsupportedFields::Drop => self.fields_with(slot, Support::Unsupported),
                 UnsupportedFields::Skip => FieldSet::EMPTY,
             },
+            native: c.native,
         }
     }
 }
@@ -112,6 +114,8 @@ pub(in crate::gateway) struct Completion {
     pub cost: Option<Money>,
     pub provider_latency: Option<Duration>,
     pub max_tokens_applied: Option<u32>,
+    /// The upstream's whole answer in the request's native API, when it sent one.
+    pub native: Option<std::sync::Arc<serde_json::Value>>,
 }
 
 /// True when the trail shows any provider other than `answering` tried or skipped.

@@ -443,6 +443,12 @@ impl Run {
 
     /// One provider's turn: fields, admission, reservation, the retry loop, the verdict.
     async fn turn(&mut self, slot: &Slot, call: Call<'_>) -> TurnEnd {
+        if let Call::Send(req) | Call::Stream(req) = call {
+            let native = req.native.as_ref().filter(|n| n.required);
+            if native.is_some_and(|n| slot.spec.provider.native_kind() != Some(n.kind)) {
+                return self.skip(slot, SkipReason::NeedsNative);
+            }
+        }
         if !self.budgets.is_empty() && slot.price.is_none() && !self.route.allow_unpriced {
             return self.skip(slot, SkipReason::Unpriced);
         }

@@ -1,5 +1,9 @@
 //! What a committed stream keeps of what it delivered, up to the rescue buffer limit.
 
+use std::sync::Arc;
+
+use serde_json::Value;
+
 use crate::chat::{ChatChunk, ToolCall, ToolCallDelta};
 
 /// What the client has been sent, kept (up to the rescue buffer limit) for a
@@ -10,14 +14,16 @@ pub(super) struct Kept {
     pub(super) text: String,
     /// Tool calls delivered so far, whole.
     pub(super) tool_calls: Vec<ToolCall>,
-    /// Tool-call deltas or reasoning pieces were delivered (a prefill cannot continue
-    /// those, and a restart would send them again): a break is not rescued.
+    /// Tool-call deltas, reasoning pieces or native pieces were delivered (a prefill cannot
+    /// continue those, and a restart would send them again): a break is not rescued.
     pub(super) sent_tools: bool,
     /// Bytes of text and tool-call fragments delivered; past the limit nothing more is kept.
     pub(super) bytes: usize,
     /// The limit was passed: `text` and `tool_calls` were dropped, and a break can no
     /// longer be rescued.
     pub(super) unrescuable: bool,
+    /// The upstream's whole answer in the request's native API, from the finish chunk.
+    pub(super) native: Option<Arc<Value>>,
 }
 
 impl Kept {
@@ -25,7 +31,9 @@ impl Kept {
     /// it, drop (and free) all that was kept: the stream is served on but can no longer
     /// be rescued.
     pub(super) fn keep(&mut self, chunk: &ChatChunk, limit: usize) {
-        self.sent_tools |= !chunk.tool_calls.is_empty() || !chunk.thinking.is_empty();
+        let native_piece = chunk.native.is_some() && chunk.finish_reason.is_none();
+        self.sent_tools |=
+            !chunk.tool_calls.is_empty() || !chunk.thinking.is_empty() || native_piece;
         if self.unrescuable {
             return;
         }

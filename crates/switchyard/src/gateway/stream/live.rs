@@ -116,6 +116,9 @@ impl Live {
         if let Mode::Splice { expect, got } = &mut self.mode {
             // a restart's reasoning is not for a client that already has the answer's start
             chunk.thinking.clear();
+            if chunk.finish_reason.is_none() {
+                chunk.native = None;
+            }
             got.push_str(&chunk.text);
             if got.len() < expect.len() {
                 if !expect.starts_with(got.as_str()) || chunk.finish_reason.is_some() {
@@ -134,6 +137,9 @@ impl Live {
             }
         }
         let finish = chunk.finish_reason.clone();
+        if finish.is_some() && chunk.native.is_some() {
+            self.kept.native.clone_from(&chunk.native);
+        }
         if chunk.has_content() {
             self.kept
                 .keep(&chunk, self.run.gw.inner.rescue_buffer_bytes);
@@ -281,6 +287,7 @@ impl Live {
             tool_calls: self.kept.tool_calls.clone(),
             thinking: Vec::new(),
             finish_reason: self.finish.clone(),
+            native: self.kept.native.clone(),
             model: self.model.clone(),
             usage: self.usage,
             cost: self.cost,

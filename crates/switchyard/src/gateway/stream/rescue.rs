@@ -59,7 +59,9 @@ impl Live {
         let slot = self.run.gw.inner.slots.get(*self.run.plan.get(pos)?)?;
         if rung == Rung::Continuation {
             self.next = (pos, Rung::Restart);
-            if slot.spec.supports_prefill && !self.kept.text.is_empty() {
+            // a body only native providers may answer is not continued in the shared shape
+            let required = self.req.native.as_ref().is_some_and(|n| n.required);
+            if slot.spec.supports_prefill && !self.kept.text.is_empty() && !required {
                 return Some((pos, Rung::Continuation));
             }
         }
@@ -116,13 +118,16 @@ impl Live {
     }
 }
 
-/// The original request plus the text already sent, as an assistant prefill. A native
-/// body (see [`crate::chat::Native`]) is dropped: it lacks the prefill, so the
-/// continuation goes in the shared shape to every vendor (the client's vendor-only fields,
-/// `cache_control` and thinking among them, are not carried on a continuation).
+/// The original request plus the text already sent, as an assistant prefill: the last
+/// shared message, and the native body's [`Native::prefill`](crate::chat::Native) (a
+/// codec that appends it, Anthropic's, keeps sending the client's body with its
+/// vendor-only fields, `cache_control` and betas among them; any other sends the shared
+/// shape).
 fn continuation_of(req: &ChatRequest, sent: &str) -> ChatRequest {
     let mut next = req.clone();
-    next.native = None;
+    if let Some(native) = &mut next.native {
+        native.prefill = Some(sent.to_owned());
+    }
     next.messages.push(Message::assistant(sent));
     next
 }
@@ -132,9 +137,9 @@ mod tests {
     use super::*;
     use crate::chat::Native;
 
-    /// A native body lacks the prefill, so a continuation must not send it.
+    /// The native body stays, carrying the prefill; the shared shape has it too.
     #[test]
-    fn a_continuation_drops_the_native_body_and_keeps_the_prefill() {
+    fn a_continuation_keeps_the_native_body_with_the_prefill() {
         let req = ChatRequest {
             native: Some(Native::new(
                 "anthropic",
@@ -143,7 +148,13 @@ mod tests {
             ..ChatRequest::from_prompt("hi")
         };
         let next = continuation_of(&req, "Hel");
-        assert_eq!(next.native, None);
+        let native = next.native.as_ref().unwrap();
+        assert_eq!(native.prefill.as_deref(), Some("Hel"));
+        assert_eq!(native.body, req.native.as_ref().unwrap().body);
+        assert!(
+            next.native_for("anthropic").is_none(),
+            "not for a plain codec"
+        );
         assert_eq!(next.messages.last(), Some(&Message::assistant("Hel")));
         assert_eq!(next.messages.len(), 2);
     }

@@ -27,6 +27,12 @@
 //!   which the caller already has (a rescued stream already sent it to the client): so the
 //!   same characters at the very start of the reply are dropped once, and prefill + reply
 //!   join exactly. Whitespace the reply starts with beyond what was trimmed is kept.
+//! - Reasoning in history ([`crate::chat::Message::thinking`]): signed `thinking` and
+//!   `redacted_thinking` blocks lead their assistant turn, as Anthropic returned them
+//!   (Anthropic ignores them in earlier turns with thinking off, and requires them on a
+//!   tool-loop turn with it on); unsigned reasoning (another vendor's) is left out, and so
+//!   is all reasoning in a final assistant turn (a prefill: Anthropic refuses reasoning
+//!   there with thinking off, and a prefill with it on). Reasoning alone is no turn.
 //! - `max_tokens` is always sent: the caller's, else [`AnthropicConfig::default_max_tokens`].
 //! - Tool-call arguments are sent as the parsed `input` object; arguments that are not a
 //!   JSON object are a `BadRequest` here, never sent as garbage. Empty arguments are `{}`.
@@ -43,7 +49,10 @@
 //! Usage: Anthropic's `input_tokens` *excludes* cache reads and writes, so the shared
 //! `input_tokens` is `input_tokens + cache_read_input_tokens + cache_creation_input_tokens`,
 //! `cached_input_tokens` is `cache_read_input_tokens` and `cache_write_tokens` is
-//! `cache_creation_input_tokens`. `output_tokens` (thinking included) is as is.
+//! `cache_creation_input_tokens`, of which `cache_creation.ephemeral_1h_input_tokens` is
+//! `cache_write_1h_tokens` (1-hour writes are priced apart from 5-minute ones).
+//! `output_tokens` (thinking included) is as is; Anthropic reports no separate thinking
+//! count, so `reasoning_tokens` stays 0 and thinking is billed as the output it is.
 
 mod classify;
 mod reply;
@@ -216,12 +225,24 @@ pub struct AnthropicCodec {
     structured_outputs: bool,
 }
 
+impl AnthropicCodec {
+    /// The Messages API for `model`, for the clouds that serve it (`vertex/`).
+    pub(crate) fn new(model: String, default_max_tokens: u32, structured_outputs: bool) -> Self {
+        Self {
+            model,
+            default_max_tokens,
+            structured_outputs,
+        }
+    }
+}
+
 impl Codec for AnthropicCodec {
     const KIND: &'static str = "anthropic";
-    /// The whitespace trimmed off a final prefill (see the module docs), and whether the
-    /// request was a native Messages body (its reasoning blocks are streamed back).
-    type Call = (String, bool);
+    const NATIVE: Option<&'static str> = Some("anthropic");
+    /// The whitespace trimmed off a final prefill (see the module docs).
+    type Call = String;
     type Events = EventParser;
+    const APPENDS_NATIVE_PREFILL: bool = true;
 
     fn model(&self) -> &str {
         &self.model
@@ -236,16 +257,13 @@ impl Codec for AnthropicCodec {
     }
 
     /// The body, and the whitespace trimmed off a final prefill (see the module docs). A
-    /// request with an Anthropic native body sends that body (see [`native_body`]).
-    fn encode(
-        &self,
-        req: &ChatRequest,
-        stream: bool,
-    ) -> Result<(Vec<u8>, (String, bool)), ProviderError> {
-        if let Some(native) = req.native_for(Self::KIND) {
+    /// request with an Anthropic native body sends that body (see [`native_body`]), with a
+    /// rescue's prefill appended when it has one.
+    fn encode(&self, req: &ChatRequest, stream: bool) -> Result<(Vec<u8>, String), ProviderError> {
+        if let Some(native) = req.native_continuing(Self::KIND) {
             let max_tokens = req.max_tokens.unwrap_or(self.default_max_tokens);
-            let body = native_body(&native.body, &self.model, max_tokens, stream)?;
-            return Ok((crate::provider::encode_body(&body)?, (String::new(), true)));
+            let (body, trimmed) = native_body(native, &self.model, max_tokens, stream)?;
+            return Ok((crate::provider::encode_body(&body)?, trimmed));
         }
         let (messages, trimmed) = request::wire_turns(&req.messages)?;
         if messages.is_empty() {
@@ -283,26 +301,17 @@ impl Codec for AnthropicCodec {
             stream,
         };
         let body = crate::provider::encode_body(&body)?;
-        Ok((body, (trimmed, false)))
+        Ok((body, trimmed))
     }
 
-    fn parse_reply(
-        &self,
-        body: &[u8],
-        (trimmed, _): (String, bool),
-    ) -> Result<ProviderReply, ProviderError> {
+    fn parse_reply(&self, body: &[u8], trimmed: String) -> Result<ProviderReply, ProviderError> {
         let mut reply = parse_response(body)?;
         reply::Seam::new(trimmed).apply(&mut reply.text);
         Ok(reply)
     }
 
-    fn events(&self, (trimmed, native): (String, bool)) -> EventParser {
-        let parser = EventParser::after_prefill(trimmed);
-        if native {
-            parser.keeping_thinking()
-        } else {
-            parser
-        }
+    fn events(&self, trimmed: String) -> EventParser {
+        EventParser::after_prefill(trimmed)
     }
 
     fn classify(failure: &HttpFailure, now: SystemTime) -> ProviderError {
@@ -322,18 +331,21 @@ impl Codec for AnthropicCodec {
     }
 }
 
-/// The client's own Messages body with this call's `model`, `max_tokens` and `stream`;
-/// nothing else is touched (`cache_control`, `thinking`, thinking blocks in history and
-/// every beta field go as the client wrote them), with one exception: see
-/// [`drop_orphan_thinking`]. No prefill is trimmed: the client wrote the body for
-/// Anthropic, and Anthropic's answer to it is the client's to read.
+/// The client's own Messages body with this call's `model`, `max_tokens` and `stream`,
+/// and the whitespace trimmed off a prefill. Nothing else is touched (`cache_control`,
+/// `thinking`, thinking blocks in history and every beta field go as the client wrote
+/// them), with two exceptions that turn thinking off ([`thinking_off`]): a rescue's
+/// continuation, whose prefill is appended ([`append_prefill`]; Anthropic takes no prefill
+/// with thinking on), and a tool turn without its thinking ([`drop_orphan_thinking`]). No
+/// prefill of the client's is trimmed: the client wrote the body for Anthropic, and
+/// Anthropic's answer to it is the client's to read.
 fn native_body(
-    body: &serde_json::Value,
+    native: &crate::chat::Native,
     model: &str,
     max_tokens: u32,
     stream: bool,
-) -> Result<serde_json::Value, ProviderError> {
-    let serde_json::Value::Object(fields) = body else {
+) -> Result<(serde_json::Value, String), ProviderError> {
+    let serde_json::Value::Object(fields) = native.body.as_ref() else {
         return Err(bad_request(
             "a native Messages body that is not a JSON object",
         ));
@@ -342,17 +354,70 @@ fn native_body(
     fields.insert("model".to_owned(), model.into());
     fields.insert("max_tokens".to_owned(), max_tokens.into());
     fields.insert("stream".to_owned(), stream.into());
-    drop_orphan_thinking(&mut fields);
-    Ok(serde_json::Value::Object(fields))
+    let trimmed = match &native.prefill {
+        Some(prefill) => {
+            thinking_off(&mut fields);
+            append_prefill(&mut fields, prefill)?
+        }
+        None => {
+            drop_orphan_thinking(&mut fields);
+            String::new()
+        }
+    };
+    Ok((serde_json::Value::Object(fields), trimmed))
+}
+
+/// Append a rescue's prefill (the text already sent) to the native `messages`, as the
+/// shared shape's encoding does (see the module docs): joined to a final assistant turn's
+/// last text (the client's own prefill, whose reasoning blocks go: Anthropic refuses them
+/// in a final turn with thinking off), else as a new assistant turn; its trailing
+/// whitespace trimmed off and returned.
+fn append_prefill(
+    fields: &mut serde_json::Map<String, serde_json::Value>,
+    prefill: &str,
+) -> Result<String, ProviderError> {
+    use serde_json::{json, Value};
+    let keep = prefill.trim_end();
+    let trimmed = prefill[keep.len()..].to_owned();
+    let Some(messages) = fields.get_mut("messages").and_then(Value::as_array_mut) else {
+        return Err(bad_request("a native Messages body without `messages`"));
+    };
+    let last = messages.last_mut().filter(|m| m["role"] == "assistant");
+    let Some(turn) = last else {
+        if !keep.is_empty() {
+            messages
+                .push(json!({"role": "assistant", "content": [{"type": "text", "text": keep}]}));
+        }
+        return Ok(trimmed);
+    };
+    if let Some(text) = turn["content"].as_str() {
+        turn["content"] = json!([{"type": "text", "text": text}]);
+    }
+    let Some(blocks) = turn["content"].as_array_mut() else {
+        return Err(bad_request(
+            "a final assistant turn whose content is not blocks",
+        ));
+    };
+    blocks.retain(|b| b["type"] != "thinking" && b["type"] != "redacted_thinking");
+    match blocks.last_mut() {
+        Some(b) if b["type"] == "text" && b["text"].is_string() => {
+            let joined = format!("{}{keep}", b["text"].as_str().unwrap_or_default());
+            b["text"] = joined.into();
+        }
+        _ if keep.is_empty() => {}
+        _ => blocks.push(json!({"type": "text", "text": keep})),
+    }
+    Ok(trimmed)
 }
 
 /// With thinking on, Anthropic refuses (400) a conversation whose last assistant turn
-/// calls a tool without starting with its thinking block. The gateway hands thinking blocks
-/// back to Messages clients (`docs/dialects.md`), and a turn that starts with its thinking
-/// block keeps thinking on; this guards the rest: a client that drops them itself, or a turn
-/// another vendor answered (no thinking blocks to send back). For such a turn thinking is
-/// turned off for that request (`thinking` removed, and `context_management`'s
-/// `clear_thinking_*` edits, which need it).
+/// calls a tool without starting with its thinking block. Messages clients get thinking
+/// blocks back and send them again (`docs/dialects.md`), and the shared shape carries them
+/// ([`crate::chat::Message::thinking`]), so this applies only to a native body whose last
+/// tool turn lacks them: a client that drops them itself, or a turn another vendor
+/// answered (it had no thinking blocks to send back). For such a request thinking is
+/// turned off ([`thinking_off`]). It cannot help a model that thinks by default with no
+/// `thinking` field: nothing is there to remove.
 fn drop_orphan_thinking(fields: &mut serde_json::Map<String, serde_json::Value>) {
     let on = fields
         .get("thinking")
@@ -371,9 +436,14 @@ fn drop_orphan_thinking(fields: &mut serde_json::Map<String, serde_json::Value>)
     let starts_thinking = blocks
         .first()
         .is_some_and(|b| b["type"] == "thinking" || b["type"] == "redacted_thinking");
-    if !calls_a_tool || starts_thinking {
-        return;
+    if calls_a_tool && !starts_thinking {
+        thinking_off(fields);
     }
+}
+
+/// Thinking off for this request: `thinking` removed, and `context_management`'s
+/// `clear_thinking_*` edits, which need it.
+fn thinking_off(fields: &mut serde_json::Map<String, serde_json::Value>) {
     fields.remove("thinking");
     if let Some(edits) = fields
         .get_mut("context_management")

@@ -141,7 +141,14 @@ pub(super) fn finish_reason(reason: &str) -> FinishReason {
 /// (above [`Usage::MAX_PLAUSIBLE_TOKENS`]) makes the reply `Malformed`.
 pub(super) fn normalized_usage(u: wire::Usage) -> Result<Usage, ProviderError> {
     let cache_read = u.cache_read_input_tokens.unwrap_or(0);
-    let cache_write = u.cache_creation_input_tokens.unwrap_or(0);
+    let split = u.cache_creation.unwrap_or_default();
+    let write_5m = split.ephemeral_5m_input_tokens.unwrap_or(0);
+    let write_1h = split.ephemeral_1h_input_tokens.unwrap_or(0);
+    // the total is the sum of the split; a reply with only the split still counts it
+    let cache_write = u
+        .cache_creation_input_tokens
+        .unwrap_or(0)
+        .max(write_5m.saturating_add(write_1h));
     let usage = Usage {
         input_tokens: u
             .input_tokens
@@ -151,6 +158,9 @@ pub(super) fn normalized_usage(u: wire::Usage) -> Result<Usage, ProviderError> {
         output_tokens: u.output_tokens.unwrap_or(0),
         cached_input_tokens: cache_read,
         cache_write_tokens: cache_write,
+        cache_write_1h_tokens: write_1h.min(cache_write),
+        // Anthropic reports no thinking count: thinking is in `output_tokens`, billed at
+        // the output rate, so the cost is right without it.
         reasoning_tokens: 0,
     };
     usage

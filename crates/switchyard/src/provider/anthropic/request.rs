@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::{bad_request, wire};
 use crate::chat::{
     ChatRequest, ContentPart, Field, ImageSource, Message, ReasoningEffort, ResponseFormat, Role,
-    Support, ToolCall, ToolChoice,
+    Support, Thinking, ToolCall, ToolChoice,
 };
 use crate::error::ProviderError;
 
@@ -182,10 +182,16 @@ pub(super) fn wire_turns(
             }),
         }
     }
-    for turn in turns.iter_mut().filter(|t| t.role == "user") {
-        // Stable: tool results first, everything else after, each in its order.
-        turn.content.sort_by_key(|b| !b.is_tool_result());
+    for turn in &mut turns {
+        // Stable: tool results first in a user turn, reasoning first in an assistant turn
+        // (Anthropic requires both), everything else after, each in its order.
+        if turn.role == "user" {
+            turn.content.sort_by_key(|b| !b.is_tool_result());
+        } else {
+            turn.content.sort_by_key(|b| !b.is_thinking());
+        }
     }
+    drop_prefill_thinking(&mut turns);
     let trimmed = trim_prefill(&mut turns);
     Ok((turns, trimmed))
 }
@@ -202,6 +208,17 @@ fn append<'a>(turn: &mut wire::Turn<'a>, blocks: Vec<wire::Block<'a>>) {
             }
         }
         turn.content.push(block);
+    }
+}
+
+/// A final assistant turn (a prefill) goes without reasoning blocks: Anthropic refuses
+/// them there when thinking is off, and refuses a prefill altogether when it is on.
+fn drop_prefill_thinking(turns: &mut Vec<wire::Turn<'_>>) {
+    if let Some(last) = turns.last_mut().filter(|t| t.role == "assistant") {
+        last.content.retain(|b| !b.is_thinking());
+        if last.content.is_empty() {
+            turns.pop();
+        }
     }
 }
 
@@ -248,11 +265,15 @@ fn assistant_blocks(m: &Message) -> Result<Vec<wire::Block<'_>>, ProviderError> 
             "Anthropic takes no images in assistant messages",
         ));
     }
-    let mut blocks = Vec::with_capacity(1 + m.tool_calls.len());
+    let mut blocks = Vec::with_capacity(1 + m.thinking.len() + m.tool_calls.len());
     let text = match m.content.as_slice() {
         [ContentPart::Text { text }] => Cow::Borrowed(text.as_str()),
         _ => Cow::Owned(m.joined_text()),
     };
+    if !text.is_empty() || !m.tool_calls.is_empty() {
+        // reasoning alone is no turn: it goes with the answer it came with
+        blocks.extend(m.thinking.iter().filter_map(thinking_block));
+    }
     if !text.is_empty() {
         blocks.push(wire::Block::Text { text });
     }
@@ -264,6 +285,20 @@ fn assistant_blocks(m: &Message) -> Result<Vec<wire::Block<'_>>, ProviderError> 
         });
     }
     Ok(blocks)
+}
+
+/// A reasoning block as Anthropic returned it: redacted with its data, or thinking with
+/// its signature. Reasoning without either (another vendor's plain `reasoning_content`) is
+/// not Anthropic's, which would refuse it unsigned: left out.
+fn thinking_block(t: &Thinking) -> Option<wire::Block<'_>> {
+    match (&t.redacted, &t.signature) {
+        (Some(data), _) => Some(wire::Block::RedactedThinking { data }),
+        (None, Some(signature)) => Some(wire::Block::Thinking {
+            thinking: &t.text,
+            signature,
+        }),
+        (None, None) => None,
+    }
 }
 
 /// A tool call's arguments as the `input` object Anthropic requires.

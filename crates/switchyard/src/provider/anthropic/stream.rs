@@ -22,8 +22,6 @@ pub struct EventParser {
     tools: Vec<ToolBlock>,
     /// Whitespace trimmed off the prefill, dropped from the start of the text.
     seam: Seam,
-    /// Pass reasoning blocks on (the client speaks Messages and sends them back).
-    keep_thinking: bool,
     /// The content-block index of each reasoning block passed on, in order.
     thinking: Vec<u32>,
 }
@@ -55,22 +53,13 @@ impl EventParser {
         }
     }
 
-    /// A parser that passes `thinking` and `redacted_thinking` blocks on as
-    /// [`ThinkingDelta`]s (for a native Messages request, whose client sends them back);
-    /// otherwise they are skipped.
-    #[must_use]
-    pub fn keeping_thinking(mut self) -> Self {
-        self.keep_thinking = true;
-        self
-    }
-
     /// Parse one server-sent event.
     ///
     /// `message_delta` carries the finish signal (`stop_reason`) with the usage, merged
     /// with the input usage of `message_start`; `message_stop` is [`Parsed::Done`]; text
-    /// and tool-argument deltas are chunks; so are reasoning pieces when the parser keeps
-    /// them ([`EventParser::keeping_thinking`]); `ping`, other reasoning and unknown events
-    /// are skipped; an `error` event is classified like an HTTP error. Data that is not JSON of
+    /// and tool-argument deltas are chunks; so are the pieces of `thinking` and
+    /// `redacted_thinking` blocks, as [`ThinkingDelta`]s; `ping` and unknown events are
+    /// skipped; an `error` event is classified like an HTTP error. Data that is not JSON of
     /// a known shape is `Malformed`.
     ///
     /// # Errors
@@ -156,16 +145,13 @@ impl EventParser {
                     arguments,
                 })
             }
-            wire::StartBlock::Thinking { thinking } if self.keep_thinking => {
+            wire::StartBlock::Thinking { thinking } => {
                 self.thinking_chunk(index, thinking, None, None)
             }
-            wire::StartBlock::RedactedThinking { data } if self.keep_thinking => {
+            wire::StartBlock::RedactedThinking { data } => {
                 self.thinking_chunk(index, String::new(), None, Some(data))
             }
-            wire::StartBlock::Text { .. }
-            | wire::StartBlock::Thinking { .. }
-            | wire::StartBlock::RedactedThinking { .. }
-            | wire::StartBlock::Other => Parsed::Skip,
+            wire::StartBlock::Text { .. } | wire::StartBlock::Other => Parsed::Skip,
         }
     }
 
@@ -192,17 +178,15 @@ impl EventParser {
                     ..ToolCallDelta::default()
                 }))
             }
-            wire::Delta::Thinking { thinking } if self.keep_thinking => {
+            wire::Delta::Thinking { thinking } => {
                 self.known_thinking(index)?;
                 Ok(self.thinking_chunk(index, thinking, None, None))
             }
-            wire::Delta::Signature { signature } if self.keep_thinking => {
+            wire::Delta::Signature { signature } => {
                 self.known_thinking(index)?;
                 Ok(self.thinking_chunk(index, String::new(), Some(signature), None))
             }
-            wire::Delta::Thinking { .. } | wire::Delta::Signature { .. } | wire::Delta::Other => {
-                Ok(Parsed::Skip)
-            }
+            wire::Delta::Other => Ok(Parsed::Skip),
         }
     }
 

@@ -65,6 +65,16 @@ pub(super) enum Block<'a> {
         name: &'a str,
         input: Value,
     },
+    /// An earlier answer's reasoning, sent back as Anthropic returned it (first in its
+    /// assistant turn).
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    /// An earlier answer's redacted reasoning, its data opaque.
+    RedactedThinking {
+        data: &'a str,
+    },
     /// A tool's answer, in a `user` turn.
     ToolResult {
         tool_use_id: &'a str,
@@ -77,6 +87,11 @@ impl Block<'_> {
     /// True for a `tool_result` block (they must lead their user turn).
     pub fn is_tool_result(&self) -> bool {
         matches!(self, Self::ToolResult { .. })
+    }
+
+    /// True for a reasoning block (they must lead their assistant turn).
+    pub fn is_thinking(&self) -> bool {
+        matches!(self, Self::Thinking { .. } | Self::RedactedThinking { .. })
     }
 }
 
@@ -200,6 +215,18 @@ pub(super) struct Usage {
     pub cache_creation_input_tokens: Option<u64>,
     #[serde(default)]
     pub cache_read_input_tokens: Option<u64>,
+    /// `cache_creation`: the cache writes split by TTL.
+    #[serde(default)]
+    pub cache_creation: Option<CacheCreation>,
+}
+
+/// `usage.cache_creation`: `cache_creation_input_tokens` split by the TTL written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub(super) struct CacheCreation {
+    #[serde(default)]
+    pub ephemeral_5m_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub ephemeral_1h_input_tokens: Option<u64>,
 }
 
 impl Usage {
@@ -214,6 +241,17 @@ impl Usage {
             cache_read_input_tokens: newer
                 .cache_read_input_tokens
                 .or(self.cache_read_input_tokens),
+            cache_creation: match (self.cache_creation, newer.cache_creation) {
+                (Some(old), Some(new)) => Some(CacheCreation {
+                    ephemeral_5m_input_tokens: new
+                        .ephemeral_5m_input_tokens
+                        .or(old.ephemeral_5m_input_tokens),
+                    ephemeral_1h_input_tokens: new
+                        .ephemeral_1h_input_tokens
+                        .or(old.ephemeral_1h_input_tokens),
+                }),
+                (old, new) => new.or(old),
+            },
         }
     }
 }

@@ -14,7 +14,8 @@
 //! the finish signal).
 //!
 //! The key goes only in the `x-goog-api-key` header (marked sensitive), never in a URL: a
-//! `base_url` with a query string is refused, so `?key=` cannot sneak in.
+//! `base_url` whose query has a `key` parameter is refused, so `?key=` cannot sneak in
+//! (other query parameters are kept, after the path).
 //!
 //! Embeddings go to `…:batchEmbedContents` (`embed.rs`).
 //!
@@ -134,17 +135,16 @@ impl Gemini {
     /// A provider from `config`, pooled on `transport`.
     ///
     /// # Errors
-    /// An unusable model id, `base_url` (or one with a query string), header, or key
+    /// An unusable model id, `base_url` (or one with `key=` in its query), header, or key
     /// (empty, or not valid in a header).
     pub fn new(config: GeminiConfig, transport: &Transport) -> Result<Self, ConfigError> {
         let resource = model_resource(&config.model)?;
         let generate_url = endpoint(&config.base_url, &format!("/{resource}:generateContent"))?;
-        let mut stream_url = endpoint(
-            &config.base_url,
-            &format!("/{resource}:streamGenerateContent"),
-        )?;
         // Without `alt=sse` Google streams one JSON array.
-        stream_url.set_query(Some("alt=sse"));
+        let stream_url = endpoint(
+            &config.base_url,
+            &format!("/{resource}:streamGenerateContent?alt=sse"),
+        )?;
         let endpoints = Endpoints {
             call: Endpoint::new(generate_url)?,
             stream: Endpoint::new(stream_url)?,
@@ -186,6 +186,14 @@ pub struct GeminiCodec {
     model: String,
     /// `models/{model}`: what each embeddings request names.
     resource: String,
+}
+
+impl GeminiCodec {
+    /// The Gemini API for `model`, for the clouds that serve it (`vertex/`): `resource`
+    /// is what an embeddings request names.
+    pub(crate) fn new(model: String, resource: String) -> Self {
+        Self { model, resource }
+    }
 }
 
 impl Codec for GeminiCodec {
@@ -261,13 +269,16 @@ fn model_resource(model: &str) -> Result<String, ConfigError> {
     }
 }
 
-/// [`http::endpoint`], refusing a base URL that carries a query (a key must never travel
-/// in a URL) or a fragment.
+/// [`http::endpoint`], refusing a base URL whose query carries a `key` (a key must never
+/// travel in a URL, where logs and proxies keep it); other query parameters are kept.
 fn endpoint(base_url: &str, path: &str) -> Result<Url, ConfigError> {
     let url = http::endpoint(base_url, path)?;
-    if url.query().is_some() || url.fragment().is_some() {
+    if url
+        .query_pairs()
+        .any(|(name, _)| name.eq_ignore_ascii_case("key"))
+    {
         return Err(ConfigError(
-            "base_url must not carry a query string or fragment; the key goes in api_key"
+            "base_url must not carry the key in its query (`key=`); the key goes in api_key"
                 .to_owned(),
         ));
     }

@@ -218,6 +218,7 @@ pub(super) fn usage(u: wire::UsageMetadata) -> Result<Usage, ProviderError> {
             .saturating_add(thoughts),
         cached_input_tokens: u.cached_content_token_count.unwrap_or(0),
         cache_write_tokens: 0,
+        cache_write_1h_tokens: 0,
         reasoning_tokens: thoughts,
     };
     usage

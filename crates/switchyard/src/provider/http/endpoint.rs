@@ -9,18 +9,35 @@ use super::ConfigError;
 use crate::provider::secret::Secret;
 
 /// `base_url` joined with `path` (`https://api.openai.com/v1` + `/chat/completions`). A
-/// trailing slash on the base and a missing leading slash on the path are tolerated.
+/// trailing slash on the base and a missing leading slash on the path are tolerated. A
+/// query on the base (Azure's `?api-version=…`) is kept: the path goes before it
+/// (`…/v1/chat/completions?api-version=…`). A fragment is refused (it would never be sent).
 ///
 /// # Errors
-/// When the result is not an absolute `http`/`https` URL.
+/// When the result is not an absolute `http`/`https` URL, or the base carries credentials
+/// or a fragment.
 pub fn endpoint(base_url: &str, path: &str) -> Result<Url, ConfigError> {
-    let base = base_url.trim().trim_end_matches('/');
+    let base = base_url.trim();
+    if base.contains('#') {
+        return Err(ConfigError(format!(
+            "base_url {base:?}: a fragment (#...) is never sent; remove it"
+        )));
+    }
+    let (base, query) = match base.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (base, None),
+    };
+    let base = base.trim_end_matches('/');
     let path = path.trim_start_matches('/');
-    let joined = if path.is_empty() {
+    let mut joined = if path.is_empty() {
         base.to_owned()
     } else {
         format!("{base}/{path}")
     };
+    if let Some(query) = query.filter(|q| !q.is_empty()) {
+        joined.push(if joined.contains('?') { '&' } else { '?' });
+        joined.push_str(query);
+    }
     let url = Url::parse(&joined).map_err(|e| ConfigError(format!("base_url {base:?}: {e}")))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(ConfigError(format!(

@@ -355,6 +355,25 @@ impl HttpClient {
         self.execute(request).await
     }
 
+    /// POST an HTML form body (`application/x-www-form-urlencoded`: an OAuth2 token
+    /// request). `Ok` once the response headers are in, whatever the status.
+    ///
+    /// # Errors
+    /// As [`post_json`](Self::post_json).
+    pub async fn post_form(
+        &self,
+        url: &Endpoint,
+        headers: &HeaderMap,
+        body: Vec<u8>,
+    ) -> Result<UpstreamResponse, ProviderError> {
+        let mut request = self.request(http::Method::POST, url, headers, Bytes::from(body));
+        request.headers_mut().insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/x-www-form-urlencoded"),
+        );
+        self.execute(request).await
+    }
+
     /// GET `url` (health checks, model listings). `Ok` once the headers are in.
     ///
     /// # Errors

@@ -36,6 +36,42 @@ fn endpoint_joins_like_the_sdks() {
     assert!(endpoint("https://user:pw@host/v1", "/x").is_err());
 }
 
+/// A query on the base (Azure's `api-version`) stays a query: the path goes before it.
+#[test]
+fn endpoint_keeps_the_base_query_after_the_path() {
+    let cases = [
+        (
+            "https://r.openai.azure.com/openai/v1?api-version=preview",
+            "/chat/completions",
+            "https://r.openai.azure.com/openai/v1/chat/completions?api-version=preview",
+        ),
+        (
+            "https://r.openai.azure.com/openai/v1/?api-version=preview&x=1",
+            "chat/completions",
+            "https://r.openai.azure.com/openai/v1/chat/completions?api-version=preview&x=1",
+        ),
+        (
+            "http://127.0.0.1:9/v1?",
+            "/embeddings",
+            "http://127.0.0.1:9/v1/embeddings",
+        ),
+        (
+            "http://127.0.0.1:9/v1?a=b",
+            "/m:stream?alt=sse",
+            "http://127.0.0.1:9/v1/m:stream?alt=sse&a=b",
+        ),
+    ];
+    for (base, path, want) in cases {
+        assert_eq!(
+            endpoint(base, path).unwrap().as_str(),
+            want,
+            "{base} + {path}"
+        );
+    }
+    let err = endpoint("https://host/v1#frag", "/x").unwrap_err();
+    assert!(err.0.contains("fragment"), "{err}");
+}
+
 #[test]
 fn secret_headers_are_sensitive_and_errors_hide_them() {
     let mut map = HeaderMap::new();

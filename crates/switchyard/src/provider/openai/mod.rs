@@ -13,7 +13,8 @@
 //! the transport (pooling, body limits, connect errors) is [`super::http`]; SSE framing and
 //! the "complete at the finish signal" rule are [`super::sse`].
 //!
-//! Embeddings (`{base}/embeddings`) are `embed.rs`.
+//! Embeddings (`{base}/embeddings`) are `embed.rs`. Providers that speak the Responses
+//! API upstream instead (`api = "responses"` in the server's config) are [`responses`].
 //!
 //! Usage: `prompt_tokens` already counts cached tokens, so it is `input_tokens` as is;
 //! `prompt_tokens_details.cached_tokens` is `cached_input_tokens`; `completion_tokens`
@@ -25,6 +26,7 @@ mod classify;
 pub mod embed;
 mod reply;
 mod request;
+pub mod responses;
 mod stream;
 #[cfg(test)]
 mod tests;
@@ -71,6 +73,11 @@ pub struct OpenAiConfig {
     /// Send the output cap as `max_tokens` (older and compatible servers) instead of
     /// `max_completion_tokens` (OpenAI's current name, required by reasoning models).
     pub use_max_tokens: bool,
+    /// Ask a stream for its usage with `stream_options: {"include_usage": true}` (the
+    /// default). Off for servers that refuse the field and report usage unasked.
+    pub stream_usage: bool,
+    /// How tool-call ids are written in history (Mistral accepts only 9 alphanumerics).
+    pub tool_call_ids: ToolCallIds,
     /// Extra headers sent on every call (OpenRouter's `HTTP-Referer`, a proxy's routing
     /// header). Applied last, so they can replace the defaults.
     pub headers: Vec<(String, String)>,
@@ -94,6 +101,8 @@ impl OpenAiConfig {
             api_key_header: None,
             organization: None,
             use_max_tokens: false,
+            stream_usage: true,
+            tool_call_ids: ToolCallIds::AsIs,
             headers: Vec::new(),
             http: HttpSettings::default(),
             usage_grace: sse::DEFAULT_USAGE_GRACE,
@@ -145,7 +154,11 @@ impl OpenAi {
         headers.extend(config.headers);
         let codec = OpenAiCodec {
             model: config.model,
-            use_max_tokens: config.use_max_tokens,
+            quirks: Quirks {
+                use_max_tokens: config.use_max_tokens,
+                stream_usage: config.stream_usage,
+                tool_call_ids: config.tool_call_ids,
+            },
             api_key_header: config.api_key_header,
         };
         let connection = Connection {
@@ -168,13 +181,53 @@ impl OpenAi {
     }
 }
 
+/// How tool-call ids in a request's history are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ToolCallIds {
+    /// As they came (OpenAI and most compatible servers take any string).
+    #[default]
+    AsIs,
+    /// Exactly nine of `[A-Za-z0-9]` (Mistral refuses any other id with a 400): an id that
+    /// is not already so becomes a stable hash of itself, the same for a call and for the
+    /// result that answers it.
+    Alnum9,
+}
+
+/// What a compatible server needs written differently from OpenAI.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Quirks {
+    /// `max_tokens` instead of `max_completion_tokens`.
+    pub use_max_tokens: bool,
+    /// Send `stream_options.include_usage`.
+    pub stream_usage: bool,
+    /// Tool-call id spelling.
+    pub tool_call_ids: ToolCallIds,
+}
+
 /// Chat Completions on the wire.
 #[derive(Debug)]
 pub struct OpenAiCodec {
     model: String,
-    use_max_tokens: bool,
+    quirks: Quirks,
     /// Send the key in this header as is, instead of `Authorization: Bearer`.
     api_key_header: Option<String>,
+}
+
+impl OpenAiCodec {
+    /// Chat Completions for `model`, for the cloud vendors that speak it (`azure/`): the
+    /// output cap as `max_tokens` when `use_max_tokens`, the key in `api_key_header` (as
+    /// is) instead of a bearer token when set.
+    pub(crate) fn new(model: String, use_max_tokens: bool, api_key_header: Option<String>) -> Self {
+        Self {
+            model,
+            quirks: Quirks {
+                use_max_tokens,
+                stream_usage: true,
+                tool_call_ids: ToolCallIds::AsIs,
+            },
+            api_key_header,
+        }
+    }
 }
 
 impl Codec for OpenAiCodec {
@@ -191,7 +244,7 @@ impl Codec for OpenAiCodec {
     }
 
     fn encode(&self, req: &ChatRequest, stream: bool) -> Result<(Vec<u8>, ()), ProviderError> {
-        request::body(req, &self.model, self.use_max_tokens, stream).map(|body| (body, ()))
+        request::body(req, &self.model, self.quirks, stream).map(|body| (body, ()))
     }
 
     fn parse_reply(&self, body: &[u8], (): ()) -> Result<ProviderReply, ProviderError> {

@@ -8,13 +8,15 @@ use serde_json::Value;
 
 use super::classify::classify_value;
 use super::wire;
-use crate::chat::{Choice, FinishReason, ProviderReply, ToolCall, Usage};
+use crate::chat::{Choice, FinishReason, ProviderReply, Thinking, ToolCall, Usage};
 use crate::cost::Money;
 use crate::error::{ErrorKind, ProviderError};
 use crate::provider::http::{snippet, UpstreamResponse};
 
 /// Parse a 200 response body. A body that is not a chat completion (HTML from a proxy,
-/// empty, no `choices`) is `Malformed`; an error object is classified.
+/// empty, no `choices`) is `Malformed`; an error object is classified. The message's
+/// `reasoning_content` (or `reasoning`), which OpenAI-compatible reasoning servers return,
+/// is its one [`Thinking`] block: text, no signature.
 ///
 /// # Errors
 /// As above.
@@ -35,7 +37,7 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
     let choices = completion
         .choices
         .ok_or_else(|| malformed("chat completion without `choices`"))?;
-    let mut choices: Vec<Choice> = choices
+    let mut choices: Vec<(Choice, Vec<Thinking>)> = choices
         .into_iter()
         .map(|c| (c.index, c))
         .collect::<std::collections::BTreeMap<_, _>>()
@@ -45,13 +47,14 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
     if choices.is_empty() {
         return Err(malformed("chat completion with no choices"));
     }
-    let first = choices.remove(0);
+    let (first, thinking) = choices.remove(0);
     Ok(ProviderReply {
+        thinking,
         text: first.text,
         tool_calls: first.tool_calls,
         finish_reason: first.finish_reason,
         logprobs: first.logprobs,
-        alternatives: choices,
+        alternatives: choices.into_iter().map(|(c, _)| c).collect(),
         model: completion.model,
         usage: completion.usage.map(usage).transpose()?,
         reported_cost: completion.usage.and_then(|u| u.cost).and_then(money),
@@ -60,9 +63,17 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
     })
 }
 
-/// One choice of a completion (its text, tool calls, finish reason and log probabilities).
-fn choice(choice: wire::Choice) -> Result<Choice, ProviderError> {
+/// One choice of a completion (its text, tool calls, finish reason and log probabilities)
+/// and its reasoning (kept for the first choice only: the shared reply has one).
+fn choice(choice: wire::Choice) -> Result<(Choice, Vec<Thinking>), ProviderError> {
     let message = choice.message;
+    let thinking = match message.reasoning_content.or(message.reasoning) {
+        Some(text) if !text.is_empty() => vec![Thinking {
+            text,
+            ..Thinking::default()
+        }],
+        _ => Vec::new(),
+    };
     let mut text = match message.content {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => s,
@@ -90,12 +101,13 @@ fn choice(choice: wire::Choice) -> Result<Choice, ProviderError> {
             },
         })
         .collect();
-    Ok(Choice {
+    let answer = Choice {
         text,
         tool_calls,
         finish_reason: choice.finish_reason.as_deref().map(finish_reason),
         logprobs: choice.logprobs.filter(|l| !l.is_null()),
-    })
+    };
+    Ok((answer, thinking))
 }
 
 /// OpenAI's finish reasons, normalised (`function_call` is the legacy `tool_calls`).
@@ -120,6 +132,7 @@ pub(super) fn usage(u: wire::Usage) -> Result<Usage, ProviderError> {
             .and_then(|d| d.cached_tokens)
             .unwrap_or(0),
         cache_write_tokens: 0,
+        cache_write_1h_tokens: 0,
         reasoning_tokens: u
             .completion_tokens_details
             .and_then(|d| d.reasoning_tokens)

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use serde_json::{json, Value};
 
-use super::wire;
+use super::{wire, Quirks, ToolCallIds};
 use crate::chat::{
     ChatRequest, ContentPart, Field, ImageSource, Message, ReasoningEffort, ResponseFormat, Role,
     Support, ToolChoice,
@@ -19,13 +19,14 @@ use crate::error::{ErrorKind, ProviderError};
 pub(super) fn body(
     req: &ChatRequest,
     model: &str,
-    use_max_tokens: bool,
+    quirks: Quirks,
     stream: bool,
 ) -> Result<Vec<u8>, ProviderError> {
+    let use_max_tokens = quirks.use_max_tokens;
     let messages = req
         .messages
         .iter()
-        .map(wire_message)
+        .map(|m| wire_message(m, quirks.tool_call_ids))
         .collect::<Result<Vec<_>, _>>()?;
     let tools = req
         .tools
@@ -63,7 +64,7 @@ pub(super) fn body(
         metadata: req.metadata.as_ref(),
         passthrough: req.passthrough.as_deref(),
         stream,
-        stream_options: stream.then_some(wire::StreamOptions {
+        stream_options: (stream && quirks.stream_usage).then_some(wire::StreamOptions {
             include_usage: true,
         }),
     };
@@ -71,7 +72,7 @@ pub(super) fn body(
 }
 
 /// One shared-shape message as a Chat Completions message.
-fn wire_message(m: &Message) -> Result<wire::Message<'_>, ProviderError> {
+fn wire_message(m: &Message, ids: ToolCallIds) -> Result<wire::Message<'_>, ProviderError> {
     let role = match m.role {
         Role::System => "system",
         Role::Developer => "developer",
@@ -80,16 +81,19 @@ fn wire_message(m: &Message) -> Result<wire::Message<'_>, ProviderError> {
         Role::Tool => "tool",
     };
     let tool_call_id = match m.role {
-        Role::Tool => Some(m.tool_call_id.as_deref().ok_or_else(|| {
-            ProviderError::new(ErrorKind::BadRequest, "tool message without tool_call_id")
-        })?),
+        Role::Tool => Some(call_id(
+            m.tool_call_id.as_deref().ok_or_else(|| {
+                ProviderError::new(ErrorKind::BadRequest, "tool message without tool_call_id")
+            })?,
+            ids,
+        )),
         _ => None,
     };
     let tool_calls: Vec<_> = m
         .tool_calls
         .iter()
         .map(|c| wire::ToolCallOut {
-            id: &c.id,
+            id: call_id(&c.id, ids),
             kind: "function",
             function: wire::FunctionCallOut {
                 name: &c.name,
@@ -108,6 +112,35 @@ fn wire_message(m: &Message) -> Result<wire::Message<'_>, ProviderError> {
         tool_calls,
         tool_call_id,
     })
+}
+
+/// A tool-call id as `ids` wants it written.
+fn call_id(id: &str, ids: ToolCallIds) -> Cow<'_, str> {
+    match ids {
+        ToolCallIds::AsIs => Cow::Borrowed(id),
+        ToolCallIds::Alnum9 if id.len() == 9 && id.bytes().all(|b| b.is_ascii_alphanumeric()) => {
+            Cow::Borrowed(id)
+        }
+        ToolCallIds::Alnum9 => Cow::Owned(alnum9(id)),
+    }
+}
+
+/// Nine base-62 digits of a 64-bit FNV-1a hash of `id`: stable across calls and
+/// processes (the call and its result must map to the same id), 62^9 ≈ 1.3e16 values.
+fn alnum9(id: &str) -> String {
+    const DIGITS: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in id.bytes() {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    (0..9)
+        .map(|_| {
+            let digit = DIGITS[(hash % 62) as usize];
+            hash /= 62;
+            char::from(digit)
+        })
+        .collect()
 }
 
 /// Plain text as a string (every compatible server takes it); parts when there are images

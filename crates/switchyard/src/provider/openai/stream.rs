@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::classify::classify_value;
 use super::reply::{finish_reason, malformed, usage};
 use super::wire;
-use crate::chat::{ChatChunk, ToolCallDelta};
+use crate::chat::{ChatChunk, ThinkingDelta, ToolCallDelta};
 use crate::error::ProviderError;
 use crate::provider::codec::StreamEvents;
 use crate::provider::http::snippet;
@@ -14,9 +14,10 @@ use crate::provider::sse::{Parsed, SseEvent};
 
 /// Parse one server-sent event of a streamed completion.
 ///
-/// `[DONE]` is [`Parsed::Done`]; a chunk is [`Parsed::Chunk`] (choice 0's text and
-/// tool-call deltas, its `finish_reason`, and `usage` when present — the final usage chunk
-/// has `choices: []`); an error object (`{"error": …}`, vLLM's `{"object": "error"}`, an
+/// `[DONE]` is [`Parsed::Done`]; a chunk is [`Parsed::Chunk`] (choice 0's text, reasoning
+/// (`reasoning_content` or `reasoning`, as reasoning block 0) and tool-call deltas, its
+/// `finish_reason`, and `usage` when present — the final usage chunk has `choices: []`;
+/// Groq's `x_groq.usage` counts too); an error object (`{"error": …}`, vLLM's `{"object": "error"}`, an
 /// `event: error`) is classified like an HTTP error. Anything else that is not a chunk
 /// is `Malformed`.
 ///
@@ -38,9 +39,11 @@ pub fn parse_event(event: &SseEvent) -> Result<Parsed, ProviderError> {
             &serde_json::from_str(data).unwrap_or(Value::Null),
         ));
     }
+    // Groq puts the final usage under `x_groq.usage`; the standard place wins when both are.
+    let reported = chunk.usage.or(chunk.x_groq.and_then(|x| x.usage));
     let mut out = ChatChunk {
         model: chunk.model,
-        usage: chunk.usage.map(usage).transpose()?,
+        usage: reported.map(usage).transpose()?,
         ..ChatChunk::default()
     };
     let choice = chunk
@@ -55,6 +58,15 @@ pub fn parse_event(event: &SseEvent) -> Result<Parsed, ProviderError> {
             .and_then(|mut l| l.get_mut("content").map(Value::take))
             .filter(|c| !c.is_null());
         if let Some(delta) = choice.delta {
+            if let Some(text) = delta.reasoning_content.or(delta.reasoning) {
+                if !text.is_empty() {
+                    out.thinking = vec![ThinkingDelta {
+                        index: 0,
+                        text,
+                        ..ThinkingDelta::default()
+                    }];
+                }
+            }
             out.text = delta.content.or(delta.refusal).unwrap_or_default();
             out.tool_calls = delta
                 .tool_calls

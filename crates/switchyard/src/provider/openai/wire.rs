@@ -75,7 +75,7 @@ pub(super) struct Message<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCallOut<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool_call_id: Option<&'a str>,
+    pub tool_call_id: Option<Cow<'a, str>>,
 }
 
 /// A string for plain text (what every compatible server takes), parts otherwise.
@@ -105,7 +105,7 @@ pub(super) struct ImageUrl<'a> {
 /// An assistant's earlier tool call, sent back in history.
 #[derive(Debug, Serialize)]
 pub(super) struct ToolCallOut<'a> {
-    pub id: &'a str,
+    pub id: Cow<'a, str>,
     #[serde(rename = "type")]
     pub kind: &'static str,
     pub function: FunctionCallOut<'a>,
@@ -174,6 +174,12 @@ pub(super) struct ResponseMessage {
     pub refusal: Option<String>,
     #[serde(default)]
     pub tool_calls: Option<Vec<ResponseToolCall>>,
+    /// The reasoning text OpenAI-compatible reasoning servers return (DeepSeek, vLLM).
+    #[serde(default)]
+    pub reasoning_content: Option<String>,
+    /// The same under the name newer servers use (vLLM, OpenRouter).
+    #[serde(default)]
+    pub reasoning: Option<String>,
 }
 
 /// A tool call in a response.
@@ -203,10 +209,20 @@ pub(super) struct Chunk {
     pub model: Option<String>,
     #[serde(default)]
     pub usage: Option<Usage>,
+    /// Groq's extension: the final chunk's usage under `x_groq.usage`.
+    #[serde(default)]
+    pub x_groq: Option<XGroq>,
     #[serde(default)]
     pub error: Option<Value>,
     #[serde(default)]
     pub object: Option<String>,
+}
+
+/// Groq's `x_groq` object on a chunk.
+#[derive(Debug, Deserialize)]
+pub(super) struct XGroq {
+    #[serde(default)]
+    pub usage: Option<Usage>,
 }
 
 /// One choice of a chunk.
@@ -231,6 +247,12 @@ pub(super) struct Delta {
     pub refusal: Option<String>,
     #[serde(default)]
     pub tool_calls: Option<Vec<DeltaToolCall>>,
+    /// A piece of reasoning text (see [`ResponseMessage::reasoning_content`]).
+    #[serde(default)]
+    pub reasoning_content: Option<String>,
+    /// The same under its newer name.
+    #[serde(default)]
+    pub reasoning: Option<String>,
 }
 
 /// A tool-call fragment: `id` and `name` on the first, `arguments` pieces after.

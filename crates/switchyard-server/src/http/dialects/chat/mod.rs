@@ -1,7 +1,8 @@
 //! `POST /v1/chat/completions`: OpenAI's Chat Completions as an inbound dialect. The
 //! request decodes into the shared shape ([`wire`]); a reply is a `chat.completion` with a
-//! `switchyard` object saying who answered; a stream is `chat.completion.chunk` events
-//! ending in `data: [DONE]` ([`stream`]); errors are OpenAI's JSON (`ApiError`'s own shape).
+//! `switchyard` object saying who answered (and the answer's reasoning text as
+//! `reasoning_content`, as OpenAI-compatible reasoning servers return it); a stream is
+//! `chat.completion.chunk` events ending in `data: [DONE]` ([`stream`]); errors are OpenAI's JSON (`ApiError`'s own shape).
 //! Everything around the codec (keys, limits, headers, the log line) is the shared flow's:
 //! `crate::http::dialects::flow`.
 
@@ -135,6 +136,11 @@ struct Choice<'a> {
 struct AssistantMessage<'a> {
     role: &'static str,
     content: Option<&'a str>,
+    /// The answer's reasoning text, where OpenAI-compatible reasoning servers put it
+    /// (DeepSeek, vLLM): every reasoning block's text, joined (signatures and redacted
+    /// blocks have no place here).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_content: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tool_calls: Vec<WireToolCall>,
     refusal: Option<()>,
@@ -149,6 +155,8 @@ impl<'a> CompletionBody<'a> {
             resp.finish_reason.as_ref(),
             resp.logprobs.as_ref(),
         );
+        let mut first = first;
+        first.message.reasoning_content = reasoning_text(&resp.thinking);
         let mut choices = Vec::with_capacity(1 + resp.alternatives.len());
         choices.push(first);
         for (i, alt) in resp.alternatives.iter().enumerate() {
@@ -187,12 +195,19 @@ fn choice<'a>(
         message: AssistantMessage {
             role: "assistant",
             content,
+            reasoning_content: None,
             tool_calls: wire_tool_calls(tool_calls),
             refusal: None,
         },
         finish_reason: finish.map(switchyard::chat::FinishReason::as_openai),
         logprobs,
     }
+}
+
+/// The reasoning blocks' text, joined; `None` when there is none.
+fn reasoning_text(thinking: &[switchyard::chat::Thinking]) -> Option<String> {
+    let text: String = thinking.iter().map(|t| t.text.as_str()).collect();
+    (!text.is_empty()).then_some(text)
 }
 
 /// `chatcmpl-<request id>`.

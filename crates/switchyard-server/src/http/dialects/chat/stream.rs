@@ -1,5 +1,5 @@
-//! Chat Completions' stream: `chat.completion.chunk` events (a role chunk first, a finish
-//! chunk, a usage chunk when `stream_options.include_usage` asked for one) ending in
+//! Chat Completions' stream: `chat.completion.chunk` events (a role chunk first, reasoning
+//! pieces as `delta.reasoning_content`, a finish chunk, a usage chunk when `stream_options.include_usage` asked for one) ending in
 //! `data: [DONE]`; a stream that cannot finish ends with an `error` event and no `[DONE]`.
 
 use axum::body::Bytes;
@@ -74,7 +74,7 @@ impl StreamEncoder for ChunkEncoder {
         let delta = Delta {
             role: Some("assistant"),
             content: Some(""),
-            tool_calls: Vec::new(),
+            ..Delta::default()
         };
         self.chunk_frame(delta, None, None, None, None)
     }
@@ -84,14 +84,16 @@ impl StreamEncoder for ChunkEncoder {
         if let Some(m) = &c.model {
             self.model.clone_from(m);
         }
-        if c.text.is_empty() && c.tool_calls.is_empty() {
-            // a finish reason is written by `done`, which always follows it; reasoning
-            // pieces are not part of a chat completion
+        let reasoning: String = c.thinking.iter().map(|t| t.text.as_str()).collect();
+        if c.text.is_empty() && c.tool_calls.is_empty() && reasoning.is_empty() {
+            // a finish reason is written by `done`, which always follows it; a reasoning
+            // block's signature or redacted data has no place in a chat completion
             return Bytes::new();
         }
         let delta = Delta {
             role: None,
             content: (!c.text.is_empty()).then_some(c.text.as_str()),
+            reasoning_content: (!reasoning.is_empty()).then_some(reasoning.as_str()),
             tool_calls: c
                 .tool_calls
                 .iter()
@@ -118,11 +120,7 @@ impl StreamEncoder for ChunkEncoder {
             .map_or("stop", switchyard::chat::FinishReason::as_openai);
         let trail = Trail::of(resp);
         let mut out = Vec::new();
-        let empty = Delta {
-            role: None,
-            content: None,
-            tool_calls: Vec::new(),
-        };
+        let empty = Delta::default();
         if self.include_usage {
             out.extend_from_slice(&self.chunk_frame(empty, Some(finish), None, None, None));
             out.extend_from_slice(
@@ -162,12 +160,15 @@ struct ChunkChoice<'a> {
     logprobs: Option<serde_json::Value>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Default)]
 struct Delta<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     role: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     content: Option<&'a str>,
+    /// A piece of reasoning text, as OpenAI-compatible reasoning servers stream it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_content: Option<&'a str>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tool_calls: Vec<ToolDelta<'a>>,
 }

@@ -107,6 +107,12 @@ pub struct WireMessage {
     tool_calls: Option<Vec<WireToolCall>>,
     tool_call_id: Option<String>,
     name: Option<String>,
+    /// An earlier answer's reasoning text, as clients of OpenAI-compatible reasoning
+    /// servers send it back: accepted (a string) and left out of every upstream request.
+    /// It is plain text with no signature: no vendor could verify it as its own
+    /// reasoning, and a model that takes it would read it as text (`docs/dialects.md`).
+    #[allow(dead_code)]
+    reasoning_content: Option<String>,
 }
 
 /// A message's `content`: a string, or an array of parts. (Read by hand rather than as an
@@ -582,6 +588,7 @@ impl WireMessage {
                 .collect(),
             tool_call_id: self.tool_call_id,
             name: self.name,
+            thinking: Vec::new(),
         })
     }
 }

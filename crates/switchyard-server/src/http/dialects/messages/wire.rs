@@ -156,13 +156,10 @@ enum Block {
         cache_control: Option<IgnoredAny>,
     },
     Thinking {
-        #[allow(dead_code)]
         thinking: String,
-        #[allow(dead_code)]
         signature: String,
     },
     RedactedThinking {
-        #[allow(dead_code)]
         data: String,
     },
     MidConvSystem {
@@ -686,7 +683,25 @@ impl Turns<'_> {
             Block::Thinking { .. } | Block::RedactedThinking { .. } if role != Role::Assistant => {
                 return misplaced("thinking");
             }
-            Block::Thinking { .. } | Block::RedactedThinking { .. } => self.ignored.add("thinking"),
+            Block::Thinking {
+                thinking,
+                signature,
+            } => {
+                // carried for Anthropic providers; another vendor leaves it out
+                self.ignored.add("thinking");
+                turn.thinking.push(switchyard::chat::Thinking {
+                    text: thinking,
+                    signature: Some(signature),
+                    redacted: None,
+                });
+            }
+            Block::RedactedThinking { data } => {
+                self.ignored.add("thinking");
+                turn.thinking.push(switchyard::chat::Thinking {
+                    redacted: Some(data),
+                    ..switchyard::chat::Thinking::default()
+                });
+            }
             Block::MidConvSystem {
                 content,
                 cache_control,

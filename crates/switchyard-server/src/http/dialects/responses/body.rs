@@ -5,9 +5,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{json, Map, Value};
-use switchyard::chat::FinishReason;
+use switchyard::chat::{FinishReason, Thinking};
 use switchyard::{ChatResponse, Usage};
 
+use super::sealed;
 use crate::http::dialects::flow::Trail;
 
 /// What every event and body of one response shares: its id, its time and the request's
@@ -39,6 +40,12 @@ pub(crate) struct Echo {
     pub reasoning: Value,
     pub store: bool,
     pub user: Option<String>,
+    /// `reasoning.summary` asked for one: reasoning items carry the reasoning text as
+    /// their summary.
+    pub reasoning_summary: bool,
+    /// Reasoning items carry `encrypted_content` (the sealed format): the client asked
+    /// for it (`include`), or the response is stored (its items may come back as input).
+    pub sealed_reasoning: bool,
 }
 
 impl Base {
@@ -50,6 +57,27 @@ impl Base {
     /// `fc_<id>_<n>`: the answer's `n`th function call item.
     pub(crate) fn call_id(&self, n: usize) -> String {
         format!("fc_{}_{n}", self.suffix())
+    }
+
+    /// `rs_<id>_<n>`: the answer's `n`th reasoning item.
+    pub(crate) fn reasoning_id(&self, n: usize) -> String {
+        format!("rs_{}_{n}", self.suffix())
+    }
+
+    /// A reasoning item for one reasoning block: its text as the summary when one was
+    /// asked for (a redacted block has none to show), the block sealed in
+    /// `encrypted_content` when that was asked for or the response is stored.
+    pub(crate) fn reasoning_item(&self, id: &str, block: &Thinking, status: &str) -> Value {
+        let summary = if self.echo.reasoning_summary && !block.text.is_empty() {
+            json!([summary_part(&block.text)])
+        } else {
+            json!([])
+        };
+        let mut item = json!({"id": id, "type": "reasoning", "summary": summary, "status": status});
+        if self.echo.sealed_reasoning {
+            item["encrypted_content"] = json!(sealed::seal(std::slice::from_ref(block)));
+        }
+        item
     }
 
     fn suffix(&self) -> &str {
@@ -112,11 +140,15 @@ impl Base {
         trail
     }
 
-    /// The output items of a whole answer: its text as one message (when there is text,
-    /// or nothing else), then one item per function call.
+    /// The output items of a whole answer: one reasoning item per reasoning block, its
+    /// text as one message (when there is text, or nothing else), then one item per
+    /// function call.
     pub(crate) fn output(&self, resp: &ChatResponse) -> Vec<Value> {
         let status = item_status(resp);
-        let mut items = Vec::with_capacity(1 + resp.tool_calls.len());
+        let mut items = Vec::with_capacity(1 + resp.thinking.len() + resp.tool_calls.len());
+        for (n, block) in resp.thinking.iter().enumerate() {
+            items.push(self.reasoning_item(&self.reasoning_id(n), block, "completed"));
+        }
         if !resp.text.is_empty() || resp.tool_calls.is_empty() {
             let mut item = message_item(&self.message_id(), &resp.text, status);
             if let Some(entries) = resp.logprobs.as_ref().and_then(|l| l.get("content")) {
@@ -163,6 +195,11 @@ pub(crate) fn message_item(id: &str, text: &str, status: &str) -> Value {
         "status": status,
         "content": if status == "in_progress" { json!([]) } else { json!([text_part(text)]) },
     })
+}
+
+/// A reasoning item's `summary_text` part.
+pub(crate) fn summary_part(text: &str) -> Value {
+    json!({"type": "summary_text", "text": text})
 }
 
 /// An `output_text` content part.

@@ -2,16 +2,22 @@
 //!
 //! The request decodes into the shared shape ([`wire`]): `instructions` becomes a system
 //! message first, `input` items become messages (function calls on the assistant's turn,
-//! their outputs as tool messages), function tools and the tool choice carry over; built-in
-//! tools are refused by name. A reply is a `response` object ([`body`]) with a `switchyard`
-//! object; a stream is the Responses event sequence ([`stream`]); errors are OpenAI's JSON.
-//! With `store` (the default) the answer and its conversation are kept in the state backend
-//! ([`store`]), so `previous_response_id` continues it on any replica and any vendor.
-//!
-//! Not yet: passing built-in tools through to providers that speak the Responses API
-//! natively.
+//! their outputs as tool messages), function tools and the tool choice carry over. The
+//! client's own body rides along as the request's native body: an OpenAI provider with
+//! `api = "responses"` sends it as written (model and stream the call's, a
+//! `previous_response_id` replaced by the stored conversation it names), so built-in tools
+//! (`web_search`, ...) and every Responses-only field reach it, and the output items it
+//! returns reach the client verbatim, plain and streamed. A request with built-in tools
+//! (or input items of theirs) can only go to such providers: the others are skipped
+//! (`needs_native` in the trail), and a route without one refuses it with 400 naming the
+//! tool. A reply is a `response` object ([`body`]) with a `switchyard` object; a stream is
+//! the Responses event sequence ([`stream`]); errors are OpenAI's JSON. With `store` (the
+//! default) the answer and its conversation are kept in the state backend ([`store`]), so
+//! `previous_response_id` continues it on any replica and any vendor.
 
 mod body;
+mod native;
+mod sealed;
 mod store;
 mod stream;
 mod wire;
@@ -21,7 +27,8 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use serde_json::{json, Value};
-use switchyard::chat::Message;
+use switchyard::chat::{Message, Native};
+use switchyard::provider::openai::responses::NATIVE_KIND;
 use switchyard::{ChatResponse, Role};
 
 pub use store::{delete, retrieve};
@@ -47,6 +54,12 @@ pub(crate) struct ResponsesExtra {
     unanswered: Vec<(usize, usize)>,
     /// The conversation to store with the answer (`store`), set by `prepare`.
     conversation: Vec<Message>,
+    /// What only a provider taking the body natively can serve (built-in tools, their
+    /// items): (path, what). Empty: any provider can answer.
+    native_only: Vec<(String, String)>,
+    /// The input items the native body carries (the stored conversation's first), kept
+    /// with a natively answered response so the next turn sends them again as they were.
+    native_input: Vec<Value>,
 }
 
 impl Dialect for Responses {
@@ -61,7 +74,10 @@ impl Dialect for Responses {
         wire::check_lengths(&wire, &ctx.route)?;
         refuse_unsupported(&wire)?;
         note_ignored(&wire, ctx);
-        decode_request(wire, ctx)
+        // valid: it parsed above
+        let own: Value = serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(None, format!("invalid request body: {e}")))?;
+        decode_request(wire, ctx, own)
     }
 
     async fn prepare(
@@ -72,11 +88,13 @@ impl Dialect for Responses {
         let extra = &mut decoded.extra;
         let messages = &mut decoded.request.messages;
         let mut prior = Vec::new();
+        let mut prior_items = None;
         if let Some(id) = &extra.base.echo.previous_response_id {
             let record = store::load(state, id, ctx.key.as_deref())
                 .await
                 .ok_or_else(|| store::not_found(id, Some("previous_response_id")))?;
             prior = record.conversation;
+            prior_items = record.items;
         }
         let offset = prior.len();
         // tool results answering calls made in the stored conversation
@@ -96,6 +114,21 @@ impl Dialect for Responses {
                 }
             }
         }
+        if !extra.native_only.is_empty() && !native::route_takes_it(state, &ctx.route) {
+            let (param, what) = &extra.native_only[0];
+            return Err(bad(
+                param,
+                format!(
+                    "{what} needs an OpenAI provider with api = \"responses\" on route {:?}, \
+                     which has none: only such a provider takes built-in tools",
+                    crate::http::bounds::clip(&ctx.route, crate::http::bounds::ECHO_BYTES)
+                ),
+            ));
+        }
+        if let Some(native) = decoded.request.native.as_mut() {
+            extra.native_input =
+                native::expand(native, &prior, prior_items, extra.base.echo.store)?;
+        }
         if offset > 0 {
             messages.splice(extra.input_start..extra.input_start, prior);
         }
@@ -107,7 +140,10 @@ impl Dialect for Responses {
 
     fn reply(_ctx: &Ctx, extra: &ResponsesExtra, resp: &ChatResponse) -> Vec<u8> {
         let base = &extra.base;
-        let body = base.finished(resp, base.output(resp));
+        let body = base.finished(
+            resp,
+            native::output(resp).unwrap_or_else(|| base.output(resp)),
+        );
         serde_json::to_vec(&body).unwrap_or_default()
     }
 
@@ -129,13 +165,22 @@ impl Dialect for Responses {
             tool_calls: resp.tool_calls.clone(),
             tool_call_id: None,
             name: None,
+            thinking: resp.thinking.clone(),
         });
         // what GET returns: the answer as the client gets it, kept
         base.stored.store(true, Ordering::Release);
+        let native_output = native::output(resp);
+        let items = native_output.as_ref().map(|output| {
+            let mut items = extra.native_input.clone();
+            items.extend(output.iter().cloned());
+            items
+        });
+        let output = native_output.unwrap_or_else(|| base.output(resp));
         let record = store::Record {
             key: ctx.key.clone(),
-            response: base.finished(resp, base.output(resp)),
+            response: base.finished(resp, output),
             conversation,
+            items,
         };
         let kept = store::save(state, &base.id, &record).await;
         base.stored.store(kept, Ordering::Release);
@@ -145,6 +190,9 @@ impl Dialect for Responses {
         stream::EventEncoder::new(Arc::clone(&extra.base), model)
     }
 }
+
+/// The `include` value asking for reasoning items' `encrypted_content`.
+const ENCRYPTED_REASONING: &str = "reasoning.encrypted_content";
 
 /// Fields OpenAI defines whose meaning the gateway cannot honour: refused by name.
 fn refuse_unsupported(w: &WireRequest) -> Result<(), ApiError> {
@@ -211,13 +259,13 @@ fn reasoning_effort(
 /// `x-switchyard-ignored`.
 fn note_ignored(w: &WireRequest, ctx: &mut Ctx) {
     let set = |v: &Option<Value>| v.as_ref().is_some_and(|v| !v.is_null());
-    let reasoning = w.reasoning.as_ref();
     let flags = [
         (
             "include",
-            w.include
-                .as_ref()
-                .is_some_and(|i| i.iter().any(|x| x != LOGPROBS_INCLUDE)),
+            w.include.as_ref().is_some_and(|i| {
+                i.iter()
+                    .any(|x| x != LOGPROBS_INCLUDE && x != ENCRYPTED_REASONING)
+            }),
         ),
         ("prompt_cache_key", w.prompt_cache_key.is_some()),
         ("prompt_cache_retention", set(&w.prompt_cache_retention)),
@@ -232,10 +280,6 @@ fn note_ignored(w: &WireRequest, ctx: &mut Ctx) {
         ),
         ("max_tool_calls", w.max_tool_calls.is_some()),
         (
-            "reasoning.summary",
-            reasoning.is_some_and(|r| r.summary.is_some() || r.generate_summary.is_some()),
-        ),
-        (
             "text.verbosity",
             w.text.as_ref().is_some_and(|t| t.verbosity.is_some()),
         ),
@@ -248,24 +292,41 @@ fn note_ignored(w: &WireRequest, ctx: &mut Ctx) {
 }
 
 /// The shared request, and what the answer echoes.
-fn decode_request(mut w: WireRequest, ctx: &mut Ctx) -> Result<Decoded<ResponsesExtra>, ApiError> {
+fn decode_request(
+    mut w: WireRequest,
+    ctx: &mut Ctx,
+    own: Value,
+) -> Result<Decoded<ResponsesExtra>, ApiError> {
     let mut strict = false;
+    let mut native_only = Vec::new();
     let tools = match &w.tools {
-        Some(t) => wire::tools(t, &mut strict)?,
+        Some(t) => wire::tools(t, &mut strict, &mut native_only)?,
         None => Vec::new(),
     };
     if strict {
         ctx.ignored.push("tools.strict".to_owned());
     }
     let choice = match w.tool_choice.as_ref().filter(|v| !v.is_null()) {
+        Some(c) if native::built_in_choice(c).is_some() => {
+            let kind = native::built_in_choice(c).unwrap_or_default();
+            native_only.push((
+                "tool_choice.type".to_owned(),
+                format!(
+                    "tool choice {:?}",
+                    crate::http::bounds::clip(kind, crate::http::bounds::ECHO_BYTES)
+                ),
+            ));
+            None
+        }
         Some(c) => Some(wire::tool_choice(c)?),
         None => None,
     };
     let Some(input) = w.input.take() else {
         return Err(bad("input", "`input` is required"));
     };
-    let conv = wire::conversation(input)?;
-    if conv.dropped_reasoning {
+    let mut conv = wire::conversation(input)?;
+    native_only.append(&mut conv.native_only);
+    if conv.foreign_reasoning {
         ctx.ignored.push("input.reasoning".to_owned());
     }
     let mut messages = Vec::with_capacity(conv.messages.len() + 1);
@@ -298,8 +359,10 @@ fn decode_request(mut w: WireRequest, ctx: &mut Ctx) -> Result<Decoded<Responses
         service_tier: w.service_tier.clone(),
         reasoning_effort: reasoning_effort(w.reasoning.as_ref())?,
         metadata: w.metadata.clone(),
+        native: Some(Native::new(NATIVE_KIND, own).required(!native_only.is_empty())),
         ..switchyard::ChatRequest::default()
     };
+    ctx.native_kind = Some(NATIVE_KIND);
     let echo = echo(w, &request.tools, format.as_ref());
     let base = Base {
         id: response_id(),
@@ -317,6 +380,8 @@ fn decode_request(mut w: WireRequest, ctx: &mut Ctx) -> Result<Decoded<Responses
             input_start,
             unanswered: conv.unanswered,
             conversation: Vec::new(),
+            native_only,
+            native_input: Vec::new(),
         },
     })
 }
@@ -327,7 +392,18 @@ fn echo(
     tools: &[switchyard::chat::Tool],
     format: Option<&wire::WireFormat>,
 ) -> Echo {
+    let summary = w
+        .reasoning
+        .as_ref()
+        .and_then(|r| r.summary.as_deref().or(r.generate_summary.as_deref()));
+    let store = w.store.unwrap_or(true);
+    let include = w
+        .include
+        .as_ref()
+        .is_some_and(|i| i.iter().any(|v| v == ENCRYPTED_REASONING));
     Echo {
+        reasoning_summary: summary.is_some_and(|s| s != "none"),
+        sealed_reasoning: include || store,
         tools: echo_tools(tools, w.tools.as_deref()),
         tool_choice: w
             .tool_choice
@@ -345,17 +421,24 @@ fn echo(
         max_output_tokens: w.max_output_tokens,
         parallel_tool_calls: w.parallel_tool_calls.unwrap_or(true),
         previous_response_id: w.previous_response_id,
-        store: w.store.unwrap_or(true),
+        store,
         user: w.user,
     }
 }
 
-/// The function tools as the SDK's `FunctionTool` (`strict` as the client sent it).
+/// The tools as sent: function tools as the SDK's `FunctionTool` (`strict` as the client
+/// sent it), built-in tools as they are.
 fn echo_tools(tools: &[switchyard::chat::Tool], raw: Option<&[Value]>) -> Vec<Value> {
-    tools
+    let mut functions = tools.iter();
+    raw.unwrap_or_default()
         .iter()
-        .zip(raw.unwrap_or_default())
-        .map(|(t, raw)| {
+        .map(|raw| {
+            if raw.get("type").and_then(Value::as_str) != Some("function") {
+                return raw.clone();
+            }
+            let Some(t) = functions.next() else {
+                return raw.clone();
+            };
             json!({
                 "type": "function",
                 "name": t.name,

@@ -30,6 +30,11 @@ pub(crate) struct Record {
     pub response: Value,
     /// Every message so far (input and answers), oldest first, without instructions.
     pub conversation: Vec<Message>,
+    /// The same as Responses items as the vendor saw and returned them, when an OpenAI
+    /// provider with `api = "responses"` answered natively (its built-in tools' items and
+    /// encrypted reasoning included): what the next turn's native body starts with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items: Option<Vec<Value>>,
 }
 
 fn kv_key(id: &str) -> String {
@@ -171,6 +176,7 @@ mod tests {
             key: key.map(str::to_owned),
             response: json!({"id": "resp_1"}),
             conversation: vec![Message::user(text)],
+            items: None,
         }
     }
 

@@ -8,23 +8,41 @@
 //! response, usage and the `switchyard` object. A stream that breaks and cannot be rescued
 //! ends with `response.failed` (status `failed`, an `error`), never `response.completed`.
 //!
-//! Items open in the order their first piece arrives: a message stays open until a
-//! function call starts (text after that opens a new message); function calls stay open
-//! until the end, since a vendor may interleave the pieces of parallel calls.
+//! Items open in the order their first piece arrives: a reasoning item (one per reasoning
+//! block) stays open until anything else starts, its text streamed as
+//! `response.reasoning_summary_part.added`, `response.reasoning_summary_text.delta`,
+//! `.done` and `response.reasoning_summary_part.done` when the client asked for a summary,
+//! its sealed block (`encrypted_content`) on its `response.output_item.done`; a message
+//! stays open until a function call starts (text after that opens a new message);
+//! function calls stay open until the end, since a vendor may interleave the pieces of
+//! parallel calls. From a provider that answered natively, the events of items the shared
+//! shape cannot carry (a `web_search_call`, the vendor's own reasoning item) pass through
+//! as the vendor sent them, renumbered into this stream's `output_index` and
+//! `sequence_number`.
 
 use std::sync::Arc;
 
 use axum::body::Bytes;
 use serde_json::{json, Value};
+use switchyard::chat::{Thinking, ThinkingDelta};
 use switchyard::{ChatChunk, ChatResponse};
 
-use super::body::{call_item, item_status, message_item, text_part, Base};
+use super::body::{call_item, item_status, message_item, summary_part, text_part, Base};
 use crate::http::dialects::{frame, StreamEncoder};
 use crate::http::error::ApiError;
 
 /// One output item as the stream has built it so far.
 #[derive(Debug)]
 enum Item {
+    Reasoning {
+        id: String,
+        /// The vendor's index of this block among the answer's reasoning blocks.
+        index: u32,
+        block: Thinking,
+        /// A summary part was opened (the first non-empty text when a summary is asked).
+        summarized: bool,
+        open: bool,
+    },
     Message {
         id: String,
         text: String,
@@ -39,6 +57,13 @@ enum Item {
         arguments: String,
         open: bool,
     },
+    /// An item the shared shape cannot carry, from a provider that answered natively: its
+    /// events pass through as the vendor sent them (renumbered), the item as last seen.
+    Native {
+        /// The vendor's `output_index` of it.
+        upstream: u64,
+        item: Value,
+    },
 }
 
 /// Writes one stream's events.
@@ -51,6 +76,8 @@ pub(crate) struct EventEncoder {
     messages: usize,
     /// Calls opened so far.
     calls: usize,
+    /// Reasoning items opened so far.
+    reasonings: usize,
 }
 
 impl EventEncoder {
@@ -62,6 +89,7 @@ impl EventEncoder {
             items: Vec::new(),
             messages: 0,
             calls: 0,
+            reasonings: 0,
         }
     }
 
@@ -100,8 +128,37 @@ impl EventEncoder {
 
     /// Close the item at `index` (its `done` events); `status` for a message.
     fn close(&mut self, out: &mut Vec<u8>, index: usize, status: &str) {
+        let base = Arc::clone(&self.base);
         let events: Vec<(&str, Value)> = match &mut self.items[index] {
-            Item::Message { open: false, .. } | Item::Call { open: false, .. } => return,
+            Item::Message { open: false, .. }
+            | Item::Call { open: false, .. }
+            | Item::Native { .. }
+            | Item::Reasoning { open: false, .. } => return,
+            Item::Reasoning {
+                id,
+                block,
+                summarized,
+                open,
+                ..
+            } => {
+                *open = false;
+                let mut events = Vec::with_capacity(3);
+                if *summarized {
+                    let at = json!({"item_id": id, "output_index": index, "summary_index": 0});
+                    let mut text = at.clone();
+                    text["text"] = json!(block.text);
+                    let mut part = at;
+                    part["part"] = summary_part(&block.text);
+                    events.push(("response.reasoning_summary_text.done", text));
+                    events.push(("response.reasoning_summary_part.done", part));
+                }
+                let item = base.reasoning_item(id, block, "completed");
+                events.push((
+                    "response.output_item.done",
+                    json!({"output_index": index, "item": item}),
+                ));
+                events
+            }
             Item::Message { id, text, open } => {
                 *open = false;
                 vec![
@@ -145,6 +202,79 @@ impl EventEncoder {
         }
     }
 
+    /// Close the last item if it is an open reasoning item (something else starts).
+    fn close_reasoning(&mut self, out: &mut Vec<u8>) {
+        if let Some(Item::Reasoning { open: true, .. }) = self.items.last() {
+            self.close(out, self.items.len() - 1, "completed");
+        }
+    }
+
+    /// A piece of reasoning block `d.index`: opens its item on the first piece (closing
+    /// whatever was open last), streams its text as summary deltas when a summary was
+    /// asked for, and keeps the signature or redacted data for the item's `done`.
+    fn reasoning(&mut self, out: &mut Vec<u8>, d: &ThinkingDelta) {
+        let found = self
+            .items
+            .iter()
+            .position(|it| matches!(it, Item::Reasoning { index, .. } if *index == d.index));
+        let at = match found {
+            Some(at) => at,
+            None => {
+                self.close_reasoning(out);
+                if let Some(m) = self.open_text() {
+                    self.close(out, m, "completed");
+                }
+                let id = self.base.reasoning_id(self.reasonings);
+                self.reasonings += 1;
+                let at = self.items.len();
+                self.event(
+                    out,
+                    "response.output_item.added",
+                    json!({"output_index": at, "item": {"id": id, "type": "reasoning", "summary": [], "status": "in_progress"}}),
+                );
+                self.items.push(Item::Reasoning {
+                    id,
+                    index: d.index,
+                    block: Thinking::default(),
+                    summarized: false,
+                    open: true,
+                });
+                at
+            }
+        };
+        let summary = self.base.echo.reasoning_summary;
+        let Item::Reasoning {
+            id,
+            block,
+            summarized,
+            ..
+        } = &mut self.items[at]
+        else {
+            return;
+        };
+        block.text.push_str(&d.text);
+        if let Some(s) = &d.signature {
+            block.signature = Some(s.clone());
+        }
+        if let Some(r) = &d.redacted {
+            block.redacted = Some(r.clone());
+        }
+        if !summary || d.text.is_empty() {
+            return;
+        }
+        let (id, first) = (id.clone(), !*summarized);
+        *summarized = true;
+        let at_part = json!({"item_id": id, "output_index": at, "summary_index": 0});
+        if first {
+            let mut added = at_part.clone();
+            added["part"] = summary_part("");
+            self.event(out, "response.reasoning_summary_part.added", added);
+        }
+        let mut delta = at_part;
+        delta["delta"] = json!(d.text);
+        self.event(out, "response.reasoning_summary_text.delta", delta);
+    }
+
     /// The open message, if the last item is one.
     fn open_text(&self) -> Option<usize> {
         match self.items.last() {
@@ -154,6 +284,7 @@ impl EventEncoder {
     }
 
     fn text(&mut self, out: &mut Vec<u8>, delta: &str) {
+        self.close_reasoning(out);
         let index = match self.open_text() {
             Some(i) => i,
             None => self.open_message(out),
@@ -178,6 +309,7 @@ impl EventEncoder {
         let at = match found {
             Some(at) => at,
             None => {
+                self.close_reasoning(out);
                 if let Some(m) = self.open_text() {
                     self.close(out, m, "completed");
                 }
@@ -222,6 +354,7 @@ impl EventEncoder {
         self.items
             .iter()
             .map(|it| match it {
+                Item::Reasoning { id, block, .. } => self.base.reasoning_item(id, block, status),
                 Item::Message { id, text, .. } => message_item(id, text, status),
                 Item::Call {
                     id,
@@ -230,8 +363,48 @@ impl EventEncoder {
                     arguments,
                     ..
                 } => call_item(id, call_id, name, arguments, status),
+                Item::Native { item, .. } => item.clone(),
             })
             .collect()
+    }
+
+    /// A native piece: an event of an output item the shared shape cannot carry, passed
+    /// on with its `output_index` in this stream's numbering. A new item closes an open
+    /// message first (the vendor finished it before starting the next).
+    fn native(&mut self, out: &mut Vec<u8>, event: &Value) {
+        let Some(kind) = event.get("type").and_then(Value::as_str) else {
+            return;
+        };
+        let Some(upstream) = event.get("output_index").and_then(Value::as_u64) else {
+            return;
+        };
+        let mut data = event.clone();
+        let at = if kind == "response.output_item.added" {
+            if let Some(m) = self.open_text() {
+                self.close(out, m, "completed");
+            }
+            let item = event.get("item").cloned().unwrap_or(Value::Null);
+            self.items.push(Item::Native { upstream, item });
+            self.items.len() - 1
+        } else {
+            let found = self
+                .items
+                .iter()
+                .position(|it| matches!(it, Item::Native { upstream: u, .. } if *u == upstream));
+            let Some(at) = found else {
+                return;
+            };
+            if kind == "response.output_item.done" {
+                if let (Item::Native { item, .. }, Some(done)) =
+                    (&mut self.items[at], event.get("item"))
+                {
+                    item.clone_from(done);
+                }
+            }
+            at
+        };
+        data["output_index"] = json!(at);
+        self.event(out, kind, data);
     }
 }
 
@@ -254,11 +427,18 @@ impl StreamEncoder for EventEncoder {
             self.model.clone_from(m);
         }
         let mut out = Vec::new();
+        for d in &c.thinking {
+            self.reasoning(&mut out, d);
+        }
         if !c.text.is_empty() {
             self.text(&mut out, &c.text);
         }
         for d in &c.tool_calls {
             self.call(&mut out, d);
+        }
+        // the finish chunk's native piece is the whole response: `done` writes the end
+        if let (Some(event), None) = (&c.native, &c.finish_reason) {
+            self.native(&mut out, event);
         }
         Bytes::from(out)
     }

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use switchyard::chat::{ContentPart, Message, ResponseFormat, Tool, ToolCall, ToolChoice};
 use switchyard::Role;
 
+use super::sealed;
 use crate::http::bounds::{clip, longer_than, ECHO_BYTES};
 use crate::http::dialects::chat::wire::image_source;
 use crate::http::dialects::json;
@@ -136,8 +137,12 @@ pub(super) struct Conversation {
     /// Tool results whose call is not in the input: (message index, input item index).
     /// Their function names come from the stored conversation, or they are refused.
     pub unanswered: Vec<(usize, usize)>,
-    /// Reasoning items dropped (the shared shape cannot carry them).
-    pub dropped_reasoning: bool,
+    /// Reasoning items left out: not in our sealed format (another server's, OpenAI's
+    /// own encrypted reasoning) or without `encrypted_content`.
+    pub foreign_reasoning: bool,
+    /// Items only a provider taking the body natively can read (a built-in tool's call
+    /// from an earlier turn): (path, what), for the 400 when none can.
+    pub native_only: Vec<(String, String)>,
 }
 
 /// `input` into messages.
@@ -154,6 +159,7 @@ pub(super) fn conversation(input: WireInput) -> Result<Conversation, ApiError> {
             }
         }
     }
+    conv.drop_lone_reasoning();
     if conv.messages.is_empty() {
         return Err(bad("input", "`input` must contain at least one item"));
     }
@@ -174,27 +180,74 @@ impl Conversation {
         match kind.as_str() {
             "message" => {
                 let m = message(&path, &mut obj)?;
-                self.messages.push(m);
+                match self.messages.last_mut() {
+                    // the answer whose reasoning came just before
+                    Some(last) if m.role == Role::Assistant && holds_reasoning(last) => {
+                        last.content = m.content;
+                    }
+                    _ => {
+                        self.drop_lone_reasoning();
+                        self.messages.push(m);
+                    }
+                }
             }
             "function_call" => self.call(&path, &mut obj)?,
-            "function_call_output" => self.output(i, &path, &mut obj)?,
-            "reasoning" => self.dropped_reasoning = true,
-            other => {
-                return Err(bad(
-                    &format!("{path}.type"),
-                    format!(
-                        "input items of type {:?} are not supported (message, function_call, \
-                         function_call_output and reasoning are)",
-                        clip(other, ECHO_BYTES)
-                    ),
-                ))
+            "function_call_output" => {
+                self.drop_lone_reasoning();
+                self.output(i, &path, &mut obj)?;
             }
+            "reasoning" => self.reasoning(&path, &obj)?,
+            other => self.native_only.push((
+                format!("{path}.type"),
+                format!(
+                    "input items of type {:?} (only message, function_call, \
+                     function_call_output and reasoning items go to every vendor)",
+                    clip(other, ECHO_BYTES)
+                ),
+            )),
         }
         Ok(())
     }
 }
 
 impl Conversation {
+    /// A `reasoning` item: its sealed blocks (see `super::sealed`) open the assistant's
+    /// next turn (the message or function calls that follow join it); one in another
+    /// format is left out.
+    fn reasoning(&mut self, path: &str, obj: &Map<String, Value>) -> Result<(), ApiError> {
+        let at = || format!("{path}.encrypted_content");
+        let blocks = match obj.get("encrypted_content") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(content)) => {
+                sealed::open(content).map_err(|e| bad(&at(), format!("{}: {e}", at())))?
+            }
+            Some(_) => return Err(bad(&at(), "`encrypted_content` must be a string")),
+        };
+        let Some(blocks) = blocks else {
+            self.foreign_reasoning = true;
+            return Ok(());
+        };
+        match self.messages.last_mut() {
+            Some(last) if holds_reasoning(last) => last.thinking.extend(blocks),
+            _ => self.messages.push(Message {
+                role: Role::Assistant,
+                content: Vec::new(),
+                tool_calls: Vec::new(),
+                tool_call_id: None,
+                name: None,
+                thinking: blocks,
+            }),
+        }
+        Ok(())
+    }
+
+    /// Reasoning that no answer followed is left out (no vendor takes it alone).
+    fn drop_lone_reasoning(&mut self) {
+        if self.messages.last().is_some_and(holds_reasoning) {
+            self.messages.pop();
+        }
+    }
+
     /// A `function_call` item: a call on the assistant's turn (a new turn if the last
     /// message is not the assistant's).
     fn call(&mut self, path: &str, obj: &mut Map<String, Value>) -> Result<(), ApiError> {
@@ -211,6 +264,7 @@ impl Conversation {
                 tool_calls: vec![call],
                 tool_call_id: None,
                 name: None,
+                thinking: Vec::new(),
             }),
         }
         Ok(())
@@ -245,9 +299,18 @@ impl Conversation {
             tool_calls: Vec::new(),
             tool_call_id: Some(call_id),
             name,
+            thinking: Vec::new(),
         });
         Ok(())
     }
+}
+
+/// An assistant message opened by reasoning items, still waiting for its answer.
+fn holds_reasoning(m: &Message) -> bool {
+    m.role == Role::Assistant
+        && m.content.is_empty()
+        && m.tool_calls.is_empty()
+        && !m.thinking.is_empty()
 }
 
 /// The name of the function whose call `call_id` is, searching the latest messages first.
@@ -293,6 +356,7 @@ fn message(path: &str, obj: &mut Map<String, Value>) -> Result<Message, ApiError
         tool_calls: Vec::new(),
         tool_call_id: None,
         name: None,
+        thinking: Vec::new(),
     })
 }
 
@@ -358,73 +422,78 @@ fn take_str(obj: &mut Map<String, Value>, path: &str, field: &str) -> Result<Str
     }
 }
 
-/// `tools`: function tools only; a built-in tool is refused by its type.
+/// `tools`: function tools in the shared shape; a built-in tool (any other type) is
+/// noted in `built_in` (its path and what it is), for providers that take the body
+/// natively.
 ///
 /// # Errors
 /// 400 naming the tool.
-pub(super) fn tools(tools: &[Value], strict_used: &mut bool) -> Result<Vec<Tool>, ApiError> {
-    tools
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let path = format!("tools[{i}]");
-            let Some(obj) = t.as_object() else {
-                return Err(bad(&path, "a tool must be an object"));
-            };
-            match obj.get("type").and_then(Value::as_str) {
-                Some("function") => {}
-                Some(other) => {
-                    return Err(bad(
-                        &format!("{path}.type"),
-                        format!(
-                            "built-in tool {:?} is not supported here: only `function` tools \
-                             are (built-in tools need an OpenAI provider that speaks the \
-                             Responses API natively)",
-                            clip(other, ECHO_BYTES)
-                        ),
-                    ))
-                }
-                None => return Err(bad(&format!("{path}.type"), "a tool needs a `type`")),
-            }
-            let name = match obj.get("name") {
-                Some(Value::String(s)) if !s.is_empty() => s.clone(),
-                _ => {
-                    return Err(bad(
-                        &format!("{path}.name"),
-                        "a function tool needs a `name`",
-                    ))
-                }
-            };
-            let description = match obj.get("description") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(s.clone()),
-                Some(_) => {
-                    return Err(bad(
-                        &format!("{path}.description"),
-                        "`description` must be a string",
-                    ))
-                }
-            };
-            let parameters = match obj.get("parameters") {
-                None | Some(Value::Null) => serde_json::json!({"type": "object", "properties": {}}),
-                Some(p @ Value::Object(_)) => p.clone(),
-                Some(_) => {
-                    return Err(bad(
-                        &format!("{path}.parameters"),
-                        "`parameters` must be a JSON Schema object",
-                    ))
-                }
-            };
-            if obj.get("strict").and_then(Value::as_bool) == Some(true) {
-                *strict_used = true;
-            }
-            Ok(Tool {
-                name,
-                description,
-                parameters,
-            })
-        })
-        .collect()
+pub(super) fn tools(
+    tools: &[Value],
+    strict_used: &mut bool,
+    built_in: &mut Vec<(String, String)>,
+) -> Result<Vec<Tool>, ApiError> {
+    let mut out = Vec::with_capacity(tools.len());
+    for (i, t) in tools.iter().enumerate() {
+        let path = format!("tools[{i}]");
+        let Some(obj) = t.as_object() else {
+            return Err(bad(&path, "a tool must be an object"));
+        };
+        match obj.get("type").and_then(Value::as_str) {
+            Some("function") => out.push(function_tool(&path, obj, strict_used)?),
+            Some(other) => built_in.push((
+                format!("{path}.type"),
+                format!("built-in tool {:?}", clip(other, ECHO_BYTES)),
+            )),
+            None => return Err(bad(&format!("{path}.type"), "a tool needs a `type`")),
+        }
+    }
+    Ok(out)
+}
+
+/// One `function` tool at `path`.
+fn function_tool(
+    path: &str,
+    obj: &Map<String, Value>,
+    strict_used: &mut bool,
+) -> Result<Tool, ApiError> {
+    let name = match obj.get("name") {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        _ => {
+            return Err(bad(
+                &format!("{path}.name"),
+                "a function tool needs a `name`",
+            ))
+        }
+    };
+    let description = match obj.get("description") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            return Err(bad(
+                &format!("{path}.description"),
+                "`description` must be a string",
+            ))
+        }
+    };
+    let parameters = match obj.get("parameters") {
+        None | Some(Value::Null) => serde_json::json!({"type": "object", "properties": {}}),
+        Some(p @ Value::Object(_)) => p.clone(),
+        Some(_) => {
+            return Err(bad(
+                &format!("{path}.parameters"),
+                "`parameters` must be a JSON Schema object",
+            ))
+        }
+    };
+    if obj.get("strict").and_then(Value::as_bool) == Some(true) {
+        *strict_used = true;
+    }
+    Ok(Tool {
+        name,
+        description,
+        parameters,
+    })
 }
 
 /// `tool_choice`: a mode or `{"type": "function", "name": ...}`.

@@ -19,6 +19,7 @@ fn text_message_with_normalised_usage() {
             output_tokens: 12,
             cached_input_tokens: 5,
             cache_write_tokens: 0,
+            cache_write_1h_tokens: 0,
             reasoning_tokens: 0,
         })
     );
@@ -225,26 +226,10 @@ fn a_tool_call_without_arguments_gets_an_empty_object() {
 }
 
 #[test]
-fn thinking_pings_and_unknown_events_are_skipped() {
+fn pings_and_unknown_events_are_skipped() {
     let mut p = EventParser::new();
     let skipped = [
         event("ping", json!({"type": "ping"})),
-        event(
-            "content_block_start",
-            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}),
-        ),
-        event(
-            "content_block_delta",
-            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Let me see"}}),
-        ),
-        event(
-            "content_block_delta",
-            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "EqQB"}}),
-        ),
-        event(
-            "content_block_stop",
-            json!({"type": "content_block_stop", "index": 0}),
-        ),
         event(
             "brand_new_event",
             json!({"type": "brand_new_event", "x": 1}),
@@ -255,12 +240,12 @@ fn thinking_pings_and_unknown_events_are_skipped() {
     }
 }
 
-/// For a native Messages request the reasoning blocks are passed on, numbered among
+/// Reasoning blocks are passed on (every dialect surfaces them), numbered among
 /// themselves; a thinking delta for a block that is not a thinking block is malformed.
 #[test]
-fn a_parser_keeping_thinking_passes_text_signature_and_redacted_data_on() {
+fn reasoning_pieces_pass_text_signature_and_redacted_data_on() {
     use crate::chat::ThinkingDelta;
-    let mut p = EventParser::new().keeping_thinking();
+    let mut p = EventParser::new();
     let piece = |p: &mut EventParser, name: &str, data: Value| match p
         .parse_event(&event(name, data))
         .unwrap()
@@ -335,6 +320,7 @@ fn message_delta_usage_replaces_earlier_counts() {
             output_tokens: 30,
             cached_input_tokens: 100,
             cache_write_tokens: 50,
+            cache_write_1h_tokens: 0,
             reasoning_tokens: 0,
         })
     );
@@ -436,4 +422,112 @@ fn absurd_usage_is_malformed_even_when_the_parts_add_up_past_u64() {
         })
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Malformed);
+}
+
+fn message_with_usage(usage: &Value) -> Vec<u8> {
+    json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-haiku-5-5",
+        "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn", "usage": usage})
+    .to_string()
+    .into_bytes()
+}
+
+/// `cache_creation` splits the writes by TTL; the 1-hour part is counted apart so it is
+/// priced at its own rate, and the ledger's sum is exact.
+#[test]
+fn one_hour_cache_writes_are_counted_and_priced_apart() {
+    let usage = json!({"input_tokens": 20_000, "cache_read_input_tokens": 20_000,
+        "cache_creation_input_tokens": 10_000,
+        "cache_creation": {"ephemeral_5m_input_tokens": 6_000, "ephemeral_1h_input_tokens": 4_000},
+        "output_tokens": 3_000});
+    let u = parse_response(&message_with_usage(&usage))
+        .unwrap()
+        .usage
+        .unwrap();
+    assert_eq!(
+        u,
+        Usage {
+            input_tokens: 50_000,
+            output_tokens: 3_000,
+            cached_input_tokens: 20_000,
+            cache_write_tokens: 10_000,
+            cache_write_1h_tokens: 4_000,
+            reasoning_tokens: 0,
+        }
+    );
+    // Haiku 5.5 as shipped: 20k × $0.10 + 20k × $0.01 + 6k × $0.125 + 4k × $0.20
+    // + 3k × $0.50 per MTok = 0.002 + 0.0002 + 0.00075 + 0.0008 + 0.0015
+    let price = crate::cost::PriceTable::builtin()
+        .lookup("claude-haiku-5-5")
+        .unwrap()
+        .price;
+    assert_eq!(price.cost(&u).to_string(), "$0.00525");
+
+    // only the split (no total): the total is its sum
+    let split_only = json!({"input_tokens": 1, "output_tokens": 1,
+        "cache_creation": {"ephemeral_5m_input_tokens": 7, "ephemeral_1h_input_tokens": 5}});
+    let u = parse_response(&message_with_usage(&split_only))
+        .unwrap()
+        .usage
+        .unwrap();
+    assert_eq!((u.cache_write_tokens, u.cache_write_1h_tokens), (12, 5));
+    assert_eq!(u.input_tokens, 13);
+}
+
+/// In a stream, `message_start` carries the cache split and `message_delta` may repeat or
+/// omit it: the finish chunk keeps the latest split.
+#[test]
+fn streamed_one_hour_cache_writes_survive_the_delta() {
+    let mut p = EventParser::new();
+    let start = json!({"type": "message_start", "message": {"model": "claude-x", "usage":
+        {"input_tokens": 10, "cache_creation_input_tokens": 300,
+         "cache_creation": {"ephemeral_5m_input_tokens": 100, "ephemeral_1h_input_tokens": 200},
+         "output_tokens": 1}}});
+    p.parse_event(&event("message_start", start)).unwrap();
+    let delta = json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+        "usage": {"output_tokens": 40}});
+    let Parsed::Chunk(finish) = p.parse_event(&event("message_delta", delta)).unwrap() else {
+        panic!()
+    };
+    let u = finish.usage.unwrap();
+    assert_eq!(
+        (
+            u.input_tokens,
+            u.cache_write_tokens,
+            u.cache_write_1h_tokens,
+            u.output_tokens
+        ),
+        (310, 300, 200, 40)
+    );
+    let mut p = EventParser::new();
+    p.parse_event(&event(
+        "message_start",
+        json!({"type": "message_start", "message": {"usage":
+        {"input_tokens": 10, "cache_creation": {"ephemeral_1h_input_tokens": 200}}}}),
+    ))
+    .unwrap();
+    let delta = json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+        "usage": {"output_tokens": 2, "cache_creation_input_tokens": 250,
+            "cache_creation": {"ephemeral_5m_input_tokens": 50}}});
+    let Parsed::Chunk(finish) = p.parse_event(&event("message_delta", delta)).unwrap() else {
+        panic!()
+    };
+    let u = finish.usage.unwrap();
+    assert_eq!((u.cache_write_tokens, u.cache_write_1h_tokens), (250, 200));
+}
+
+/// Anthropic reports no thinking count: thinking is in `output_tokens` and billed there.
+#[test]
+fn thinking_is_billed_as_output_without_a_separate_count() {
+    let usage = json!({"input_tokens": 1_000, "output_tokens": 5_000});
+    let u = parse_response(&message_with_usage(&usage))
+        .unwrap()
+        .usage
+        .unwrap();
+    assert_eq!((u.output_tokens, u.reasoning_tokens), (5_000, 0));
+    let price = crate::cost::PriceTable::builtin()
+        .lookup("claude-haiku-5-5")
+        .unwrap()
+        .price;
+    // 1k × $0.10 + 5k × $0.50 per MTok
+    assert_eq!(price.cost(&u).to_string(), "$0.0026");
 }

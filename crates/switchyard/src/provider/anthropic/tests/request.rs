@@ -470,3 +470,154 @@ fn reasoning_effort_budget_is_cut_below_max_tokens_and_refused_under_the_minimum
     assert_eq!(err.kind, crate::error::ErrorKind::BadRequest);
     assert!(err.message.contains("max_tokens"), "{}", err.message);
 }
+
+fn signed(text: &str, signature: &str) -> crate::chat::Thinking {
+    crate::chat::Thinking {
+        text: text.into(),
+        signature: Some(signature.into()),
+        redacted: None,
+    }
+}
+
+/// Reasoning in history goes back to Anthropic as it came: first in its assistant turn
+/// (even when a text message before it is merged into the same turn), signature and
+/// redacted data kept; reasoning another vendor sent (no signature) is left out.
+#[test]
+fn thinking_in_history_leads_its_assistant_turn_with_its_signature() {
+    let mut call = tool_calling("toolu_1", r#"{"city":"Paris"}"#);
+    call.thinking = vec![
+        signed("Look it up.", "c2ln"),
+        crate::chat::Thinking {
+            redacted: Some("ZW5j".into()),
+            ..crate::chat::Thinking::default()
+        },
+        crate::chat::Thinking {
+            text: "unsigned, from another vendor".into(),
+            ..crate::chat::Thinking::default()
+        },
+    ];
+    let req = conversation(vec![
+        Message::user("Weather in Paris?"),
+        Message::assistant("Let me check."),
+        call,
+        Message::tool_result("toolu_1", "get_weather", "sunny"),
+    ]);
+    let sent = body(&req, false);
+    assert_eq!(
+        sent["messages"][1]["content"],
+        json!([
+            {"type": "thinking", "thinking": "Look it up.", "signature": "c2ln"},
+            {"type": "redacted_thinking", "data": "ZW5j"},
+            text("Let me check."),
+            {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}
+        ])
+    );
+    assert!(!sent.to_string().contains("unsigned"), "{sent}");
+}
+
+/// A final assistant turn is a prefill: Anthropic takes no reasoning there (with thinking
+/// off it refuses it; with thinking on it refuses the prefill), so it goes; reasoning with
+/// nothing else is no turn at all.
+#[test]
+fn a_prefill_and_a_reasoning_only_message_carry_no_thinking() {
+    let mut prefill = Message::assistant("The answer is ");
+    prefill.thinking = vec![signed("Hmm.", "c2ln")];
+    let sent = body(
+        &conversation(vec![Message::user("Question?"), prefill]),
+        false,
+    );
+    assert_eq!(
+        sent["messages"][1]["content"],
+        json!([text("The answer is")])
+    );
+    let mut alone = Message::assistant("");
+    alone.content.clear();
+    alone.thinking = vec![signed("Hmm.", "c2ln")];
+    let sent = body(
+        &conversation(vec![Message::user("a"), alone, Message::user("b")]),
+        false,
+    );
+    assert_eq!(
+        sent["messages"],
+        json!([{"role": "user", "content": [text("a"), text("b")]}])
+    );
+}
+
+fn native_with_prefill(body: Value, prefill: &str) -> ChatRequest {
+    let mut native = crate::chat::Native::new("anthropic", body);
+    native.prefill = Some(prefill.into());
+    ChatRequest {
+        native: Some(native),
+        ..ChatRequest::from_prompt("hi")
+    }
+}
+
+/// A rescue's continuation of a native body: the prefill is appended as an assistant turn
+/// (trailing whitespace trimmed, and dropped once from the reply), with thinking off (no
+/// prefill with thinking on) and everything else as the client sent it.
+#[test]
+fn a_native_continuation_appends_the_prefill_with_thinking_off() {
+    let client = json!({
+        "model": "route", "max_tokens": 100,
+        "thinking": {"type": "adaptive"},
+        "context_management": {"edits": [{"type": "clear_thinking_20251015"}]},
+        "system": [{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}],
+        "messages": [{"role": "user", "content": "Count to three."}]
+    });
+    let p = provider(AnthropicConfig::new(MODEL));
+    let req = native_with_prefill(client.clone(), "One, two, ");
+    let (bytes, trimmed) = p.codec().encode(&req, true).unwrap();
+    let sent: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(trimmed, " ");
+    assert!(sent.get("thinking").is_none() && sent.get("context_management").is_none());
+    assert_eq!(sent["system"], client["system"], "cache_control kept");
+    assert_eq!(
+        sent["messages"],
+        json!([
+            {"role": "user", "content": "Count to three."},
+            {"role": "assistant", "content": [text("One, two,")]}
+        ])
+    );
+    let seam = p.codec().parse_reply(
+        &serde_json::to_vec(&json!({"type": "message", "content": [text(" three.")],
+            "stop_reason": "end_turn"}))
+        .unwrap(),
+        trimmed,
+    );
+    assert_eq!(
+        seam.unwrap().text,
+        "three.",
+        "the trimmed space dropped once"
+    );
+}
+
+/// The client's own prefill ends the body: the text already sent joins its last text block.
+#[test]
+fn a_native_continuation_joins_the_clients_prefill() {
+    let client = json!({
+        "model": "route", "max_tokens": 100,
+        "messages": [
+            {"role": "user", "content": "Count to three."},
+            {"role": "assistant", "content": "One,"}
+        ]
+    });
+    let p = provider(AnthropicConfig::new(MODEL));
+    let (bytes, trimmed) = p
+        .codec()
+        .encode(&native_with_prefill(client, " two,"), false)
+        .unwrap();
+    let sent: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(trimmed, "");
+    assert_eq!(sent["messages"][1]["content"], json!([text("One, two,")]));
+    assert_eq!(sent["messages"].as_array().unwrap().len(), 2);
+}
+
+/// A native body with a prefill is not another codec's: `native_for` hides it, so a codec
+/// that cannot append the prefill sends the shared shape (which has it).
+#[test]
+fn a_native_body_with_a_prefill_is_only_for_a_codec_that_appends_it() {
+    let req = native_with_prefill(json!({"messages": []}), "x");
+    assert!(req.native_for("anthropic").is_none());
+    assert!(req.native_continuing("anthropic").is_some());
+    assert!(req.native_continuing("openai").is_none());
+}

@@ -19,6 +19,7 @@ fn text_completion_with_cached_tokens() {
             output_tokens: 12,
             cached_input_tokens: 5,
             cache_write_tokens: 0,
+            cache_write_1h_tokens: 0,
             reasoning_tokens: 0,
         })
     );
@@ -328,4 +329,48 @@ fn candidates_and_logprobs_read_as_choices_in_openai_shape() {
     );
     assert_eq!(reply.alternatives.len(), 1);
     assert_eq!(reply.alternatives[0].text, "Hello");
+}
+
+fn shipped(model: &str) -> crate::cost::Price {
+    crate::cost::PriceTable::builtin()
+        .lookup(model)
+        .unwrap()
+        .price
+}
+
+/// `candidatesTokenCount` excludes thoughts; both are output, billed at the output rate,
+/// and context-cache reads at the cached rate (not the full input price).
+#[test]
+fn thoughts_and_cached_content_are_priced_exactly() {
+    let usage = parse_response(fixture!("completion_thinking.json").as_bytes())
+        .unwrap()
+        .usage
+        .unwrap();
+    // gemini-2.5-pro: 128 × $1.25 + 1920 × $0.125 + (4 + 896) × $10 per MTok
+    assert_eq!(
+        shipped("gemini-2.5-pro").cost(&usage).to_string(),
+        "$0.0094"
+    );
+}
+
+/// Prompts above 200k tokens are billed at Gemini 2.5 Pro's long-context rates, output
+/// (thoughts included) too.
+#[test]
+fn long_prompts_are_priced_at_the_long_context_tier() {
+    let usage = |prompt: u64, cached: u64| {
+        let body = json!({"candidates": [{"content": {"parts": [{"text": "ok"}]}, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": prompt, "cachedContentTokenCount": cached,
+                "candidatesTokenCount": 1_000, "thoughtsTokenCount": 3_000}});
+        parse_response(body.to_string().as_bytes())
+            .unwrap()
+            .usage
+            .unwrap()
+    };
+    let pro = shipped("gemini-2.5-pro");
+    let long = usage(250_000, 200_000);
+    assert_eq!((long.output_tokens, long.reasoning_tokens), (4_000, 3_000));
+    // 50k × $2.50 + 200k × $0.25 + 4k × $15 per MTok
+    assert_eq!(pro.cost(&long).to_string(), "$0.235");
+    // exactly 200k: the base rates, 200k × $1.25 + 4k × $10
+    assert_eq!(pro.cost(&usage(200_000, 0)).to_string(), "$0.29");
 }

@@ -302,6 +302,15 @@ fn config_errors_are_reported_and_never_show_the_key() {
         .base_url(format!("{DEFAULT_BASE_URL}?key=AIza-in-the-url")));
     assert!(err.0.contains("query"), "{err}");
     assert!(!err.0.contains("AIza"), "{err}");
+    // Any other query parameter stays, after the path (and before `alt=sse`'s).
+    let kept = provider(
+        GeminiConfig::new("gemini-2.5-flash").base_url(format!("{DEFAULT_BASE_URL}?tenant=a")),
+    );
+    assert!(kept
+        .endpoints()
+        .stream
+        .as_str()
+        .ends_with("/models/gemini-2.5-flash:streamGenerateContent?alt=sse&tenant=a"));
     for model in [
         "",
         "gemini 2.5",

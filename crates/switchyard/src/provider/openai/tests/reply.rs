@@ -18,6 +18,7 @@ fn text_completion_with_cached_tokens() {
             output_tokens: 12,
             cached_input_tokens: 5,
             cache_write_tokens: 0,
+            cache_write_1h_tokens: 0,
             reasoning_tokens: 0,
         })
     );
@@ -273,4 +274,111 @@ fn several_choices_and_their_logprobs_come_back_in_index_order() {
     assert_eq!(reply.alternatives.len(), 1);
     assert_eq!(reply.alternatives[0].text, "Bonjour");
     assert_eq!(reply.alternatives[0].logprobs, None);
+}
+
+/// Groq reports a stream's usage under `x_groq.usage` on its last chunk.
+#[test]
+fn groq_stream_usage_under_x_groq_counts() {
+    let sse = "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"llama-3.3-70b-versatile\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"x_groq\":{\"id\":\"req_1\",\"usage\":{\"prompt_tokens\":38,\"completion_tokens\":4,\"total_tokens\":42,\"queue_time\":0.09}}}\n\ndata: [DONE]\n\n";
+    let parsed: Vec<Parsed> = events(sse).into_iter().map(Result::unwrap).collect();
+    let Parsed::Chunk(last) = &parsed[0] else {
+        panic!("{parsed:?}")
+    };
+    assert_eq!(
+        last.usage.map(|u| (u.input_tokens, u.output_tokens)),
+        Some((38, 4))
+    );
+    assert_eq!(last.finish_reason, Some(FinishReason::Stop));
+}
+
+fn shipped(model: &str) -> crate::cost::Price {
+    crate::cost::PriceTable::builtin()
+        .lookup(model)
+        .unwrap()
+        .price
+}
+
+/// Reasoning tokens are part of `completion_tokens`: billed once, at the output rate.
+#[test]
+fn reasoning_and_cached_tokens_are_priced_exactly() {
+    let reply = parse_response(fixture!("completion_reasoning.json").as_bytes()).unwrap();
+    let usage = reply.usage.unwrap();
+    // gpt-5-mini: 128 × $0.25 + 1920 × $0.025 + 900 × $2 per MTok (896 of the 900 reasoning)
+    assert_eq!(shipped("gpt-5-mini").cost(&usage).to_string(), "$0.00188");
+}
+
+/// Above 272K input tokens GPT-6.2 Sol bills the whole request at its long-context rates.
+#[test]
+fn long_prompts_are_priced_at_the_long_context_tier() {
+    let usage = |prompt: u64, cached: u64, completion: u64, reasoning: u64| {
+        let usage = json!({"prompt_tokens": prompt, "completion_tokens": completion,
+            "prompt_tokens_details": {"cached_tokens": cached},
+            "completion_tokens_details": {"reasoning_tokens": reasoning}});
+        let b = json!({"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],
+            "usage": usage});
+        parse_response(b.to_string().as_bytes())
+            .unwrap()
+            .usage
+            .unwrap()
+    };
+    let sol = shipped("gpt-6.2-sol");
+    // 200k × $4 + 100k × $0.20 + 20k × $15 per MTok
+    let long = usage(300_000, 100_000, 20_000, 15_000);
+    assert_eq!(long.reasoning_tokens, 15_000);
+    assert_eq!(sol.cost(&long).to_string(), "$1.12");
+    // exactly at the threshold: the base rates, 272k × $2 + 1k × $10
+    assert_eq!(sol.cost(&usage(272_000, 0, 1_000, 0)).to_string(), "$0.554");
+    // one token above: 272,001 × $4 + 1k × $15
+    assert_eq!(
+        sol.cost(&usage(272_001, 0, 1_000, 0)).to_string(),
+        "$1.103004"
+    );
+}
+
+/// An OpenAI-compatible reasoning server's `reasoning_content` (DeepSeek, vLLM; newer
+/// servers name it `reasoning`) is the answer's reasoning block: text, no signature.
+#[test]
+fn reasoning_content_is_an_unsigned_reasoning_block() {
+    let body = |field: &str| {
+        serde_json::json!({"object": "chat.completion", "model": "deepseek-reasoner",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
+                "content": "9.11 < 9.8", field: "Compare the decimals."}}]})
+        .to_string()
+    };
+    for field in ["reasoning_content", "reasoning"] {
+        let reply = parse_response(body(field).as_bytes()).unwrap();
+        assert_eq!(reply.text, "9.11 < 9.8");
+        assert_eq!(
+            reply.thinking,
+            vec![crate::chat::Thinking {
+                text: "Compare the decimals.".into(),
+                ..crate::chat::Thinking::default()
+            }],
+            "{field}"
+        );
+    }
+    let plain = parse_response(fixture!("completion_text.json").as_bytes()).unwrap();
+    assert!(plain.thinking.is_empty());
+}
+
+#[test]
+fn streamed_reasoning_content_is_reasoning_block_zero() {
+    let data = serde_json::json!({"object": "chat.completion.chunk", "choices": [{"index": 0,
+        "delta": {"reasoning_content": "Compare", "content": null}}]});
+    let event = SseEvent {
+        event: String::new(),
+        data: data.to_string(),
+        id: None,
+        retry: None,
+    };
+    let Parsed::Chunk(chunk) = parse_event(&event).unwrap() else {
+        panic!("a chunk")
+    };
+    assert_eq!(chunk.text, "");
+    assert_eq!(chunk.thinking.len(), 1);
+    assert_eq!(
+        (chunk.thinking[0].index, chunk.thinking[0].text.as_str()),
+        (0, "Compare")
+    );
+    assert!(chunk.has_content());
 }

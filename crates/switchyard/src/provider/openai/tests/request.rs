@@ -240,3 +240,78 @@ fn config_errors_are_reported_and_never_show_the_key() {
     let p = provider(OpenAiConfig::new("m").api_key(Secret::new("sk-visible-nowhere")));
     assert!(!format!("{p:?}").contains("sk-visible-nowhere"));
 }
+
+/// A server that refuses `stream_options` (and reports usage unasked) gets none.
+#[test]
+fn stream_usage_off_sends_no_stream_options() {
+    let config = OpenAiConfig {
+        stream_usage: false,
+        ..OpenAiConfig::new("m")
+    };
+    let b = body_with(config, &ChatRequest::from_prompt("hi"), true);
+    assert_eq!(b["stream"], json!(true));
+    assert!(b.get("stream_options").is_none(), "{b}");
+}
+
+/// Mistral takes only nine alphanumerics: other ids become a stable hash, the same for a
+/// call and the result answering it; ids already in that form are kept.
+#[test]
+fn alnum9_tool_call_ids_pair_calls_with_their_results() {
+    let call = |id: &str| {
+        let mut m = Message::assistant("");
+        m.content.clear();
+        m.tool_calls = vec![ToolCall {
+            id: id.into(),
+            name: "get_weather".into(),
+            arguments: "{}".into(),
+        }];
+        m
+    };
+    let req = ChatRequest {
+        messages: vec![
+            Message::user("Weather?"),
+            call("toolu_01A09q90qw90lq917835lq9"),
+            Message::tool_result("toolu_01A09q90qw90lq917835lq9", "get_weather", "{}"),
+            call("abcDEF123"),
+            Message::tool_result("abcDEF123", "get_weather", "{}"),
+            call("call_2"),
+            Message::tool_result("call_2", "get_weather", "{}"),
+        ],
+        ..ChatRequest::default()
+    };
+    let config = || OpenAiConfig {
+        tool_call_ids: ToolCallIds::Alnum9,
+        ..OpenAiConfig::new("mistral-large-latest")
+    };
+    let b = body_with(config(), &req, false);
+    let ids: Vec<(String, String)> = [1, 3, 5]
+        .iter()
+        .map(|&i| {
+            (
+                b["messages"][i]["tool_calls"][0]["id"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+                b["messages"][i + 1]["tool_call_id"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            )
+        })
+        .collect();
+    for (call, result) in &ids {
+        assert_eq!(call, result);
+        assert_eq!(call.len(), 9, "{call}");
+        assert!(call.bytes().all(|b| b.is_ascii_alphanumeric()), "{call}");
+    }
+    assert_eq!(ids[1].0, "abcDEF123");
+    assert_ne!(ids[0].0, ids[2].0);
+    // Stable: the same history maps to the same ids on the next call.
+    assert_eq!(body_with(config(), &req, false), b);
+    // The default leaves ids alone.
+    let plain = body(&req, false);
+    assert_eq!(
+        plain["messages"][1]["tool_calls"][0]["id"],
+        json!("toolu_01A09q90qw90lq917835lq9")
+    );
+}

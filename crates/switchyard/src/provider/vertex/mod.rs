@@ -1,0 +1,346 @@
+//! Google Vertex AI: Gemini models through the Gemini codec ([`super::gemini`]) and
+//! Anthropic's Claude models through the Anthropic codec ([`super::anthropic`]), on a
+//! project's regional or global endpoint, with a service account's OAuth2 token.
+//!
+//! Owns [`VertexConfig`], [`Vertex::new`] (which builds the one of the two providers the
+//! model needs) and the two wrapper codecs; the service-account token exchange is `auth.rs`.
+//!
+//! URLs: the API root is `https://{location}-aiplatform.googleapis.com/v1`, or
+//! `https://aiplatform.googleapis.com/v1` for `location = "global"`; under it the model is
+//! `projects/{project}/locations/{location}/publishers/{publisher}/models/{model}`.
+//! - Gemini (`publisher = "google"`): `…:generateContent` and
+//!   `…:streamGenerateContent?alt=sse`, bodies and answers exactly the Gemini API's.
+//! - Claude (`publisher = "anthropic"`, the default for a model named `claude-*`):
+//!   `…:rawPredict` and `…:streamRawPredict`, with the Messages API's body minus `model`
+//!   (the URL names it) plus `anthropic_version: "vertex-2023-10-16"` (a body field here,
+//!   not a header). Answers and stream events are the Messages API's. A native Messages
+//!   body (`docs/dialects.md`) is sent the same way. Errors are classified by Google's
+//!   rules when the body is Google's (`{"error": {"status": …}}`: auth, quota), else
+//!   by Anthropic's.
+//! - The health check GETs the publisher model (`{root}/publishers/{publisher}/models/{model}`):
+//!   free, and it proves the token.
+//!
+//! Auth: `Authorization: Bearer` with a token from a [`TokenSource`] (normally
+//! [`auth::ServiceAccountTokens`]); the library reads no environment: the server resolves
+//! the key file's path from the env var its config names.
+//!
+//! Not served: embeddings (Vertex's `:predict` shape differs from the Gemini API's) and
+//! token counting.
+
+pub mod auth;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use ::http::HeaderMap;
+use bytes::Bytes;
+use serde_json::Value;
+
+use super::anthropic::{self, AnthropicCodec, EventParser};
+use super::codec::{Codec, Connection, Endpoints, HttpProvider};
+use super::gemini::{self, GeminiCodec, StreamParser};
+use super::http::{ConfigError, Endpoint, HttpFailure, HttpSettings, Transport};
+use super::secret::Secret;
+use super::sse;
+use super::token::TokenSource;
+use crate::chat::{ChatRequest, Field, ProviderReply, Support};
+use crate::clock::Clock;
+use crate::error::{ErrorKind, ProviderError};
+use crate::Provider;
+
+/// The `anthropic_version` Claude on Vertex takes in the body.
+pub const ANTHROPIC_VERSION: &str = "vertex-2023-10-16";
+
+/// How to reach one model on Vertex AI.
+#[derive(Debug, Clone)]
+pub struct VertexConfig {
+    /// The Google Cloud project id.
+    pub project: String,
+    /// A region (`us-central1`, `europe-west4`) or `global`.
+    pub location: String,
+    /// The model id (`gemini-2.5-flash`, `claude-sonnet-4@20250514`).
+    pub model: String,
+    /// `google` or `anthropic`; `None`: `anthropic` for a `claude-*` model, else `google`.
+    pub publisher: Option<String>,
+    /// The API root including `/v1`, replacing the one `location` implies (a private
+    /// endpoint, a test's mock). Query parameters are kept.
+    pub base_url: Option<String>,
+    /// Where the bearer token comes from; `None` sends none (a proxy adds its own).
+    pub credentials: Option<Arc<dyn TokenSource>>,
+    /// Claude: `max_tokens` when the request has none.
+    pub default_max_tokens: u32,
+    /// Extra headers sent on every call. Applied last.
+    pub headers: Vec<(String, String)>,
+    /// Connect timeout and body cap.
+    pub http: HttpSettings,
+    /// After the finish signal, how long to wait for usage.
+    pub usage_grace: Duration,
+    /// Wall time for HTTP-date `Retry-After` values.
+    pub clock: Clock,
+}
+
+impl VertexConfig {
+    /// Defaults for `model` in `project` at `location`, with no credentials yet.
+    #[must_use]
+    pub fn new(
+        project: impl Into<String>,
+        location: impl Into<String>,
+        model: impl Into<String>,
+    ) -> Self {
+        Self {
+            project: project.into(),
+            location: location.into(),
+            model: model.into(),
+            publisher: None,
+            base_url: None,
+            credentials: None,
+            default_max_tokens: anthropic::DEFAULT_MAX_TOKENS,
+            headers: Vec::new(),
+            http: HttpSettings::default(),
+            usage_grace: sse::DEFAULT_USAGE_GRACE,
+            clock: Clock::system(),
+        }
+    }
+
+    /// The publisher serving the model: the configured one, else `anthropic` for a
+    /// `claude-*` model and `google` for the rest.
+    #[must_use]
+    pub fn publisher(&self) -> &str {
+        match self.publisher.as_deref() {
+            Some(p) => p,
+            None if self.model.starts_with("claude-") => "anthropic",
+            None => "google",
+        }
+    }
+
+    /// The API root: the configured `base_url`, else the location's host with `/v1`.
+    #[must_use]
+    pub fn root(&self) -> String {
+        match &self.base_url {
+            Some(url) => url.clone(),
+            None if self.location == "global" => "https://aiplatform.googleapis.com/v1".to_owned(),
+            None => format!("https://{}-aiplatform.googleapis.com/v1", self.location),
+        }
+    }
+}
+
+/// A Gemini model on Vertex AI.
+pub type VertexGemini = HttpProvider<GeminiOnVertex>;
+
+/// A Claude model on Vertex AI.
+pub type VertexClaude = HttpProvider<ClaudeOnVertex>;
+
+/// Vertex AI providers.
+#[derive(Debug)]
+pub struct Vertex;
+
+impl Vertex {
+    /// The provider for `config`'s model (Gemini or Claude, by publisher), pooled on
+    /// `transport`.
+    ///
+    /// # Errors
+    /// A missing or malformed project, location or model id, an unknown publisher, or an
+    /// unusable `base_url` or header.
+    pub fn provider(
+        config: VertexConfig,
+        transport: &Transport,
+    ) -> Result<Arc<dyn Provider>, ConfigError> {
+        let ident = |what: &str, value: &str, extra: &[char]| {
+            let ok = !value.is_empty()
+                && value
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || extra.contains(&c));
+            if ok {
+                Ok(())
+            } else {
+                Err(ConfigError(format!(
+                    "{what} {value:?} is not a valid {what} id"
+                )))
+            }
+        };
+        ident("project", &config.project, &[])?;
+        ident("location", &config.location, &[])?;
+        ident("model", &config.model, &['.', '_', '@'])?;
+        let publisher = config.publisher().to_owned();
+        let root = config.root();
+        let root = root.trim_end_matches('/');
+        let model_path = format!(
+            "/projects/{}/locations/{}/publishers/{publisher}/models/{}",
+            config.project, config.location, config.model
+        );
+        let health = Endpoint::at(
+            root,
+            &format!("/publishers/{publisher}/models/{}", config.model),
+        )?;
+        let connection = Connection {
+            api_key: None,
+            headers: config.headers,
+            http: config.http,
+            usage_grace: config.usage_grace,
+            clock: config.clock,
+        };
+        match publisher.as_str() {
+            "google" => {
+                let endpoints = Endpoints {
+                    call: Endpoint::at(root, &format!("{model_path}:generateContent"))?,
+                    stream: Endpoint::at(
+                        root,
+                        &format!("{model_path}:streamGenerateContent?alt=sse"),
+                    )?,
+                    health,
+                };
+                let codec = GeminiOnVertex {
+                    inner: GeminiCodec::new(
+                        config.model.clone(),
+                        format!("models/{}", config.model),
+                    ),
+                };
+                let mut provider = HttpProvider::assemble(codec, endpoints, connection, transport)?;
+                if let Some(source) = config.credentials {
+                    provider = provider.with_bearer(source);
+                }
+                Ok(Arc::new(provider))
+            }
+            "anthropic" => {
+                let endpoints = Endpoints {
+                    call: Endpoint::at(root, &format!("{model_path}:rawPredict"))?,
+                    stream: Endpoint::at(root, &format!("{model_path}:streamRawPredict"))?,
+                    health,
+                };
+                let codec = ClaudeOnVertex {
+                    inner: AnthropicCodec::new(
+                        config.model.clone(),
+                        config.default_max_tokens,
+                        false,
+                    ),
+                };
+                let mut provider = HttpProvider::assemble(codec, endpoints, connection, transport)?;
+                if let Some(source) = config.credentials {
+                    provider = provider.with_bearer(source);
+                }
+                Ok(Arc::new(provider))
+            }
+            other => Err(ConfigError(format!(
+                "publisher {other:?} is not served: \"google\" (Gemini) or \"anthropic\" (Claude)"
+            ))),
+        }
+    }
+}
+
+/// The Gemini API on Vertex: the Gemini codec, authenticated by bearer token only.
+#[derive(Debug)]
+pub struct GeminiOnVertex {
+    inner: GeminiCodec,
+}
+
+impl Codec for GeminiOnVertex {
+    const KIND: &'static str = "vertex";
+    type Call = ();
+    type Events = StreamParser;
+
+    /// Gemini on Vertex takes what the Gemini API takes.
+    fn support(field: Field) -> Support {
+        GeminiCodec::support(field)
+    }
+
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+
+    fn encode(&self, req: &ChatRequest, stream: bool) -> Result<(Vec<u8>, ()), ProviderError> {
+        self.inner.encode(req, stream)
+    }
+
+    fn parse_reply(&self, body: &[u8], (): ()) -> Result<ProviderReply, ProviderError> {
+        self.inner.parse_reply(body, ())
+    }
+
+    fn events(&self, (): ()) -> StreamParser {
+        self.inner.events(())
+    }
+
+    fn json_as_events(&self, body: &Bytes) -> Option<Bytes> {
+        self.inner.json_as_events(body)
+    }
+
+    fn classify(failure: &HttpFailure, now: SystemTime) -> ProviderError {
+        gemini::classify(failure, now)
+    }
+
+    /// Vertex takes no key: the bearer token is the provider's (`with_bearer`).
+    fn authenticate(&self, _key: &Secret, _headers: &mut HeaderMap) -> Result<(), ConfigError> {
+        Err(ConfigError(
+            "Vertex AI takes a service account's token, not an API key".to_owned(),
+        ))
+    }
+}
+
+/// The Messages API on Vertex: Anthropic's codec with the body Vertex wants.
+#[derive(Debug)]
+pub struct ClaudeOnVertex {
+    inner: AnthropicCodec,
+}
+
+impl Codec for ClaudeOnVertex {
+    const KIND: &'static str = "vertex";
+    type Call = String;
+    type Events = EventParser;
+
+    /// Claude on Vertex takes what the Messages API takes.
+    fn support(field: Field) -> Support {
+        AnthropicCodec::support(field)
+    }
+
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+
+    fn default_max_tokens(&self) -> Option<u32> {
+        self.inner.default_max_tokens()
+    }
+
+    /// Anthropic's body without `model` and with `anthropic_version`.
+    fn encode(&self, req: &ChatRequest, stream: bool) -> Result<(Vec<u8>, String), ProviderError> {
+        let (body, call) = self.inner.encode(req, stream)?;
+        let mut body: Value = serde_json::from_slice(&body).map_err(|e| {
+            ProviderError::new(ErrorKind::BadRequest, format!("encoding the request: {e}"))
+        })?;
+        let Value::Object(fields) = &mut body else {
+            return Err(ProviderError::new(
+                ErrorKind::BadRequest,
+                "encoding the request: not a JSON object",
+            ));
+        };
+        fields.remove("model");
+        fields.insert("anthropic_version".to_owned(), ANTHROPIC_VERSION.into());
+        Ok((crate::provider::encode_body(&body)?, call))
+    }
+
+    fn parse_reply(&self, body: &[u8], call: String) -> Result<ProviderReply, ProviderError> {
+        self.inner.parse_reply(body, call)
+    }
+
+    fn events(&self, call: String) -> EventParser {
+        self.inner.events(call)
+    }
+
+    /// Google's rules for Google's error bodies (auth, quota, a missing model), else
+    /// Anthropic's.
+    fn classify(failure: &HttpFailure, now: SystemTime) -> ProviderError {
+        let google = serde_json::from_slice::<Value>(&failure.body)
+            .ok()
+            .is_some_and(|v| v.pointer("/error/status").is_some_and(Value::is_string));
+        if google {
+            gemini::classify(failure, now)
+        } else {
+            anthropic::classify(failure, now)
+        }
+    }
+
+    /// Vertex takes no key: the bearer token is the provider's (`with_bearer`).
+    fn authenticate(&self, _key: &Secret, _headers: &mut HeaderMap) -> Result<(), ConfigError> {
+        Err(ConfigError(
+            "Vertex AI takes a service account's token, not an API key".to_owned(),
+        ))
+    }
+}

@@ -1,0 +1,110 @@
+//! Requests only native providers may answer (a Responses request's built-in tools): every
+//! other provider is skipped, recorded as `needs_native`, and a broken stream of one is not
+//! continued in the shared shape.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt as _;
+use serde_json::json;
+use switchyard::chat::Native;
+use switchyard::gateway::StreamEvent;
+use switchyard::provider::scripted::{ScriptedProvider, Step, StreamStep};
+use switchyard::{ChatRequest, ErrorKind, GatewayError};
+
+use super::{priced, route, two};
+
+const KIND: &str = "openai-responses";
+
+fn req(required: bool) -> ChatRequest {
+    let body = json!({"input": "news?", "tools": [{"type": "web_search"}]});
+    ChatRequest {
+        native: Some(Native::new(KIND, body).required(required)),
+        ..ChatRequest::from_prompt("news?")
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn providers_that_cannot_take_the_body_are_skipped_and_recorded() {
+    let plain = Arc::new(ScriptedProvider::new("chat-model"));
+    let native = Arc::new(ScriptedProvider::new("codex").taking_native(KIND));
+    let gw = two(&plain, &native, route(&["primary", "backup"]));
+    let resp = gw.chat("main", &req(true)).await.unwrap();
+    assert_eq!(resp.provider, "backup");
+    assert!(resp.failed_over);
+    let labels: Vec<_> = resp.attempts.iter().map(|a| a.outcome.label()).collect();
+    assert_eq!(labels, ["skipped:needs_native", "success"]);
+    assert_eq!(plain.calls(), 0, "a skipped provider is never called");
+
+    // a native body that is not required goes to whoever is first
+    let resp = gw.chat("main", &req(false)).await.unwrap();
+    assert_eq!(resp.provider, "primary");
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_no_native_provider_every_one_is_skipped() {
+    let a = Arc::new(ScriptedProvider::new("a"));
+    let b = Arc::new(ScriptedProvider::new("b").taking_native("anthropic"));
+    let gw = two(&a, &b, route(&["primary", "backup"]));
+    let err = gw.chat("main", &req(true)).await.unwrap_err();
+    let GatewayError::AllFailed { attempts, .. } = &err else {
+        panic!("{err:?}")
+    };
+    let labels: Vec<_> = attempts.iter().map(|a| a.outcome.label()).collect();
+    assert_eq!(labels, ["skipped:needs_native", "skipped:needs_native"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_broken_native_stream_is_restarted_never_continued() {
+    let Step::Stream(mut steps) = Step::stream_words(&["The ", "quick ", "fox."]) else {
+        unreachable!()
+    };
+    steps.truncate(2);
+    steps.push(StreamStep::Fail(switchyard::ProviderError::new(
+        ErrorKind::Server,
+        "cut",
+    )));
+    let cut = Step::Stream(steps);
+    let first = Arc::new(ScriptedProvider::new("p").taking_native(KIND).then(cut));
+    let second = Arc::new(
+        ScriptedProvider::new("b")
+            .taking_native(KIND)
+            .otherwise(Step::stream_words(&["The ", "quick ", "fox."])),
+    );
+    let gw = switchyard::Gateway::builder()
+        .provider(
+            priced("primary", &first)
+                .stream_timeouts(Duration::from_secs(10), Duration::from_secs(5)),
+        )
+        .provider(
+            priced("backup", &second)
+                .supports_prefill(true)
+                .stream_timeouts(Duration::from_secs(10), Duration::from_secs(5)),
+        )
+        .route(
+            route(&["primary", "backup"]).retry(switchyard::retry::RetryPolicy {
+                max_attempts: 1,
+                base_delay: Duration::from_millis(100),
+                max_delay: Duration::from_secs(1),
+                max_retry_after: Duration::from_secs(5),
+            }),
+        )
+        .build()
+        .unwrap();
+    let mut s = gw.stream("main", req(true)).await.unwrap();
+    let mut text = String::new();
+    let end = loop {
+        match s.next().await.unwrap() {
+            StreamEvent::Chunk(c) => text.push_str(&c.text),
+            other => break other,
+        }
+    };
+    let StreamEvent::Done(resp) = end else {
+        panic!("{end:?}")
+    };
+    assert_eq!(text, "The quick fox.");
+    let labels: Vec<_> = resp.attempts.iter().map(|a| a.outcome.label()).collect();
+    assert_eq!(labels, ["failed:server", "rescue:restart", "success"]);
+    let sent = &second.requests()[0];
+    assert!(sent.native.is_some(), "the restart keeps the native body");
+}
