@@ -149,6 +149,36 @@ def errors(base_url, c):
         check(e.param == "temperature", f"400: param {e.param!r}")
 
 
+def fields(c):
+    """Sampling and output fields reach the OpenAI upstream (the Rust side checks its body),
+    and the log probabilities it returned come back."""
+    r = c.chat.completions.create(
+        model="fields",
+        messages=[
+            {"role": "developer", "content": "Answer in one word."},
+            {"role": "user", "content": "Capital of France?"},
+        ],
+        seed=7,
+        logprobs=True,
+        top_logprobs=2,
+        presence_penalty=0.5,
+        frequency_penalty=0.25,
+        parallel_tool_calls=False,
+        reasoning_effort="low",
+        tools=[{"type": "function", "function": {"name": "noop", "parameters": {"type": "object"}}}],
+    )
+    check(r.choices[0].message.content == "Paris", f"fields: answer {r.choices[0].message!r}")
+    lp = r.choices[0].logprobs
+    check(
+        lp is not None and lp.content and lp.content[0].token == "Paris",
+        f"fields: logprobs came back: {lp!r}",
+    )
+    check(
+        lp is not None and lp.content and len(lp.content[0].top_logprobs) == 2,
+        f"fields: top_logprobs came back: {lp!r}",
+    )
+
+
 def section(name, run):
     """Run one group of checks; an unexpected SDK error fails it, not the whole run."""
     try:
@@ -168,6 +198,7 @@ def main():
     section("stream", lambda: streamed(c, text))
     section("failover", lambda: failover(c))
     section("errors", lambda: errors(base_url, c))
+    section("fields", lambda: fields(c))
     if FAILURES:
         print(f"{len(FAILURES)} check(s) failed:", file=sys.stderr)
         for f in FAILURES:

@@ -14,12 +14,18 @@ use serde_json::Value;
 use crate::money::Money;
 use crate::trail::Attempt;
 
+mod fields;
+pub use fields::{Field, FieldSet, ReasoningEffort, Support};
+
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Instructions for the model.
     System,
+    /// Instructions from the application's developer (OpenAI's `developer` role): native
+    /// on OpenAI, sent as a system instruction elsewhere (a declared translation).
+    Developer,
     /// The end user.
     User,
     /// The model (earlier turns, or a prefill to continue from).
@@ -165,6 +171,12 @@ impl Message {
         }
     }
 
+    /// True for instructions: a `system` or `developer` message.
+    #[must_use]
+    pub fn is_instructions(&self) -> bool {
+        matches!(self.role, Role::System | Role::Developer)
+    }
+
     /// The concatenated text parts.
     #[must_use]
     pub fn joined_text(&self) -> String {
@@ -258,6 +270,44 @@ pub struct ChatRequest {
     /// An end-user id passed to vendors that accept one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// Sampling seed, for (best-effort) reproducible answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<i64>,
+    /// Penalty on tokens already present (-2 to 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub presence_penalty: Option<f32>,
+    /// Penalty on tokens by their frequency so far (-2 to 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frequency_penalty: Option<f32>,
+    /// Return the log probability of each output token.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub logprobs: bool,
+    /// With `logprobs`: how many most likely alternatives to return per token (0 to 20).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_logprobs: Option<u8>,
+    /// How many answers to generate (`None` or 1: one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n: Option<u32>,
+    /// Sample only from the `top_k` most likely tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<u32>,
+    /// `Some(false)`: at most one tool call per turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
+    /// The vendor's processing tier (OpenAI's words: `auto`, `default`, `flex`, `priority`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_tier: Option<String>,
+    /// How hard a reasoning model thinks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<ReasoningEffort>,
+    /// The client's key-value tags for the request (OpenAI's `metadata`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Map<String, Value>>,
+    /// Top-level fields the gateway does not model, sent verbatim to providers of the
+    /// dialect they were written for (a route's `passthrough_unknown`; see
+    /// [`Field::Passthrough`]). Never serialized.
+    #[serde(skip)]
+    pub passthrough: Option<Arc<serde_json::Map<String, Value>>>,
     /// The client's own body in one vendor's dialect, sent as is to providers of that kind
     /// (see [`Native`]); every other provider sends the shared shape above. Never
     /// serialized.
@@ -339,6 +389,80 @@ impl ChatRequest {
     pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = Some(max_tokens);
         self
+    }
+
+    /// The fields of [`Field`] this request uses. Near-free for a request that uses none
+    /// (a few compares, no allocation).
+    #[must_use]
+    pub fn fields_used(&self) -> FieldSet {
+        let mut set = FieldSet::EMPTY;
+        set.insert_if(self.temperature.is_some(), Field::Temperature);
+        set.insert_if(self.top_p.is_some(), Field::TopP);
+        set.insert_if(!self.stop.is_empty(), Field::Stop);
+        set.insert_if(!self.tools.is_empty(), Field::Tools);
+        set.insert_if(self.tool_choice.is_some(), Field::ToolChoice);
+        set.insert_if(self.response_format.is_some(), Field::ResponseFormat);
+        set.insert_if(self.seed.is_some(), Field::Seed);
+        set.insert_if(self.presence_penalty.is_some(), Field::PresencePenalty);
+        set.insert_if(self.frequency_penalty.is_some(), Field::FrequencyPenalty);
+        set.insert_if(self.logprobs, Field::Logprobs);
+        set.insert_if(self.top_logprobs.is_some(), Field::TopLogprobs);
+        set.insert_if(self.n.is_some_and(|n| n > 1), Field::N);
+        set.insert_if(self.top_k.is_some(), Field::TopK);
+        set.insert_if(
+            self.parallel_tool_calls == Some(false),
+            Field::ParallelToolCalls,
+        );
+        set.insert_if(self.service_tier.is_some(), Field::ServiceTier);
+        set.insert_if(self.reasoning_effort.is_some(), Field::ReasoningEffort);
+        set.insert_if(self.metadata.is_some(), Field::Metadata);
+        set.insert_if(self.user.is_some(), Field::User);
+        set.insert_if(self.passthrough.is_some(), Field::Passthrough);
+        let developer = self.messages.iter().any(|m| m.role == Role::Developer);
+        set.insert_if(developer, Field::DeveloperRole);
+        set
+    }
+
+    /// The same request without `fields` (a route that drops what a provider cannot
+    /// honour). A developer message becomes a system message.
+    #[must_use]
+    pub fn without(&self, fields: FieldSet) -> ChatRequest {
+        let mut r = self.clone();
+        for f in fields.iter() {
+            r.clear(f);
+        }
+        r
+    }
+
+    fn clear(&mut self, field: Field) {
+        match field {
+            Field::Temperature => self.temperature = None,
+            Field::TopP => self.top_p = None,
+            Field::Stop => self.stop.clear(),
+            Field::Tools => self.tools.clear(),
+            Field::ToolChoice => self.tool_choice = None,
+            Field::ResponseFormat => self.response_format = None,
+            Field::Seed => self.seed = None,
+            Field::PresencePenalty => self.presence_penalty = None,
+            Field::FrequencyPenalty => self.frequency_penalty = None,
+            Field::Logprobs => self.logprobs = false,
+            Field::TopLogprobs => self.top_logprobs = None,
+            Field::N => self.n = None,
+            Field::TopK => self.top_k = None,
+            Field::ParallelToolCalls => self.parallel_tool_calls = None,
+            Field::ServiceTier => self.service_tier = None,
+            Field::ReasoningEffort => self.reasoning_effort = None,
+            Field::Metadata => self.metadata = None,
+            Field::User => self.user = None,
+            Field::Passthrough => self.passthrough = None,
+            Field::DeveloperRole => {
+                for m in &mut self.messages {
+                    if m.role == Role::Developer {
+                        m.role = Role::System;
+                    }
+                }
+            }
+        }
     }
 
     /// The native body, when it is written for providers of `kind` and carries no
@@ -522,6 +646,15 @@ pub struct ProviderReply {
     pub reported_cost: Option<Money>,
     /// Latency the provider reports for itself (simulated providers; processing-time headers).
     pub reported_latency: Option<Duration>,
+    /// Log probabilities of the answer's tokens (a request with `logprobs`), in OpenAI's
+    /// `choices[].logprobs` shape (`{"content": [{"token", "logprob", "bytes",
+    /// "top_logprobs"}]}`); vendors with another shape are translated into it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<Value>,
+    /// The answers after the first, for a request with `n` > 1 (the first is the fields
+    /// above), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<Choice>,
     /// The upstream's whole answer in the request's native API, when the provider sent the
     /// request's native body (an OpenAI Responses `response` object): what the shared
     /// fields cannot carry (a built-in tool's output items, encrypted reasoning) reaches a
@@ -531,8 +664,23 @@ pub struct ProviderReply {
     pub native: Option<Arc<Value>>,
 }
 
+/// One more answer of a request with `n` > 1.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Choice {
+    /// The generated text.
+    pub text: String,
+    /// Tool calls the model made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// Why it stopped.
+    pub finish_reason: Option<FinishReason>,
+    /// Its log probabilities (see [`ProviderReply::logprobs`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<Value>,
+}
+
 /// A completion handed back by the gateway: the answer plus who gave it and what it cost.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ChatResponse {
     /// The generated text.
     pub text: String,
@@ -563,10 +711,32 @@ pub struct ChatResponse {
     /// because the client set none and the model's output limit is unknown; `None` when
     /// the request went upstream as the client sent it.
     pub max_tokens_applied: Option<u32>,
+    /// Log probabilities of the answer's tokens (see [`ProviderReply::logprobs`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<Value>,
+    /// The answers after the first (a request with `n` > 1).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<Choice>,
+    /// Advisory fields the request used that the answering provider has no place for (not
+    /// sent; `x-switchyard-ignored`).
+    #[serde(skip_serializing_if = "no_fields", serialize_with = "field_names")]
+    pub ignored: FieldSet,
+    /// Fields the answering provider cannot honour, cleared on a route that drops them
+    /// (`x-switchyard-dropped`).
+    #[serde(skip_serializing_if = "no_fields", serialize_with = "field_names")]
+    pub dropped: FieldSet,
     /// The upstream's whole answer in the request's native API (see
     /// [`ProviderReply::native`]); for a stream, the one its finish chunk carried.
     #[serde(skip)]
     pub native: Option<Arc<Value>>,
+}
+
+fn no_fields(set: &FieldSet) -> bool {
+    set.is_empty()
+}
+
+fn field_names<S: serde::Serializer>(set: &FieldSet, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(set.iter().map(Field::name))
 }
 
 /// An incremental tool-call fragment of a stream.
@@ -616,6 +786,9 @@ pub struct ChatChunk {
     pub usage: Option<Usage>,
     /// The model id reported by the vendor.
     pub model: Option<String>,
+    /// Log probabilities of this chunk's tokens: entries of OpenAI's `logprobs.content`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<Value>,
     /// A piece in the request's native API that the shared fields cannot carry, from a
     /// provider that sent the request's native body: an event of an output item of a kind
     /// the shared shape has none of (an OpenAI Responses `web_search_call`, a reasoning

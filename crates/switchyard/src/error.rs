@@ -83,6 +83,17 @@ pub enum GatewayError {
         /// The full trail, tries and skips.
         attempts: Vec<Attempt>,
     },
+    /// No provider of the route can honour fields the request uses (each was skipped):
+    /// a client error, naming the fields and the providers.
+    #[error("no provider of this route can honour {}: {}", fields.join(", "), summarize(&[], attempts))]
+    CannotHonour {
+        /// The fields some provider could not honour, in `docs/fields.md` order.
+        fields: Vec<String>,
+        /// The providers skipped.
+        providers: Vec<String>,
+        /// The full trail (every entry a skip).
+        attempts: Vec<Attempt>,
+    },
     /// The caller went away. A stream cancelled after its commit point carries what was
     /// delivered and used so far, so spend is still recorded.
     #[error("request cancelled")]
@@ -123,7 +134,8 @@ impl GatewayError {
             | Self::DeadlineExceeded { attempts, .. }
             | Self::Provider { attempts, .. }
             | Self::AllFailed { attempts, .. }
-            | Self::RateLimited { attempts, .. } => attempts,
+            | Self::RateLimited { attempts, .. }
+            | Self::CannotHonour { attempts, .. } => attempts,
             Self::UnknownRoute { .. } | Self::InvalidRequest(_) => &[],
             Self::Cancelled { partial, attempts } => partial
                 .as_ref()
@@ -142,6 +154,7 @@ impl GatewayError {
             Self::Provider { error, .. } => error.kind.label(),
             Self::AllFailed { .. } => "all_failed",
             Self::RateLimited { .. } => "rate_limited",
+            Self::CannotHonour { .. } => "cannot_honour",
             Self::Cancelled { .. } => "cancelled",
         }
     }

@@ -99,6 +99,24 @@ pub struct Route {
     pub default_max_tokens: u32,
     /// Per-kind overrides of the default policy (docs/design.md, "Error table").
     pub policies: BTreeMap<ErrorKind, KindPolicy>,
+    /// What happens to a field a provider cannot honour (`docs/fields.md`).
+    pub unsupported_fields: UnsupportedFields,
+    /// Fields a dialect does not model are sent verbatim to providers of that dialect's
+    /// own vendor (and to no other) instead of being refused (`docs/fields.md`).
+    pub passthrough_unknown: bool,
+}
+
+/// What a route does with a request field a provider cannot honour.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnsupportedFields {
+    /// The provider is skipped for the request (the default); when every provider is, the
+    /// request is refused naming the fields.
+    #[default]
+    Skip,
+    /// The field is cleared for that provider and named in the answer (LiteLLM's
+    /// `drop_params`).
+    Drop,
 }
 
 impl Route {
@@ -118,7 +136,23 @@ impl Route {
             allow_unpriced: false,
             default_max_tokens: DEFAULT_MAX_TOKENS,
             policies: BTreeMap::new(),
+            unsupported_fields: UnsupportedFields::Skip,
+            passthrough_unknown: false,
         }
+    }
+
+    /// Builder: what happens to fields a provider cannot honour.
+    #[must_use]
+    pub fn unsupported_fields(mut self, what: UnsupportedFields) -> Self {
+        self.unsupported_fields = what;
+        self
+    }
+
+    /// Builder: send fields the dialect does not model to same-dialect providers.
+    #[must_use]
+    pub fn passthrough_unknown(mut self, on: bool) -> Self {
+        self.passthrough_unknown = on;
+        self
     }
 
     /// Builder: the API the route serves.

@@ -26,6 +26,9 @@ pub enum SkipReason {
     /// A committed stream broke after passing the gateway's rescue buffer limit: what
     /// it delivered was no longer kept, so this provider could not be asked to rescue it.
     RescueBufferFull,
+    /// The request uses fields this provider's vendor cannot honour (named in the
+    /// outcome's `fields`; `docs/fields.md`).
+    CannotHonour,
     /// The request carries what only providers taking its native body can serve (a
     /// Responses request's built-in tools), and this provider does not take that body.
     NeedsNative,
@@ -41,6 +44,7 @@ impl SkipReason {
             Self::Cooling => "cooling",
             Self::Unpriced => "unpriced",
             Self::RescueBufferFull => "rescue_buffer_full",
+            Self::CannotHonour => "cannot_honour",
             Self::NeedsNative => "needs_native",
         }
     }
@@ -63,6 +67,9 @@ pub enum Outcome {
     Skipped {
         /// Why.
         reason: SkipReason,
+        /// For [`SkipReason::CannotHonour`]: the fields it cannot honour.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        fields: Vec<String>,
     },
     /// A committed stream broke and this provider was asked to finish it.
     Rescue {
@@ -72,13 +79,17 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// A short label: `success`, `failed:<kind>`, `skipped:<reason>`, `rescue:<method>`.
+    /// A short label: `success`, `failed:<kind>`, `skipped:<reason>` (with the fields of
+    /// `skipped:cannot_honour(seed,logprobs)`), `rescue:<method>`.
     #[must_use]
     pub fn label(&self) -> String {
         match self {
             Self::Success => "success".to_owned(),
             Self::Failed { kind, .. } => format!("failed:{kind}"),
-            Self::Skipped { reason } => format!("skipped:{}", reason.label()),
+            Self::Skipped { reason, fields } if !fields.is_empty() => {
+                format!("skipped:{}({})", reason.label(), fields.join(","))
+            }
+            Self::Skipped { reason, .. } => format!("skipped:{}", reason.label()),
             Self::Rescue { method } => format!("rescue:{method}"),
         }
     }
@@ -112,7 +123,10 @@ impl Attempt {
             provider: provider.to_owned(),
             model: model.to_owned(),
             attempt: 0,
-            outcome: Outcome::Skipped { reason },
+            outcome: Outcome::Skipped {
+                reason,
+                fields: Vec::new(),
+            },
             status: None,
             latency: Duration::ZERO,
         }

@@ -359,6 +359,7 @@ mod tests {
                 "borealis",
                 Outcome::Skipped {
                     reason: SkipReason::CircuitOpen,
+                    fields: Vec::new(),
                 },
             ),
         ];

@@ -207,6 +207,8 @@ fn route(r: &RouteToml) -> Result<Route, String> {
         .retry(retry(r)?)
         .breaker(breaker(r)?)
         .allow_unpriced(r.allow_unpriced.unwrap_or(false))
+        .unsupported_fields(r.unsupported_fields.unwrap_or_default())
+        .passthrough_unknown(r.passthrough_unknown.unwrap_or(false))
         .default_max_tokens(
             r.default_max_tokens
                 .unwrap_or(switchyard::route::DEFAULT_MAX_TOKENS),

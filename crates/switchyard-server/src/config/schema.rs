@@ -294,6 +294,12 @@ pub struct RouteToml {
     /// Per-error-kind overrides, e.g. `policy.content_filtered = { fail_over = true }`.
     #[serde(default)]
     pub policy: BTreeMap<String, PolicyToml>,
+    /// A request field a provider cannot honour: `"skip"` the provider (default) or
+    /// `"drop"` the field for it, named in `x-switchyard-dropped` (`docs/fields.md`).
+    pub unsupported_fields: Option<switchyard::route::UnsupportedFields>,
+    /// Send fields the dialect does not model verbatim to same-dialect providers
+    /// (`docs/fields.md`; default false: they are refused with a 400 naming them).
+    pub passthrough_unknown: Option<bool>,
 }
 
 /// `retry = { ... }`.

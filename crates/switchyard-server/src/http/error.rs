@@ -229,6 +229,12 @@ impl From<GatewayError> for ApiError {
                 attempts,
                 ..returned(error.kind, message)
             },
+            GatewayError::CannotHonour {
+                fields, attempts, ..
+            } => Self {
+                attempts,
+                ..Self::bad_request(fields.first().cloned(), message).code("unsupported_field")
+            },
             GatewayError::Cancelled { .. } => Self::new(
                 StatusCode::from_u16(499).unwrap_or(StatusCode::BAD_REQUEST),
                 "cancelled",

@@ -142,7 +142,7 @@ impl SimulatedProvider {
             }),
             reported_cost: Some(Money::from_usd(cost_usd)),
             reported_latency: Some(Duration::from_secs_f64(latency_ms / 1000.0)),
-            native: None,
+            ..ProviderReply::default()
         }
     }
 }

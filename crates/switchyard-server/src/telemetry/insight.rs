@@ -311,7 +311,7 @@ impl Observer for Insight {
             return;
         };
         match &attempt.outcome {
-            Outcome::Skipped { reason } => {
+            Outcome::Skipped { reason, .. } => {
                 *book.counts.skipped.entry(reason.label()).or_default() += 1;
             }
             Outcome::Success => {
@@ -521,7 +521,7 @@ mod tests {
             latency: Duration::ZERO,
             provider_latency: None,
             max_tokens_applied: None,
-            native: None,
+            ..ChatResponse::default()
         };
         insight.on_complete("r", Ok(&resp));
         let skipped = Attempt::skipped("a", "m", SkipReason::CircuitOpen);

@@ -82,8 +82,12 @@ async fn malformed_json_and_bad_fields_are_400_naming_the_field() {
         (json!({"model": "smart", "messages": []}), "messages"),
         (json!({"model": "smart", "messages": "hi"}), "messages"),
         (
-            json!({"model": "smart", "messages": [{"role": "user", "content": "hi"}], "n": 3}),
+            json!({"model": "smart", "messages": [{"role": "user", "content": "hi"}], "n": 0}),
             "n",
+        ),
+        (
+            json!({"model": "smart", "messages": [{"role": "user", "content": "hi"}], "frobnicate": 1}),
+            "frobnicate",
         ),
     ];
     for (body, field) in cases {

@@ -1,16 +1,24 @@
 //! The official `openai` Python SDK, unchanged, against the proxy: a plain call, a streamed
 //! call, a failover visible in the headers, and the SDK's typed exceptions for our 401,
-//! 404 and 400. The checks live in `tests/python/test_openai_sdk.py`; this test starts the
-//! proxy (simulated providers, one client key) and runs it with `$SWITCHYARD_PYTHON`
+//! 404 and 400, and the sampling and output fields (`seed`, `logprobs`, penalties,
+//! `parallel_tool_calls`, `reasoning_effort`, the developer role) reaching an OpenAI
+//! upstream, with its log probabilities coming back. The checks live in
+//! `tests/python/test_openai_sdk.py`; this test starts the proxy (simulated providers, an
+//! OpenAI mock, one client key) and runs it with `$SWITCHYARD_PYTHON`
 //! (default `python3`). Without the SDK it fails with the install command — never skips.
 
 use std::time::Duration;
 
+use serde_json::{json, Value};
 use sha2::{Digest as _, Sha256};
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::support::{
-    describe, python, route, run_bounded, simulated_provider, try_run_bounded, Scratch, Server,
+    describe, key_env, openai_provider, python, route, run_bounded, simulated_provider,
+    try_run_bounded, Scratch, Server,
 };
+use crate::upstream::completion;
 
 const SCRIPT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -37,19 +45,31 @@ async fn openai_python_sdk_works_against_the_proxy() {
         );
     }
 
+    let upstream = MockServer::start().await;
+    let mut answer = completion("Paris");
+    answer["choices"][0]["logprobs"] = json!({"content": [{"token": "Paris", "logprob": -0.01,
+        "bytes": [80, 97, 114, 105, 115], "top_logprobs": [
+            {"token": "Paris", "logprob": -0.01, "bytes": null},
+            {"token": "Lyon", "logprob": -5.2, "bytes": null}]}]});
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(answer))
+        .mount(&upstream)
+        .await;
     let hash = hex::encode(Sha256::digest(TOKEN.as_bytes()));
     let config = format!(
-        "{}{}{}{}[[keys]]\nname = \"python\"\nsha256 = \"{hash}\"\nroutes = [\"*\"]\n",
+        "{}{}{}{}{}{}[[keys]]\nname = \"python\"\nsha256 = \"{hash}\"\nroutes = [\"*\"]\n",
         simulated_provider("steady", 0.0),
         simulated_provider("always-down", 1.0),
+        openai_provider("gpt", &upstream.uri(), ""),
         route("default", &["steady"], ""),
         route(
             "failover",
             &["always-down", "steady"],
             "retry = { max_attempts = 1 }"
         ),
+        route("fields", &["gpt"], ""),
     );
-    let server = Server::start(Scratch::new("e2e", "python"), &config, &[]);
+    let server = Server::start(Scratch::new("e2e", "python"), &config, &key_env());
     let mut script = python();
     script.args([SCRIPT, &format!("{}/v1", server.base), TOKEN]);
     let out = run_bounded(script, Duration::from_secs(120));
@@ -61,4 +81,22 @@ async fn openai_python_sdk_works_against_the_proxy() {
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("all openai SDK checks passed"), "{stdout}");
+
+    let asked: Vec<Value> = upstream
+        .received_requests()
+        .await
+        .unwrap_or_default()
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    let body = &asked[0];
+    assert_eq!(body["seed"], 7, "{body}");
+    assert_eq!(body["logprobs"], true);
+    assert_eq!(body["top_logprobs"], 2);
+    assert_eq!(body["presence_penalty"], 0.5);
+    assert_eq!(body["frequency_penalty"], 0.25);
+    assert_eq!(body["parallel_tool_calls"], false);
+    assert_eq!(body["reasoning_effort"], "low");
+    assert_eq!(body["messages"][0]["role"], "developer");
 }

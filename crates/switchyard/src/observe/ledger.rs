@@ -155,7 +155,7 @@ mod tests {
             latency: Duration::ZERO,
             provider_latency: None,
             max_tokens_applied: None,
-            native: None,
+            ..ChatResponse::default()
         }
     }
 

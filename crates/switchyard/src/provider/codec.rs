@@ -25,7 +25,7 @@ use super::secret::Secret;
 use super::sse::{self, Parsed, SseEvent, SseStream};
 use super::token::TokenSource;
 use super::{embeddings_unsupported, reply_as_chunk, ChunkStream, Provider};
-use crate::chat::{ChatRequest, ProviderReply};
+use crate::chat::{ChatRequest, Field, ProviderReply, Support};
 use crate::clock::Clock;
 use crate::embedding::{EmbeddingReply, EmbeddingRequest};
 use crate::error::{ErrorKind, ProviderError};
@@ -58,6 +58,10 @@ pub trait Codec: std::fmt::Debug + Send + Sync + 'static {
     fn default_max_tokens(&self) -> Option<u32> {
         None
     }
+
+    /// How this vendor carries `field` (the vendor's row of `docs/fields.md`). `encode`
+    /// sends every field declared native or translated, and none declared otherwise.
+    fn support(field: Field) -> Support;
 
     /// The request body for `req`, and what reading its reply needs.
     ///
@@ -392,6 +396,10 @@ impl<C: Codec> Provider for HttpProvider<C> {
 
     fn default_max_tokens(&self) -> Option<u32> {
         self.codec.default_max_tokens()
+    }
+
+    fn support(&self, field: Field) -> Support {
+        C::support(field)
     }
 
     async fn send(&self, req: &ChatRequest) -> Result<ProviderReply, ProviderError> {

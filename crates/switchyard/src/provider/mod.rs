@@ -26,7 +26,7 @@ use std::pin::Pin;
 use async_trait::async_trait;
 use futures_util::Stream;
 
-use crate::chat::{ChatChunk, ChatRequest, ProviderReply};
+use crate::chat::{ChatChunk, ChatRequest, Field, ProviderReply, Support};
 use crate::embedding::{EmbeddingReply, EmbeddingRequest};
 use crate::error::{ErrorKind, ProviderError};
 
@@ -55,6 +55,13 @@ pub trait Provider: Send + Sync {
     /// without `max_tokens` by it.
     fn default_max_tokens(&self) -> Option<u32> {
         None
+    }
+
+    /// How this provider carries `field` (see [`Support`]): the gateway skips a provider
+    /// that cannot honour a field the request uses. The default, for in-process providers
+    /// that answer from a script or a simulation rather than a model, takes every field.
+    fn support(&self, _field: Field) -> Support {
+        Support::Native
     }
 
     /// One non-streaming call. Errors come back classified.
@@ -159,6 +166,9 @@ pub fn reply_as_chunk(reply: ProviderReply) -> ChatChunk {
             .or(Some(crate::chat::FinishReason::Stop)),
         usage: reply.usage,
         model: reply.model,
+        logprobs: reply
+            .logprobs
+            .and_then(|mut l| l.get_mut("content").map(serde_json::Value::take)),
         native: reply.native,
     }
 }

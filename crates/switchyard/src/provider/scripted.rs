@@ -18,7 +18,7 @@ use futures_util::StreamExt as _;
 use tokio::time::Instant;
 
 use super::{ChunkStream, Provider};
-use crate::chat::{ChatChunk, ChatRequest, FinishReason, ProviderReply, Usage};
+use crate::chat::{ChatChunk, ChatRequest, Field, FinishReason, ProviderReply, Support, Usage};
 use crate::embedding::{EmbeddingInput, EmbeddingReply, EmbeddingRequest};
 use crate::error::{ErrorKind, ProviderError};
 
@@ -129,6 +129,8 @@ pub struct ScriptedProvider {
     health: Mutex<VecDeque<Step>>,
     health_otherwise: Step,
     health_checks: Mutex<Vec<Instant>>,
+    /// Its field declarations (`Provider::support`); `None` takes every field.
+    support: Option<fn(Field) -> Support>,
     /// The native-body kind it claims to take (see [`Provider::native_kind`]).
     native_kind: Option<&'static str>,
 }
@@ -148,8 +150,17 @@ impl ScriptedProvider {
             health: Mutex::new(VecDeque::new()),
             health_otherwise: Step::text("ok"),
             health_checks: Mutex::new(Vec::new()),
+            support: None,
             native_kind: None,
         }
+    }
+
+    /// Builder: declare fields as `support` does (a vendor codec's table, e.g.
+    /// `<AnthropicCodec as Codec>::support`), to stand in for that vendor.
+    #[must_use]
+    pub fn declaring(mut self, support: fn(Field) -> Support) -> Self {
+        self.support = Some(support);
+        self
     }
 
     /// Builder: claim to take native bodies of `kind` (the scripted answers are the same).
@@ -318,6 +329,10 @@ impl Provider for ScriptedProvider {
 
     fn model(&self) -> &str {
         &self.model
+    }
+
+    fn support(&self, field: Field) -> Support {
+        self.support.map_or(Support::Native, |s| s(field))
     }
 
     async fn send(&self, req: &ChatRequest) -> Result<ProviderReply, ProviderError> {

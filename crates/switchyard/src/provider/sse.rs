@@ -269,6 +269,8 @@ where
 }
 
 /// What an adapter made of one event.
+// Nearly every event is a chunk: boxing it would allocate per event (see StreamEvent).
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Parsed {
     /// A piece of the completion. One carrying `finish_reason` is the vendor's finish

@@ -20,6 +20,7 @@ mod anthropic;
 mod azure;
 mod count_tokens;
 mod embeddings;
+mod fields;
 mod gemini;
 mod openai;
 mod openai_responses;

@@ -206,8 +206,9 @@ fn outcome_label(a: &Attempt) -> String {
         Outcome::Failed { .. } => format!("failed_attempt_{}", a.attempt),
         Outcome::Skipped {
             reason: SkipReason::CircuitOpen,
+            ..
         } => "skipped_open_circuit".to_owned(),
-        Outcome::Skipped { reason } => format!("skipped_{}", reason.label()),
+        Outcome::Skipped { reason, .. } => format!("skipped_{}", reason.label()),
         Outcome::Rescue { method } => format!("rescue_{method}"),
     }
 }

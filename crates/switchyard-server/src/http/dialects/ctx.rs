@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
+use switchyard::chat::{Field, FieldSet, Support};
+use switchyard::route::UnsupportedFields;
 use switchyard::{ChatResponse, Money};
 use tokio::time::Instant;
 
@@ -52,6 +54,10 @@ pub(crate) struct Ctx {
     /// `switchyard::chat::Native`): when a provider of this kind answers, every field was
     /// carried and `ignored` is not said.
     pub native_kind: Option<&'static str>,
+    /// The fields of `docs/fields.md` the decoded request uses: what the answering
+    /// provider ignored or had dropped is said from these (`x-switchyard-ignored`,
+    /// `x-switchyard-dropped`).
+    pub fields: FieldSet,
 }
 
 impl Ctx {
@@ -75,6 +81,7 @@ impl Ctx {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned),
             native_kind: None,
+            fields: FieldSet::EMPTY,
         }
     }
 
@@ -160,9 +167,45 @@ pub(crate) fn who_answered(
             &cost.map_or_else(|| "unknown".to_owned(), usd),
         );
     }
-    if !ctx.ignored.is_empty() && !answered_natively(state, ctx, provider) {
-        set(headers, "x-switchyard-ignored", &ctx.ignored.join(", "));
+    let (ignored, dropped) = field_verdicts(state, ctx, provider);
+    let mut names: Vec<&str> = Vec::new();
+    if !answered_natively(state, ctx, provider) {
+        names.extend(ctx.ignored.iter().map(String::as_str));
     }
+    for name in ignored.iter().map(Field::name) {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    if !names.is_empty() {
+        set(headers, "x-switchyard-ignored", &names.join(", "));
+    }
+    if !dropped.is_empty() {
+        set(headers, "x-switchyard-dropped", &dropped.names().join(", "));
+    }
+}
+
+/// The request's fields `provider` ignored (advisory ones it has no place for), and those
+/// cleared for it on a route that drops what a provider cannot honour.
+fn field_verdicts(state: &AppState, ctx: &Ctx, provider: &str) -> (FieldSet, FieldSet) {
+    if ctx.fields.is_empty() {
+        return (FieldSet::EMPTY, FieldSet::EMPTY);
+    }
+    let providers = state.gateway.providers();
+    let Some(spec) = providers.iter().find(|s| s.name == provider) else {
+        return (FieldSet::EMPTY, FieldSet::EMPTY);
+    };
+    let support = |f| spec.provider.support(f);
+    let drops = state
+        .gateway
+        .route(&ctx.route)
+        .is_ok_and(|r| r.unsupported_fields == UnsupportedFields::Drop);
+    let dropped = if drops {
+        ctx.fields.with(support, Support::Unsupported)
+    } else {
+        FieldSet::EMPTY
+    };
+    (ctx.fields.with(support, Support::Ignored), dropped)
 }
 
 /// Whether `provider` takes the request's native body as written.
@@ -199,6 +242,12 @@ pub(crate) struct Trail<'a> {
     /// no `max_tokens` and the model's output limit is unknown (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens_applied: Option<u32>,
+    /// Advisory fields the answering provider has no place for (not sent).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    ignored: Vec<&'static str>,
+    /// Fields the answering provider cannot honour, cleared on a route that drops them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    dropped: Vec<&'static str>,
 }
 
 impl<'a> Trail<'a> {
@@ -209,6 +258,8 @@ impl<'a> Trail<'a> {
             cost_usd: resp.cost.map(Money::to_usd),
             attempts: &resp.attempts,
             max_tokens_applied: resp.max_tokens_applied,
+            ignored: resp.ignored.names(),
+            dropped: resp.dropped.names(),
         }
     }
 }

@@ -167,6 +167,7 @@ async fn handle<D: Dialect>(
     let (caller, body) = admit_body(state, ctx, request).await?;
     let mut decoded: Decoded<D::Extra> = D::decode(&body, ctx)?;
     drop(body);
+    ctx.fields = decoded.request.fields_used();
     admit_route(state, ctx, caller.as_ref())?;
     D::prepare(state, ctx, &mut decoded).await?;
     let opts = admit_limits(state, ctx, caller.as_ref()).await?;

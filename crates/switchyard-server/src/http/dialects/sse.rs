@@ -86,6 +86,8 @@ struct Writer<D: Dialect> {
 }
 
 /// What the writer does next.
+// An event is moved once per chunk; boxing would allocate per chunk (see StreamEvent).
+#[allow(clippy::large_enum_variant)]
 enum Next {
     Event(StreamEvent),
     GraceOver,

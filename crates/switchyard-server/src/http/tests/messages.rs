@@ -184,7 +184,12 @@ async fn a_tool_use_loop_decodes_and_replies_in_anthropic_blocks() {
     assert_eq!(resp.status(), StatusCode::OK);
     assert_eq!(
         header(&resp, "x-switchyard-ignored"),
-        "tool_choice.disable_parallel_tool_use, tool_result.is_error"
+        "tool_result.is_error"
+    );
+    assert_eq!(
+        f.primary.requests()[0].parallel_tool_calls,
+        Some(false),
+        "disable_parallel_tool_use is carried"
     );
     let out = json_body(resp).await;
     assert_eq!(out["stop_reason"], "tool_use");
@@ -660,11 +665,10 @@ async fn images_system_blocks_and_structured_output_map_into_the_shared_shape() 
                 {"type": "text", "text": "and now?"}]}]});
     let resp = call(&f.state, post_messages(&body)).await;
     assert_eq!(resp.status(), StatusCode::OK);
-    assert_eq!(
-        header(&resp, "x-switchyard-ignored"),
-        "service_tier, top_k, thinking"
-    );
+    assert_eq!(header(&resp, "x-switchyard-ignored"), "thinking");
     let sent = &f.primary.requests()[0];
+    assert_eq!(sent.top_k, Some(40), "top_k is carried");
+    assert_eq!(sent.service_tier.as_deref(), Some("auto"));
     assert_eq!(sent.stop, ["END"]);
     assert_eq!((sent.temperature, sent.top_p), (Some(0.5), Some(0.9)));
     assert!(matches!(

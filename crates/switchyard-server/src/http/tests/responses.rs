@@ -260,8 +260,13 @@ async fn advisory_fields_are_named_in_the_ignored_header() {
     assert_eq!(resp.status(), StatusCode::OK);
     assert_eq!(
         header(&resp, "x-switchyard-ignored"),
-        "prompt_cache_key, reasoning.effort",
+        "prompt_cache_key",
         "include reasoning.encrypted_content and reasoning.summary are honoured"
+    );
+    assert_eq!(
+        f.primary.requests()[0].reasoning_effort,
+        Some(switchyard::chat::ReasoningEffort::Low),
+        "reasoning.effort is carried"
     );
 }
 
@@ -606,8 +611,7 @@ async fn a_codex_shaped_request_is_served_and_its_advisory_fields_named() {
     assert_eq!(resp.status(), StatusCode::OK);
     assert_eq!(
         header(&resp, "x-switchyard-ignored"),
-        "prompt_cache_key, client_metadata, parallel_tool_calls, reasoning.effort, \
-         text.verbosity, input.reasoning"
+        "prompt_cache_key, client_metadata, text.verbosity, input.reasoning"
     );
     let ev = named_events(&text_body(resp).await);
     assert_eq!(ev.last().unwrap().0, "response.completed");
@@ -617,7 +621,7 @@ async fn a_codex_shaped_request_is_served_and_its_advisory_fields_named() {
         roles,
         [
             Role::System,
-            Role::System,
+            Role::Developer,
             Role::User,
             Role::Assistant,
             Role::Tool

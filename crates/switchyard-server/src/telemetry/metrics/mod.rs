@@ -472,7 +472,7 @@ fn attempt_labels(outcome: &Outcome) -> (&'static str, &'static str) {
     match outcome {
         Outcome::Success => ("success", ""),
         Outcome::Failed { kind, .. } => ("failed", kind.label()),
-        Outcome::Skipped { reason } => ("skipped", reason.label()),
+        Outcome::Skipped { reason, .. } => ("skipped", reason.label()),
         Outcome::Rescue { method } => (
             "rescue",
             match method.as_str() {

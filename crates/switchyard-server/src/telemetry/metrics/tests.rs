@@ -57,7 +57,7 @@ fn response(provider: &str, cost: Option<Money>) -> ChatResponse {
         latency: Duration::from_millis(200),
         provider_latency: None,
         max_tokens_applied: None,
-        native: None,
+        ..ChatResponse::default()
     }
 }
 
@@ -119,7 +119,14 @@ fn attempts_count_by_provider_outcome_and_kind() {
     let reason = SkipReason::CircuitOpen;
     metrics.on_attempt(
         "smart",
-        &attempt("borealis", Outcome::Skipped { reason }, 0),
+        &attempt(
+            "borealis",
+            Outcome::Skipped {
+                reason,
+                fields: Vec::new(),
+            },
+            0,
+        ),
     );
     let method = "continuation".to_owned();
     metrics.on_attempt(

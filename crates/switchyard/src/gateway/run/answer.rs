@@ -4,10 +4,11 @@
 use std::time::Duration;
 
 use super::{check_usage, cost_of, Answer, Run, Won};
-use crate::chat::{ChatResponse, FinishReason, Thinking, ToolCall, Usage};
+use crate::chat::{ChatResponse, FieldSet, FinishReason, Support, Thinking, ToolCall, Usage};
 use crate::cost::Money;
 use crate::gateway::Slot;
 use crate::observe::{Attempt, Outcome};
+use crate::route::UnsupportedFields;
 
 impl Run {
     /// Record the success, check the usage against the limits, settle the reservation
@@ -29,6 +30,7 @@ impl Run {
         if let Some(r) = won.reservation {
             r.settle(self.state().as_ref(), cost).await;
         }
+        let (logprobs, alternatives) = (reply.logprobs, reply.alternatives);
         let completion = Completion {
             text: reply.text,
             tool_calls: reply.tool_calls,
@@ -42,7 +44,11 @@ impl Run {
             native: reply.native,
         };
         let attempts = std::mem::take(&mut self.attempts);
-        self.response(slot, completion, attempts)
+        ChatResponse {
+            logprobs,
+            alternatives,
+            ..self.response(slot, completion, attempts)
+        }
     }
 
     /// Record a successful attempt (its latency feeds the provider's average).
@@ -85,6 +91,13 @@ impl Run {
             latency: self.gw.inner.clock.now() - self.started,
             provider_latency: c.provider_latency,
             max_tokens_applied: c.max_tokens_applied,
+            logprobs: None,
+            alternatives: Vec::new(),
+            ignored: self.fields_with(slot, Support::Ignored),
+            dropped: match self.route.unsupported_fields {
+                UnsupportedFields::Drop => self.fields_with(slot, Support::Unsupported),
+                UnsupportedFields::Skip => FieldSet::EMPTY,
+            },
             native: c.native,
         }
     }

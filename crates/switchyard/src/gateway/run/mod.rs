@@ -27,14 +27,14 @@ use super::hold::Guard;
 pub(super) use super::hold::Reservation;
 use super::{budget_scope, Budget, CallOptions, Gateway, Slot};
 use crate::breaker::{Admission, Op, SkipReason};
-use crate::chat::{ChatChunk, ChatRequest, ChatResponse, ProviderReply};
+use crate::chat::{ChatChunk, ChatRequest, ChatResponse, FieldSet, ProviderReply, Support};
 use crate::clock::UnixMillis;
 use crate::cost::BudgetState;
 use crate::embedding::{EmbeddingReply, EmbeddingRequest};
 use crate::error::{AttemptError, ErrorKind, GatewayError, ProviderError};
 use crate::observe::{Attempt, Outcome};
 use crate::provider::ChunkStream;
-use crate::route::{plan, Api, Candidate, Probe, Route};
+use crate::route::{plan, Api, Candidate, Probe, Route, UnsupportedFields};
 use crate::state::{Cleanup, SharedState};
 
 pub(super) use answer::{failed_over, Completion};
@@ -61,6 +61,14 @@ pub(super) enum Call<'r> {
 }
 
 impl<'r> Call<'r> {
+    /// The chat request of a chat call.
+    fn chat(self) -> Option<&'r ChatRequest> {
+        match self {
+            Self::Send(req) | Self::Stream(req) => Some(req),
+            Self::Embed(_) => None,
+        }
+    }
+
     /// The same kind of call carrying `req` instead (a chat request the turn bounded).
     fn with_chat<'a>(self, req: &'a ChatRequest) -> Call<'a>
     where
@@ -129,6 +137,8 @@ pub(super) struct Run {
     /// that was abandoned by its caller: `Drop` tells observers, with the trail so far.
     /// A committed stream owns its run and sets this when it reports (`stream/live.rs`).
     pub settled: bool,
+    /// The fields of `docs/fields.md` the request uses (set when the first turn starts).
+    pub fields: FieldSet,
     rng: fastrand::Rng,
 }
 
@@ -171,6 +181,7 @@ impl Run {
             retry_at: None,
             budgets: budgets_of(route, opts),
             settled: false,
+            fields: FieldSet::EMPTY,
             rng,
         }
     }
@@ -193,6 +204,9 @@ impl Run {
         call: Call<'_>,
     ) -> Result<(usize, Won), GatewayError> {
         self.plan = self.order();
+        self.fields = call
+            .chat()
+            .map_or(FieldSet::EMPTY, ChatRequest::fields_used);
         for pos in 0..self.plan.len() {
             match self.candidate(self.plan[pos], call).await {
                 Ok(Some(won)) => return Ok((pos, won)),
@@ -255,6 +269,9 @@ impl Run {
 
     /// The error once every candidate has been tried or skipped.
     pub(super) fn exhausted(&mut self) -> GatewayError {
+        if let Some(err) = self.none_can_honour() {
+            return err;
+        }
         let rate_limited = self.rate_limited_for();
         let errors = std::mem::take(&mut self.errors);
         let attempts = std::mem::take(&mut self.attempts);
@@ -282,13 +299,56 @@ impl Run {
     fn rate_limited_for(&self) -> Option<Duration> {
         let only = self.attempts.iter().all(|a| match &a.outcome {
             Outcome::Failed { kind, .. } => *kind == ErrorKind::RateLimited,
-            Outcome::Skipped { reason } => *reason == SkipReason::Cooling,
+            Outcome::Skipped { reason, .. } => *reason == SkipReason::Cooling,
             Outcome::Success | Outcome::Rescue { .. } => false,
         });
         let every =
             (self.route.providers.iter()).all(|p| self.attempts.iter().any(|a| a.provider == *p));
         let at = self.retry_at.filter(|_| only && every)?;
         Some(Duration::from_millis(at.saturating_sub(self.now())))
+    }
+
+    /// When every candidate was skipped as unable to honour the request's fields: the
+    /// client's error naming the fields and the providers.
+    fn none_can_honour(&mut self) -> Option<GatewayError> {
+        let mut fields = FieldSet::EMPTY;
+        let mut providers = Vec::new();
+        for a in &self.attempts {
+            let Outcome::Skipped {
+                reason: SkipReason::CannotHonour,
+                ..
+            } = &a.outcome
+            else {
+                return None;
+            };
+            let slot = self.gw.inner.by_name.get(&a.provider)?;
+            let provider = &self.gw.inner.slots[*slot].spec.provider;
+            for f in self
+                .fields
+                .with(|f| provider.support(f), Support::Unsupported)
+                .iter()
+            {
+                fields.insert(f);
+            }
+            providers.push(a.provider.clone());
+        }
+        if providers.is_empty() {
+            return None;
+        }
+        Some(GatewayError::CannotHonour {
+            fields: fields.names().into_iter().map(str::to_owned).collect(),
+            providers,
+            attempts: std::mem::take(&mut self.attempts),
+        })
+    }
+
+    /// The request's fields for which `slot`'s provider declares `support`.
+    pub(super) fn fields_with(&self, slot: &Slot, support: Support) -> FieldSet {
+        if self.fields.is_empty() {
+            return FieldSet::EMPTY;
+        }
+        let provider = &slot.spec.provider;
+        self.fields.with(|f| provider.support(f), support)
     }
 
     /// A rate-limited candidate accepts again at `at_ms`.
@@ -363,13 +423,25 @@ impl Run {
         self.attempts.push(attempt);
     }
 
+    /// Skip `slot`: it cannot honour `fields` of the request.
+    fn skip_unhonoured(&mut self, slot: &Slot, fields: FieldSet) -> TurnEnd {
+        let model = slot.spec.provider.model().to_owned();
+        let mut attempt = Attempt::skipped(&slot.spec.name, &model, SkipReason::CannotHonour);
+        attempt.outcome = Outcome::Skipped {
+            reason: SkipReason::CannotHonour,
+            fields: fields.names().into_iter().map(str::to_owned).collect(),
+        };
+        self.record(attempt);
+        TurnEnd::Skipped
+    }
+
     fn skip(&mut self, slot: &Slot, reason: SkipReason) -> TurnEnd {
         let model = slot.spec.provider.model().to_owned();
         self.record(Attempt::skipped(&slot.spec.name, &model, reason));
         TurnEnd::Skipped
     }
 
-    /// One provider's turn: admission, reservation, the retry loop, the verdict.
+    /// One provider's turn: fields, admission, reservation, the retry loop, the verdict.
     async fn turn(&mut self, slot: &Slot, call: Call<'_>) -> TurnEnd {
         if let Call::Send(req) | Call::Stream(req) = call {
             let native = req.native.as_ref().filter(|n| n.required);
@@ -380,6 +452,13 @@ impl Run {
         if !self.budgets.is_empty() && slot.price.is_none() && !self.route.allow_unpriced {
             return self.skip(slot, SkipReason::Unpriced);
         }
+        let cannot = self.fields_with(slot, Support::Unsupported);
+        let cleared = match (cannot.is_empty(), self.route.unsupported_fields) {
+            (true, _) => None,
+            (false, UnsupportedFields::Drop) => call.chat().map(|req| req.without(cannot)),
+            (false, UnsupportedFields::Skip) => return self.skip_unhonoured(slot, cannot),
+        };
+        let call = cleared.as_ref().map_or(call, |req| call.with_chat(req));
         let limit = if self.route.probe == Probe::SingleAttempt {
             slot.spec.probe_limit()
         } else {

@@ -74,7 +74,7 @@ use super::codec::{Codec, Connection, Endpoints, HttpProvider, StreamEvents};
 use super::http::{self, ConfigError, Endpoint, HttpFailure, HttpSettings, Transport};
 use super::secret::Secret;
 use super::sse::{self, Parsed, SseEvent};
-use crate::chat::{ChatRequest, ProviderReply, ResponseFormat};
+use crate::chat::{ChatRequest, Field, ProviderReply, ResponseFormat, Support};
 use crate::clock::Clock;
 use crate::error::{ErrorKind, ProviderError};
 
@@ -252,6 +252,10 @@ impl Codec for AnthropicCodec {
         Some(self.default_max_tokens)
     }
 
+    fn support(field: Field) -> Support {
+        request::support(field)
+    }
+
     /// The body, and the whitespace trimmed off a final prefill (see the module docs). A
     /// request with an Anthropic native body sends that body (see [`native_body`]), with a
     /// rescue's prefill appended when it has one.
@@ -267,9 +271,10 @@ impl Codec for AnthropicCodec {
         }
         let native_schema = self.structured_outputs
             && matches!(req.response_format, Some(ResponseFormat::JsonSchema { .. }));
+        let max_tokens = req.max_tokens.unwrap_or(self.default_max_tokens);
         let body = wire::Request {
             model: &self.model,
-            max_tokens: req.max_tokens.unwrap_or(self.default_max_tokens),
+            max_tokens,
             messages,
             system: request::system_prompt(req, native_schema)?,
             temperature: req.temperature,
@@ -284,11 +289,14 @@ impl Codec for AnthropicCodec {
                     input_schema: &t.parameters,
                 })
                 .collect(),
+            top_k: req.top_k,
             tool_choice: request::wire_tool_choice(req),
             metadata: req
                 .user
                 .as_deref()
                 .map(|user_id| wire::Metadata { user_id }),
+            service_tier: request::service_tier(req.service_tier.as_deref()),
+            thinking: request::thinking(req.reasoning_effort, max_tokens)?,
             output_config: request::native_output_config(req).filter(|_| native_schema),
             stream,
         };

@@ -78,7 +78,7 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
         usage: message.usage.map(normalized_usage).transpose()?,
         reported_cost: None,
         reported_latency: None,
-        native: None,
+        ..ProviderReply::default()
     })
 }
 

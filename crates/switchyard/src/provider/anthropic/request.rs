@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 
 use super::{bad_request, wire};
 use crate::chat::{
-    ChatRequest, ContentPart, ImageSource, Message, ResponseFormat, Role, Thinking, ToolCall,
-    ToolChoice,
+    ChatRequest, ContentPart, Field, ImageSource, Message, ReasoningEffort, ResponseFormat, Role,
+    Support, Thinking, ToolCall, ToolChoice,
 };
 use crate::error::ProviderError;
 
@@ -20,7 +20,7 @@ pub(super) fn system_prompt(
     native_schema: bool,
 ) -> Result<Option<String>, ProviderError> {
     let mut parts = Vec::new();
-    for m in req.messages.iter().filter(|m| m.role == Role::System) {
+    for m in req.messages.iter().filter(|m| m.is_instructions()) {
         if has_image(m) {
             return Err(bad_request("Anthropic takes no images in a system prompt"));
         }
@@ -65,16 +65,96 @@ pub(super) fn native_output_config(req: &ChatRequest) -> Option<Value> {
 
 /// `tool_choice`; `auto` / `none` are left out when no tools are declared (they say
 /// nothing then), `required` / a named tool are sent so a wrong request fails loudly.
-pub(super) fn wire_tool_choice(req: &ChatRequest) -> Option<wire::ToolChoice<'_>> {
-    let choice = match req.tool_choice.as_ref()? {
-        ToolChoice::Auto => wire::ToolChoice::Auto,
-        ToolChoice::None => wire::ToolChoice::None,
-        ToolChoice::Required => wire::ToolChoice::Any,
-        ToolChoice::Tool(name) => wire::ToolChoice::Tool { name },
+/// `parallel_tool_calls: false` is `disable_parallel_tool_use` (on `auto` when the request
+/// sets no choice).
+pub(super) fn wire_tool_choice(req: &ChatRequest) -> Option<wire::ToolChoiceOut<'_>> {
+    let serial = req.parallel_tool_calls == Some(false);
+    let choice = match req.tool_choice.as_ref() {
+        None if serial => wire::ToolChoice::Auto,
+        None => return None,
+        Some(ToolChoice::Auto) => wire::ToolChoice::Auto,
+        Some(ToolChoice::None) => wire::ToolChoice::None,
+        Some(ToolChoice::Required) => wire::ToolChoice::Any,
+        Some(ToolChoice::Tool(name)) => wire::ToolChoice::Tool { name },
     };
     let meaningless =
         req.tools.is_empty() && matches!(choice, wire::ToolChoice::Auto | wire::ToolChoice::None);
-    (!meaningless).then_some(choice)
+    let disable_parallel_tool_use = serial && !matches!(choice, wire::ToolChoice::None);
+    (!meaningless).then_some(wire::ToolChoiceOut {
+        choice,
+        disable_parallel_tool_use,
+    })
+}
+
+/// Anthropic's smallest thinking budget.
+pub(super) const MIN_THINKING_BUDGET: u32 = 1024;
+
+/// `reasoning_effort` as `thinking`: `none` turns it off; otherwise a budget of minimal
+/// 1024, low 2048, medium 8192, high 24576 tokens, cut to one below `max_tokens`
+/// (Anthropic counts thinking in `max_tokens` and wants the budget below it).
+///
+/// # Errors
+/// `BadRequest` when `max_tokens` leaves less than Anthropic's minimum budget (1024).
+pub(super) fn thinking(
+    effort: Option<ReasoningEffort>,
+    max_tokens: u32,
+) -> Result<Option<wire::Thinking>, ProviderError> {
+    let budget = match effort {
+        None => return Ok(None),
+        Some(ReasoningEffort::None) => return Ok(Some(wire::Thinking::Disabled)),
+        Some(ReasoningEffort::Minimal) => MIN_THINKING_BUDGET,
+        Some(ReasoningEffort::Low) => 2048,
+        Some(ReasoningEffort::Medium) => 8192,
+        Some(ReasoningEffort::High) => 24576,
+    };
+    let budget_tokens = budget.min(max_tokens.saturating_sub(1));
+    if budget_tokens < MIN_THINKING_BUDGET {
+        return Err(bad_request(format!(
+            "reasoning_effort needs max_tokens above {MIN_THINKING_BUDGET} on Anthropic \
+             (thinking counts in max_tokens), got {max_tokens}"
+        )));
+    }
+    Ok(Some(wire::Thinking::Enabled { budget_tokens }))
+}
+
+/// OpenAI's `service_tier` in Anthropic's words: `auto` and `priority` are `auto`
+/// (priority capacity when the account has it), anything else `standard_only`.
+pub(super) fn service_tier(tier: Option<&str>) -> Option<&'static str> {
+    tier.map(|t| match t {
+        "auto" | "priority" => "auto",
+        _ => "standard_only",
+    })
+}
+
+/// How the Messages API carries each field: `top_k` natively; `response_format` (native
+/// structured outputs where configured, else the system prompt's JSON instruction),
+/// `parallel_tool_calls`,
+/// `reasoning_effort`, `service_tier`, `user` (`metadata.user_id`) and developer messages
+/// (the system prompt) translated; `metadata` tags are advisory (Anthropic's `metadata`
+/// holds only a user id); `seed`, penalties, log probabilities and `n` > 1 it cannot do.
+pub(super) fn support(field: Field) -> Support {
+    match field {
+        Field::Temperature
+        | Field::TopP
+        | Field::Stop
+        | Field::Tools
+        | Field::ToolChoice
+        | Field::TopK => Support::Native,
+        Field::ResponseFormat
+        | Field::ParallelToolCalls
+        | Field::ReasoningEffort
+        | Field::ServiceTier
+        | Field::User
+        | Field::DeveloperRole => Support::Translated,
+        Field::Metadata => Support::Ignored,
+        Field::Seed
+        | Field::PresencePenalty
+        | Field::FrequencyPenalty
+        | Field::Logprobs
+        | Field::TopLogprobs
+        | Field::N
+        | Field::Passthrough => Support::Unsupported,
+    }
 }
 
 /// The conversation as alternating turns (system messages excluded), with the final
@@ -86,7 +166,7 @@ pub(super) fn wire_turns(
     let mut turns: Vec<wire::Turn<'_>> = Vec::new();
     for m in messages {
         let (role, blocks) = match m.role {
-            Role::System => continue,
+            Role::System | Role::Developer => continue,
             Role::User => ("user", user_blocks(m)?),
             Role::Tool => ("user", vec![tool_result_block(m)?]),
             Role::Assistant => ("assistant", assistant_blocks(m)?),

@@ -26,9 +26,15 @@ pub(super) struct Request<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolDef<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool_choice: Option<ToolChoice<'a>>,
+    pub top_k: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoiceOut<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_tier: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<Thinking>,
     /// Structured outputs (`{"format": {"type": "json_schema", "schema": …}}`), opt-in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_config: Option<Value>,
@@ -127,6 +133,23 @@ pub(super) enum ToolChoice<'a> {
     Any,
     None,
     Tool { name: &'a str },
+}
+
+/// `tool_choice` with its `disable_parallel_tool_use` flag.
+#[derive(Debug, Serialize)]
+pub(super) struct ToolChoiceOut<'a> {
+    #[serde(flatten)]
+    pub choice: ToolChoice<'a>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub disable_parallel_tool_use: bool,
+}
+
+/// `thinking`: extended thinking with a token budget, or off.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum Thinking {
+    Enabled { budget_tokens: u32 },
+    Disabled,
 }
 
 /// `metadata`.

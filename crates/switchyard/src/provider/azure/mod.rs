@@ -41,7 +41,7 @@ use super::http::{ConfigError, Endpoint, HttpFailure, HttpSettings, Transport, U
 use super::openai::{self, OpenAiCodec};
 use super::secret::Secret;
 use super::sse::{self, Parsed, SseEvent};
-use crate::chat::{ChatRequest, FinishReason, ProviderReply};
+use crate::chat::{ChatRequest, Field, FinishReason, ProviderReply, Support};
 use crate::clock::Clock;
 use crate::embedding::{EmbeddingReply, EmbeddingRequest};
 use crate::error::{ErrorKind, ProviderError};
@@ -219,6 +219,11 @@ impl Codec for AzureCodec {
     const KIND: &'static str = "azure";
     type Call = ();
     type Events = Events;
+
+    /// Azure OpenAI serves OpenAI's Chat Completions: the same fields.
+    fn support(field: Field) -> Support {
+        OpenAiCodec::support(field)
+    }
 
     fn model(&self) -> &str {
         self.inner.model()

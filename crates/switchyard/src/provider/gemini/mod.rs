@@ -56,7 +56,7 @@ use super::codec::{Codec, Connection, Endpoints, HttpProvider, StreamEvents};
 use super::http::{self, ConfigError, Endpoint, HttpFailure, HttpSettings, Transport};
 use super::secret::Secret;
 use super::sse::{self, Parsed, SseEvent};
-use crate::chat::{ChatRequest, ProviderReply};
+use crate::chat::{ChatRequest, Field, ProviderReply, Support};
 use crate::clock::Clock;
 use crate::embedding::{EmbeddingReply, EmbeddingRequest};
 use crate::error::{ErrorKind, ProviderError};
@@ -205,8 +205,12 @@ impl Codec for GeminiCodec {
         &self.model
     }
 
+    fn support(field: Field) -> Support {
+        request::support(field)
+    }
+
     fn encode(&self, req: &ChatRequest, _stream: bool) -> Result<(Vec<u8>, ()), ProviderError> {
-        let body = request::body(req)?;
+        let body = request::body(req, &self.model)?;
         crate::provider::encode_body(&body).map(|body| (body, ()))
     }
 

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::classify::classify_value;
 use super::{malformed, wire};
-use crate::chat::{FinishReason, ProviderReply, ToolCall, Usage};
+use crate::chat::{Choice, FinishReason, ProviderReply, ToolCall, Usage};
 use crate::error::{ErrorKind, ProviderError};
 use crate::provider::http::snippet;
 
@@ -30,10 +30,32 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
         return Err(classify_value(&value));
     }
     refuse_blocked_prompt(&response)?;
-    let candidate = response
-        .candidates
-        .and_then(|c| c.into_iter().next())
-        .ok_or_else(|| malformed("response with no candidates and no block reason"))?;
+    let mut candidates = response.candidates.unwrap_or_default();
+    candidates.sort_by_key(|c| c.index.unwrap_or(0));
+    let mut choices = candidates
+        .into_iter()
+        .map(candidate_choice)
+        .collect::<Result<Vec<_>, _>>()?;
+    if choices.is_empty() {
+        return Err(malformed("response with no candidates and no block reason"));
+    }
+    let first = choices.remove(0);
+    Ok(ProviderReply {
+        text: first.text,
+        tool_calls: first.tool_calls,
+        finish_reason: first.finish_reason,
+        logprobs: first.logprobs,
+        alternatives: choices,
+        model: response.model_version,
+        usage: response.usage_metadata.map(usage).transpose()?,
+        reported_cost: None,
+        reported_latency: None,
+        ..ProviderReply::default()
+    })
+}
+
+/// One candidate as a choice (a candidate with nothing in it is `Malformed`).
+fn candidate_choice(candidate: wire::Candidate) -> Result<Choice, ProviderError> {
     let (text, tool_calls) = reply_content(candidate.content);
     let finish = candidate
         .finish_reason
@@ -46,16 +68,41 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
             candidate.finish_reason.as_deref().unwrap_or("absent")
         )));
     }
-    Ok(ProviderReply {
+    Ok(Choice {
         text,
         tool_calls,
         finish_reason: finish,
-        model: response.model_version,
-        usage: response.usage_metadata.map(usage).transpose()?,
-        reported_cost: None,
-        reported_latency: None,
-        ..ProviderReply::default()
+        logprobs: candidate
+            .logprobs_result
+            .map(|l| serde_json::json!({ "content": logprob_entries(l) })),
     })
+}
+
+/// Gemini's `logprobsResult` as the entries of OpenAI's `logprobs.content`: per chosen
+/// token its `logprob`, and the step's top candidates as `top_logprobs` (Gemini sends no
+/// bytes: `bytes` is `null`).
+pub(super) fn logprob_entries(result: wire::LogprobsResult) -> Value {
+    let mut tops = result.top_candidates.into_iter();
+    let entries: Vec<Value> = result
+        .chosen_candidates
+        .into_iter()
+        .map(|chosen| {
+            let top: Vec<Value> = tops
+                .next()
+                .map(|t| t.candidates)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|c| serde_json::json!({"token": c.token, "logprob": c.log_probability, "bytes": null}))
+                .collect();
+            serde_json::json!({
+                "token": chosen.token,
+                "logprob": chosen.log_probability,
+                "bytes": null,
+                "top_logprobs": top,
+            })
+        })
+        .collect();
+    Value::Array(entries)
 }
 
 /// A response object. serde would also read a struct from a JSON array; Gemini's

@@ -31,17 +31,26 @@
 //! - **JSON**: `json_object` is `responseMimeType: application/json`; `json_schema` adds
 //!   `responseJsonSchema` (standard JSON Schema; `name` and `strict` have no equivalent).
 //!   `user` has no equivalent and is not sent.
+//! - **Fields** ([`support`]): `seed`, `presencePenalty`, `frequencyPenalty`, `topK` are
+//!   native; `logprobs` / `top_logprobs` become `responseLogprobs` / `logprobs`, `n`
+//!   `candidateCount`, developer messages `systemInstruction`, `reasoning_effort`
+//!   `thinkingConfig` ([`thinking_config`]). `service_tier`, `metadata` and `user` are
+//!   advisory and not sent; `parallel_tool_calls: false` has no equivalent.
 
 use serde_json::{json, Value};
 
 use super::{bad_request, wire, FOREIGN_THOUGHT_SIGNATURE};
 use crate::chat::{
-    ChatRequest, ContentPart, ImageSource, Message, ResponseFormat, Role, ToolCall, ToolChoice,
+    ChatRequest, ContentPart, Field, ImageSource, Message, ReasoningEffort, ResponseFormat, Role,
+    Support, ToolCall, ToolChoice,
 };
 use crate::error::ProviderError;
 
 /// The request body for `req`.
-pub(super) fn body(req: &ChatRequest) -> Result<wire::Request<'_>, ProviderError> {
+pub(super) fn body<'a>(
+    req: &'a ChatRequest,
+    model: &str,
+) -> Result<wire::Request<'a>, ProviderError> {
     let (system, contents) = wire_contents(&req.messages)?;
     let tools = if req.tools.is_empty() {
         Vec::new()
@@ -66,7 +75,7 @@ pub(super) fn body(req: &ChatRequest) -> Result<wire::Request<'_>, ProviderError
             .then_some(wire::SystemInstruction { parts: system }),
         tools,
         tool_config,
-        generation_config: Some(generation_config(req)).filter(|g| !g.is_empty()),
+        generation_config: Some(generation_config(req, model)).filter(|g| !g.is_empty()),
     })
 }
 
@@ -78,7 +87,7 @@ fn wire_contents(
     let mut turns: Vec<wire::Content<'_>> = Vec::new();
     for (i, m) in messages.iter().enumerate() {
         let (role, parts) = match m.role {
-            Role::System => {
+            Role::System | Role::Developer => {
                 system.extend(text_parts(m));
                 continue;
             }
@@ -251,7 +260,7 @@ fn wire_tool_config(choice: &ToolChoice) -> wire::ToolConfig<'_> {
     }
 }
 
-fn generation_config(req: &ChatRequest) -> wire::GenerationConfig<'_> {
+fn generation_config<'a>(req: &'a ChatRequest, model: &str) -> wire::GenerationConfig<'a> {
     let (response_mime_type, response_json_schema) = match &req.response_format {
         None | Some(ResponseFormat::Text) => (None, None),
         Some(ResponseFormat::JsonObject) => (Some("application/json"), None),
@@ -264,5 +273,67 @@ fn generation_config(req: &ChatRequest) -> wire::GenerationConfig<'_> {
         stop_sequences: &req.stop,
         response_mime_type,
         response_json_schema,
+        seed: req.seed,
+        presence_penalty: req.presence_penalty,
+        frequency_penalty: req.frequency_penalty,
+        response_logprobs: req.logprobs.then_some(true),
+        logprobs: req.top_logprobs.filter(|_| req.logprobs),
+        candidate_count: req.n.filter(|&n| n > 1),
+        top_k: req.top_k,
+        thinking_config: req.reasoning_effort.map(|e| thinking_config(e, model)),
+    }
+}
+
+/// `reasoning_effort` as `thinkingConfig`: Gemini 3 models (`gemini-3…`) take a
+/// `thinkingLevel` (`none` is sent as `minimal`, their lowest); earlier ones a
+/// `thinkingBudget` in tokens: none 0 (off), minimal 512, low 1024, medium 8192,
+/// high 24576 (2.5 Flash's ceiling).
+pub(super) fn thinking_config(effort: ReasoningEffort, model: &str) -> wire::ThinkingConfig {
+    let model = model.rsplit('/').next().unwrap_or(model);
+    if model.starts_with("gemini-3") {
+        let level = match effort {
+            ReasoningEffort::None | ReasoningEffort::Minimal => "minimal",
+            ReasoningEffort::Low => "low",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::High => "high",
+        };
+        return wire::ThinkingConfig {
+            thinking_level: Some(level),
+            thinking_budget: None,
+        };
+    }
+    let budget = match effort {
+        ReasoningEffort::None => 0,
+        ReasoningEffort::Minimal => 512,
+        ReasoningEffort::Low => 1024,
+        ReasoningEffort::Medium => 8192,
+        ReasoningEffort::High => 24576,
+    };
+    wire::ThinkingConfig {
+        thinking_level: None,
+        thinking_budget: Some(budget),
+    }
+}
+
+/// How Gemini carries each field (see the module docs).
+pub(super) fn support(field: Field) -> Support {
+    match field {
+        Field::Temperature
+        | Field::TopP
+        | Field::Stop
+        | Field::Tools
+        | Field::ToolChoice
+        | Field::ResponseFormat
+        | Field::Seed
+        | Field::PresencePenalty
+        | Field::FrequencyPenalty
+        | Field::TopK => Support::Native,
+        Field::Logprobs
+        | Field::TopLogprobs
+        | Field::N
+        | Field::ReasoningEffort
+        | Field::DeveloperRole => Support::Translated,
+        Field::ServiceTier | Field::Metadata | Field::User => Support::Ignored,
+        Field::ParallelToolCalls | Field::Passthrough => Support::Unsupported,
     }
 }

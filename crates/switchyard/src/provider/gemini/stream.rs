@@ -5,7 +5,8 @@ use serde_json::Value;
 
 use super::classify::classify_value;
 use super::reply::{
-    arguments_text, call_id, finish_reason, from_object, read_parts, refuse_blocked_prompt, usage,
+    arguments_text, call_id, finish_reason, from_object, logprob_entries, read_parts,
+    refuse_blocked_prompt, usage,
 };
 use super::{malformed, wire};
 use crate::chat::{ChatChunk, ToolCallDelta};
@@ -69,6 +70,7 @@ impl StreamParser {
                 self.calls = self.calls.saturating_add(1);
             });
             chunk.tool_calls = calls;
+            chunk.logprobs = candidate.logprobs_result.map(logprob_entries);
             chunk.finish_reason = candidate
                 .finish_reason
                 .as_deref()

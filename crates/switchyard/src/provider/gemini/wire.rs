@@ -150,6 +150,33 @@ pub(super) struct GenerationConfig<'a> {
     pub response_mime_type: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response_json_schema: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub presence_penalty: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frequency_penalty: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_logprobs: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub candidate_count: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking_config: Option<ThinkingConfig>,
+}
+
+/// `generationConfig.thinkingConfig`: a level (Gemini 3) or a token budget (Gemini 2.5);
+/// never both (Gemini refuses that).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ThinkingConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking_level: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking_budget: Option<u32>,
 }
 
 impl GenerationConfig<'_> {
@@ -160,6 +187,13 @@ impl GenerationConfig<'_> {
             && self.max_output_tokens.is_none()
             && self.stop_sequences.is_empty()
             && self.response_mime_type.is_none()
+            && self.seed.is_none()
+            && self.presence_penalty.is_none()
+            && self.frequency_penalty.is_none()
+            && self.response_logprobs.is_none()
+            && self.candidate_count.is_none()
+            && self.top_k.is_none()
+            && self.thinking_config.is_none()
     }
 }
 
@@ -189,6 +223,39 @@ pub(super) struct Candidate {
     /// Absent until the candidate is finished (streams), then `STOP`, `MAX_TOKENS`, ...
     #[serde(default)]
     pub finish_reason: Option<String>,
+    /// Set for a request with `responseLogprobs`.
+    #[serde(default)]
+    pub logprobs_result: Option<LogprobsResult>,
+    #[serde(default)]
+    pub index: Option<u32>,
+}
+
+/// `logprobsResult`: per output token, the chosen candidate and (with `logprobs`) the top
+/// candidates at that step.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct LogprobsResult {
+    #[serde(default)]
+    pub top_candidates: Vec<TopCandidates>,
+    #[serde(default)]
+    pub chosen_candidates: Vec<LogprobCandidate>,
+}
+
+/// The top candidates of one step.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct TopCandidates {
+    #[serde(default)]
+    pub candidates: Vec<LogprobCandidate>,
+}
+
+/// A token and its log probability.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct LogprobCandidate {
+    #[serde(default)]
+    pub token: String,
+    #[serde(default)]
+    pub log_probability: f64,
 }
 
 /// A candidate's content.

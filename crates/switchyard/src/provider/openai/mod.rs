@@ -46,7 +46,7 @@ use super::http::{
 };
 use super::secret::Secret;
 use super::sse;
-use crate::chat::{ChatRequest, ProviderReply};
+use crate::chat::{ChatRequest, Field, ProviderReply, Support};
 use crate::clock::Clock;
 use crate::embedding::{EmbeddingReply, EmbeddingRequest};
 use crate::error::ProviderError;
@@ -237,6 +237,10 @@ impl Codec for OpenAiCodec {
 
     fn model(&self) -> &str {
         &self.model
+    }
+
+    fn support(field: Field) -> Support {
+        request::support(field)
     }
 
     fn encode(&self, req: &ChatRequest, stream: bool) -> Result<(Vec<u8>, ()), ProviderError> {

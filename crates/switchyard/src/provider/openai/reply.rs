@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::classify::classify_value;
 use super::wire;
-use crate::chat::{FinishReason, ProviderReply, Thinking, ToolCall, Usage};
+use crate::chat::{Choice, FinishReason, ProviderReply, Thinking, ToolCall, Usage};
 use crate::cost::Money;
 use crate::error::{ErrorKind, ProviderError};
 use crate::provider::http::{snippet, UpstreamResponse};
@@ -37,10 +37,35 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
     let choices = completion
         .choices
         .ok_or_else(|| malformed("chat completion without `choices`"))?;
-    let choice = choices
+    let mut choices: Vec<(Choice, Vec<Thinking>)> = choices
         .into_iter()
-        .min_by_key(|c| c.index)
-        .ok_or_else(|| malformed("chat completion with no choices"))?;
+        .map(|c| (c.index, c))
+        .collect::<std::collections::BTreeMap<_, _>>()
+        .into_values()
+        .map(choice)
+        .collect::<Result<_, _>>()?;
+    if choices.is_empty() {
+        return Err(malformed("chat completion with no choices"));
+    }
+    let (first, thinking) = choices.remove(0);
+    Ok(ProviderReply {
+        thinking,
+        text: first.text,
+        tool_calls: first.tool_calls,
+        finish_reason: first.finish_reason,
+        logprobs: first.logprobs,
+        alternatives: choices.into_iter().map(|(c, _)| c).collect(),
+        model: completion.model,
+        usage: completion.usage.map(usage).transpose()?,
+        reported_cost: completion.usage.and_then(|u| u.cost).and_then(money),
+        reported_latency: None,
+        ..ProviderReply::default()
+    })
+}
+
+/// One choice of a completion (its text, tool calls, finish reason and log probabilities)
+/// and its reasoning (kept for the first choice only: the shared reply has one).
+fn choice(choice: wire::Choice) -> Result<(Choice, Vec<Thinking>), ProviderError> {
     let message = choice.message;
     let thinking = match message.reasoning_content.or(message.reasoning) {
         Some(text) if !text.is_empty() => vec![Thinking {
@@ -76,17 +101,13 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
             },
         })
         .collect();
-    Ok(ProviderReply {
+    let answer = Choice {
         text,
         tool_calls,
-        thinking,
         finish_reason: choice.finish_reason.as_deref().map(finish_reason),
-        model: completion.model,
-        usage: completion.usage.map(usage).transpose()?,
-        reported_cost: completion.usage.and_then(|u| u.cost).and_then(money),
-        reported_latency: None,
-        native: None,
-    })
+        logprobs: choice.logprobs.filter(|l| !l.is_null()),
+    };
+    Ok((answer, thinking))
 }
 
 /// OpenAI's finish reasons, normalised (`function_call` is the legacy `tool_calls`).

@@ -7,7 +7,8 @@ use serde_json::{json, Value};
 
 use super::{wire, Quirks, ToolCallIds};
 use crate::chat::{
-    ChatRequest, ContentPart, ImageSource, Message, ResponseFormat, Role, ToolChoice,
+    ChatRequest, ContentPart, Field, ImageSource, Message, ReasoningEffort, ResponseFormat, Role,
+    Support, ToolChoice,
 };
 use crate::error::{ErrorKind, ProviderError};
 
@@ -51,6 +52,17 @@ pub(super) fn body(
         tool_choice: req.tool_choice.as_ref().map(wire_tool_choice),
         response_format: req.response_format.as_ref().map(wire_response_format),
         user: req.user.as_deref(),
+        seed: req.seed,
+        presence_penalty: req.presence_penalty,
+        frequency_penalty: req.frequency_penalty,
+        logprobs: req.logprobs,
+        top_logprobs: req.top_logprobs,
+        n: req.n.filter(|&n| n > 1),
+        parallel_tool_calls: req.parallel_tool_calls,
+        service_tier: req.service_tier.as_deref(),
+        reasoning_effort: req.reasoning_effort.map(ReasoningEffort::as_str),
+        metadata: req.metadata.as_ref(),
+        passthrough: req.passthrough.as_deref(),
         stream,
         stream_options: (stream && quirks.stream_usage).then_some(wire::StreamOptions {
             include_usage: true,
@@ -63,6 +75,7 @@ pub(super) fn body(
 fn wire_message(m: &Message, ids: ToolCallIds) -> Result<wire::Message<'_>, ProviderError> {
     let role = match m.role {
         Role::System => "system",
+        Role::Developer => "developer",
         Role::User => "user",
         Role::Assistant => "assistant",
         Role::Tool => "tool",
@@ -188,5 +201,15 @@ fn wire_response_format(format: &ResponseFormat) -> Value {
             }
             json!({"type": "json_schema", "json_schema": spec})
         }
+    }
+}
+
+/// How Chat Completions carries each field: every one natively but `top_k`, which OpenAI's
+/// API does not define (OpenAI-compatible servers that take it are reached with a route's
+/// `passthrough_unknown`).
+pub(super) fn support(field: Field) -> Support {
+    match field {
+        Field::TopK => Support::Unsupported,
+        _ => Support::Native,
     }
 }

@@ -53,6 +53,10 @@ pub fn parse_event(event: &SseEvent) -> Result<Parsed, ProviderError> {
         .find(|c| c.index == 0);
     if let Some(choice) = choice {
         out.finish_reason = choice.finish_reason.as_deref().map(finish_reason);
+        out.logprobs = choice
+            .logprobs
+            .and_then(|mut l| l.get_mut("content").map(Value::take))
+            .filter(|c| !c.is_null());
         if let Some(delta) = choice.delta {
             if let Some(text) = delta.reasoning_content.or(delta.reasoning) {
                 if !text.is_empty() {

@@ -31,6 +31,29 @@ pub(super) struct Request<'a> {
     pub response_format: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub presence_penalty: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frequency_penalty: Option<f32>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub logprobs: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_logprobs: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub n: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_tier: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<&'a serde_json::Map<String, Value>>,
+    /// A route's `passthrough_unknown` fields, verbatim.
+    #[serde(flatten)]
+    pub passthrough: Option<&'a serde_json::Map<String, Value>>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -136,6 +159,9 @@ pub(super) struct Choice {
     pub message: ResponseMessage,
     #[serde(default)]
     pub finish_reason: Option<String>,
+    /// `{"content": [...]}` for a request with `logprobs`.
+    #[serde(default)]
+    pub logprobs: Option<Value>,
 }
 
 /// The assistant message of a choice.
@@ -208,6 +234,8 @@ pub(super) struct StreamChoice {
     pub delta: Option<Delta>,
     #[serde(default)]
     pub finish_reason: Option<String>,
+    #[serde(default)]
+    pub logprobs: Option<Value>,
 }
 
 /// What a chunk adds.

@@ -43,7 +43,7 @@ use super::http::{ConfigError, Endpoint, HttpFailure, HttpSettings, Transport};
 use super::secret::Secret;
 use super::sse;
 use super::token::TokenSource;
-use crate::chat::{ChatRequest, ProviderReply};
+use crate::chat::{ChatRequest, Field, ProviderReply, Support};
 use crate::clock::Clock;
 use crate::error::{ErrorKind, ProviderError};
 use crate::Provider;
@@ -238,6 +238,11 @@ impl Codec for GeminiOnVertex {
     type Call = ();
     type Events = StreamParser;
 
+    /// Gemini on Vertex takes what the Gemini API takes.
+    fn support(field: Field) -> Support {
+        GeminiCodec::support(field)
+    }
+
     fn model(&self) -> &str {
         self.inner.model()
     }
@@ -281,6 +286,11 @@ impl Codec for ClaudeOnVertex {
     type Call = String;
     type Events = EventParser;
 
+    /// Claude on Vertex takes what the Messages API takes.
+    fn support(field: Field) -> Support {
+        AnthropicCodec::support(field)
+    }
+
     fn model(&self) -> &str {
         self.inner.model()
     }
@@ -290,11 +300,7 @@ impl Codec for ClaudeOnVertex {
     }
 
     /// Anthropic's body without `model` and with `anthropic_version`.
-    fn encode(
-        &self,
-        req: &ChatRequest,
-        stream: bool,
-    ) -> Result<(Vec<u8>, String), ProviderError> {
+    fn encode(&self, req: &ChatRequest, stream: bool) -> Result<(Vec<u8>, String), ProviderError> {
         let (body, call) = self.inner.encode(req, stream)?;
         let mut body: Value = serde_json::from_slice(&body).map_err(|e| {
             ProviderError::new(ErrorKind::BadRequest, format!("encoding the request: {e}"))
@@ -310,11 +316,7 @@ impl Codec for ClaudeOnVertex {
         Ok((crate::provider::encode_body(&body)?, call))
     }
 
-    fn parse_reply(
-        &self,
-        body: &[u8],
-        call: String,
-    ) -> Result<ProviderReply, ProviderError> {
+    fn parse_reply(&self, body: &[u8], call: String) -> Result<ProviderReply, ProviderError> {
         self.inner.parse_reply(body, call)
     }
 

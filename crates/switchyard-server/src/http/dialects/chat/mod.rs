@@ -17,6 +17,7 @@ use switchyard::ChatResponse;
 
 use super::flow::{self, Ctx, Trail};
 use super::{Decoded, Dialect};
+use crate::http::bounds::{clip, ECHO_BYTES};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
 use wire::{wire_tool_calls, WireToolCall, WireUsage};
@@ -41,6 +42,7 @@ impl Dialect for Chat {
         ctx.route = std::mem::take(&mut wire.model);
         ctx.stream = wire.stream;
         wire.check_lengths(&ctx.route)?;
+        ctx.ignored.extend(wire.advisory_used());
         let include_usage = wire
             .stream_options
             .as_ref()
@@ -49,6 +51,26 @@ impl Dialect for Chat {
             request: wire.into_chat()?,
             extra: ChatExtra { include_usage },
         })
+    }
+
+    /// Passthrough fields (ones the shared shape does not model) only on a route that
+    /// sends them on (`passthrough_unknown`); otherwise a 400 naming them.
+    async fn prepare(
+        state: &AppState,
+        ctx: &Ctx,
+        decoded: &mut Decoded<ChatExtra>,
+    ) -> Result<(), ApiError> {
+        let Some(fields) = &decoded.request.passthrough else {
+            return Ok(());
+        };
+        let allowed = state
+            .gateway
+            .route(&ctx.route)
+            .is_ok_and(|r| r.passthrough_unknown);
+        if allowed {
+            return Ok(());
+        }
+        Err(refuse_passthrough(fields))
     }
 
     fn reply(ctx: &Ctx, _extra: &ChatExtra, resp: &ChatResponse) -> Vec<u8> {
@@ -66,6 +88,24 @@ impl Dialect for Chat {
     }
 }
 
+/// 400 for fields the shared shape does not model, on a route that does not pass them on:
+/// OpenAI's "Unrecognized request argument" for ones it does not define, "not supported"
+/// for ones it does ([`wire::UNMODELLED`]).
+fn refuse_passthrough(fields: &serde_json::Map<String, serde_json::Value>) -> ApiError {
+    let names: Vec<&str> = fields.keys().map(String::as_str).collect();
+    let first = names.first().copied().unwrap_or_default();
+    let list = clip(&names.join(", "), ECHO_BYTES).into_owned();
+    let message = if names.iter().all(|n| wire::UNMODELLED.contains(n)) {
+        format!(
+            "{list}: not supported by this gateway (a route with `passthrough_unknown = true` \
+             sends them as they are to its OpenAI providers)"
+        )
+    } else {
+        format!("Unrecognized request argument supplied: {list}")
+    };
+    ApiError::bad_request(Some(clip(first, ECHO_BYTES).into_owned()), message)
+}
+
 /// The handler.
 pub async fn completions(state: State<AppState>, request: Request) -> Response {
     flow::serve::<Chat>(state, request).await
@@ -77,7 +117,7 @@ struct CompletionBody<'a> {
     object: &'static str,
     created: u64,
     model: &'a str,
-    choices: [Choice<'a>; 1],
+    choices: Vec<Choice<'a>>,
     /// Absent when the vendor reported none.
     #[serde(skip_serializing_if = "Option::is_none")]
     usage: Option<WireUsage>,
@@ -89,7 +129,7 @@ struct Choice<'a> {
     index: u32,
     message: AssistantMessage<'a>,
     finish_reason: Option<&'a str>,
-    logprobs: Option<()>,
+    logprobs: Option<&'a serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -108,31 +148,59 @@ struct AssistantMessage<'a> {
 
 impl<'a> CompletionBody<'a> {
     fn new(ctx: &Ctx, resp: &'a ChatResponse) -> Self {
-        let content =
-            (!resp.text.is_empty() || resp.tool_calls.is_empty()).then_some(resp.text.as_str());
+        let first = choice(
+            0,
+            &resp.text,
+            &resp.tool_calls,
+            resp.finish_reason.as_ref(),
+            resp.logprobs.as_ref(),
+        );
+        let mut first = first;
+        first.message.reasoning_content = reasoning_text(&resp.thinking);
+        let mut choices = Vec::with_capacity(1 + resp.alternatives.len());
+        choices.push(first);
+        for (i, alt) in resp.alternatives.iter().enumerate() {
+            let index = u32::try_from(i + 1).unwrap_or(u32::MAX);
+            choices.push(choice(
+                index,
+                &alt.text,
+                &alt.tool_calls,
+                alt.finish_reason.as_ref(),
+                alt.logprobs.as_ref(),
+            ));
+        }
         Self {
             id: completion_id(ctx),
             object: "chat.completion",
             created: ctx.time_ms / 1000,
             model: &resp.model,
-            choices: [Choice {
-                index: 0,
-                message: AssistantMessage {
-                    role: "assistant",
-                    content,
-                    reasoning_content: reasoning_text(&resp.thinking),
-                    tool_calls: wire_tool_calls(&resp.tool_calls),
-                    refusal: None,
-                },
-                finish_reason: resp
-                    .finish_reason
-                    .as_ref()
-                    .map(switchyard::chat::FinishReason::as_openai),
-                logprobs: None,
-            }],
+            choices,
             usage: resp.usage.as_ref().map(WireUsage::from),
             switchyard: Trail::of(resp),
         }
+    }
+}
+
+/// One entry of `choices`.
+fn choice<'a>(
+    index: u32,
+    text: &'a str,
+    tool_calls: &[switchyard::chat::ToolCall],
+    finish: Option<&'a switchyard::chat::FinishReason>,
+    logprobs: Option<&'a serde_json::Value>,
+) -> Choice<'a> {
+    let content = (!text.is_empty() || tool_calls.is_empty()).then_some(text);
+    Choice {
+        index,
+        message: AssistantMessage {
+            role: "assistant",
+            content,
+            reasoning_content: None,
+            tool_calls: wire_tool_calls(tool_calls),
+            refusal: None,
+        },
+        finish_reason: finish.map(switchyard::chat::FinishReason::as_openai),
+        logprobs,
     }
 }
 

@@ -37,6 +37,7 @@ impl ChunkEncoder {
         finish: Option<&str>,
         usage: Option<&WireUsage>,
         trail: Option<&Trail<'_>>,
+        logprobs: Option<serde_json::Value>,
     ) -> Bytes {
         data_frame(&ChunkBody {
             id: &self.id,
@@ -47,7 +48,7 @@ impl ChunkEncoder {
                 index: 0,
                 delta,
                 finish_reason: finish,
-                logprobs: None,
+                logprobs,
             }],
             usage,
             switchyard: trail,
@@ -75,7 +76,7 @@ impl StreamEncoder for ChunkEncoder {
             content: Some(""),
             ..Delta::default()
         };
-        self.chunk_frame(delta, None, None, None)
+        self.chunk_frame(delta, None, None, None, None)
     }
 
     /// A content chunk; a finish reason goes in its own chunk, as OpenAI sends it.
@@ -107,7 +108,8 @@ impl StreamEncoder for ChunkEncoder {
                 })
                 .collect(),
         };
-        self.chunk_frame(delta, None, None, None)
+        let logprobs = c.logprobs.clone().map(|l| json!({ "content": l }));
+        self.chunk_frame(delta, None, None, None, logprobs)
     }
 
     /// The finish chunk, the usage chunk (if asked for), `[DONE]`.
@@ -120,12 +122,12 @@ impl StreamEncoder for ChunkEncoder {
         let mut out = Vec::new();
         let empty = Delta::default();
         if self.include_usage {
-            out.extend_from_slice(&self.chunk_frame(empty, Some(finish), None, None));
+            out.extend_from_slice(&self.chunk_frame(empty, Some(finish), None, None, None));
             out.extend_from_slice(
                 &self.usage_frame(resp.usage.as_ref().map(WireUsage::from), &trail),
             );
         } else {
-            out.extend_from_slice(&self.chunk_frame(empty, Some(finish), None, Some(&trail)));
+            out.extend_from_slice(&self.chunk_frame(empty, Some(finish), None, Some(&trail), None));
         }
         out.extend_from_slice(b"data: [DONE]\n\n");
         Bytes::from(out)
@@ -154,7 +156,8 @@ struct ChunkChoice<'a> {
     index: u32,
     delta: Delta<'a>,
     finish_reason: Option<&'a str>,
-    logprobs: Option<()>,
+    /// `{"content": [...]}` for a request with `logprobs`.
+    logprobs: Option<serde_json::Value>,
 }
 
 #[derive(Serialize, Default)]

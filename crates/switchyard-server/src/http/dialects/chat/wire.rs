@@ -1,21 +1,48 @@
 //! OpenAI's Chat Completions JSON, as clients send and expect it, and its mapping to and
-//! from switchyard's shared shape. Inbound: every field a client may send that the shared
-//! shape carries; others are ignored (documented in the README), except ones whose meaning
-//! we cannot honour (`n > 1`), which are refused by name.
+//! from switchyard's shared shape. Inbound, every field of OpenAI's request reference is
+//! listed (`docs/fields.md`): the shared shape carries most; `store`, `prompt_cache_key`,
+//! `prompt_cache_retention` and `safety_identifier` are advisory (not sent, named in
+//! `x-switchyard-ignored`); the ones it does not model ([`UNMODELLED`]) and any field
+//! OpenAI does not define are kept aside as passthrough fields, which only a route with
+//! `passthrough_unknown = true` accepts (`super::Chat::prepare` refuses them otherwise).
 
+use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use switchyard::chat::{
-    ContentPart, ImageSource, Message, ResponseFormat, Tool, ToolCall, ToolChoice,
+    ContentPart, ImageSource, Message, ReasoningEffort, ResponseFormat, Tool, ToolCall, ToolChoice,
 };
 use switchyard::{ChatRequest, Role, Usage};
 
-use crate::http::bounds::{clip, ECHO_BYTES};
+use crate::http::bounds::{clip, longer_than, ECHO_BYTES};
 use crate::http::dialects::json;
 use crate::http::error::ApiError;
 
+/// Fields of OpenAI's reference the shared shape does not model: refused, or sent verbatim
+/// to OpenAI providers on a route with `passthrough_unknown = true`.
+pub const UNMODELLED: [&str; 8] = [
+    "audio",
+    "prediction",
+    "web_search_options",
+    "logit_bias",
+    "verbosity",
+    "modalities",
+    "functions",
+    "function_call",
+];
+
+/// Fields of OpenAI's reference that only tune how OpenAI serves a request: accepted, not
+/// sent, named in `x-switchyard-ignored`.
+pub const ADVISORY: [&str; 4] = [
+    "store",
+    "prompt_cache_key",
+    "prompt_cache_retention",
+    "safety_identifier",
+];
+
 /// The request body.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct WireRequest {
     /// The route.
     pub model: String,
@@ -36,6 +63,25 @@ pub struct WireRequest {
     response_format: Option<WireResponseFormat>,
     user: Option<String>,
     n: Option<u32>,
+    seed: Option<i64>,
+    presence_penalty: Option<f32>,
+    frequency_penalty: Option<f32>,
+    #[serde(default)]
+    logprobs: Option<bool>,
+    top_logprobs: Option<u8>,
+    /// Not OpenAI's; the shared shape's (Anthropic and Gemini take it).
+    top_k: Option<u32>,
+    parallel_tool_calls: Option<bool>,
+    service_tier: Option<String>,
+    reasoning_effort: Option<String>,
+    metadata: Option<serde_json::Map<String, Value>>,
+    store: Option<IgnoredAny>,
+    prompt_cache_key: Option<IgnoredAny>,
+    prompt_cache_retention: Option<IgnoredAny>,
+    safety_identifier: Option<IgnoredAny>,
+    /// Fields not listed above, kept aside by [`parse`] (never read by serde).
+    #[serde(skip)]
+    pub passthrough: serde_json::Map<String, Value>,
 }
 
 /// `stream_options`.
@@ -182,6 +228,40 @@ struct WireJsonSchema {
     strict: Option<bool>,
 }
 
+/// The most answers one request may ask for (OpenAI's bound on `n`).
+const MAX_N: u32 = 128;
+
+/// OpenAI's bounds on `metadata`: pairs, key and value lengths (characters).
+const METADATA_PAIRS: usize = 16;
+const METADATA_KEY_CHARS: usize = 64;
+const METADATA_VALUE_CHARS: usize = 512;
+
+/// `metadata` within OpenAI's bounds: at most 16 pairs of string values, keys of at most 64
+/// characters and values of at most 512.
+fn check_metadata(m: &serde_json::Map<String, Value>) -> Result<(), ApiError> {
+    if m.len() > METADATA_PAIRS {
+        return Err(bad(
+            "metadata",
+            format!("`metadata` takes at most {METADATA_PAIRS} pairs"),
+        ));
+    }
+    for (k, v) in m {
+        let Some(text) = v.as_str() else {
+            return Err(bad("metadata", "`metadata` values must be strings"));
+        };
+        if longer_than(k, METADATA_KEY_CHARS) || longer_than(text, METADATA_VALUE_CHARS) {
+            return Err(bad(
+                "metadata",
+                format!(
+                    "`metadata` keys take at most {METADATA_KEY_CHARS} characters, values \
+                     {METADATA_VALUE_CHARS}"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Parse a body, naming the field at fault.
 ///
 /// A body that parses pays for no path tracking; one that does not is parsed again with
@@ -191,7 +271,61 @@ struct WireJsonSchema {
 /// 400 with `param` set to the JSON path of the bad field.
 pub fn parse(body: &[u8]) -> Result<WireRequest, ApiError> {
     json::parse(body, |path, message| json::invalid_field(path, &message))
+        .or_else(|e| with_passthrough(body).ok_or(e))
 }
+
+/// A body with top-level fields the request type does not list: those fields kept aside
+/// (for `passthrough_unknown`, or to be refused by name), the rest parsed. `None` when
+/// that does not make it parse (the first error stands).
+#[cold]
+fn with_passthrough(body: &[u8]) -> Option<WireRequest> {
+    let Ok(Value::Object(mut fields)) = serde_json::from_slice::<Value>(body) else {
+        return None;
+    };
+    let known: serde_json::Map<String, Value> = KNOWN
+        .iter()
+        .filter_map(|k| fields.remove_entry(*k))
+        .collect();
+    // text output is what every provider gives: asking for it is no field to pass on
+    if fields.get("modalities") == Some(&serde_json::json!(["text"])) {
+        fields.remove("modalities");
+    }
+    let mut wire: WireRequest = serde_json::from_value(Value::Object(known)).ok()?;
+    wire.passthrough = fields;
+    Some(wire)
+}
+
+/// The top-level fields [`WireRequest`] reads.
+const KNOWN: [&str; 28] = [
+    "model",
+    "messages",
+    "stream",
+    "stream_options",
+    "max_tokens",
+    "max_completion_tokens",
+    "temperature",
+    "top_p",
+    "stop",
+    "tools",
+    "tool_choice",
+    "response_format",
+    "user",
+    "n",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "logprobs",
+    "top_logprobs",
+    "top_k",
+    "parallel_tool_calls",
+    "service_tier",
+    "reasoning_effort",
+    "metadata",
+    "store",
+    "prompt_cache_key",
+    "prompt_cache_retention",
+    "safety_identifier",
+];
 
 fn bad(param: &str, msg: impl Into<String>) -> ApiError {
     ApiError::bad_request(Some(param.to_owned()), msg)
@@ -205,7 +339,92 @@ impl WireRequest {
     /// # Errors
     /// 400 naming the field.
     pub fn check_lengths(&self, model: &str) -> Result<(), ApiError> {
-        json::check_names(&[("model", Some(model)), ("user", self.user.as_deref())])
+        json::check_names(&[
+            ("model", Some(model)),
+            ("user", self.user.as_deref()),
+            ("service_tier", self.service_tier.as_deref()),
+        ])?;
+        if let Some(m) = &self.metadata {
+            check_metadata(m)?;
+        }
+        Ok(())
+    }
+
+    /// The advisory fields the request used ([`ADVISORY`]), for `x-switchyard-ignored`.
+    #[must_use]
+    pub fn advisory_used(&self) -> Vec<String> {
+        let used = [
+            self.store.is_some(),
+            self.prompt_cache_key.is_some(),
+            self.prompt_cache_retention.is_some(),
+            self.safety_identifier.is_some(),
+        ];
+        ADVISORY
+            .iter()
+            .zip(used)
+            .filter(|(_, used)| *used)
+            .map(|(name, _)| (*name).to_owned())
+            .collect()
+    }
+
+    /// The sampling and output fields, range-checked, onto `req`.
+    fn sampling_into(&mut self, req: &mut ChatRequest) -> Result<(), ApiError> {
+        let penalty = |v: Option<f32>, name: &str| match v {
+            Some(p) if !(-2.0..=2.0).contains(&p) => {
+                Err(bad(name, format!("`{name}` must be between -2 and 2")))
+            }
+            _ => Ok(v),
+        };
+        req.presence_penalty = penalty(self.presence_penalty, "presence_penalty")?;
+        req.frequency_penalty = penalty(self.frequency_penalty, "frequency_penalty")?;
+        req.logprobs = self.logprobs == Some(true);
+        if let Some(n) = self.top_logprobs {
+            if n > 20 {
+                return Err(bad(
+                    "top_logprobs",
+                    "`top_logprobs` must be between 0 and 20",
+                ));
+            }
+            if !req.logprobs {
+                return Err(bad(
+                    "top_logprobs",
+                    "`top_logprobs` needs `logprobs` set to true",
+                ));
+            }
+        }
+        req.top_logprobs = self.top_logprobs;
+        match self.n {
+            Some(0) => return Err(bad("n", "`n` must be at least 1")),
+            Some(n) if n > MAX_N => {
+                return Err(bad("n", format!("`n` must be at most {MAX_N}")));
+            }
+            Some(n) if n > 1 && self.stream => {
+                return Err(bad("n", "`n` above 1 is not supported with `stream`"));
+            }
+            _ => {}
+        }
+        req.n = self.n.filter(|&n| n > 1);
+        req.seed = self.seed;
+        req.top_k = self.top_k;
+        req.parallel_tool_calls = self.parallel_tool_calls;
+        req.service_tier = self.service_tier.take();
+        req.reasoning_effort = match self.reasoning_effort.as_deref() {
+            None => None,
+            Some(word) => Some(ReasoningEffort::parse(word).ok_or_else(|| {
+                bad(
+                    "reasoning_effort",
+                    format!(
+                        "{:?} is not one of none, minimal, low, medium, high",
+                        clip(word, ECHO_BYTES)
+                    ),
+                )
+            })?),
+        };
+        req.metadata = self.metadata.take();
+        if !self.passthrough.is_empty() {
+            req.passthrough = Some(std::sync::Arc::new(std::mem::take(&mut self.passthrough)));
+        }
+        Ok(())
     }
 
     /// The shared shape, checking what serde cannot; the conversation's text is moved, not
@@ -213,15 +432,12 @@ impl WireRequest {
     ///
     /// # Errors
     /// 400 naming the field.
-    pub fn into_chat(self) -> Result<ChatRequest, ApiError> {
+    pub fn into_chat(mut self) -> Result<ChatRequest, ApiError> {
         if self.messages.is_empty() {
             return Err(bad(
                 "messages",
                 "`messages` must contain at least one message",
             ));
-        }
-        if self.n.is_some_and(|n| n != 1) {
-            return Err(bad("n", "only n = 1 is supported"));
         }
         if self.temperature.is_some_and(|t| !(0.0..=2.0).contains(&t)) {
             return Err(bad("temperature", "`temperature` must be between 0 and 2"));
@@ -235,6 +451,8 @@ impl WireRequest {
         }
         let tools = self.tools()?;
         let tool_choice = self.tool_choice()?;
+        let mut req = ChatRequest::default();
+        self.sampling_into(&mut req)?;
         let messages = self
             .messages
             .into_iter()
@@ -265,7 +483,7 @@ impl WireRequest {
                 },
             }),
             user: self.user,
-            native: None,
+            ..req
         })
     }
 
@@ -323,7 +541,8 @@ impl WireRequest {
 impl WireMessage {
     fn into_message(self, i: usize) -> Result<Message, ApiError> {
         let role = match self.role.as_str() {
-            "system" | "developer" => Role::System,
+            "system" => Role::System,
+            "developer" => Role::Developer,
             "user" => Role::User,
             "assistant" => Role::Assistant,
             "tool" => Role::Tool,
@@ -475,7 +694,8 @@ mod tests {
             "tool_choice":{"type":"function","function":{"name":"f"}},
             "response_format":{"type":"json_object"},"user":"u1","seed":7}"#)
         .unwrap();
-        assert_eq!(r.messages[0].role, Role::System);
+        assert_eq!(r.messages[0].role, Role::Developer);
+        assert_eq!(r.seed, Some(7));
         assert_eq!(r.max_tokens, Some(60), "max_completion_tokens wins");
         assert_eq!(r.stop, ["END"]);
         assert!(
@@ -508,8 +728,24 @@ mod tests {
                 "max_tokens",
             ),
             (
-                r#"{"model":"m","messages":[{"role":"user","content":"x"}],"n":3}"#,
+                r#"{"model":"m","messages":[{"role":"user","content":"x"}],"n":0}"#,
                 "n",
+            ),
+            (
+                r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}],"n":2}"#,
+                "n",
+            ),
+            (
+                r#"{"model":"m","messages":[{"role":"user","content":"x"}],"top_logprobs":3}"#,
+                "top_logprobs",
+            ),
+            (
+                r#"{"model":"m","messages":[{"role":"user","content":"x"}],"presence_penalty":3}"#,
+                "presence_penalty",
+            ),
+            (
+                r#"{"model":"m","messages":[{"role":"user","content":"x"}],"reasoning_effort":"max"}"#,
+                "reasoning_effort",
             ),
             (r#"{"messages":[{"role":"user","content":"x"}]}"#, "model"),
         ];
@@ -525,6 +761,49 @@ mod tests {
         }
         let e = req("{not json").unwrap_err();
         assert!(e.message.contains("not valid JSON"));
+    }
+
+    #[test]
+    fn every_sampling_and_output_field_is_carried() {
+        let r = req(r#"{"model":"m","messages":[{"role":"user","content":"x"}],
+            "seed":-3,"presence_penalty":0.5,"frequency_penalty":-1.5,"logprobs":true,
+            "top_logprobs":4,"n":2,"top_k":40,"parallel_tool_calls":false,
+            "service_tier":"flex","reasoning_effort":"high","metadata":{"team":"a"},
+            "store":true,"prompt_cache_key":"k","modalities":["text"]}"#)
+        .unwrap();
+        assert_eq!(r.seed, Some(-3));
+        assert_eq!(
+            (r.presence_penalty, r.frequency_penalty),
+            (Some(0.5), Some(-1.5))
+        );
+        assert!(r.logprobs);
+        assert_eq!((r.top_logprobs, r.n, r.top_k), (Some(4), Some(2), Some(40)));
+        assert_eq!(r.parallel_tool_calls, Some(false));
+        assert_eq!(r.service_tier.as_deref(), Some("flex"));
+        assert_eq!(r.reasoning_effort, Some(ReasoningEffort::High));
+        assert_eq!(r.metadata.unwrap()["team"], "a");
+        assert!(
+            r.passthrough.is_none(),
+            "text modality is no passthrough field"
+        );
+        let w =
+            parse(br#"{"model":"m","messages":[],"store":true,"safety_identifier":"s"}"#).unwrap();
+        assert_eq!(w.advisory_used(), ["store", "safety_identifier"]);
+    }
+
+    #[test]
+    fn unknown_and_unmodelled_fields_are_kept_aside_by_name() {
+        let r = req(r#"{"model":"m","messages":[{"role":"user","content":"x"}],
+            "seed":1,"web_search_options":{},"frobnicate":2}"#)
+        .unwrap();
+        let rest = r.passthrough.expect("kept aside");
+        assert_eq!(rest.len(), 2);
+        assert_eq!(rest["frobnicate"], 2);
+        assert!(rest.contains_key("web_search_options"));
+        assert_eq!(r.seed, Some(1), "known fields still read");
+        let e = req(r#"{"model":"m","messages":[{"role":"user","content":5}],"frobnicate":2}"#)
+            .unwrap_err();
+        assert_eq!(e.status, 400, "a bad known field is still refused");
     }
 
     #[test]

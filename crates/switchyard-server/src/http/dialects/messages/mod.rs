@@ -302,7 +302,7 @@ mod tests {
             latency: std::time::Duration::ZERO,
             provider_latency: None,
             max_tokens_applied: None,
-            native: None,
+            ..ChatResponse::default()
         };
         assert_eq!(stop_reason(&resp), "end_turn");
         resp.finish_reason = Some(FinishReason::Length);

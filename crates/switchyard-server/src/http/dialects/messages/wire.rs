@@ -6,8 +6,8 @@
 //! provider gets the client's own body instead (`super` sets it as the native body). What
 //! the shared shape cannot carry is either named in `x-switchyard-ignored` when another
 //! vendor answers (advisory fields, and for
-//! now the output-changing ones the shape has no room for: `thinking`, `top_k`,
-//! `disable_parallel_tool_use`, a tool result's `is_error`) or refused with a 400 naming
+//! now the output-changing ones the shape has no room for: a tool result's `is_error`,
+//! `output_config.effort`) or refused with a 400 naming
 //! the field in Anthropic's terms (`messages.1.content.0.type`): server tools,
 //! `container`, `mcp_servers`, document blocks.
 
@@ -19,7 +19,7 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::Value;
 use switchyard::chat::{
-    ContentPart, ImageSource, Message, ResponseFormat, Tool, ToolCall, ToolChoice,
+    ContentPart, ImageSource, Message, ReasoningEffort, ResponseFormat, Tool, ToolCall, ToolChoice,
 };
 use switchyard::{ChatRequest, Role};
 
@@ -64,7 +64,7 @@ pub(super) struct WireRequest {
     #[serde(default)]
     context_management: Option<IgnoredAny>,
     #[serde(default)]
-    service_tier: Option<IgnoredAny>,
+    service_tier: Option<String>,
     #[serde(default)]
     cache_control: Option<IgnoredAny>,
     #[serde(default)]
@@ -333,7 +333,7 @@ impl WireRequest {
         let format = self.response_format();
         let user = self.user(ignored);
         let tools = tools(self.tools, ignored)?;
-        let tool_choice = self.tool_choice.map(|c| tool_choice(c, ignored));
+        let (tool_choice, serial) = self.tool_choice.map(tool_choice).unzip();
         let mut turns = Turns {
             out: Vec::with_capacity(self.messages.len() + 3),
             names: HashMap::new(),
@@ -355,7 +355,11 @@ impl WireRequest {
             tool_choice,
             response_format: format,
             user,
-            native: None,
+            top_k: self.top_k,
+            parallel_tool_calls: serial.filter(|s| *s).map(|_| false),
+            reasoning_effort: effort_of(self.thinking.as_ref()),
+            service_tier: self.service_tier.map(service_tier),
+            ..ChatRequest::default()
         })
     }
 
@@ -380,15 +384,8 @@ impl WireRequest {
     fn note_ignored(&self, ignored: &mut Ignored) {
         ignored.add_if(self.cache_control.is_some(), "cache_control");
         ignored.add_if(self.context_management.is_some(), "context_management");
-        ignored.add_if(self.service_tier.is_some(), "service_tier");
         ignored.add_if(self.inference_geo.is_some(), "inference_geo");
         ignored.add_if(self.speed.is_some(), "speed");
-        ignored.add_if(self.top_k.is_some(), "top_k");
-        let thinks = matches!(
-            self.thinking,
-            Some(Thinking::Enabled { .. } | Thinking::Adaptive)
-        );
-        ignored.add_if(thinks, "thinking");
         let effort = self
             .output_config
             .as_ref()
@@ -432,6 +429,11 @@ impl WireRequest {
         }
         if self.top_p.is_some_and(|t| !(0.0..=1.0).contains(&t)) {
             return Err(bad("top_p", "must be between 0 and 1"));
+        }
+        if let Some(tier) = self.service_tier.as_deref() {
+            if tier != "auto" && tier != "standard_only" {
+                return Err(bad("service_tier", "must be one of auto, standard_only"));
+            }
         }
         if let Some(Thinking::Enabled { budget_tokens }) = &self.thinking {
             if *budget_tokens < 1024 {
@@ -524,7 +526,7 @@ fn tools(tools: Option<Vec<WireTool>>, ignored: &mut Ignored) -> Result<Vec<Tool
         .collect()
 }
 
-fn tool_choice(c: WireToolChoice, ignored: &mut Ignored) -> ToolChoice {
+fn tool_choice(c: WireToolChoice) -> (ToolChoice, bool) {
     let (choice, serial) = match c {
         WireToolChoice::Auto {
             disable_parallel_tool_use,
@@ -538,8 +540,32 @@ fn tool_choice(c: WireToolChoice, ignored: &mut Ignored) -> ToolChoice {
         } => (ToolChoice::Tool(name), disable_parallel_tool_use),
         WireToolChoice::None => (ToolChoice::None, false),
     };
-    ignored.add_if(serial, "tool_choice.disable_parallel_tool_use");
-    choice
+    (choice, serial)
+}
+
+/// `thinking` as a reasoning effort (docs/fields.md): a budget up to 1024 tokens is
+/// `minimal`, up to 4096 `low`, up to 16384 `medium`, above `high`; `adaptive` (the model
+/// decides) is `medium`; `disabled` (Anthropic's default) sets none.
+fn effort_of(thinking: Option<&Thinking>) -> Option<ReasoningEffort> {
+    Some(match thinking? {
+        Thinking::Enabled { budget_tokens } => match budget_tokens {
+            0..=1024 => ReasoningEffort::Minimal,
+            1025..=4096 => ReasoningEffort::Low,
+            4097..=16384 => ReasoningEffort::Medium,
+            _ => ReasoningEffort::High,
+        },
+        Thinking::Adaptive => ReasoningEffort::Medium,
+        Thinking::Disabled => return None,
+    })
+}
+
+/// Anthropic's `service_tier` in OpenAI's words (the shared shape's): `auto` is `auto`,
+/// `standard_only` is `default`; another word is kept as sent.
+fn service_tier(tier: String) -> String {
+    match tier.as_str() {
+        "standard_only" => "default".to_owned(),
+        _ => tier,
+    }
 }
 
 /// Tool-use ids and the names of their tools (a tool result in the shared shape names its
@@ -595,7 +621,7 @@ impl Turns<'_> {
             let name = match role {
                 Role::User => "user",
                 Role::Assistant => "assistant",
-                Role::System | Role::Tool => "system",
+                Role::System | Role::Developer | Role::Tool => "system",
             };
             Err(bad(
                 at,

@@ -150,7 +150,11 @@ impl Base {
             items.push(self.reasoning_item(&self.reasoning_id(n), block, "completed"));
         }
         if !resp.text.is_empty() || resp.tool_calls.is_empty() {
-            items.push(message_item(&self.message_id(), &resp.text, status));
+            let mut item = message_item(&self.message_id(), &resp.text, status);
+            if let Some(entries) = resp.logprobs.as_ref().and_then(|l| l.get("content")) {
+                item["content"][0]["logprobs"] = entries.clone();
+            }
+            items.push(item);
         }
         for (n, call) in resp.tool_calls.iter().enumerate() {
             items.push(call_item(

@@ -211,8 +211,11 @@ fn refuse_unsupported(w: &WireRequest) -> Result<(), ApiError> {
     if w.moderation.as_ref().is_some_and(|v| !v.is_null()) {
         return Err(bad("moderation", "`moderation` is not supported"));
     }
-    if w.top_logprobs.is_some_and(|n| n > 0) {
-        return Err(bad("top_logprobs", "log probabilities are not supported"));
+    if w.top_logprobs.is_some_and(|n| n > 20) {
+        return Err(bad(
+            "top_logprobs",
+            "`top_logprobs` must be between 0 and 20",
+        ));
     }
     if w.temperature.is_some_and(|t| !(0.0..=2.0).contains(&t)) {
         return Err(bad("temperature", "`temperature` must be between 0 and 2"));
@@ -229,23 +232,45 @@ fn refuse_unsupported(w: &WireRequest) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// The `include` entry that asks for the output text's log probabilities.
+const LOGPROBS_INCLUDE: &str = "message.output_text.logprobs";
+
+/// `reasoning.effort` as the shared shape's effort.
+fn reasoning_effort(
+    r: Option<&wire::WireReasoning>,
+) -> Result<Option<switchyard::chat::ReasoningEffort>, ApiError> {
+    let Some(word) = r.and_then(|r| r.effort.as_deref()) else {
+        return Ok(None);
+    };
+    switchyard::chat::ReasoningEffort::parse(word)
+        .map(Some)
+        .ok_or_else(|| {
+            bad(
+                "reasoning.effort",
+                format!(
+                    "{:?} is not one of none, minimal, low, medium, high",
+                    crate::http::bounds::clip(word, crate::http::bounds::ECHO_BYTES)
+                ),
+            )
+        })
+}
+
 /// Fields the request used that the shared shape does not carry: named in
 /// `x-switchyard-ignored`.
 fn note_ignored(w: &WireRequest, ctx: &mut Ctx) {
     let set = |v: &Option<Value>| v.as_ref().is_some_and(|v| !v.is_null());
-    let reasoning = w.reasoning.as_ref();
     let flags = [
         (
             "include",
-            w.include
-                .as_ref()
-                .is_some_and(|i| i.iter().any(|v| v != ENCRYPTED_REASONING)),
+            w.include.as_ref().is_some_and(|i| {
+                i.iter()
+                    .any(|x| x != LOGPROBS_INCLUDE && x != ENCRYPTED_REASONING)
+            }),
         ),
         ("prompt_cache_key", w.prompt_cache_key.is_some()),
         ("prompt_cache_retention", set(&w.prompt_cache_retention)),
         ("prompt_cache_options", set(&w.prompt_cache_options)),
         ("safety_identifier", w.safety_identifier.is_some()),
-        ("service_tier", w.service_tier.is_some()),
         ("stream_options", set(&w.stream_options)),
         ("client_metadata", set(&w.client_metadata)),
         ("context_management", set(&w.context_management)),
@@ -254,11 +279,6 @@ fn note_ignored(w: &WireRequest, ctx: &mut Ctx) {
             w.truncation.as_deref().is_some_and(|t| t != "disabled"),
         ),
         ("max_tool_calls", w.max_tool_calls.is_some()),
-        ("parallel_tool_calls", w.parallel_tool_calls == Some(false)),
-        (
-            "reasoning.effort",
-            reasoning.is_some_and(|r| r.effort.is_some()),
-        ),
         (
             "text.verbosity",
             w.text.as_ref().is_some_and(|t| t.verbosity.is_some()),
@@ -316,6 +336,10 @@ fn decode_request(
     let input_start = messages.len();
     messages.extend(conv.messages);
     let format = w.text.take().and_then(|t| t.format);
+    let logprobs = w
+        .include
+        .as_ref()
+        .is_some_and(|i| i.iter().any(|x| x == LOGPROBS_INCLUDE));
     let request = switchyard::ChatRequest {
         messages,
         max_tokens: w.max_output_tokens,
@@ -326,7 +350,17 @@ fn decode_request(
         response_format: None,
         user: w.user.clone(),
         tools,
+        logprobs,
+        top_logprobs: w
+            .top_logprobs
+            .filter(|_| logprobs)
+            .and_then(|n| u8::try_from(n).ok()),
+        parallel_tool_calls: w.parallel_tool_calls,
+        service_tier: w.service_tier.clone(),
+        reasoning_effort: reasoning_effort(w.reasoning.as_ref())?,
+        metadata: w.metadata.clone(),
         native: Some(Native::new(NATIVE_KIND, own).required(!native_only.is_empty())),
+        ..switchyard::ChatRequest::default()
     };
     ctx.native_kind = Some(NATIVE_KIND);
     let echo = echo(w, &request.tools, format.as_ref());

@@ -327,7 +327,8 @@ fn message(path: &str, obj: &mut Map<String, Value>) -> Result<Message, ApiError
     let role = match obj.get("role").and_then(Value::as_str) {
         Some("user") => Role::User,
         Some("assistant") => Role::Assistant,
-        Some("system" | "developer") => Role::System,
+        Some("system") => Role::System,
+        Some("developer") => Role::Developer,
         Some(other) => {
             return Err(bad(
                 &format!("{path}.role"),
@@ -563,6 +564,7 @@ pub(super) fn check_lengths(req: &WireRequest, model: &str) -> Result<(), ApiErr
         ("model", Some(model)),
         ("user", req.user.as_deref()),
         ("previous_response_id", req.previous_response_id.as_deref()),
+        ("service_tier", req.service_tier.as_deref()),
     ])?;
     if let Some(meta) = &req.metadata {
         if meta.len() > METADATA_PAIRS {

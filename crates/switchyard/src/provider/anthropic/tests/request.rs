@@ -455,6 +455,22 @@ fn config_errors_are_reported_and_never_show_the_key() {
     );
 }
 
+#[test]
+fn reasoning_effort_budget_is_cut_below_max_tokens_and_refused_under_the_minimum() {
+    use crate::chat::ReasoningEffort;
+    use crate::provider::anthropic::request::thinking;
+    let t = serde_json::to_value(thinking(Some(ReasoningEffort::High), 5000).unwrap()).unwrap();
+    assert_eq!(
+        t,
+        serde_json::json!({"type": "enabled", "budget_tokens": 4999})
+    );
+    let off = serde_json::to_value(thinking(Some(ReasoningEffort::None), 5000).unwrap()).unwrap();
+    assert_eq!(off, serde_json::json!({"type": "disabled"}));
+    let err = thinking(Some(ReasoningEffort::Low), 1024).unwrap_err();
+    assert_eq!(err.kind, crate::error::ErrorKind::BadRequest);
+    assert!(err.message.contains("max_tokens"), "{}", err.message);
+}
+
 fn signed(text: &str, signature: &str) -> crate::chat::Thinking {
     crate::chat::Thinking {
         text: text.into(),

@@ -309,6 +309,28 @@ fn absurd_usage_is_malformed_so_the_call_fails_over() {
     assert_eq!(err.kind, ErrorKind::Malformed);
 }
 
+#[test]
+fn candidates_and_logprobs_read_as_choices_in_openai_shape() {
+    let body = serde_json::json!({"candidates": [
+        {"index": 0, "content": {"role": "model", "parts": [{"text": "Hi"}]}, "finishReason": "STOP",
+         "logprobsResult": {
+            "topCandidates": [{"candidates": [
+                {"token": "Hi", "logProbability": -0.1}, {"token": "Hey", "logProbability": -2.5}]}],
+            "chosenCandidates": [{"token": "Hi", "logProbability": -0.1}]}},
+        {"index": 1, "content": {"role": "model", "parts": [{"text": "Hello"}]}, "finishReason": "STOP"}
+    ]});
+    let reply = parse_response(body.to_string().as_bytes()).unwrap();
+    assert_eq!(reply.text, "Hi");
+    assert_eq!(
+        reply.logprobs.unwrap(),
+        serde_json::json!({"content": [{"token": "Hi", "logprob": -0.1, "bytes": null,
+            "top_logprobs": [{"token": "Hi", "logprob": -0.1, "bytes": null},
+                             {"token": "Hey", "logprob": -2.5, "bytes": null}]}]})
+    );
+    assert_eq!(reply.alternatives.len(), 1);
+    assert_eq!(reply.alternatives[0].text, "Hello");
+}
+
 fn shipped(model: &str) -> crate::cost::Price {
     crate::cost::PriceTable::builtin()
         .lookup(model)

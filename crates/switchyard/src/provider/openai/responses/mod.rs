@@ -46,7 +46,7 @@ use ::http::HeaderMap;
 use serde_json::Value;
 
 use super::{embed, OpenAiConfig};
-use crate::chat::{ChatRequest, ProviderReply};
+use crate::chat::{ChatRequest, Field, ProviderReply, Support};
 use crate::embedding::{EmbeddingReply, EmbeddingRequest};
 use crate::error::{ErrorKind, ProviderError};
 use crate::provider::codec::{Codec, Connection, Endpoints, HttpProvider};
@@ -114,6 +114,10 @@ pub struct ResponsesCodec {
 }
 
 impl Codec for ResponsesCodec {
+    fn support(field: Field) -> Support {
+        request::support(field)
+    }
+
     const KIND: &'static str = "openai";
     const NATIVE: Option<&'static str> = Some(NATIVE_KIND);
     /// Whether the request went as its native body (its answer is kept whole).

@@ -5,9 +5,28 @@
 use serde_json::{json, Map, Value};
 
 use crate::chat::{
-    ChatRequest, ContentPart, ImageSource, Message, ResponseFormat, Role, Tool, ToolChoice,
+    ChatRequest, ContentPart, Field, ImageSource, Message, ResponseFormat, Role, Support, Tool,
+    ToolChoice,
 };
 use crate::error::{ErrorKind, ProviderError};
+
+/// What the Responses API takes of the shared request (`docs/fields.md`): no stop
+/// sequences, seed, penalties, `n` or `top_k` exist there; log probabilities are not read
+/// back from it yet.
+pub(super) fn support(field: Field) -> Support {
+    match field {
+        Field::Stop
+        | Field::Seed
+        | Field::PresencePenalty
+        | Field::FrequencyPenalty
+        | Field::N
+        | Field::TopK
+        | Field::Logprobs
+        | Field::TopLogprobs
+        | Field::Passthrough => Support::Unsupported,
+        _ => Support::Native,
+    }
+}
 
 /// The JSON body of a Responses call for `req` (`store: false`: the gateway keeps
 /// conversations itself).
@@ -60,6 +79,18 @@ pub(super) fn body(req: &ChatRequest, model: &str, stream: bool) -> Result<Vec<u
     if let Some(user) = &req.user {
         body.insert("user".into(), user.clone().into());
     }
+    if let Some(parallel) = req.parallel_tool_calls {
+        body.insert("parallel_tool_calls".into(), parallel.into());
+    }
+    if let Some(tier) = &req.service_tier {
+        body.insert("service_tier".into(), tier.clone().into());
+    }
+    if let Some(effort) = req.reasoning_effort {
+        body.insert("reasoning".into(), json!({ "effort": effort.as_str() }));
+    }
+    if let Some(metadata) = &req.metadata {
+        body.insert("metadata".into(), json!(metadata));
+    }
     body.insert("store".into(), false.into());
     body.insert("stream".into(), stream.into());
     crate::provider::encode_body(&body)
@@ -75,9 +106,13 @@ pub fn input_items(messages: &[Message]) -> Result<Vec<Value>, ProviderError> {
     let mut items = Vec::with_capacity(messages.len());
     for m in messages {
         match m.role {
-            Role::System | Role::User => items.push(json!({
+            Role::System | Role::Developer | Role::User => items.push(json!({
                 "type": "message",
-                "role": if m.role == Role::System { "system" } else { "user" },
+                "role": match m.role {
+                    Role::System => "system",
+                    Role::Developer => "developer",
+                    _ => "user",
+                },
                 "content": content(m),
             })),
             Role::Assistant => {

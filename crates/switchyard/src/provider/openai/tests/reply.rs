@@ -259,6 +259,23 @@ fn absurd_usage_is_malformed_so_the_call_fails_over() {
     assert_eq!(err.kind, ErrorKind::Malformed);
 }
 
+#[test]
+fn several_choices_and_their_logprobs_come_back_in_index_order() {
+    let body = serde_json::json!({"model": "gpt-4o", "choices": [
+        {"index": 1, "message": {"role": "assistant", "content": "Bonjour"}, "finish_reason": "stop",
+         "logprobs": null},
+        {"index": 0, "message": {"role": "assistant", "content": "Hello"}, "finish_reason": "length",
+         "logprobs": {"content": [{"token": "Hello", "logprob": -0.2, "bytes": [72], "top_logprobs": []}]}}
+    ]});
+    let reply = parse_response(body.to_string().as_bytes()).unwrap();
+    assert_eq!(reply.text, "Hello");
+    assert_eq!(reply.finish_reason, Some(FinishReason::Length));
+    assert_eq!(reply.logprobs.unwrap()["content"][0]["token"], "Hello");
+    assert_eq!(reply.alternatives.len(), 1);
+    assert_eq!(reply.alternatives[0].text, "Bonjour");
+    assert_eq!(reply.alternatives[0].logprobs, None);
+}
+
 /// Groq reports a stream's usage under `x_groq.usage` on its last chunk.
 #[test]
 fn groq_stream_usage_under_x_groq_counts() {
