@@ -275,3 +275,42 @@ fn error_events_are_classified() {
     let err = events.parse_event(&event(failed)).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Server, "{err}");
 }
+
+/// The fields the Responses API has go under its own names; the ones it lacks are
+/// declared unsupported (the gateway skips this provider for them, docs/fields.md).
+#[test]
+fn reasoning_parallel_calls_tier_metadata_and_developer_messages_are_sent() {
+    use crate::chat::{Field, ReasoningEffort, Role, Support};
+    let mut metadata = serde_json::Map::new();
+    metadata.insert("team".into(), json!("search"));
+    let req = ChatRequest {
+        messages: vec![Message::text(Role::Developer, "terse"), Message::user("hi")],
+        parallel_tool_calls: Some(false),
+        service_tier: Some("flex".into()),
+        reasoning_effort: Some(ReasoningEffort::High),
+        metadata: Some(metadata),
+        ..ChatRequest::default()
+    };
+    let b = body(&req, false);
+    assert_eq!(b["parallel_tool_calls"], json!(false));
+    assert_eq!(b["service_tier"], json!("flex"));
+    assert_eq!(b["reasoning"], json!({"effort": "high"}));
+    assert_eq!(b["metadata"], json!({"team": "search"}));
+    assert_eq!(
+        b["input"][0],
+        json!({"type": "message", "role": "developer", "content": "terse"})
+    );
+    for field in [
+        Field::Seed,
+        Field::N,
+        Field::TopK,
+        Field::Stop,
+        Field::Logprobs,
+    ] {
+        assert_eq!(
+            <ResponsesCodec as Codec>::support(field),
+            Support::Unsupported,
+            "{field:?}"
+        );
+    }
+}
