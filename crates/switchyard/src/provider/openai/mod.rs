@@ -141,35 +141,21 @@ impl OpenAi {
     /// # Errors
     /// An unusable `base_url`, header, or key (empty, or not valid in a header).
     pub fn new(config: OpenAiConfig, transport: &Transport) -> Result<Self, ConfigError> {
-        let call = Endpoint::at(&config.base_url, "/chat/completions")?;
-        let endpoints = Endpoints {
-            stream: call.clone(),
-            call,
-            health: Endpoint::at(&config.base_url, "/models")?,
+        let quirks = Quirks {
+            use_max_tokens: config.use_max_tokens,
+            stream_usage: config.stream_usage,
+            tool_call_ids: config.tool_call_ids,
         };
-        let mut headers = Vec::with_capacity(config.headers.len() + 1);
-        if let Some(org) = config.organization {
-            headers.push(("openai-organization".to_owned(), org));
-        }
-        headers.extend(config.headers);
-        let codec = OpenAiCodec {
-            model: config.model,
-            quirks: Quirks {
-                use_max_tokens: config.use_max_tokens,
-                stream_usage: config.stream_usage,
-                tool_call_ids: config.tool_call_ids,
+        assemble(
+            config,
+            "/chat/completions",
+            transport,
+            |model, api_key_header| OpenAiCodec {
+                model,
+                quirks,
+                api_key_header,
             },
-            api_key_header: config.api_key_header,
-        };
-        let connection = Connection {
-            api_key: config.api_key,
-            headers,
-            http: config.http,
-            usage_grace: config.usage_grace,
-            clock: config.clock,
-        };
-        let embeddings = Endpoint::at(&config.base_url, "/embeddings")?;
-        Ok(Self::assemble(codec, endpoints, connection, transport)?.with_embeddings(embeddings))
+        )
     }
 
     /// The JSON body of a Chat Completions call for `req`.
@@ -202,6 +188,41 @@ pub(super) struct Quirks {
     pub stream_usage: bool,
     /// Tool-call id spelling.
     pub tool_call_ids: ToolCallIds,
+}
+
+/// An OpenAI provider of either API from `config`: `path` (`/chat/completions`,
+/// `/responses`) for calls and streams, `/models` for health, `/embeddings`; the codec made
+/// by `codec` from the model and the key header.
+pub(super) fn assemble<C: Codec>(
+    config: OpenAiConfig,
+    path: &str,
+    transport: &Transport,
+    codec: impl FnOnce(String, Option<String>) -> C,
+) -> Result<HttpProvider<C>, ConfigError> {
+    let call = Endpoint::at(&config.base_url, path)?;
+    let endpoints = Endpoints {
+        stream: call.clone(),
+        call,
+        health: Endpoint::at(&config.base_url, "/models")?,
+    };
+    let mut headers = Vec::with_capacity(config.headers.len() + 1);
+    if let Some(org) = config.organization {
+        headers.push(("openai-organization".to_owned(), org));
+    }
+    headers.extend(config.headers);
+    let embeddings = Endpoint::at(&config.base_url, "/embeddings")?;
+    let codec = codec(config.model, config.api_key_header);
+    let connection = Connection {
+        api_key: config.api_key,
+        headers,
+        http: config.http,
+        usage_grace: config.usage_grace,
+        clock: config.clock,
+    };
+    Ok(
+        HttpProvider::assemble(codec, endpoints, connection, transport)?
+            .with_embeddings(embeddings),
+    )
 }
 
 /// Chat Completions on the wire.

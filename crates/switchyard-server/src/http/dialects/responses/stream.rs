@@ -220,10 +220,7 @@ impl EventEncoder {
         let at = match found {
             Some(at) => at,
             None => {
-                self.close_reasoning(out);
-                if let Some(m) = self.open_text() {
-                    self.close(out, m, "completed");
-                }
+                self.close_before_new_item(out);
                 let id = self.base.reasoning_id(self.reasonings);
                 self.reasonings += 1;
                 let at = self.items.len();
@@ -301,6 +298,15 @@ impl EventEncoder {
         );
     }
 
+    /// Close the open reasoning item and the open message: a new reasoning item or
+    /// function call follows them.
+    fn close_before_new_item(&mut self, out: &mut Vec<u8>) {
+        self.close_reasoning(out);
+        if let Some(m) = self.open_text() {
+            self.close(out, m, "completed");
+        }
+    }
+
     fn call(&mut self, out: &mut Vec<u8>, d: &switchyard::chat::ToolCallDelta) {
         let found = self
             .items
@@ -309,10 +315,7 @@ impl EventEncoder {
         let at = match found {
             Some(at) => at,
             None => {
-                self.close_reasoning(out);
-                if let Some(m) = self.open_text() {
-                    self.close(out, m, "completed");
-                }
+                self.close_before_new_item(out);
                 let id = self.base.call_id(self.calls);
                 self.calls += 1;
                 let call_id = d.id.clone().unwrap_or_else(|| format!("call_{id}"));

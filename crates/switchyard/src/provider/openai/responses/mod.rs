@@ -49,10 +49,8 @@ use super::{embed, OpenAiConfig};
 use crate::chat::{ChatRequest, Field, ProviderReply, Support};
 use crate::embedding::{EmbeddingReply, EmbeddingRequest};
 use crate::error::{ErrorKind, ProviderError};
-use crate::provider::codec::{Codec, Connection, Endpoints, HttpProvider};
-use crate::provider::http::{
-    self, ConfigError, Endpoint, HttpFailure, Transport, UpstreamResponse,
-};
+use crate::provider::codec::{Codec, HttpProvider};
+use crate::provider::http::{self, ConfigError, HttpFailure, Transport, UpstreamResponse};
 use crate::provider::secret::Secret;
 
 /// The native-body kind of a Responses request (see [`crate::chat::Native`]).
@@ -69,30 +67,12 @@ impl OpenAiResponses {
     /// # Errors
     /// An unusable `base_url`, header, or key (empty, or not valid in a header).
     pub fn new(config: OpenAiConfig, transport: &Transport) -> Result<Self, ConfigError> {
-        let call = Endpoint::at(&config.base_url, "/responses")?;
-        let endpoints = Endpoints {
-            stream: call.clone(),
-            call,
-            health: Endpoint::at(&config.base_url, "/models")?,
-        };
-        let mut headers = Vec::with_capacity(config.headers.len() + 1);
-        if let Some(org) = config.organization {
-            headers.push(("openai-organization".to_owned(), org));
-        }
-        headers.extend(config.headers);
-        let codec = ResponsesCodec {
-            model: config.model,
-            api_key_header: config.api_key_header,
-        };
-        let connection = Connection {
-            api_key: config.api_key,
-            headers,
-            http: config.http,
-            usage_grace: config.usage_grace,
-            clock: config.clock,
-        };
-        let embeddings = Endpoint::at(&config.base_url, "/embeddings")?;
-        Ok(Self::assemble(codec, endpoints, connection, transport)?.with_embeddings(embeddings))
+        super::assemble(config, "/responses", transport, |model, api_key_header| {
+            ResponsesCodec {
+                model,
+                api_key_header,
+            }
+        })
     }
 
     /// The JSON body of a Responses call for `req`.
