@@ -719,3 +719,66 @@ fn an_openai_provider_can_speak_the_responses_api_upstream() {
         assert!(p[0].starts_with(expect), "{text}: {p:?}");
     }
 }
+
+#[test]
+fn reasoning_defaults_from_the_price_table_and_the_provider_overrides_it() {
+    let text = r#"
+        [[providers]]
+        name = "4o"
+        kind = "openai"
+        model = "gpt-4o"
+        base_url = "http://127.0.0.1:8000/v1"
+
+        [[providers]]
+        name = "4o-reasons"
+        kind = "openai"
+        model = "gpt-4o"
+        base_url = "http://127.0.0.1:8000/v1"
+        reasoning = true
+
+        [[providers]]
+        name = "gpt5"
+        kind = "openai"
+        model = "gpt-5"
+        base_url = "http://127.0.0.1:8000/v1"
+
+        [[providers]]
+        name = "llama"
+        kind = "openai"
+        model = "llama-3.3-70b"
+        base_url = "http://127.0.0.1:8000/v1"
+        reasoning = false
+
+        [[providers]]
+        name = "local"
+        kind = "openai"
+        model = "my-model"
+        base_url = "http://127.0.0.1:8000/v1"
+
+        [[routes]]
+        name = "r"
+        providers = ["4o", "4o-reasons", "gpt5", "llama", "local"]
+        allow_unpriced = true
+        unsupported_fields = "drop"
+    "#;
+    let config = parse(text, "test.toml").unwrap();
+    let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
+    let of = |name: &str| built.gateway.reasoning_of(name).unwrap();
+    assert!(!of("4o"), "the table marks gpt-4o as not reasoning");
+    assert!(
+        of("4o-reasons"),
+        "the provider's setting wins over the table"
+    );
+    assert!(of("gpt5"));
+    assert!(!of("llama"));
+    assert!(
+        of("local"),
+        "a model the table does not know keeps taking the field"
+    );
+
+    let bad = parse(
+        &text.replace("reasoning = true", "reasoning = \"yes\""),
+        "t.toml",
+    );
+    assert!(bad.is_err());
+}

@@ -60,7 +60,9 @@ async fn openai_python_sdk_works_against_the_proxy() {
         "{}{}{}{}{}{}[[keys]]\nname = \"python\"\nsha256 = \"{hash}\"\nroutes = [\"*\"]\n",
         simulated_provider("steady", 0.0),
         simulated_provider("always-down", 1.0),
-        openai_provider("gpt", &upstream.uri(), ""),
+        // the mock stands in for a reasoning model: gpt-4o-mini, which the price table
+        // marks as not reasoning, would be skipped for reasoning_effort
+        openai_provider("gpt", &upstream.uri(), "reasoning = true"),
         route("default", &["steady"], ""),
         route(
             "failover",

@@ -314,6 +314,9 @@ pub struct PriceEntry {
     /// The model is an embeddings model (`"api": "embeddings"` in the file): a provider
     /// of it serves embeddings unless configured otherwise.
     pub embeddings: bool,
+    /// Whether the model takes reasoning controls (`"reasoning": false` in the file for a
+    /// model the vendor documents as not reasoning; `None`: not stated, taken as yes).
+    pub reasoning: Option<bool>,
 }
 
 /// Model prices by exact id.
@@ -378,6 +381,8 @@ struct PricesFileEntry {
     /// Rates above a prompt-size threshold.
     long_context: Option<LongContextFileEntry>,
     max_output_tokens: Option<u32>,
+    /// `false` for a model that does not take reasoning controls.
+    reasoning: Option<bool>,
     source: String,
     /// Where `max_output_tokens` came from (required with it).
     max_output_tokens_source: Option<String>,
@@ -494,6 +499,7 @@ impl PriceTable {
                 source: m.source,
                 note: m.note,
                 embeddings: m.api.as_deref() == Some("embeddings"),
+                reasoning: m.reasoning,
             };
             if entries.insert(m.id.clone(), entry).is_some() {
                 return Err(PriceTableError::Duplicate(m.id));
@@ -675,6 +681,24 @@ mod tests {
         assert_eq!(limit("gpt-4o-mini"), Some(16_384));
         assert_eq!(limit("claude-haiku-4-5"), Some(64_000));
         assert_eq!(limit("gemini-2.5-flash"), Some(65_536));
+    }
+
+    #[test]
+    fn the_shipped_table_marks_the_models_that_do_not_reason() {
+        let table = PriceTable::from_json(include_str!("../prices.json")).unwrap();
+        let reasoning = |id: &str| table.lookup(id).unwrap().reasoning;
+        for id in [
+            "gpt-4o",
+            "gpt-4o-mini-2024-07-18",
+            "gpt-4.1",
+            "gpt-4.1-mini",
+        ] {
+            assert_eq!(reasoning(id), Some(false), "{id}");
+        }
+        // unstated: taken as reasoning, as before the flag existed
+        for id in ["gpt-5", "o3", "claude-sonnet-4-5", "gemini-2.5-flash"] {
+            assert_eq!(reasoning(id), None, "{id}");
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::breaker::{BreakerConfig, CircuitState};
-use crate::chat::{ChatRequest, ChatResponse};
+use crate::chat::{ChatRequest, ChatResponse, Field, Support};
 use crate::clock::{Clock, UnixMillis};
 use crate::cost::{Money, Price, PriceTable};
 use crate::embedding::{EmbeddingRequest, EmbeddingResponse, MAX_DIMENSIONS, MAX_INPUTS};
@@ -60,6 +60,12 @@ pub struct ProviderSpec {
     pub max_output_tokens: Option<u32>,
     /// The upstream accepts an assistant prefill to continue from (stream rescue).
     pub supports_prefill: bool,
+    /// Whether the model takes reasoning controls (`reasoning_effort` and what it is
+    /// translated to). `None`: the price table's `reasoning` flag for the model, else yes.
+    /// A model that does not reason is skipped for a request setting `reasoning_effort`
+    /// (or the field is dropped, on a route that drops unsupported fields), as if its
+    /// vendor declared the field unsupported.
+    pub reasoning: Option<bool>,
 }
 
 impl std::fmt::Debug for ProviderSpec {
@@ -88,6 +94,7 @@ impl ProviderSpec {
             price: None,
             max_output_tokens: None,
             supports_prefill: false,
+            reasoning: None,
         }
     }
 
@@ -135,6 +142,14 @@ impl ProviderSpec {
         self
     }
 
+    /// Builder: whether the model takes reasoning controls (overrides the price table's
+    /// flag; see [`ProviderSpec::reasoning`]).
+    #[must_use]
+    pub fn reasoning(mut self, yes: bool) -> Self {
+        self.reasoning = Some(yes);
+        self
+    }
+
     /// Builder: price override.
     #[must_use]
     pub fn price(mut self, price: Price) -> Self {
@@ -157,6 +172,8 @@ struct Slot {
     price: Option<Price>,
     /// The model's output limit: override, else the table's exact-id entry, else unknown.
     max_output_tokens: Option<u32>,
+    /// The model takes reasoning controls: override, else the table's flag, else yes.
+    reasoning: bool,
     /// Exponential moving average of successful attempts' latency, in ms.
     latency_ms: Mutex<Option<f64>>,
 }
@@ -165,6 +182,16 @@ struct Slot {
 const LATENCY_EWMA_ALPHA: f64 = 0.3;
 
 impl Slot {
+    /// How this provider carries `field`: its adapter's declaration, except that a model
+    /// that does not reason cannot honour `reasoning_effort` whatever its vendor's API
+    /// takes (OpenAI answers the field with a 400 for a model that does not reason).
+    fn support(&self, field: Field) -> Support {
+        if field == Field::ReasoningEffort && !self.reasoning {
+            return Support::Unsupported;
+        }
+        self.spec.provider.support(field)
+    }
+
     fn observe_latency(&self, ms: f64) {
         if let Ok(mut avg) = self.latency_ms.lock() {
             *avg = Some(match *avg {
@@ -284,6 +311,10 @@ impl GatewayBuilder {
                     max_output_tokens: spec
                         .max_output_tokens
                         .or_else(|| entry.and_then(|e| e.max_output_tokens)),
+                    reasoning: spec
+                        .reasoning
+                        .or_else(|| entry.and_then(|e| e.reasoning))
+                        .unwrap_or(true),
                     spec,
                     latency_ms: Mutex::new(None),
                 }
@@ -624,6 +655,21 @@ impl Gateway {
             .provider
             .default_max_tokens()
             .or(slot.max_output_tokens)
+    }
+
+    /// How provider `name` carries `field`, as the gateway decides skips and drops: its
+    /// adapter's declaration, with `reasoning_effort` unsupported for a model that does
+    /// not reason (`None`: no such provider).
+    #[must_use]
+    pub fn support_of(&self, name: &str, field: Field) -> Option<Support> {
+        self.slot(name).map(|s| s.support(field))
+    }
+
+    /// Whether provider `name`'s model takes reasoning controls: the spec's override, else
+    /// the price table's flag, else yes (`None`: no such provider).
+    #[must_use]
+    pub fn reasoning_of(&self, name: &str) -> Option<bool> {
+        self.slot(name).map(|s| s.reasoning)
     }
 
     /// The built-in ledger.

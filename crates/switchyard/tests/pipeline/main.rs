@@ -14,6 +14,7 @@ mod health;
 mod native;
 mod probe;
 mod rate_limits;
+mod reasoning;
 mod recovery;
 mod rescue_buffer;
 mod seeds;

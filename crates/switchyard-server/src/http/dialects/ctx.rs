@@ -191,11 +191,17 @@ fn field_verdicts(state: &AppState, ctx: &Ctx, provider: &str) -> (FieldSet, Fie
     if ctx.fields.is_empty() {
         return (FieldSet::EMPTY, FieldSet::EMPTY);
     }
-    let providers = state.gateway.providers();
-    let Some(spec) = providers.iter().find(|s| s.name == provider) else {
+    if !state.gateway.providers().iter().any(|s| s.name == provider) {
         return (FieldSet::EMPTY, FieldSet::EMPTY);
+    }
+    // the gateway's verdict, not the adapter's alone: a model that does not reason
+    // cannot honour reasoning_effort whatever its vendor declares
+    let support = |f| {
+        state
+            .gateway
+            .support_of(provider, f)
+            .unwrap_or(Support::Unsupported)
     };
-    let support = |f| spec.provider.support(f);
     let drops = state
         .gateway
         .route(&ctx.route)

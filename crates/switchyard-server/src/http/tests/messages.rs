@@ -1225,3 +1225,43 @@ async fn thinking_blocks_in_history_reach_the_shared_shape() {
         ]
     );
 }
+
+/// Claude Code sends `thinking` on every request; failing over from Anthropic to a model
+/// that does not reason (gpt-4o, marked so in the shipped price table) skips it unless
+/// the route drops what a provider cannot honour, when it answers without the thinking.
+#[tokio::test]
+async fn claude_code_fails_over_to_a_non_reasoning_model_only_on_a_dropping_route() {
+    use switchyard::provider::codec::Codec;
+    use switchyard::provider::openai::OpenAiCodec;
+    use switchyard::route::UnsupportedFields;
+
+    let providers = || {
+        (
+            ScriptedProvider::new("claude-sonnet-4-5").otherwise(Step::fail(ErrorKind::Server)),
+            ScriptedProvider::new("gpt-4o").declaring(<OpenAiCodec as Codec>::support),
+        )
+    };
+    let mut body = hello("smart");
+    body["thinking"] = json!({"type": "adaptive"});
+
+    let (claude, gpt4o) = providers();
+    let f = fixture(
+        claude,
+        gpt4o,
+        &[],
+        Route::new("smart", &["primary", "backup"]),
+    );
+    let resp = call(&f.state, post_messages(&body)).await;
+    assert_ne!(resp.status(), StatusCode::OK);
+    assert_eq!(f.backup.calls(), 0, "gpt-4o is never sent reasoning_effort");
+
+    let (claude, gpt4o) = providers();
+    let route =
+        Route::new("smart", &["primary", "backup"]).unsupported_fields(UnsupportedFields::Drop);
+    let f = fixture(claude, gpt4o, &[], route);
+    let resp = call(&f.state, post_messages(&body)).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(header(&resp, "x-switchyard-provider"), "backup");
+    assert_eq!(header(&resp, "x-switchyard-dropped"), "reasoning_effort");
+    assert_eq!(f.backup.requests()[0].reasoning_effort, None);
+}

@@ -322,10 +322,10 @@ impl Run {
                 return None;
             };
             let slot = self.gw.inner.by_name.get(&a.provider)?;
-            let provider = &self.gw.inner.slots[*slot].spec.provider;
+            let slot = &self.gw.inner.slots[*slot];
             for f in self
                 .fields
-                .with(|f| provider.support(f), Support::Unsupported)
+                .with(|f| slot.support(f), Support::Unsupported)
                 .iter()
             {
                 fields.insert(f);
@@ -347,8 +347,7 @@ impl Run {
         if self.fields.is_empty() {
             return FieldSet::EMPTY;
         }
-        let provider = &slot.spec.provider;
-        self.fields.with(|f| provider.support(f), support)
+        self.fields.with(|f| slot.support(f), support)
     }
 
     /// A rate-limited candidate accepts again at `at_ms`.
