@@ -275,10 +275,20 @@ fn micros(usd: Option<f64>) -> Result<Option<u64>, switchyard::cost::PriceError>
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteToml {
-    /// The name clients send.
+    /// The name clients send. A name ending in `/*` (`"openai/*"`) makes a wildcard route:
+    /// a client's `openai/gpt-4.1-mini` calls the first provider (the template) with the
+    /// model `gpt-4.1-mini`, when `models` allows it.
     pub name: String,
-    /// Provider names, in order.
+    /// Provider names, in order (on a wildcard route the first is the template; the rest
+    /// are fallbacks called with their own models).
     pub providers: Vec<String>,
+    /// Wildcard routes: the models clients may name, each an exact id or a prefix ending
+    /// in `*` (`["gpt-4.1*", "o4-mini"]`; `["*"]` allows any well-formed id). Required on
+    /// wildcard routes, refused on others.
+    pub models: Option<Vec<String>>,
+    /// Wildcard routes: the most distinct models the template is called with (default 64;
+    /// each holds a breaker, a ledger row and metric series).
+    pub max_models: Option<usize>,
     /// `chat` or `embeddings` (default: the API its providers serve; chat when they serve
     /// both).
     pub api: Option<String>,

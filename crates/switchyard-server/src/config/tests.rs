@@ -11,8 +11,13 @@ fn problems(text: &str) -> Vec<String> {
 fn the_example_file_parses() {
     let text = include_str!("../../../../switchyard.example.toml");
     let config = parse(text, "switchyard.example.toml").unwrap();
-    assert_eq!(config.routes.len(), 3);
+    assert_eq!(config.routes.len(), 4);
     assert_eq!(config.providers.len(), 9);
+    assert_eq!(config.routes[3].name, "openai/*");
+    let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
+    let route = built.gateway.route("openai/gpt-4.1-mini").unwrap();
+    assert_eq!(route.wildcard.as_ref().unwrap().max_models, 32);
+    assert!(built.gateway.route("openai/gpt-4o").is_err());
     assert_eq!(config.keys[0].routes, ["smart", "cheap"]);
     let checks = health_checks(&config);
     assert_eq!(checks.len(), 1);
@@ -33,6 +38,54 @@ fn the_example_file_parses() {
             k.name
         );
     }
+}
+
+#[test]
+fn wildcard_routes_need_an_allow_list_of_model_patterns() {
+    let base =
+        "[[providers]]\nname = \"s\"\nkind = \"simulated\"\n[[routes]]\nproviders = [\"s\"]\n";
+    assert!(problems(&format!("{base}name = \"s/*\"\nmodels = [\"a*\", \"b\"]\n")).is_empty());
+    let p = problems(&format!("{base}name = \"s/*\"\n"));
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(
+        p[0].starts_with("routes[0].models: a wildcard route needs an allow-list"),
+        "{p:?}"
+    );
+    let p = problems(&format!(
+        "{base}name = \"s/*\"\nmodels = [\"ok\", \"a/*\", \"x*y\"]\nmax_models = 0\n"
+    ));
+    assert_eq!(p.len(), 3, "{p:?}");
+    assert!(
+        p[0].starts_with("routes[0].models[1]: \"a/*\" is not a model id"),
+        "{p:?}"
+    );
+    assert!(
+        p[1].starts_with("routes[0].models[2]: \"x*y\" is not a model id"),
+        "{p:?}"
+    );
+    assert_eq!(p[2], "routes[0].max_models: must be at least 1");
+    let p = problems(&format!(
+        "{base}name = \"plain\"\nmodels = [\"a\"]\nmax_models = 3\n"
+    ));
+    assert_eq!(
+        p,
+        [
+            "routes[0].models: applies to wildcard routes only (a name ending in \"/*\")",
+            "routes[0].max_models: applies to wildcard routes only (a name ending in \"/*\")"
+        ]
+    );
+    let p = problems(&format!("{base}name = \"/*\"\nmodels = [\"a\"]\n"));
+    assert!(
+        p[0].starts_with("routes[0].name: a wildcard route is a prefix"),
+        "{p:?}"
+    );
+    let clash = "[[providers]]\nname = \"s\"\nkind = \"simulated\"\n[[providers]]\nname = \"s/m\"\nkind = \"simulated\"\n[[routes]]\nname = \"s/*\"\nproviders = [\"s\"]\nmodels = [\"*\"]\n";
+    let p = problems(clash);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(
+        p[0].starts_with("providers[1].name: \"s/m\" would share names"),
+        "{p:?}"
+    );
 }
 
 #[test]
