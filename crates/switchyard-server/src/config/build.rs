@@ -112,7 +112,9 @@ fn budget_warnings(gateway: &Gateway) -> Vec<String> {
         if r.budget.is_none() {
             continue;
         }
-        for name in &r.providers {
+        // a wildcard template is priced per resolved model, not by its own
+        let skip = usize::from(r.wildcard.is_some());
+        for name in r.providers.iter().skip(skip) {
             if gateway.price_of(name).is_none() {
                 if !r.allow_unpriced {
                     warnings.push(format!(
