@@ -389,11 +389,11 @@ fn validate_remote(prov: &ProviderToml, at: &str, p: &mut Problems) {
         }
     }
     if let Some(api) = &prov.api {
-        if prov.kind != "openai" {
+        if !matches!(prov.kind.as_str(), "openai" | "azure") {
             p.add(
                 format!("{at}.api"),
                 format!(
-                    "applies to openai providers only (which OpenAI API they speak), not {:?}",
+                    "applies to openai and azure providers only (which OpenAI API they speak), not {:?}",
                     prov.kind
                 ),
             );

@@ -753,7 +753,7 @@ fn an_openai_provider_can_speak_the_responses_api_upstream() {
         ),
         (
             conf("anthropic", "api = \"responses\""),
-            r#"providers[0].api: applies to openai providers only (which OpenAI API they speak), not "anthropic""#,
+            r#"providers[0].api: applies to openai and azure providers only (which OpenAI API they speak), not "anthropic""#,
         ),
         (
             conf("openai", "api = \"responses\"\nuse_max_tokens = true"),

@@ -316,7 +316,11 @@ impl VendorHarness for ResponsesV1Harness {
     }
 
     fn view(&self, request: &Request) -> RequestView {
-        assert_eq!(request.url.query(), None, "the v1 path takes no api-version");
+        assert_eq!(
+            request.url.query(),
+            None,
+            "the v1 path takes no api-version"
+        );
         assert!(request.headers.get("authorization").is_none());
         let mut view = crate::openai_responses::Harness.view(request);
         view.credential = request
