@@ -138,11 +138,12 @@ pub struct ProviderToml {
     /// `openai`: `"as_is"` (default) or `"alnum9"` (tool-call ids rewritten to nine
     /// alphanumerics, as Mistral requires).
     pub tool_call_ids: Option<String>,
-    /// `openai`: which OpenAI API the provider speaks upstream: `"chat_completions"` (the
-    /// default: `POST {base_url}/chat/completions`) or `"responses"` (`POST
-    /// {base_url}/responses`, for models served only there; a `/v1/responses` request it
-    /// answers goes as the client wrote it, built-in tools included). Not a route's `api`
-    /// (chat or embeddings), nor `serves`.
+    /// `openai` and `azure`: which OpenAI API the provider speaks upstream:
+    /// `"chat_completions"` (the default: `POST {base_url}/chat/completions`) or
+    /// `"responses"` (`POST {base_url}/responses`; Azure: `/openai/v1/responses`, or
+    /// `/openai/responses?api-version=…` on the classic path; for models served only there;
+    /// a `/v1/responses` request it answers goes as the client wrote it, built-in tools
+    /// included). Not a route's `api` (chat or embeddings), nor `serves`.
     pub api: Option<String>,
     /// `anthropic`: `max_tokens` when the caller gives none.
     pub default_max_tokens: Option<u32>,
