@@ -742,6 +742,23 @@ fn an_openai_provider_can_speak_the_responses_api_upstream() {
         (p.kind(), p.native_kind()),
         ("openai", Some("openai-responses"))
     );
+    let azure = |api: &str| {
+        format!("[[providers]]\nname = \"az\"\nkind = \"azure\"\nendpoint = \"https://r.openai.azure.com\"\ndeployment = \"gpt-5\"\napi_version = \"v1\"\napi_key_env = \"K\"\n{api}\n[[routes]]\nname = \"r\"\nproviders = [\"az\"]\n")
+    };
+    let text = azure("api = \"responses\"");
+    assert!(problems(&text).is_empty(), "{:?}", problems(&text));
+    let config = parse(&text, "test.toml").unwrap();
+    let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
+    let p = &built.gateway.providers()[0].provider;
+    assert_eq!(
+        (p.kind(), p.model(), p.native_kind()),
+        ("azure", "gpt-5", Some("openai-responses"))
+    );
+    let p = problems(&azure("api = \"assistants\""));
+    assert_eq!(
+        p,
+        [r#"providers[0].api: "assistants" is not one of chat_completions, responses"#]
+    );
     let text = conf("openai", "api = \"chat_completions\"");
     let config = parse(&text, "test.toml").unwrap();
     let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
