@@ -273,3 +273,19 @@ fn a_template_must_be_able_to_build_other_models() {
     assert!(all.contains("needs an allow-list"), "{all}");
     assert!(all.contains("\"tmpl/m\" would share names"), "{all}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_embeddings_wildcard_route_embeds_with_the_clients_model() {
+    let t = Template::new();
+    let r = wildcard(&["tmpl", "backup"], &["text-embedding-*"]).api(switchyard::Api::Embeddings);
+    let gw = gateway(&t, r);
+    let req = switchyard::EmbeddingRequest::texts(&["a", "b"]);
+    let resp = gw.embed("tmpl/text-embedding-3-small", &req).await.unwrap();
+    assert_eq!(resp.provider, "tmpl/text-embedding-3-small");
+    assert_eq!(resp.vectors.len(), 2);
+    assert_eq!(t.built(), ["text-embedding-3-small"]);
+    assert!(matches!(
+        gw.embed("tmpl/gpt-4o", &req).await,
+        Err(GatewayError::ModelRefused { .. })
+    ));
+}
