@@ -36,6 +36,25 @@ impl Resolved {
     pub(super) fn get(&self, name: &str) -> Option<Arc<Slot>> {
         self.slots.lock().ok()?.get(name).cloned()
     }
+
+    /// Whether slot `name` is resolved, or there is room for it under `max`.
+    fn room_for(&self, name: &str, max: usize) -> Room {
+        let Ok(slots) = self.slots.lock() else {
+            return Room::Full;
+        };
+        match slots.get(name) {
+            Some(slot) => Room::Resolved(Arc::clone(slot)),
+            None if slots.len() >= max => Room::Full,
+            None => Room::Free,
+        }
+    }
+}
+
+/// What [`Resolved::room_for`] found.
+enum Room {
+    Resolved(Arc<Slot>),
+    Full,
+    Free,
 }
 
 impl Gateway {
@@ -83,28 +102,35 @@ impl Gateway {
             )));
         };
         let name = format!("{}/{model}", template.spec.name);
+        let full = || GatewayError::ModelRefused {
+            route: route.name.clone(),
+            model: model.to_owned(),
+            reason: format!(
+                "the route already calls its most distinct models ({}, its max_models)",
+                w.max_models
+            ),
+            malformed: false,
+        };
+        match resolved.room_for(&name, w.max_models) {
+            Room::Resolved(slot) => return Ok(Some(slot)),
+            Room::Full => return Err(full()),
+            Room::Free => {}
+        }
+        // built outside the lock: a template may read a credential file as it is built
+        let built = Arc::new(self.build_for(template, &name, model)?);
         let Ok(mut slots) = resolved.slots.lock() else {
             return Err(GatewayError::InvalidRequest(
                 "wildcard state poisoned".into(),
             ));
         };
         if let Some(slot) = slots.get(&name) {
-            return Ok(Some(Arc::clone(slot)));
+            return Ok(Some(Arc::clone(slot))); // another request built it meanwhile
         }
         if slots.len() >= w.max_models {
-            return Err(GatewayError::ModelRefused {
-                route: route.name.clone(),
-                model: model.to_owned(),
-                reason: format!(
-                    "the route already calls its most distinct models ({}, its max_models)",
-                    w.max_models
-                ),
-                malformed: false,
-            });
+            return Err(full());
         }
-        let slot = Arc::new(self.build_for(template, &name, model)?);
-        slots.insert(name, Arc::clone(&slot));
-        Ok(Some(slot))
+        slots.insert(name, Arc::clone(&built));
+        Ok(Some(built))
     }
 
     /// A slot like `template` calling `model`, priced by the table.
