@@ -12,8 +12,8 @@ use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::{call, chat, header as resp_header, json_body, post};
-use crate::access::keys::KeyStore;
-use crate::config::{build_gateway, parse, Wiring};
+use crate::access::keys::{hash_token, KeyStore};
+use crate::config::{build_gateway, parse, KeyToml, Wiring};
 use crate::http::{AppState, Shared};
 use crate::telemetry::metrics::Metrics;
 
@@ -36,6 +36,10 @@ fn gemini_reply() -> Value {
 
 /// A gateway from config: `openai/*` (template `openai`, then `backup`) and `gem/*`.
 async fn fixture() -> (AppState, MockServer, MockServer) {
+    fixture_with_keys(&[]).await
+}
+
+async fn fixture_with_keys(keys: &[KeyToml]) -> (AppState, MockServer, MockServer) {
     let openai = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
@@ -90,7 +94,7 @@ models = ["gemini-*"]
     let config = parse(&text, "wildcard.toml").unwrap();
     let env = |var: &str| (var == "WILDCARD_KEY").then(|| KEY.to_owned());
     let built = build_gateway(&config, &env, false, Wiring::default()).unwrap();
-    let shared = Shared::for_tests(built.gateway, KeyStore::new(&[]), Arc::new(Metrics::new()));
+    let shared = Shared::for_tests(built.gateway, KeyStore::new(keys), Arc::new(Metrics::new()));
     (AppState(Arc::new(shared)), openai, gemini)
 }
 
@@ -183,4 +187,37 @@ async fn models_lists_the_allow_lists_exact_ids() {
         .body(Body::empty())
         .unwrap();
     assert_eq!(call(&state, req).await.status(), StatusCode::NOT_FOUND);
+}
+
+/// A key's `routes` names the wildcard route itself: it may call any model the route
+/// allows, and a key without it is refused before the allow-list is consulted upstream.
+#[tokio::test]
+async fn a_key_names_the_wildcard_route() {
+    let key = |name: &str, route: &str| KeyToml {
+        name: name.into(),
+        sha256: hash_token(&format!("sy-{name}-token-long-enough")),
+        routes: vec![route.into()],
+        ..KeyToml::default()
+    };
+    let (state, openai, _gemini) =
+        fixture_with_keys(&[key("wild", "openai/*"), key("gem", "gem/*")]).await;
+    let send = |name: &str| {
+        let mut req = post(&chat("openai/o4-mini"));
+        let token = format!("Bearer sy-{name}-token-long-enough");
+        req.headers_mut()
+            .insert("authorization", token.parse().unwrap());
+        req
+    };
+    assert_eq!(call(&state, send("wild")).await.status(), StatusCode::OK);
+    let resp = call(&state, send("gem")).await;
+    assert_eq!(resp.status(), StatusCode::FORBIDDEN);
+    let body = json_body(resp).await;
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"openai/*\""),
+        "{body}"
+    );
+    assert_eq!(openai.received_requests().await.unwrap().len(), 1);
 }
