@@ -23,6 +23,19 @@ pub enum GatewayError {
         /// What exists.
         known: Vec<String>,
     },
+    /// A wildcard route does not call the model the client named: not on its allow-list,
+    /// past its `max_models`, or (`malformed`) not a string that may go into a URL.
+    #[error("route {route:?} does not serve model {model:?}: {reason}")]
+    ModelRefused {
+        /// The wildcard route.
+        route: String,
+        /// The model the client named after the route's prefix.
+        model: String,
+        /// Why, with what the route allows.
+        reason: String,
+        /// The model is not well formed (the client's error in the request's shape).
+        malformed: bool,
+    },
     /// The request is not usable (e.g. no messages).
     #[error("invalid request: {0}")]
     InvalidRequest(String),
@@ -136,7 +149,7 @@ impl GatewayError {
             | Self::AllFailed { attempts, .. }
             | Self::RateLimited { attempts, .. }
             | Self::CannotHonour { attempts, .. } => attempts,
-            Self::UnknownRoute { .. } | Self::InvalidRequest(_) => &[],
+            Self::UnknownRoute { .. } | Self::ModelRefused { .. } | Self::InvalidRequest(_) => &[],
             Self::Cancelled { partial, attempts } => partial
                 .as_ref()
                 .map_or(attempts.as_slice(), |p| &p.attempts),
@@ -148,6 +161,7 @@ impl GatewayError {
     pub fn label(&self) -> &'static str {
         match self {
             Self::UnknownRoute { .. } => "unknown_route",
+            Self::ModelRefused { .. } => "model_refused",
             Self::InvalidRequest(_) => "invalid_request",
             Self::BudgetExceeded { .. } => "budget_exceeded",
             Self::DeadlineExceeded { .. } => "deadline_exceeded",

@@ -104,6 +104,116 @@ pub struct Route {
     /// Fields a dialect does not model are sent verbatim to providers of that dialect's
     /// own vendor (and to no other) instead of being refused (`docs/fields.md`).
     pub passthrough_unknown: bool,
+    /// Set on a wildcard route (a name ending in `/*`): its first provider is a template
+    /// called with the model the client named after the prefix (see [`Wildcard`]).
+    pub wildcard: Option<Wildcard>,
+}
+
+/// Longest model a client may name through a wildcard route, in bytes.
+pub const MAX_WILDCARD_MODEL_BYTES: usize = 128;
+
+/// Default for [`Wildcard::max_models`].
+pub const DEFAULT_MAX_MODELS: usize = 64;
+
+/// What makes a route a wildcard route: `openai/*` forwards `openai/gpt-4.1-mini` to its
+/// first provider (the template) with the model `gpt-4.1-mini`, when an allow-list pattern
+/// admits it. Each model the template is called with is its own provider to the breaker,
+/// the price table, budgets, the ledger and metrics, named `{template}/{model}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Wildcard {
+    /// What a client's model starts with (the route's name without the final `*`).
+    pub prefix: String,
+    /// Allow-list patterns: an exact model id, or a prefix ending in `*` (`"*"` admits any
+    /// well-formed model).
+    pub models: Vec<String>,
+    /// The most distinct models the route calls its template with; a new model past that
+    /// is refused (each one holds a breaker, a ledger row and metric series).
+    pub max_models: usize,
+}
+
+/// Why a wildcard route refuses the model a client named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelRefusal {
+    /// Empty, too long, or holding a character outside `[A-Za-z0-9._:@+-]`, or `..`: it would
+    /// go into a URL path for some vendors (Gemini, Vertex AI, Azure).
+    Malformed,
+    /// No allow-list pattern admits it.
+    NotAllowed,
+}
+
+impl Wildcard {
+    /// The wildcard of a route named `name` (ending in `/*`) admitting `models`.
+    #[must_use]
+    pub fn new(name: &str, models: &[&str]) -> Option<Self> {
+        let prefix = name.strip_suffix('*').filter(|p| p.ends_with('/'))?;
+        Some(Self {
+            prefix: prefix.to_owned(),
+            models: models.iter().map(|m| (*m).to_owned()).collect(),
+            max_models: DEFAULT_MAX_MODELS,
+        })
+    }
+
+    /// The model a client's `requested` names through this route (`None`: not this route's
+    /// prefix).
+    #[must_use]
+    pub fn model_of<'a>(&self, requested: &'a str) -> Option<&'a str> {
+        requested.strip_prefix(self.prefix.as_str())
+    }
+
+    /// Whether `model` may be called: well formed and admitted by a pattern.
+    ///
+    /// # Errors
+    /// Why it may not.
+    pub fn admit(&self, model: &str) -> Result<(), ModelRefusal> {
+        if !well_formed_model(model) {
+            return Err(ModelRefusal::Malformed);
+        }
+        if self.models.iter().any(|p| pattern_admits(p, model)) {
+            Ok(())
+        } else {
+            Err(ModelRefusal::NotAllowed)
+        }
+    }
+}
+
+/// Whether `model` is safe to put in a URL path segment and a state-store key: 1 to
+/// [`MAX_WILDCARD_MODEL_BYTES`] bytes of `[A-Za-z0-9._:@+-]`, not starting with `.` or `-`,
+/// no `..`.
+#[must_use]
+pub fn well_formed_model(model: &str) -> bool {
+    let ok_char = |c: u8| c.is_ascii_alphanumeric() || b"._:@+-".contains(&c);
+    !model.is_empty()
+        && model.len() <= MAX_WILDCARD_MODEL_BYTES
+        && model.bytes().all(ok_char)
+        && !model.starts_with(['.', '-'])
+        && !model.contains("..")
+}
+
+/// Whether allow-list `pattern` admits `model`: equal, or `pattern` ends in `*` and
+/// `model` starts with what comes before it.
+#[must_use]
+pub fn pattern_admits(pattern: &str, model: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => model.starts_with(prefix),
+        None => pattern == model,
+    }
+}
+
+/// Whether `pattern` is a valid allow-list entry: a well-formed model, optionally
+/// followed by one `*` (or `*` alone).
+#[must_use]
+pub fn valid_pattern(pattern: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some("") => true,
+        Some(prefix) => {
+            prefix
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || b"._:@+-".contains(&c))
+                && !prefix.starts_with(['.', '-'])
+                && prefix.len() < MAX_WILDCARD_MODEL_BYTES
+        }
+        None => well_formed_model(pattern),
+    }
 }
 
 /// What a route does with a request field a provider cannot honour.
@@ -138,7 +248,30 @@ impl Route {
             policies: BTreeMap::new(),
             unsupported_fields: UnsupportedFields::Skip,
             passthrough_unknown: false,
+            wildcard: None,
         }
+    }
+
+    /// A wildcard route: `name` ends in `/*` (e.g. `openai/*`), `providers[0]` is the
+    /// template called with the client's model, the rest are fallbacks called as
+    /// configured, and `models` is the allow-list. `None` when `name` does not end in `/*`.
+    #[must_use]
+    pub fn wildcard(name: &str, providers: &[&str], models: &[&str]) -> Option<Self> {
+        let wildcard = Wildcard::new(name, models)?;
+        Some(Self {
+            wildcard: Some(wildcard),
+            ..Self::new(name, providers)
+        })
+    }
+
+    /// Builder: the most distinct models a wildcard route calls its template with (no
+    /// effect on other routes).
+    #[must_use]
+    pub fn max_models(mut self, n: usize) -> Self {
+        if let Some(w) = self.wildcard.as_mut() {
+            w.max_models = n;
+        }
+        self
     }
 
     /// Builder: what happens to fields a provider cannot honour.
@@ -295,6 +428,72 @@ mod tests {
     fn ordered_is_as_listed() {
         let cands = [c(Some(9.0), Some(9.0)), c(Some(1.0), Some(1.0))];
         assert_eq!(plan(Order::Ordered, &cands), [0, 1]);
+    }
+
+    #[test]
+    fn wildcard_takes_the_suffix_and_admits_by_pattern() {
+        let r = Route::wildcard("openai/*", &["openai"], &["gpt-4.1*", "o4-mini"]).unwrap();
+        let w = r.wildcard.as_ref().unwrap();
+        assert_eq!(w.model_of("openai/gpt-4.1-mini"), Some("gpt-4.1-mini"));
+        assert_eq!(w.model_of("anthropic/claude"), None);
+        assert_eq!(w.admit("gpt-4.1-mini"), Ok(()));
+        assert_eq!(w.admit("gpt-4.1"), Ok(()));
+        assert_eq!(w.admit("o4-mini"), Ok(()));
+        assert_eq!(w.admit("o4-mini-high"), Err(ModelRefusal::NotAllowed));
+        assert_eq!(w.admit("gpt-4o"), Err(ModelRefusal::NotAllowed));
+    }
+
+    #[test]
+    fn wildcard_needs_a_name_ending_in_slash_star() {
+        assert!(Route::wildcard("openai*", &["a"], &["*"]).is_none());
+        assert!(Route::wildcard("openai/", &["a"], &["*"]).is_none());
+        assert!(Route::wildcard("smart", &["a"], &["*"]).is_none());
+        assert!(Route::new("openai/*", &["a"]).wildcard.is_none());
+    }
+
+    #[test]
+    fn hostile_models_are_malformed_whatever_the_allow_list() {
+        let w = Wildcard::new("x/*", &["*"]).unwrap();
+        let long = "a".repeat(MAX_WILDCARD_MODEL_BYTES + 1);
+        for bad in [
+            "",
+            "../v1/files",
+            "a/b",
+            "a?key=1",
+            "a#frag",
+            "a%2Fb",
+            "a..b",
+            ".hidden",
+            "-x",
+            "a b",
+            "a\\b",
+            "é",
+            &long,
+        ] {
+            assert_eq!(w.admit(bad), Err(ModelRefusal::Malformed), "{bad:?}");
+        }
+        for good in [
+            "gpt-4.1-mini",
+            "claude-sonnet-4@20250514",
+            "llama3:8b",
+            "a+b",
+            "x",
+        ] {
+            assert_eq!(w.admit(good), Ok(()), "{good:?}");
+        }
+        assert_eq!(w.admit(&"a".repeat(MAX_WILDCARD_MODEL_BYTES)), Ok(()));
+    }
+
+    #[test]
+    fn patterns_are_models_with_at_most_a_trailing_star() {
+        for ok in ["*", "gpt-4.1*", "o4-mini", "claude-@*"] {
+            assert!(valid_pattern(ok), "{ok:?}");
+        }
+        for bad in ["", "gpt*4", "**", "a/*", "../*", "a?*", "*a"] {
+            assert!(!valid_pattern(bad), "{bad:?}");
+        }
+        assert!(pattern_admits("*", "anything"));
+        assert!(!pattern_admits("gpt-4.1", "gpt-4.1-mini"));
     }
 
     #[test]

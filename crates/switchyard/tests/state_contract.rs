@@ -380,6 +380,58 @@ mod fleet {
         fleet.stop().await;
     }
 
+    /// A wildcard route's models are breakers of their own in the shared store, under
+    /// `{template}/{model}`: a replica that never served model A sees A's circuit open,
+    /// and B's (same template) and the template's own stay closed.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_wildcard_models_circuit_is_keyed_by_provider_and_model() {
+        use switchyard::provider::scripted::{ScriptedProvider, Step};
+        use switchyard::provider::Provider;
+        use switchyard::{ChatRequest, Gateway, ProviderSpec, Route};
+
+        let fleet = Fleet::start("wildcard_keys", 2).await;
+        fleet.listening().await;
+        let (a, b) = (fleet.store(0), fleet.store(1));
+        let factory = |model: &str| -> Result<Arc<dyn Provider>, String> {
+            let p = ScriptedProvider::new(model);
+            Ok(Arc::new(if model == "bad" {
+                p.otherwise(Step::fail(ErrorKind::Server))
+            } else {
+                p
+            }))
+        };
+        let template = ScriptedProvider::new("own");
+        let gw = Gateway::builder()
+            .provider(
+                ProviderSpec::new("tmpl", Arc::new(template))
+                    .max_attempts(1)
+                    .models(Arc::new(factory)),
+            )
+            .route(
+                Route::wildcard("w/*", &["tmpl"], &["*"])
+                    .unwrap()
+                    .breaker(cfg(1)),
+            )
+            .state(a)
+            .build()
+            .unwrap();
+        let hi = ChatRequest::from_prompt("hi");
+        assert!(gw.chat("w/bad", &hi).await.is_err());
+        assert!(gw.chat("w/good", &hi).await.is_ok());
+        let now = Clock::system().unix_ms();
+        eventually(Duration::from_secs(2), "B sees tmpl/bad open", || async {
+            state_of(&b, "tmpl/bad", now).await == CircuitState::Open
+        })
+        .await;
+        assert_eq!(state_of(&b, "tmpl/good", now).await, CircuitState::Closed);
+        assert_eq!(state_of(&b, "tmpl", now).await, CircuitState::Closed);
+        assert_eq!(
+            b.breaker("tmpl").await.snapshot(now).consecutive_failures,
+            0
+        );
+        fleet.stop().await;
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn exactly_one_probe_across_the_fleet() {
         let fleet = Fleet::start("one_probe", 2).await;

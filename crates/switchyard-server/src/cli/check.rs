@@ -96,6 +96,16 @@ pub fn report_at(
             r.retry.max_attempts,
             r.providers.join(" -> ")
         );
+        if let Some(w) = &r.wildcard {
+            let _ = writeln!(
+                out,
+                "    wildcard: {}<model> -> {} with the model, models = [{}], max_models = {}",
+                w.prefix,
+                r.providers.first().map_or("", String::as_str),
+                w.models.join(", "),
+                w.max_models
+            );
+        }
     }
     let _ = writeln!(out, "\nproviders:");
     for p in gw.providers() {
@@ -255,6 +265,36 @@ mod tests {
             "the hash of \"test\": {text}"
         );
         assert!(text.contains("listen: 127.0.0.1:4000"), "{text}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn shows_a_wildcard_routes_template_and_allow_list() {
+        let dir = std::env::temp_dir().join(format!("sy-check-wild-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.toml");
+        std::fs::write(
+            &path,
+            r#"
+            [[providers]]
+            name = "gpt"
+            kind = "openai"
+            model = "gpt-4o-mini"
+            [[routes]]
+            name = "openai/*"
+            providers = ["gpt"]
+            models = ["gpt-4.1*", "o4-mini"]
+            max_models = 8
+            "#,
+        )
+        .unwrap();
+        let text = report(&path, None, &|_| None).unwrap();
+        assert!(
+            text.contains(
+                "wildcard: openai/<model> -> gpt with the model, models = [gpt-4.1*, o4-mini], max_models = 8"
+            ),
+            "{text}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -1,6 +1,7 @@
 //! From a validated config to a running [`Gateway`]: providers with their keys, routes
 //! with their policies, defaults filled in, and warnings for what may not work.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -87,7 +88,11 @@ pub fn build_gateway(
     for prov in &config.providers {
         let (provider, warning) = provider(prov, env, serving, &transport, clock)?;
         warnings.extend(warning);
-        builder = builder.provider(spec(prov, provider)?);
+        let mut spec = spec(prov, provider)?;
+        if is_template(config, &prov.name) {
+            spec = spec.models(models_of(prov, env, serving, &transport, clock));
+        }
+        builder = builder.provider(spec);
     }
     for r in &config.routes {
         let api = super::route_api(config, r).map_err(|e| format!("routes: {e}"))?;
@@ -107,7 +112,9 @@ fn budget_warnings(gateway: &Gateway) -> Vec<String> {
         if r.budget.is_none() {
             continue;
         }
-        for name in &r.providers {
+        // a wildcard template is priced per resolved model, not by its own
+        let skip = usize::from(r.wildcard.is_some());
+        for name in r.providers.iter().skip(skip) {
             if gateway.price_of(name).is_none() {
                 if !r.allow_unpriced {
                     warnings.push(format!(
@@ -124,6 +131,48 @@ fn budget_warnings(gateway: &Gateway) -> Vec<String> {
         }
     }
     warnings
+}
+
+/// Whether provider `name` is the template of a wildcard route (the first provider of a
+/// route whose name ends in `/*`).
+fn is_template(config: &Config, name: &str) -> bool {
+    (config.routes.iter())
+        .any(|r| r.name.ends_with("/*") && r.providers.first().is_some_and(|p| p == name))
+}
+
+/// How a wildcard template builds itself for another model: its entry with the model (an
+/// Azure provider's deployment, a simulated one's name) replaced, built as at start. The
+/// environment variables it reads are looked up now, once.
+fn models_of(
+    prov: &ProviderToml,
+    env: KeyLookup<'_>,
+    serving: bool,
+    transport: &Transport,
+    clock: Clock,
+) -> switchyard::gateway::ModelFactory {
+    let vars = [
+        resolve_key(prov),
+        prov.token_env.clone(),
+        Some(
+            (prov.credentials_env.as_deref())
+                .unwrap_or(super::clouds::DEFAULT_CREDENTIALS_ENV)
+                .to_owned(),
+        ),
+    ];
+    let snapshot: HashMap<String, String> = (vars.into_iter().flatten())
+        .filter_map(|var| env(&var).map(|value| (var, value)))
+        .collect();
+    let (template, transport) = (prov.clone(), transport.clone());
+    Arc::new(move |model: &str| {
+        let mut entry = template.clone();
+        match entry.kind.as_str() {
+            "azure" => entry.deployment = Some(model.to_owned()),
+            "simulated" => model.clone_into(&mut entry.name),
+            _ => entry.model = Some(model.to_owned()),
+        }
+        let lookup = |var: &str| snapshot.get(var).cloned();
+        provider(&entry, &lookup, serving, &transport, clock).map(|(p, _warning)| p)
+    })
 }
 
 fn provider(
@@ -202,7 +251,16 @@ fn spec(prov: &ProviderToml, provider: Arc<dyn Provider>) -> Result<ProviderSpec
 
 fn route(r: &RouteToml) -> Result<Route, String> {
     let names: Vec<&str> = r.providers.iter().map(String::as_str).collect();
-    let mut route = Route::new(&r.name, &names)
+    let models: Vec<&str> = r.models.iter().flatten().map(String::as_str).collect();
+    let base = Route::wildcard(&r.name, &names, &models)
+        .map(|w| {
+            w.max_models(
+                r.max_models
+                    .unwrap_or(switchyard::route::DEFAULT_MAX_MODELS),
+            )
+        })
+        .unwrap_or_else(|| Route::new(&r.name, &names));
+    let mut route = base
         .order(r.order.unwrap_or_default())
         .deadline(opt(r.deadline.as_deref(), Duration::from_secs(60))?)
         .retry(retry(r)?)

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use switchyard::clock::Clock;
 use switchyard::provider::azure::entra::{TokenFile, DEFAULT_RECHECK};
-use switchyard::provider::azure::{Azure, AzureAuth, AzureConfig};
+use switchyard::provider::azure::{Azure, AzureAuth, AzureConfig, AzureResponses};
 use switchyard::provider::http::{HttpSettings, Transport, DEFAULT_CONNECT_TIMEOUT};
 use switchyard::provider::secret::Secret;
 use switchyard::provider::token::TokenSource;
@@ -221,6 +221,10 @@ pub(super) fn build(
                 prov.api_version.clone().unwrap_or_default(),
             )
         };
+        if prov.api.as_deref() == Some("responses") {
+            let provider = AzureResponses::new(config, transport).map_err(|e| at(&e))?;
+            return Ok((Arc::new(provider), warning));
+        }
         let provider = Azure::new(config, transport).map_err(|e| at(&e))?;
         return Ok((Arc::new(provider), warning));
     }

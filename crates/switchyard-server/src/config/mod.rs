@@ -389,11 +389,11 @@ fn validate_remote(prov: &ProviderToml, at: &str, p: &mut Problems) {
         }
     }
     if let Some(api) = &prov.api {
-        if prov.kind != "openai" {
+        if !matches!(prov.kind.as_str(), "openai" | "azure") {
             p.add(
                 format!("{at}.api"),
                 format!(
-                    "applies to openai providers only (which OpenAI API they speak), not {:?}",
+                    "applies to openai and azure providers only (which OpenAI API they speak), not {:?}",
                     prov.kind
                 ),
             );
@@ -471,6 +471,7 @@ fn validate_routes(
                 );
             }
         }
+        validate_wildcard(config, r, &at, p);
         p.duration(format!("{at}.deadline"), r.deadline.as_deref());
         validate_retry(r.retry.as_ref(), &at, p);
         validate_breaker(r.breaker.as_ref(), &at, p);
@@ -489,6 +490,68 @@ fn validate_routes(
         }
     }
     names
+}
+
+/// A wildcard route (a name ending in `/*`) needs an allow-list of well-formed patterns
+/// and a template that is not also a wildcard-shaped name; other routes take neither
+/// `models` nor `max_models`.
+fn validate_wildcard(config: &Config, r: &RouteToml, at: &str, p: &mut Problems) {
+    let Some(prefix) = r.name.strip_suffix("/*") else {
+        if r.models.is_some() {
+            p.add(
+                format!("{at}.models"),
+                "applies to wildcard routes only (a name ending in \"/*\")",
+            );
+        }
+        if r.max_models.is_some() {
+            p.add(
+                format!("{at}.max_models"),
+                "applies to wildcard routes only (a name ending in \"/*\")",
+            );
+        }
+        return;
+    };
+    if prefix.is_empty() || prefix.contains('*') {
+        p.add(
+            format!("{at}.name"),
+            "a wildcard route is a prefix followed by \"/*\" (e.g. \"openai/*\")",
+        );
+    }
+    match &r.models {
+        None => p.add(format!("{at}.models"), "a wildcard route needs an allow-list (e.g. models = [\"gpt-4.1*\"], or [\"*\"] for any)"),
+        Some(m) if m.is_empty() => p.add(format!("{at}.models"), "must list at least one pattern"),
+        Some(m) => {
+            for (j, pattern) in m.iter().enumerate() {
+                if !switchyard::route::valid_pattern(pattern) {
+                    p.add(format!("{at}.models[{j}]"), format!("{pattern:?} is not a model id (letters, digits, . _ : @ + -), optionally ending in *"));
+                }
+            }
+        }
+    }
+    if r.max_models == Some(0) {
+        p.add(format!("{at}.max_models"), "must be at least 1");
+    }
+    let Some(template) = r.providers.first() else {
+        return;
+    };
+    if template.contains('/') {
+        p.add(
+            format!("{at}.providers[0]"),
+            format!("a wildcard template's name may not contain '/' ({template:?})"),
+        );
+    }
+    let own = format!("{template}/");
+    for (i, prov) in config.providers.iter().enumerate() {
+        if prov.name.starts_with(&own) {
+            p.add(
+                format!("providers[{i}].name"),
+                format!(
+                    "{:?} would share names with the models of wildcard template {template:?} ({})",
+                    prov.name, r.name
+                ),
+            );
+        }
+    }
 }
 
 fn validate_retry(retry: Option<&RetryToml>, at: &str, p: &mut Problems) {

@@ -138,11 +138,12 @@ pub struct ProviderToml {
     /// `openai`: `"as_is"` (default) or `"alnum9"` (tool-call ids rewritten to nine
     /// alphanumerics, as Mistral requires).
     pub tool_call_ids: Option<String>,
-    /// `openai`: which OpenAI API the provider speaks upstream: `"chat_completions"` (the
-    /// default: `POST {base_url}/chat/completions`) or `"responses"` (`POST
-    /// {base_url}/responses`, for models served only there; a `/v1/responses` request it
-    /// answers goes as the client wrote it, built-in tools included). Not a route's `api`
-    /// (chat or embeddings), nor `serves`.
+    /// `openai` and `azure`: which OpenAI API the provider speaks upstream:
+    /// `"chat_completions"` (the default: `POST {base_url}/chat/completions`) or
+    /// `"responses"` (`POST {base_url}/responses`; Azure: `/openai/v1/responses`, or
+    /// `/openai/responses?api-version=…` on the classic path; for models served only there;
+    /// a `/v1/responses` request it answers goes as the client wrote it, built-in tools
+    /// included). Not a route's `api` (chat or embeddings), nor `serves`.
     pub api: Option<String>,
     /// `anthropic`: `max_tokens` when the caller gives none.
     pub default_max_tokens: Option<u32>,
@@ -275,10 +276,20 @@ fn micros(usd: Option<f64>) -> Result<Option<u64>, switchyard::cost::PriceError>
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteToml {
-    /// The name clients send.
+    /// The name clients send. A name ending in `/*` (`"openai/*"`) makes a wildcard route:
+    /// a client's `openai/gpt-4.1-mini` calls the first provider (the template) with the
+    /// model `gpt-4.1-mini`, when `models` allows it.
     pub name: String,
-    /// Provider names, in order.
+    /// Provider names, in order (on a wildcard route the first is the template; the rest
+    /// are fallbacks called with their own models).
     pub providers: Vec<String>,
+    /// Wildcard routes: the models clients may name, each an exact id or a prefix ending
+    /// in `*` (`["gpt-4.1*", "o4-mini"]`; `["*"]` allows any well-formed id). Required on
+    /// wildcard routes, refused on others.
+    pub models: Option<Vec<String>>,
+    /// Wildcard routes: the most distinct models the template is called with (default 64;
+    /// each holds a breaker, a ledger row and metric series).
+    pub max_models: Option<usize>,
     /// `chat` or `embeddings` (default: the API its providers serve; chat when they serve
     /// both).
     pub api: Option<String>,

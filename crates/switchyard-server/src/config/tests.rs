@@ -11,8 +11,13 @@ fn problems(text: &str) -> Vec<String> {
 fn the_example_file_parses() {
     let text = include_str!("../../../../switchyard.example.toml");
     let config = parse(text, "switchyard.example.toml").unwrap();
-    assert_eq!(config.routes.len(), 3);
+    assert_eq!(config.routes.len(), 4);
     assert_eq!(config.providers.len(), 9);
+    assert_eq!(config.routes[3].name, "openai/*");
+    let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
+    let route = built.gateway.route("openai/gpt-4.1-mini").unwrap();
+    assert_eq!(route.wildcard.as_ref().unwrap().max_models, 32);
+    assert!(built.gateway.route("openai/gpt-4o").is_err());
     assert_eq!(config.keys[0].routes, ["smart", "cheap"]);
     let checks = health_checks(&config);
     assert_eq!(checks.len(), 1);
@@ -33,6 +38,54 @@ fn the_example_file_parses() {
             k.name
         );
     }
+}
+
+#[test]
+fn wildcard_routes_need_an_allow_list_of_model_patterns() {
+    let base =
+        "[[providers]]\nname = \"s\"\nkind = \"simulated\"\n[[routes]]\nproviders = [\"s\"]\n";
+    assert!(problems(&format!("{base}name = \"s/*\"\nmodels = [\"a*\", \"b\"]\n")).is_empty());
+    let p = problems(&format!("{base}name = \"s/*\"\n"));
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(
+        p[0].starts_with("routes[0].models: a wildcard route needs an allow-list"),
+        "{p:?}"
+    );
+    let p = problems(&format!(
+        "{base}name = \"s/*\"\nmodels = [\"ok\", \"a/*\", \"x*y\"]\nmax_models = 0\n"
+    ));
+    assert_eq!(p.len(), 3, "{p:?}");
+    assert!(
+        p[0].starts_with("routes[0].models[1]: \"a/*\" is not a model id"),
+        "{p:?}"
+    );
+    assert!(
+        p[1].starts_with("routes[0].models[2]: \"x*y\" is not a model id"),
+        "{p:?}"
+    );
+    assert_eq!(p[2], "routes[0].max_models: must be at least 1");
+    let p = problems(&format!(
+        "{base}name = \"plain\"\nmodels = [\"a\"]\nmax_models = 3\n"
+    ));
+    assert_eq!(
+        p,
+        [
+            "routes[0].models: applies to wildcard routes only (a name ending in \"/*\")",
+            "routes[0].max_models: applies to wildcard routes only (a name ending in \"/*\")"
+        ]
+    );
+    let p = problems(&format!("{base}name = \"/*\"\nmodels = [\"a\"]\n"));
+    assert!(
+        p[0].starts_with("routes[0].name: a wildcard route is a prefix"),
+        "{p:?}"
+    );
+    let clash = "[[providers]]\nname = \"s\"\nkind = \"simulated\"\n[[providers]]\nname = \"s/m\"\nkind = \"simulated\"\n[[routes]]\nname = \"s/*\"\nproviders = [\"s\"]\nmodels = [\"*\"]\n";
+    let p = problems(clash);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(
+        p[0].starts_with("providers[1].name: \"s/m\" would share names"),
+        "{p:?}"
+    );
 }
 
 #[test]
@@ -689,6 +742,23 @@ fn an_openai_provider_can_speak_the_responses_api_upstream() {
         (p.kind(), p.native_kind()),
         ("openai", Some("openai-responses"))
     );
+    let azure = |api: &str| {
+        format!("[[providers]]\nname = \"az\"\nkind = \"azure\"\nendpoint = \"https://r.openai.azure.com\"\ndeployment = \"gpt-5\"\napi_version = \"v1\"\napi_key_env = \"K\"\n{api}\n[[routes]]\nname = \"r\"\nproviders = [\"az\"]\n")
+    };
+    let text = azure("api = \"responses\"");
+    assert!(problems(&text).is_empty(), "{:?}", problems(&text));
+    let config = parse(&text, "test.toml").unwrap();
+    let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
+    let p = &built.gateway.providers()[0].provider;
+    assert_eq!(
+        (p.kind(), p.model(), p.native_kind()),
+        ("azure", "gpt-5", Some("openai-responses"))
+    );
+    let p = problems(&azure("api = \"assistants\""));
+    assert_eq!(
+        p,
+        [r#"providers[0].api: "assistants" is not one of chat_completions, responses"#]
+    );
     let text = conf("openai", "api = \"chat_completions\"");
     let config = parse(&text, "test.toml").unwrap();
     let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
@@ -700,7 +770,7 @@ fn an_openai_provider_can_speak_the_responses_api_upstream() {
         ),
         (
             conf("anthropic", "api = \"responses\""),
-            r#"providers[0].api: applies to openai providers only (which OpenAI API they speak), not "anthropic""#,
+            r#"providers[0].api: applies to openai and azure providers only (which OpenAI API they speak), not "anthropic""#,
         ),
         (
             conf("openai", "api = \"responses\"\nuse_max_tokens = true"),

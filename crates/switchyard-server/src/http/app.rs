@@ -19,7 +19,7 @@ pub fn app(state: AppState) -> Router {
     // id its log line and dashboard entry carry) and stays off this layer's per-request cost.
     let rest = Router::new()
         .route("/v1/models", get(models::list))
-        .route("/v1/models/{id}", get(models::retrieve))
+        .route("/v1/models/{*id}", get(models::retrieve))
         .route("/healthz", get(admin::healthz))
         .route("/readyz", get(admin::readyz))
         .route("/admin/health", get(admin::health))

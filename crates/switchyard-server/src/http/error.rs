@@ -200,6 +200,14 @@ impl From<GatewayError> for ApiError {
                     .code("model_not_found")
                     .param("model")
             }
+            GatewayError::ModelRefused {
+                malformed: true, ..
+            } => Self::bad_request(Some("model".into()), message).code("invalid_model"),
+            GatewayError::ModelRefused { .. } => {
+                Self::new(StatusCode::NOT_FOUND, "invalid_request_error", message)
+                    .code("model_not_found")
+                    .param("model")
+            }
             GatewayError::InvalidRequest(_) => Self::bad_request(None, message),
             GatewayError::BudgetExceeded { .. } => {
                 Self::new(StatusCode::PAYMENT_REQUIRED, "insufficient_quota", message)

@@ -1,7 +1,9 @@
 //! `GET /v1/models` and `GET /v1/models/{id}`: the routes, as OpenAI model objects (what
 //! clients may send as `model`), each saying which API it serves (`chat` or `embeddings`).
 //! With keys configured, a caller sees only the routes it may use; any other id is a 404 in
-//! OpenAI's shape.
+//! OpenAI's shape. A wildcard route (`openai/*`) is listed as the exact ids of its
+//! allow-list (`openai/o4-mini`); its patterns (`gpt-4.1*`) name no one model and are left
+//! out, and so is a wildcard route that has only patterns.
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -27,7 +29,7 @@ pub async fn list(
         .routes()
         .into_iter()
         .filter(|r| caller.as_ref().is_none_or(|c| c.allows(&r.name)))
-        .map(model)
+        .flat_map(models)
         .collect();
     Ok(Json(json!({ "object": "list", "data": data })))
 }
@@ -48,7 +50,7 @@ pub async fn retrieve(
         .route(&id)
         .ok()
         .filter(|r| caller.as_ref().is_none_or(|c| c.allows(&r.name)))
-        .map(|r| Json(model(r)))
+        .map(|r| Json(model_as(r, &id)))
         .ok_or_else(|| {
             ApiError::new(
                 StatusCode::NOT_FOUND,
@@ -63,14 +65,30 @@ pub async fn retrieve(
         })
 }
 
-/// A route as an OpenAI model object, with its providers and the API it serves.
-fn model(r: &Route) -> Value {
-    json!({
-        "id": r.name,
+/// A route's model objects: the route itself, or a wildcard route's exact allow-list ids.
+fn models(r: &Route) -> Vec<Value> {
+    let Some(w) = &r.wildcard else {
+        return vec![model_as(r, &r.name)];
+    };
+    (w.models.iter())
+        .filter(|m| !m.ends_with('*'))
+        .map(|m| model_as(r, &format!("{}{m}", w.prefix)))
+        .collect()
+}
+
+/// A route as an OpenAI model object called `id`, with its providers and the API it
+/// serves (and, for a wildcard route, the route's name).
+fn model_as(r: &Route, id: &str) -> Value {
+    let mut object = json!({
+        "id": id,
         "object": "model",
         "created": 0,
         "owned_by": "switchyard",
         "api": r.api.label(),
         "providers": r.providers,
-    })
+    });
+    if r.wildcard.is_some() {
+        object["route"] = json!(r.name);
+    }
+    object
 }

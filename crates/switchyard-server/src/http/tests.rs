@@ -26,6 +26,7 @@ mod hostile;
 mod messages;
 mod recovery;
 mod responses;
+mod wildcard;
 
 struct Fixture {
     state: AppState,

@@ -10,6 +10,7 @@ mod health;
 mod hold;
 mod run;
 mod stream;
+mod wildcard;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -66,7 +67,16 @@ pub struct ProviderSpec {
     /// (or the field is dropped, on a route that drops unsupported fields), as if its
     /// vendor declared the field unsupported.
     pub reasoning: Option<bool>,
+    /// Builds this provider for another model (same kind, endpoint, credential and
+    /// settings): what makes it a wildcard route's template. `None`: it calls only its own
+    /// model.
+    pub models: Option<ModelFactory>,
 }
+
+/// Builds a provider like a template but calling `model` (see [`ProviderSpec::models`]).
+/// Called once per distinct model a wildcard route admits; the model is already checked
+/// ([`crate::route::well_formed_model`]).
+pub type ModelFactory = Arc<dyn Fn(&str) -> Result<Arc<dyn Provider>, String> + Send + Sync>;
 
 impl std::fmt::Debug for ProviderSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -95,7 +105,15 @@ impl ProviderSpec {
             max_output_tokens: None,
             supports_prefill: false,
             reasoning: None,
+            models: None,
         }
+    }
+
+    /// Builder: how to build this provider for another model (a wildcard template).
+    #[must_use]
+    pub fn models(mut self, factory: ModelFactory) -> Self {
+        self.models = Some(factory);
+        self
     }
 
     /// Builder: per-attempt timeout.
@@ -182,6 +200,24 @@ struct Slot {
 const LATENCY_EWMA_ALPHA: f64 = 0.3;
 
 impl Slot {
+    /// A slot for `spec`, its price, output limit and reasoning flag from the spec's
+    /// overrides, else `table`'s exact-id entry for its model.
+    fn new(spec: ProviderSpec, table: &PriceTable) -> Self {
+        let entry = table.lookup(spec.provider.model());
+        Self {
+            price: spec.price.or_else(|| entry.map(|e| e.price)),
+            max_output_tokens: spec
+                .max_output_tokens
+                .or_else(|| entry.and_then(|e| e.max_output_tokens)),
+            reasoning: spec
+                .reasoning
+                .or_else(|| entry.and_then(|e| e.reasoning))
+                .unwrap_or(true),
+            spec,
+            latency_ms: Mutex::new(None),
+        }
+    }
+
     /// How this provider carries `field`: its adapter's declaration, except that a model
     /// that does not reason cannot honour `reasoning_effort` whatever its vendor's API
     /// takes (OpenAI answers the field with a 400 for a model that does not reason).
@@ -301,24 +337,8 @@ impl GatewayBuilder {
             return Err(BuildError { problems });
         }
         let table = self.prices.unwrap_or_else(|| PriceTable::builtin().clone());
-        let slots: Vec<Slot> = self
-            .providers
-            .into_iter()
-            .map(|spec| {
-                let entry = table.lookup(spec.provider.model());
-                Slot {
-                    price: spec.price.or_else(|| entry.map(|e| e.price)),
-                    max_output_tokens: spec
-                        .max_output_tokens
-                        .or_else(|| entry.and_then(|e| e.max_output_tokens)),
-                    reasoning: spec
-                        .reasoning
-                        .or_else(|| entry.and_then(|e| e.reasoning))
-                        .unwrap_or(true),
-                    spec,
-                    latency_ms: Mutex::new(None),
-                }
-            })
+        let slots: Vec<Slot> = (self.providers.into_iter())
+            .map(|spec| Slot::new(spec, &table))
             .collect();
         let by_name = slots
             .iter()
@@ -326,11 +346,15 @@ impl GatewayBuilder {
             .map(|(i, s)| (s.spec.name.clone(), i))
             .collect();
         let route_order = self.routes.iter().map(|r| r.name.clone()).collect();
-        let routes = self
-            .routes
-            .into_iter()
-            .map(|r| (r.name.clone(), Arc::new(r)))
+        let routes: Vec<Arc<Route>> = self.routes.into_iter().map(Arc::new).collect();
+        let wildcards: Vec<Arc<Route>> = (routes.iter())
+            .filter(|r| r.wildcard.is_some())
+            .cloned()
             .collect();
+        let resolved = (wildcards.iter())
+            .map(|r| (r.name.clone(), wildcard::Resolved::default()))
+            .collect();
+        let routes = routes.into_iter().map(|r| (r.name.clone(), r)).collect();
         let ledger = Arc::new(Ledger::new());
         let mut observers = self.observers;
         observers.insert(0, ledger.clone());
@@ -340,6 +364,9 @@ impl GatewayBuilder {
                 by_name,
                 routes,
                 route_order,
+                wildcards,
+                resolved,
+                prices: table,
                 state: self.state.unwrap_or_else(|| Arc::new(MemoryState::new())),
                 clock: self.clock.unwrap_or_default(),
                 observers,
@@ -412,9 +439,57 @@ impl GatewayBuilder {
                     r.name
                 ));
             }
+            if let Some(w) = &r.wildcard {
+                problems.extend(self.wildcard_problems(r, w));
+            }
         }
         if self.routes.is_empty() {
             problems.push("no routes".to_owned());
+        }
+        problems
+    }
+
+    /// What is wrong with wildcard route `r`: its template must build other models and
+    /// its allow-list must be usable, and no registered provider may be named like one of
+    /// its models' slots (`{template}/…`).
+    fn wildcard_problems(&self, r: &Route, w: &crate::route::Wildcard) -> Vec<String> {
+        let mut problems = Vec::new();
+        let at = |msg: String| format!("route {:?}: {msg}", r.name);
+        if w.models.is_empty() {
+            problems.push(at("a wildcard route needs an allow-list of models".into()));
+        }
+        for bad in w.models.iter().filter(|m| !crate::route::valid_pattern(m)) {
+            problems.push(at(format!(
+                "model pattern {bad:?} is not a model id, optionally ending in *"
+            )));
+        }
+        if w.max_models == 0 {
+            problems.push(at("max_models must be at least 1".into()));
+        }
+        let Some(template) = r.providers.first() else {
+            return problems;
+        };
+        match self.providers.iter().find(|p| &p.name == template) {
+            Some(p) if p.models.is_none() => problems.push(at(format!(
+                "provider {template:?} cannot call other models, so it cannot be a wildcard template"
+            ))),
+            _ => {}
+        }
+        if template.contains('/') {
+            problems.push(at(format!(
+                "a wildcard template's name may not contain '/' ({template:?})"
+            )));
+        }
+        let prefix = format!("{template}/");
+        for p in self
+            .providers
+            .iter()
+            .filter(|p| p.name.starts_with(&prefix))
+        {
+            problems.push(at(format!(
+                "provider {:?} would share names with the models of template {template:?}",
+                p.name
+            )));
         }
         problems
     }
@@ -426,6 +501,13 @@ struct Inner {
     routes: HashMap<String, Arc<Route>>,
     /// Route names in registration order; the first is the default.
     route_order: Vec<String>,
+    /// The wildcard routes, in registration order: tried, by prefix, only for a name
+    /// that is no route's.
+    wildcards: Vec<Arc<Route>>,
+    /// Per wildcard route (by name): the template slots resolved so far.
+    resolved: HashMap<String, wildcard::Resolved>,
+    /// Prices of the models wildcard routes resolve.
+    prices: PriceTable,
     state: Arc<dyn SharedState>,
     clock: Clock,
     /// The ledger first, then the caller's.
@@ -510,7 +592,8 @@ impl Gateway {
         req: &ChatRequest,
         opts: &CallOptions,
     ) -> Result<ChatResponse, GatewayError> {
-        let route = self.route_arc(route)?;
+        let requested = route;
+        let route = self.route_arc(requested)?;
         let result = if let Some(wrong) = wrong_api(route, Api::Chat) {
             Err(wrong)
         } else if req.messages.is_empty() {
@@ -518,7 +601,14 @@ impl Gateway {
                 "messages must not be empty".to_owned(),
             ))
         } else {
-            run::Run::new(self, route, opts).execute(req).await
+            match self.resolve(route, requested) {
+                Ok(resolved) => {
+                    run::Run::new(self, route, resolved, opts)
+                        .execute(req)
+                        .await
+                }
+                Err(e) => Err(e),
+            }
         };
         for o in &self.inner.observers {
             o.on_complete(&route.name, result.as_ref());
@@ -572,10 +662,14 @@ impl Gateway {
         req: &EmbeddingRequest,
         opts: &CallOptions,
     ) -> Result<EmbeddingResponse, GatewayError> {
-        let route = self.route_arc(route)?;
+        let requested = route;
+        let route = self.route_arc(requested)?;
         let result = match wrong_api(route, Api::Embeddings).or_else(|| unusable(req)) {
             Some(err) => Err(err),
-            None => run::Run::new(self, route, opts).embed(req).await,
+            None => match self.resolve(route, requested) {
+                Ok(resolved) => run::Run::new(self, route, resolved, opts).embed(req).await,
+                Err(e) => Err(e),
+            },
         };
         for o in &self.inner.observers {
             o.on_embedded(&route.name, result.as_ref());
@@ -608,22 +702,21 @@ impl Gateway {
             .collect()
     }
 
-    /// The route called `name`.
+    /// The route called `name`, or the wildcard route whose prefix `name` starts with
+    /// (`openai/gpt-4.1-mini` → `openai/*`) when it allows the model after the prefix.
     ///
     /// # Errors
-    /// [`GatewayError::UnknownRoute`] listing the configured routes.
+    /// [`GatewayError::UnknownRoute`] listing the configured routes;
+    /// [`GatewayError::ModelRefused`] for a model a wildcard route does not call.
     pub fn route(&self, name: &str) -> Result<&Route, GatewayError> {
         self.route_arc(name).map(AsRef::as_ref)
     }
 
     fn route_arc(&self, name: &str) -> Result<&Arc<Route>, GatewayError> {
-        self.inner
-            .routes
-            .get(name)
-            .ok_or_else(|| GatewayError::UnknownRoute {
-                name: name.to_owned(),
-                known: self.inner.route_order.clone(),
-            })
+        match self.inner.routes.get(name) {
+            Some(route) if route.wildcard.is_none() => Ok(route),
+            _ => self.wildcard_route(name),
+        }
     }
 
     /// What a committed stream may keep of what it delivered before it stops being
@@ -642,7 +735,7 @@ impl Gateway {
     /// The price in force for provider `name` (`None`: unknown or unpriced).
     #[must_use]
     pub fn price_of(&self, name: &str) -> Option<Price> {
-        self.slot(name).and_then(|s| s.price)
+        self.with_slot(name, |s| s.price).flatten()
     }
 
     /// The most output tokens a call to provider `name` may produce when the request sets
@@ -650,11 +743,10 @@ impl Gateway {
     /// unknown, so a budgeted request gets its route's `default_max_tokens`).
     #[must_use]
     pub fn max_output_tokens_of(&self, name: &str) -> Option<u32> {
-        let slot = self.slot(name)?;
-        slot.spec
-            .provider
-            .default_max_tokens()
-            .or(slot.max_output_tokens)
+        self.with_slot(name, |slot| {
+            (slot.spec.provider.default_max_tokens()).or(slot.max_output_tokens)
+        })
+        .flatten()
     }
 
     /// How provider `name` carries `field`, as the gateway decides skips and drops: its
@@ -662,14 +754,21 @@ impl Gateway {
     /// not reason (`None`: no such provider).
     #[must_use]
     pub fn support_of(&self, name: &str, field: Field) -> Option<Support> {
-        self.slot(name).map(|s| s.support(field))
+        self.with_slot(name, |s| s.support(field))
+    }
+
+    /// The API whose native bodies provider `name` sends as written (see
+    /// [`Provider::native_kind`]); the outer `None`: no such provider.
+    #[must_use]
+    pub fn native_kind_of(&self, name: &str) -> Option<Option<&'static str>> {
+        self.with_slot(name, |s| s.spec.provider.native_kind())
     }
 
     /// Whether provider `name`'s model takes reasoning controls: the spec's override, else
     /// the price table's flag, else yes (`None`: no such provider).
     #[must_use]
     pub fn reasoning_of(&self, name: &str) -> Option<bool> {
-        self.slot(name).map(|s| s.reasoning)
+        self.with_slot(name, |s| s.reasoning)
     }
 
     /// The built-in ledger.
@@ -696,11 +795,21 @@ impl Gateway {
         Some(self.inner.state.budget(&budget_scope(route), limit).await)
     }
 
-    /// Every provider's health as of now.
+    /// Every provider's health as of now: the registered ones, then each model a wildcard
+    /// route has called (`{template}/{model}`), by name.
     pub async fn health(&self) -> Vec<ProviderHealth> {
         let now = self.now();
-        let mut out = Vec::with_capacity(self.inner.slots.len());
-        for slot in &self.inner.slots {
+        let mut resolved: Vec<Arc<Slot>> = (self.inner.resolved.values())
+            .flat_map(wildcard::Resolved::all)
+            .collect();
+        resolved.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
+        let slots = self
+            .inner
+            .slots
+            .iter()
+            .chain(resolved.iter().map(AsRef::as_ref));
+        let mut out = Vec::with_capacity(self.inner.slots.len() + resolved.len());
+        for slot in slots {
             let snap = self
                 .inner
                 .state
@@ -742,6 +851,16 @@ impl Gateway {
 
     fn slot(&self, name: &str) -> Option<&Slot> {
         self.inner.by_name.get(name).map(|&i| &self.inner.slots[i])
+    }
+
+    /// `f` of the slot called `name`: a registered provider, else a model a wildcard
+    /// route resolved.
+    fn with_slot<R>(&self, name: &str, f: impl FnOnce(&Slot) -> R) -> Option<R> {
+        if let Some(slot) = self.slot(name) {
+            return Some(f(slot));
+        }
+        let slot = (self.inner.resolved.values()).find_map(|r| r.get(name))?;
+        Some(f(&slot))
     }
 
     /// The breaker settings of the first route that uses `provider` (for health checks).

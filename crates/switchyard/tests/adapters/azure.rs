@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::json;
 use switchyard::clock::Clock;
 use switchyard::provider::azure::entra::TokenFile;
-use switchyard::provider::azure::{Azure, AzureAuth, AzureConfig};
+use switchyard::provider::azure::{Azure, AzureAuth, AzureConfig, AzureResponses};
 use switchyard::provider::http::Transport;
 use switchyard::provider::secret::Secret;
 use switchyard::{ChatRequest, ErrorKind, Provider};
@@ -279,4 +279,188 @@ async fn embeddings_on_both_paths() {
         assert_eq!(reply.vectors, [vec![0.5, -0.25]]);
     }
     server.verify().await;
+}
+
+/// The Responses API on the v1 path (`api = "responses"`) with an `api-key`.
+pub struct ResponsesV1Harness;
+
+/// The Responses API on the classic path (`/openai/responses?api-version=…`, no deployment
+/// segment) with an Entra token given as is.
+pub struct ResponsesClassicHarness;
+
+const RESPONSES_VERSION: &str = "2025-04-01-preview";
+
+fn build_responses(config: AzureConfig) -> Arc<dyn Provider> {
+    Arc::new(AzureResponses::new(config, &Transport::default()).unwrap())
+}
+
+impl VendorHarness for ResponsesV1Harness {
+    fn vendor(&self) -> &'static str {
+        "openai_responses"
+    }
+
+    fn provider(&self, server_uri: &str, key: Option<Secret>, clock: Clock) -> Arc<dyn Provider> {
+        build_responses(AzureConfig {
+            auth: key.map_or(AzureAuth::None, AzureAuth::ApiKey),
+            clock,
+            ..AzureConfig::new(server_uri, DEPLOYMENT, "v1")
+        })
+    }
+
+    fn completion_path(&self, _stream: bool) -> String {
+        "/openai/v1/responses".to_owned()
+    }
+
+    fn health_path(&self) -> Option<String> {
+        Some("/openai/v1/models".to_owned())
+    }
+
+    fn view(&self, request: &Request) -> RequestView {
+        assert_eq!(
+            request.url.query(),
+            None,
+            "the v1 path takes no api-version"
+        );
+        assert!(request.headers.get("authorization").is_none());
+        let mut view = crate::openai_responses::Harness.view(request);
+        view.credential = request
+            .headers
+            .get("api-key")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        view
+    }
+
+    fn error_body(&self, status: u16, message: &str) -> serde_json::Value {
+        crate::openai_responses::Harness.error_body(status, message)
+    }
+}
+
+impl VendorHarness for ResponsesClassicHarness {
+    fn vendor(&self) -> &'static str {
+        "openai_responses"
+    }
+
+    fn provider(&self, server_uri: &str, key: Option<Secret>, clock: Clock) -> Arc<dyn Provider> {
+        build_responses(AzureConfig {
+            auth: key.map_or(AzureAuth::None, AzureAuth::Token),
+            clock,
+            ..AzureConfig::new(server_uri, DEPLOYMENT, RESPONSES_VERSION)
+        })
+    }
+
+    fn completion_path(&self, _stream: bool) -> String {
+        "/openai/responses".to_owned()
+    }
+
+    fn health_path(&self) -> Option<String> {
+        Some("/openai/models".to_owned())
+    }
+
+    fn view(&self, request: &Request) -> RequestView {
+        assert_eq!(
+            request.url.query(),
+            Some(format!("api-version={RESPONSES_VERSION}").as_str())
+        );
+        assert!(request.headers.get("api-key").is_none());
+        // the bearer credential, as the Responses view reads it
+        crate::openai_responses::Harness.view(request)
+    }
+
+    fn error_body(&self, status: u16, message: &str) -> serde_json::Value {
+        crate::openai_responses::Harness.error_body(status, message)
+    }
+}
+
+/// A `/v1/responses` request's own body goes to an Azure Responses provider as written
+/// (built-in tools and all), with the deployment as its `model`, on both path styles; the
+/// answer keeps the upstream's output items for the Responses dialect.
+#[tokio::test]
+async fn a_native_responses_body_goes_as_written_on_both_paths() {
+    use switchyard::chat::Native;
+    use switchyard::provider::openai::responses::NATIVE_KIND;
+    use wiremock::matchers::body_json;
+
+    let client = json!({
+        "model": "route",
+        "input": [{"role": "user", "content": "Any news?"}],
+        "tools": [{"type": "web_search"}],
+        "include": ["reasoning.encrypted_content"],
+    });
+    let want = json!({
+        "model": DEPLOYMENT,
+        "input": [{"role": "user", "content": "Any news?"}],
+        "tools": [{"type": "web_search"}],
+        "include": ["reasoning.encrypted_content"],
+        "stream": false,
+    });
+    let output = json!([
+        {"type": "web_search_call", "id": "ws_1", "status": "completed",
+            "action": {"type": "search", "query": "news"}},
+        {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": "Quiet day.", "annotations": []}]},
+    ]);
+    let answer = json!({"id": "resp_up", "object": "response", "status": "completed",
+        "model": DEPLOYMENT, "output": output,
+        "usage": {"input_tokens": 9, "output_tokens": 3}});
+    for (version, route, auth) in [
+        ("v1", "/openai/v1/responses", ("api-key", KEY.to_owned())),
+        (
+            RESPONSES_VERSION,
+            "/openai/responses",
+            ("authorization", format!("Bearer {KEY}")),
+        ),
+    ] {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path(route))
+            .and(header(auth.0, auth.1.as_str()))
+            .and(body_json(&want))
+            .respond_with(ResponseTemplate::new(200).set_body_json(&answer))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let secret = Secret::new(KEY);
+        let p = build_responses(AzureConfig {
+            auth: if version == "v1" {
+                AzureAuth::ApiKey(secret)
+            } else {
+                AzureAuth::Token(secret)
+            },
+            ..AzureConfig::new(server.uri(), DEPLOYMENT, version)
+        });
+        assert_eq!(p.native_kind(), Some(NATIVE_KIND));
+        assert_eq!(p.kind(), "azure");
+        let req = ChatRequest {
+            native: Some(Native::new(NATIVE_KIND, client.clone()).required(true)),
+            ..ChatRequest::from_prompt("Any news?")
+        };
+        let reply = p.send(&req).await.unwrap();
+        assert_eq!(reply.text, "Quiet day.");
+        let kept = reply.native.expect("the upstream's response kept");
+        assert_eq!(kept["output"][0]["type"], "web_search_call");
+        server.verify().await;
+    }
+}
+
+/// The Responses API's content filter: an answer withheld entirely (`incomplete`, reason
+/// `content_filter`, no output) is a `content_filtered` error, as on the chat path.
+#[tokio::test]
+async fn a_withheld_responses_answer_is_content_filtered() {
+    let server = MockServer::start().await;
+    let withheld = json!({"id": "resp_f", "object": "response", "status": "incomplete",
+        "incomplete_details": {"reason": "content_filter"}, "model": DEPLOYMENT,
+        "output": [], "usage": {"input_tokens": 9, "output_tokens": 0}});
+    Mock::given(method("POST"))
+        .and(path("/openai/v1/responses"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(withheld))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let p = build_responses(AzureConfig {
+        auth: AzureAuth::ApiKey(Secret::new(KEY)),
+        ..AzureConfig::new(server.uri(), DEPLOYMENT, "v1")
+    });
+    let err = p.send(&ChatRequest::from_prompt(PROMPT)).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::ContentFiltered, "{err}");
 }

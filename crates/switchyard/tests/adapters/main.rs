@@ -30,6 +30,11 @@ mod vertex;
 adapter_suite!(anthropic_suite, crate::anthropic::Harness);
 adapter_suite!(azure_v1_suite, crate::azure::V1Harness);
 adapter_suite!(azure_classic_suite, crate::azure::ClassicHarness);
+adapter_suite!(azure_responses_v1_suite, crate::azure::ResponsesV1Harness);
+adapter_suite!(
+    azure_responses_classic_suite,
+    crate::azure::ResponsesClassicHarness
+);
 adapter_suite!(gemini_suite, crate::gemini::Harness);
 adapter_suite!(openai_suite, crate::openai::Harness);
 adapter_suite!(vertex_gemini_suite, crate::vertex::GeminiHarness);

@@ -19,6 +19,7 @@ mod recovery;
 mod rescue_buffer;
 mod seeds;
 mod stream;
+mod wildcard;
 mod worst_case;
 
 use std::sync::Arc;

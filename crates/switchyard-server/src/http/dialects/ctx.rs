@@ -191,7 +191,8 @@ fn field_verdicts(state: &AppState, ctx: &Ctx, provider: &str) -> (FieldSet, Fie
     if ctx.fields.is_empty() {
         return (FieldSet::EMPTY, FieldSet::EMPTY);
     }
-    if !state.gateway.providers().iter().any(|s| s.name == provider) {
+    if state.gateway.reasoning_of(provider).is_none() {
+        // no such provider (a registered one, or a model a wildcard route resolved)
         return (FieldSet::EMPTY, FieldSet::EMPTY);
     }
     // the gateway's verdict, not the adapter's alone: a model that does not reason
@@ -219,11 +220,7 @@ pub(crate) fn answered_natively(state: &AppState, ctx: &Ctx, provider: &str) -> 
     let Some(kind) = ctx.native_kind else {
         return false;
     };
-    state
-        .gateway
-        .providers()
-        .iter()
-        .any(|spec| spec.name == provider && spec.provider.native_kind() == Some(kind))
+    state.gateway.native_kind_of(provider) == Some(Some(kind))
 }
 
 pub(crate) fn set(headers: &mut HeaderMap, name: &'static str, value: &str) {

@@ -15,7 +15,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use switchyard::gateway::CallOptions;
 use switchyard::route::Route;
-use switchyard::ChatResponse;
+use switchyard::{ChatResponse, GatewayError};
 
 pub(crate) use super::ctx::{completion_entry, record_tokens, set, who_answered, Ctx, Trail};
 use super::{Decoded, Dialect};
@@ -124,10 +124,10 @@ pub(crate) fn admit_route<'s>(
     ctx: &mut Ctx,
     caller: Option<&Caller>,
 ) -> Result<&'s Route, ApiError> {
-    let route = state
-        .gateway
-        .route(&ctx.route)
-        .map_err(|_| unknown_route(state, &ctx.route, caller))?;
+    let route = state.gateway.route(&ctx.route).map_err(|e| match e {
+        GatewayError::UnknownRoute { .. } => unknown_route(state, &ctx.route, caller),
+        other => ApiError::from(other),
+    })?;
     ctx.route_label.clone_from(&route.name);
     if let Some(c) = caller {
         if !c.allows(&route.name) {

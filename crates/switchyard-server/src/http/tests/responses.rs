@@ -998,3 +998,52 @@ async fn a_tampered_reasoning_item_is_a_400_naming_it() {
     );
     assert!(claude.received_requests().await.unwrap().is_empty());
 }
+
+/// An Azure provider with `api = "responses"`, built from config: a `/v1/responses`
+/// request with a built-in tool reaches it as the client wrote it (the deployment as its
+/// `model`, the key as `api-key`), and the upstream's output items come back.
+#[tokio::test]
+async fn an_azure_responses_provider_gets_the_clients_body() {
+    use crate::config::{build_gateway, parse, Wiring};
+    use wiremock::matchers::{header, method, path};
+
+    let azure = wiremock::MockServer::start().await;
+    let answer = json!({"id": "resp_up", "object": "response", "status": "completed",
+        "model": "gpt-5-prod", "output": [
+            {"type": "web_search_call", "id": "ws_1", "status": "completed",
+                "action": {"type": "search", "query": "news"}},
+            {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                "content": [{"type": "output_text", "text": "Quiet day.", "annotations": []}]}],
+        "usage": {"input_tokens": 9, "output_tokens": 3}});
+    wiremock::Mock::given(method("POST"))
+        .and(path("/openai/v1/responses"))
+        .and(header("api-key", "azure-key-for-test"))
+        .respond_with(wiremock::ResponseTemplate::new(200).set_body_json(answer))
+        .expect(1)
+        .mount(&azure)
+        .await;
+    let text = format!(
+        "[[providers]]\nname = \"az\"\nkind = \"azure\"\nendpoint = \"{}\"\ndeployment = \"gpt-5-prod\"\napi_version = \"v1\"\napi = \"responses\"\napi_key_env = \"AZ_KEY\"\nprice = {{ input_per_mtok = 1.0, output_per_mtok = 2.0 }}\n[[routes]]\nname = \"smart\"\nproviders = [\"az\"]\n",
+        azure.uri()
+    );
+    let config = parse(&text, "azure.toml").unwrap();
+    let env = |v: &str| (v == "AZ_KEY").then(|| "azure-key-for-test".to_owned());
+    let built = build_gateway(&config, &env, false, Wiring::default()).unwrap();
+    let shared = Shared::for_tests(built.gateway, KeyStore::new(&[]), Arc::new(Metrics::new()));
+    let state = AppState(Arc::new(shared));
+    let body = json!({"model": "smart", "input": "Any news?", "store": false,
+        "tools": [{"type": "web_search"}]});
+    let resp = call(&state, post_responses(&body)).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let got = json_body(resp).await;
+    let kinds: Vec<&str> = (got["output"].as_array().unwrap().iter())
+        .map(|o| o["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["web_search_call", "message"]);
+    let sent = &azure.received_requests().await.unwrap()[0];
+    let upstream: Value = serde_json::from_slice(&sent.body).unwrap();
+    assert_eq!(upstream["model"], "gpt-5-prod");
+    assert_eq!(upstream["tools"], json!([{"type": "web_search"}]));
+    assert_eq!(upstream["input"], "Any news?");
+    assert!(sent.headers.get("authorization").is_none());
+}

@@ -24,14 +24,14 @@ impl Run {
         let Answer::Vectors(reply) = won.answer else {
             unreachable!("an embeddings turn answers with vectors")
         };
-        let gw = self.gw.clone();
-        let slot = &gw.inner.slots[self.plan[pos]];
+        let slots = self.slots();
+        let (gw, slot) = (&slots.gw, slots.get(self.plan[pos]));
         let model = reply
             .model
             .unwrap_or_else(|| slot.spec.provider.model().to_owned());
         self.record_success(slot, &model, won.attempt, won.latency);
         let usage = reply.usage.as_ref();
-        check_usage(&gw, &self.route.name, slot, &model, won.limits, usage);
+        check_usage(gw, &self.route.name, slot, &model, won.limits, usage);
         let cost = cost_of(None, usage, slot.price);
         if let Some(r) = won.reservation {
             r.settle(self.state().as_ref(), cost).await;

@@ -139,7 +139,35 @@ pub(super) struct Run {
     pub settled: bool,
     /// The fields of `docs/fields.md` the request uses (set when the first turn starts).
     pub fields: FieldSet,
+    /// A wildcard route's template, built for the model the client named: the plan's
+    /// [`RESOLVED`] entry. `None` on other routes.
+    pub resolved: Option<Arc<Slot>>,
     rng: fastrand::Rng,
+}
+
+/// The plan entry that stands for [`Run::resolved`] (never a registered slot's index).
+pub(in crate::gateway) const RESOLVED: usize = usize::MAX;
+
+/// The slots a run's plan indexes, held apart from the run so a turn can borrow one while
+/// the run changes (two reference counts, no allocation).
+pub(in crate::gateway) struct Slots {
+    pub gw: Gateway,
+    resolved: Option<Arc<Slot>>,
+}
+
+impl Slots {
+    /// The slot plan entry `i` names.
+    pub fn get(&self, i: usize) -> &Slot {
+        pick(&self.gw, self.resolved.as_deref(), i)
+    }
+}
+
+/// Plan entry `i`: the resolved template for [`RESOLVED`], else a registered slot.
+fn pick<'a>(gw: &'a Gateway, resolved: Option<&'a Slot>, i: usize) -> &'a Slot {
+    match resolved {
+        Some(slot) if i == RESOLVED => slot,
+        _ => &gw.inner.slots[i],
+    }
 }
 
 impl Drop for Run {
@@ -161,7 +189,12 @@ impl Drop for Run {
 }
 
 impl Run {
-    pub(super) fn new(gw: &Gateway, route: &Arc<Route>, opts: &CallOptions) -> Self {
+    pub(super) fn new(
+        gw: &Gateway,
+        route: &Arc<Route>,
+        resolved: Option<Arc<Slot>>,
+        opts: &CallOptions,
+    ) -> Self {
         let started = gw.inner.clock.now();
         let rng = gw
             .inner
@@ -182,8 +215,22 @@ impl Run {
             budgets: budgets_of(route, opts),
             settled: false,
             fields: FieldSet::EMPTY,
+            resolved,
             rng,
         }
+    }
+
+    /// The slots the plan indexes, to borrow one across a `&mut self` call.
+    pub(in crate::gateway) fn slots(&self) -> Slots {
+        Slots {
+            gw: self.gw.clone(),
+            resolved: self.resolved.clone(),
+        }
+    }
+
+    /// The slot plan entry `i` names.
+    pub(in crate::gateway) fn slot_at(&self, i: usize) -> &Slot {
+        pick(&self.gw, self.resolved.as_deref(), i)
     }
 
     /// A non-streaming request, start to finish.
@@ -232,8 +279,8 @@ impl Run {
             self.deadline_hit = true;
             return Ok(None);
         }
-        let gw = self.gw.clone(); // the slot outlives the turn's `&mut self`
-        let slot = &gw.inner.slots[i];
+        let slots = self.slots(); // the slot outlives the turn's `&mut self`
+        let slot = slots.get(i);
         match self.turn(slot, call).await {
             TurnEnd::Answered(won) => Ok(Some(won)),
             TurnEnd::Skipped => Ok(None),
@@ -302,8 +349,10 @@ impl Run {
             Outcome::Skipped { reason, .. } => *reason == SkipReason::Cooling,
             Outcome::Success | Outcome::Rescue { .. } => false,
         });
-        let every =
-            (self.route.providers.iter()).all(|p| self.attempts.iter().any(|a| a.provider == *p));
+        let every = (self.plan.iter()).all(|&i| {
+            let name = &self.slot_at(i).spec.name;
+            self.attempts.iter().any(|a| a.provider == *name)
+        });
         let at = self.retry_at.filter(|_| only && every)?;
         Some(Duration::from_millis(at.saturating_sub(self.now())))
     }
@@ -321,8 +370,11 @@ impl Run {
             else {
                 return None;
             };
-            let slot = self.gw.inner.by_name.get(&a.provider)?;
-            let slot = &self.gw.inner.slots[*slot];
+            let i = *self
+                .plan
+                .iter()
+                .find(|&&i| self.slot_at(i).spec.name == a.provider)?;
+            let slot = self.slot_at(i);
             for f in self
                 .fields
                 .with(|f| slot.support(f), Support::Unsupported)
@@ -365,16 +417,17 @@ impl Run {
 
     /// Slot indices in the order the route tries them.
     fn order(&self) -> Vec<usize> {
-        let slots: Vec<usize> = self
-            .route
-            .providers
-            .iter()
-            .filter_map(|name| self.gw.inner.by_name.get(name).copied())
+        let template = self.resolved.is_some();
+        let slots: Vec<usize> = (self.route.providers.iter().enumerate())
+            .filter_map(|(k, name)| match k {
+                0 if template => Some(RESOLVED),
+                _ => self.gw.inner.by_name.get(name).copied(),
+            })
             .collect();
         let candidates: Vec<Candidate> = slots
             .iter()
             .map(|&i| {
-                let s = &self.gw.inner.slots[i];
+                let s = self.slot_at(i);
                 Candidate {
                     nominal_cost: s.price.map(|p| p.nominal_cost()),
                     latency_ms: s.latency(),

@@ -21,8 +21,7 @@ impl Live {
     /// unsettled: the stream reports how the request ended.
     pub(super) fn commit(run: Run, req: Arc<ChatRequest>, pos: usize, won: Won) -> Live {
         let (segment, head) = Segment::opened(won, run.gw.inner.clock.now());
-        let model = run.gw.inner.slots[run.plan[pos]]
-            .spec
+        let model = (run.slot_at(run.plan[pos]).spec)
             .provider
             .model()
             .to_owned();
@@ -69,7 +68,7 @@ impl Live {
     }
 
     pub(super) fn slot(&self) -> &Slot {
-        &self.run.gw.inner.slots[self.run.plan[self.pos]]
+        self.run.slot_at(self.run.plan[self.pos])
     }
 
     async fn next_event(&mut self) -> Option<StreamEvent> {
@@ -158,8 +157,8 @@ impl Live {
     fn finished(&mut self) {
         self.segment.upstream = None;
         let latency = self.run.gw.inner.clock.now() - self.segment.started;
-        let gw = self.run.gw.clone();
-        let slot = &gw.inner.slots[self.run.plan[self.pos]];
+        let slots = self.run.slots();
+        let slot = slots.get(self.run.plan[self.pos]);
         let attempt = self.tries_on_current();
         self.run.record_success(slot, &self.model, attempt, latency);
         self.close_segment(true);
@@ -180,8 +179,8 @@ impl Live {
     /// Record the current segment's failure.
     fn record_failed(&mut self, err: &ProviderError) {
         let latency = self.run.gw.inner.clock.now() - self.segment.started;
-        let gw = self.run.gw.clone();
-        let slot = &gw.inner.slots[self.run.plan[self.pos]];
+        let slots = self.run.slots();
+        let slot = slots.get(self.run.plan[self.pos]);
         let attempt = self.tries_on_current();
         (self.run).record_failure(slot, &self.model, attempt, err, latency);
     }

@@ -143,7 +143,8 @@ impl Gateway {
         req: ChatRequest,
         opts: &super::CallOptions,
     ) -> Result<ChatStream, GatewayError> {
-        let route = Arc::clone(self.route_arc(route)?);
+        let requested = route;
+        let route = Arc::clone(self.route_arc(requested)?);
         let result = if let Some(wrong) = super::wrong_api(&route, crate::route::Api::Chat) {
             Err(wrong)
         } else if req.messages.is_empty() {
@@ -151,7 +152,10 @@ impl Gateway {
                 "messages must not be empty".to_owned(),
             ))
         } else {
-            self.open(&route, Arc::new(req), opts).await
+            match self.resolve(&route, requested) {
+                Ok(resolved) => self.open(&route, resolved, Arc::new(req), opts).await,
+                Err(e) => Err(e),
+            }
         };
         if let Err(e) = &result {
             for o in &self.inner.observers {
@@ -164,10 +168,11 @@ impl Gateway {
     async fn open(
         &self,
         route: &Arc<Route>,
+        resolved: Option<Arc<super::Slot>>,
         req: Arc<ChatRequest>,
         opts: &super::CallOptions,
     ) -> Result<ChatStream, GatewayError> {
-        let mut run = Run::new(self, route, opts);
+        let mut run = Run::new(self, route, resolved, opts);
         let (pos, won) = run.first_answer(Call::Stream(&req)).await?;
         Ok(Live::commit(run, req, pos, won).into_stream())
     }

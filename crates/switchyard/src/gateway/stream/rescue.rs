@@ -38,10 +38,10 @@ impl Live {
     /// The stream passed the rescue buffer limit: record every candidate left as skipped
     /// for that reason (the trail says why none was asked), and use them up.
     fn skip_rescuers(&mut self) {
-        let gw = self.run.gw.clone();
+        let slots = self.run.slots();
         let plan = std::mem::take(&mut self.run.plan);
         for &i in plan.get(self.next.0..).unwrap_or_default() {
-            let spec = &gw.inner.slots[i].spec;
+            let spec = &slots.get(i).spec;
             let skip = Attempt::skipped(
                 &spec.name,
                 spec.provider.model(),
@@ -56,7 +56,7 @@ impl Live {
     /// The next (candidate, rung) to try, advancing the cursor.
     fn next_rung(&mut self) -> Option<(usize, Rung)> {
         let (pos, rung) = self.next;
-        let slot = self.run.gw.inner.slots.get(*self.run.plan.get(pos)?)?;
+        let slot = self.run.slot_at(*self.run.plan.get(pos)?);
         if rung == Rung::Continuation {
             self.next = (pos, Rung::Restart);
             // a body only native providers may answer is not continued in the shared shape

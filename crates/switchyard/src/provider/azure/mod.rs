@@ -26,10 +26,15 @@
 //! answer to return. A filter that cuts an answer short keeps the answer, with the
 //! `content_filter` finish reason.
 //!
-//! Azure's Responses API (`/openai/v1/responses`) is not served here: this codec speaks
-//! Chat Completions only.
+//! Azure's Responses API is `responses.rs` ([`AzureResponses`], `api = "responses"` in
+//! config): `{endpoint}/openai/v1/responses` on the v1 path, `{endpoint}/openai/responses?
+//! api-version={version}` on the classic one (no deployment in the path: the body's `model`
+//! names it), with the same auth, errors and content-filter rule.
 
 pub mod entra;
+mod responses;
+
+pub use responses::{AzureResponses, AzureResponsesCodec};
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -124,88 +129,121 @@ impl Azure {
     /// # Errors
     /// An unusable endpoint, deployment name, api version, header or credential.
     pub fn new(config: AzureConfig, transport: &Transport) -> Result<Self, ConfigError> {
-        let deployment = config.deployment.trim();
-        let valid_name = !deployment.is_empty()
-            && deployment
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-        if !valid_name {
-            return Err(ConfigError(format!(
-                "deployment {deployment:?} is not a deployment name (letters, digits, `-`, `_`, `.`)"
-            )));
-        }
-        let version = config.api_version.trim();
-        if version.is_empty()
-            || !version
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-')
-        {
-            return Err(ConfigError(format!(
-                "api_version {version:?} is not \"v1\", \"preview\" or a dated version like \"2024-10-21\""
-            )));
-        }
-        let base = config.endpoint.trim().trim_end_matches('/');
-        if base.contains('?') {
-            return Err(ConfigError(format!(
-                "endpoint {base:?}: give the resource URL without a query; api_version sets api-version"
-            )));
-        }
-        let at = |path: &str| -> Result<Endpoint, ConfigError> { Endpoint::at(base, path) };
-        let (call, embeddings, health) = if config.is_v1() {
-            let query = if version == V1 {
-                String::new()
-            } else {
-                format!("?api-version={version}")
-            };
-            (
-                at(&format!("/openai/v1/chat/completions{query}"))?,
-                at(&format!("/openai/v1/embeddings{query}"))?,
-                at(&format!("/openai/v1/models{query}"))?,
-            )
-        } else {
-            let query = format!("?api-version={version}");
-            (
-                at(&format!(
-                    "/openai/deployments/{deployment}/chat/completions{query}"
-                ))?,
-                at(&format!(
-                    "/openai/deployments/{deployment}/embeddings{query}"
-                ))?,
-                at(&format!("/openai/models{query}"))?,
-            )
-        };
-        let endpoints = Endpoints {
-            stream: call.clone(),
-            call,
-            health,
-        };
-        let (api_key, bearer, file) = match config.auth {
-            AzureAuth::ApiKey(key) => (Some(key), false, None),
-            AzureAuth::Token(token) => (Some(token), true, None),
-            AzureAuth::TokenFile(file) => (None, true, Some(file)),
-            AzureAuth::None => (None, false, None),
-        };
-        let codec = AzureCodec {
-            inner: OpenAiCodec::new(
-                deployment.to_owned(),
-                config.use_max_tokens,
-                (!bearer).then(|| "api-key".to_owned()),
-            ),
-        };
-        let connection = Connection {
-            api_key,
-            headers: config.headers,
-            http: config.http,
-            usage_grace: config.usage_grace,
-            clock: config.clock,
-        };
-        let provider =
-            Self::assemble(codec, endpoints, connection, transport)?.with_embeddings(embeddings);
-        Ok(match file {
-            Some(file) => provider.with_bearer(file),
-            None => provider,
-        })
+        build(
+            config,
+            Upstream::ChatCompletions,
+            transport,
+            |deployment, use_max, header| AzureCodec {
+                inner: OpenAiCodec::new(deployment, use_max, header),
+            },
+        )
     }
+}
+
+/// Which OpenAI API an Azure provider speaks upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Upstream {
+    ChatCompletions,
+    Responses,
+}
+
+/// An Azure provider of `upstream`'s API from `config`: its URLs, its credential, and the
+/// codec `codec` makes of (deployment, `use_max_tokens`, the key's header or `None` for a
+/// bearer token).
+fn build<C: Codec>(
+    config: AzureConfig,
+    upstream: Upstream,
+    transport: &Transport,
+    codec: impl FnOnce(String, bool, Option<String>) -> C,
+) -> Result<HttpProvider<C>, ConfigError> {
+    let deployment = config.deployment.trim();
+    let valid_name = !deployment.is_empty()
+        && deployment
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if !valid_name {
+        return Err(ConfigError(format!(
+            "deployment {deployment:?} is not a deployment name (letters, digits, `-`, `_`, `.`)"
+        )));
+    }
+    let version = config.api_version.trim();
+    if version.is_empty()
+        || !version
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-')
+    {
+        return Err(ConfigError(format!(
+            "api_version {version:?} is not \"v1\", \"preview\" or a dated version like \"2024-10-21\""
+        )));
+    }
+    let base = config.endpoint.trim().trim_end_matches('/');
+    if base.contains('?') {
+        return Err(ConfigError(format!(
+            "endpoint {base:?}: give the resource URL without a query; api_version sets api-version"
+        )));
+    }
+    let at = |path: &str| -> Result<Endpoint, ConfigError> { Endpoint::at(base, path) };
+    let (call, embeddings, health) = if config.is_v1() {
+        let query = if version == V1 {
+            String::new()
+        } else {
+            format!("?api-version={version}")
+        };
+        let call = match upstream {
+            Upstream::ChatCompletions => "chat/completions",
+            Upstream::Responses => "responses",
+        };
+        (
+            at(&format!("/openai/v1/{call}{query}"))?,
+            at(&format!("/openai/v1/embeddings{query}"))?,
+            at(&format!("/openai/v1/models{query}"))?,
+        )
+    } else {
+        let query = format!("?api-version={version}");
+        let call = match upstream {
+            Upstream::ChatCompletions => {
+                format!("/openai/deployments/{deployment}/chat/completions{query}")
+            }
+            // the classic Responses API has no deployments segment: `model` names it
+            Upstream::Responses => format!("/openai/responses{query}"),
+        };
+        (
+            at(&call)?,
+            at(&format!(
+                "/openai/deployments/{deployment}/embeddings{query}"
+            ))?,
+            at(&format!("/openai/models{query}"))?,
+        )
+    };
+    let endpoints = Endpoints {
+        stream: call.clone(),
+        call,
+        health,
+    };
+    let (api_key, bearer, file) = match config.auth {
+        AzureAuth::ApiKey(key) => (Some(key), false, None),
+        AzureAuth::Token(token) => (Some(token), true, None),
+        AzureAuth::TokenFile(file) => (None, true, Some(file)),
+        AzureAuth::None => (None, false, None),
+    };
+    let codec = codec(
+        deployment.to_owned(),
+        config.use_max_tokens,
+        (!bearer).then(|| "api-key".to_owned()),
+    );
+    let connection = Connection {
+        api_key,
+        headers: config.headers,
+        http: config.http,
+        usage_grace: config.usage_grace,
+        clock: config.clock,
+    };
+    let provider = HttpProvider::assemble(codec, endpoints, connection, transport)?
+        .with_embeddings(embeddings);
+    Ok(match file {
+        Some(file) => provider.with_bearer(file),
+        None => provider,
+    })
 }
 
 /// Chat Completions the Azure way: the OpenAI codec with Azure's auth header, content

@@ -93,6 +93,17 @@ pub struct ResponsesCodec {
     api_key_header: Option<String>,
 }
 
+impl ResponsesCodec {
+    /// The codec for `model`, sending the key in `api_key_header` as is (`None`:
+    /// `Authorization: Bearer`). For clouds that serve the Responses API (Azure).
+    pub(crate) fn new(model: String, api_key_header: Option<String>) -> Self {
+        Self {
+            model,
+            api_key_header,
+        }
+    }
+}
+
 impl Codec for ResponsesCodec {
     fn support(field: Field) -> Support {
         request::support(field)
