@@ -90,8 +90,12 @@ pub(crate) fn message_id(ctx: &Ctx) -> String {
     format!("msg_{}", ctx.id.trim_start_matches("req_"))
 }
 
-/// The shared finish reason in Anthropic's words. A stop with tool calls is `tool_use`.
+/// The shared finish reason in Anthropic's words. A stop with tool calls is `tool_use`;
+/// an answer with a refusal message (OpenAI's) is `refusal`.
 fn stop_reason(resp: &ChatResponse) -> &'static str {
+    if !resp.refusal.is_empty() && resp.finish_reason != Some(FinishReason::Length) {
+        return "refusal";
+    }
     match &resp.finish_reason {
         Some(FinishReason::Length) => "max_tokens",
         Some(FinishReason::ToolCalls) => "tool_use",
@@ -149,8 +153,10 @@ impl<'a> MessageBody<'a> {
         let mut content = Vec::with_capacity(1 + resp.thinking.len() + resp.tool_calls.len());
         // Anthropic puts reasoning first; the client sends it back with its next turn
         content.extend(resp.thinking.iter().map(thinking_block));
-        if !resp.text.is_empty() || resp.tool_calls.is_empty() {
-            content.push(json!({"type": "text", "text": resp.text}));
+        // Anthropic has no refusal field: a refusal message (OpenAI's) is the text
+        if !resp.text.is_empty() || !resp.refusal.is_empty() || resp.tool_calls.is_empty() {
+            let text = format!("{}{}", resp.text, resp.refusal);
+            content.push(json!({"type": "text", "text": text}));
         }
         for call in &resp.tool_calls {
             content.push(json!({"type": "tool_use", "id": call.id, "name": call.name,

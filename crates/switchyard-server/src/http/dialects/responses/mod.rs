@@ -155,11 +155,12 @@ impl Dialect for Responses {
         let mut conversation = extra.conversation.clone();
         conversation.push(Message {
             role: Role::Assistant,
-            content: if resp.text.is_empty() {
+            // a refusal comes back as text in history, as a `refusal` input part does
+            content: if resp.text.is_empty() && resp.refusal.is_empty() {
                 Vec::new()
             } else {
                 vec![switchyard::chat::ContentPart::Text {
-                    text: resp.text.clone(),
+                    text: format!("{}{}", resp.text, resp.refusal),
                 }]
             },
             tool_calls: resp.tool_calls.clone(),
@@ -336,10 +337,12 @@ fn decode_request(
     let input_start = messages.len();
     messages.extend(conv.messages);
     let format = w.text.take().and_then(|t| t.format);
+    // `top_logprobs` alone asks for log probabilities too: never dropped unsaid
     let logprobs = w
         .include
         .as_ref()
-        .is_some_and(|i| i.iter().any(|x| x == LOGPROBS_INCLUDE));
+        .is_some_and(|i| i.iter().any(|x| x == LOGPROBS_INCLUDE))
+        || w.top_logprobs.is_some_and(|n| n > 0);
     let request = switchyard::ChatRequest {
         messages,
         max_tokens: w.max_output_tokens,
@@ -353,7 +356,7 @@ fn decode_request(
         logprobs,
         top_logprobs: w
             .top_logprobs
-            .filter(|_| logprobs)
+            .filter(|&n| n > 0)
             .and_then(|n| u8::try_from(n).ok()),
         parallel_tool_calls: w.parallel_tool_calls,
         service_tier: w.service_tier.clone(),
@@ -423,6 +426,7 @@ fn echo(
         previous_response_id: w.previous_response_id,
         store,
         user: w.user,
+        top_logprobs: w.top_logprobs.unwrap_or(0),
     }
 }
 
