@@ -45,11 +45,7 @@ impl Live {
         let plan = std::mem::take(&mut self.run.plan);
         for &i in plan.get(self.next.0..).unwrap_or_default() {
             let spec = &gw.inner.slots[i].spec;
-            let skip = Attempt::skipped(
-                &spec.name,
-                spec.provider.model(),
-                reason,
-            );
+            let skip = Attempt::skipped(&spec.name, spec.provider.model(), reason);
             self.run.record(skip);
         }
         self.next = (plan.len(), Rung::Continuation);

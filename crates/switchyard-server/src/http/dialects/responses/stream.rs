@@ -354,7 +354,10 @@ impl EventEncoder {
         let Item::Message { id, parts, .. } = &mut self.items[index] else {
             return;
         };
-        let entries = entries.and_then(Value::as_array).cloned().unwrap_or_default();
+        let entries = entries
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         if let Some(Part::Text { text, logprobs }) = parts.get_mut(at) {
             text.push_str(delta);
             logprobs.extend(entries.iter().cloned());

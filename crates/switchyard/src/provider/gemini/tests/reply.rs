@@ -381,10 +381,11 @@ fn long_prompts_are_priced_at_the_long_context_tier() {
 #[test]
 fn a_stream_of_two_candidates_finishes_when_both_have() {
     let mut parser = StreamParser::with_candidates(2);
-    let mut next = |v: serde_json::Value| match parser.parse_event(&SseEvent::message(v.to_string())) {
-        Ok(Parsed::Chunk(c)) => c,
-        other => panic!("{other:?}"),
-    };
+    let mut next =
+        |v: serde_json::Value| match parser.parse_event(&SseEvent::message(v.to_string())) {
+            Ok(Parsed::Chunk(c)) => c,
+            other => panic!("{other:?}"),
+        };
     let first = next(json!({"candidates": [
         {"index": 0, "content": {"role": "model", "parts": [{"text": "Hi"}]}},
         {"index": 1, "content": {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {}}}]},
@@ -397,7 +398,10 @@ fn a_stream_of_two_candidates_finishes_when_both_have() {
     assert_eq!(alt.logprobs.as_ref().unwrap()[0]["token"], "f");
     let second = next(json!({"candidates": [
         {"index": 1, "content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}]}));
-    assert_eq!(second.choices[0].finish_reason, Some(FinishReason::ToolCalls));
+    assert_eq!(
+        second.choices[0].finish_reason,
+        Some(FinishReason::ToolCalls)
+    );
     assert_eq!(second.finish_reason, None, "candidate 0 is still going");
     let last = next(json!({"candidates": [
         {"index": 0, "content": {"role": "model", "parts": [{"text": "!"}]}, "finishReason": "MAX_TOKENS"}],

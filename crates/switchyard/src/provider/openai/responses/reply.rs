@@ -112,7 +112,9 @@ fn read_output(output: &[Value]) -> Output {
                         Some("output_text") => {
                             text.push_str(str_of(part, "text"));
                             if let Some(entries) = part.get("logprobs").and_then(Value::as_array) {
-                                logprobs.get_or_insert_with(Vec::new).extend(entries.iter().cloned());
+                                logprobs
+                                    .get_or_insert_with(Vec::new)
+                                    .extend(entries.iter().cloned());
                             }
                         }
                         Some("refusal") => refusal.push_str(str_of(part, "refusal")),

@@ -345,7 +345,10 @@ fn logprobs_are_asked_for_and_read_back_and_a_refusal_stays_apart() {
     let mut events = Events::new(false);
     let added = json!({"type": "response.output_item.added", "output_index": 0,
         "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []}});
-    assert!(matches!(events.parse_event(&event(added)), Ok(Parsed::Skip)));
+    assert!(matches!(
+        events.parse_event(&event(added)),
+        Ok(Parsed::Skip)
+    ));
     let delta = json!({"type": "response.output_text.delta", "output_index": 0,
         "content_index": 0, "item_id": "msg_1", "delta": "Hi", "logprobs": entries});
     let Ok(Parsed::Chunk(c)) = events.parse_event(&event(delta)) else {

@@ -94,10 +94,13 @@ fn a_stream_of_two_choices_finishes_when_both_have() {
         other => panic!("{other:?}"),
     };
     let lp = json!([{"token": "Hi", "logprob": -0.1, "bytes": [72, 105], "top_logprobs": []}]);
-    let a = next(json!({"choices": [{"index": 0, "delta": {"content": "Hi"}, "logprobs": {"content": lp}}]}));
+    let a = next(
+        json!({"choices": [{"index": 0, "delta": {"content": "Hi"}, "logprobs": {"content": lp}}]}),
+    );
     assert_eq!((a.text.as_str(), a.logprobs.as_ref()), ("Hi", Some(&lp)));
     assert!(a.choices.is_empty());
-    let b = next(json!({"choices": [{"index": 1, "delta": {"content": "Yo"}, "finish_reason": null}]}));
+    let b =
+        next(json!({"choices": [{"index": 1, "delta": {"content": "Yo"}, "finish_reason": null}]}));
     assert_eq!(b.text, "");
     assert_eq!(b.choices.len(), 1);
     assert_eq!((b.choices[0].index, b.choices[0].text.as_str()), (1, "Yo"));
@@ -106,7 +109,11 @@ fn a_stream_of_two_choices_finishes_when_both_have() {
     assert_eq!(c.finish_reason, None, "answer 1 is still going");
     let d = next(json!({"choices": [{"index": 1, "delta": {}, "finish_reason": "stop"}]}));
     assert_eq!(d.choices[0].finish_reason, Some(FinishReason::Stop));
-    assert_eq!(d.finish_reason, Some(FinishReason::Length), "answer 0's reason");
+    assert_eq!(
+        d.finish_reason,
+        Some(FinishReason::Length),
+        "answer 0's reason"
+    );
 }
 
 #[test]
