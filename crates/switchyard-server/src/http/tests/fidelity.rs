@@ -292,3 +292,92 @@ async fn a_messages_client_reads_a_refusal_as_text_with_stop_reason_refusal() {
         json!([{"type": "text", "text": "I can't help with that."}])
     );
 }
+
+/// `(primary, backup)`: a native provider of `kind` first, a plain one second.
+fn native_first(kind: &'static str, route: Route) -> Fixture {
+    fixture(
+        ScriptedProvider::new("native").taking_native(kind),
+        ScriptedProvider::new("plain"),
+        &[],
+        route,
+    )
+}
+
+async fn status_and_error(resp: Response) -> (StatusCode, Value) {
+    let status = resp.status();
+    (status, json_body(resp).await)
+}
+
+/// A Responses field OpenAI does not define is OpenAI's 400 naming it; a route with
+/// `passthrough_unknown` sends it in the client's body to its `api = "responses"`
+/// providers only (the others skipped as `needs_native`); without one, a 400 says so.
+#[tokio::test]
+async fn unknown_responses_fields_pass_only_to_native_providers_on_a_passthrough_route() {
+    let kind = switchyard::provider::openai::responses::NATIVE_KIND;
+    let body = json!({"model": "smart", "input": "hi", "frobnicate": {"x": 1}, "zap": true});
+    let f = native_first(kind, Route::new("smart", &["primary", "backup"]));
+    let (status, err) =
+        status_and_error(call(&f.state, post_to("/v1/responses", &body)).await).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(err["error"]["param"], "frobnicate", "{err}");
+    assert_eq!(err["error"]["message"], "Unknown parameter: 'frobnicate'.");
+    assert_eq!(f.primary.calls() + f.backup.calls(), 0);
+
+    let route = Route::new("smart", &["backup", "primary"]).passthrough_unknown(true);
+    let f = native_first(kind, route);
+    let resp = call(&f.state, post_to("/v1/responses", &body)).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(header(&resp, "x-switchyard-provider"), "primary");
+    let v = json_body(resp).await;
+    assert_eq!(
+        v["switchyard"]["attempts"][0]["reason"], "needs_native",
+        "{v}"
+    );
+    assert_eq!(f.backup.calls(), 0);
+    let native = f.primary.requests()[0].native.clone().unwrap();
+    assert!(native.required);
+    assert_eq!(native.body["frobnicate"], json!({"x": 1}));
+    assert_eq!(native.body["zap"], true);
+
+    let plain = fixture(
+        ScriptedProvider::new("p"),
+        ScriptedProvider::new("b"),
+        &[],
+        Route::new("smart", &["primary", "backup"]).passthrough_unknown(true),
+    );
+    let (status, err) =
+        status_and_error(call(&plain.state, post_to("/v1/responses", &body)).await).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(err["error"]["param"], "frobnicate");
+    let message = err["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("frobnicate, zap: unknown"), "{message}");
+    assert!(message.contains("api = \"responses\""), "{message}");
+}
+
+/// The same for Messages: Anthropic's 400 (`Extra inputs are not permitted`), or on a
+/// passthrough route the client's body to its Anthropic providers only.
+#[tokio::test]
+async fn unknown_messages_fields_pass_only_to_anthropic_on_a_passthrough_route() {
+    let body = json!({"model": "smart", "max_tokens": 64, "frobnicate": 1,
+        "messages": [{"role": "user", "content": "hello"}]});
+    let f = native_first("anthropic", Route::new("smart", &["primary", "backup"]));
+    let (status, err) =
+        status_and_error(call(&f.state, post_to("/v1/messages", &body)).await).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(err["type"], "error", "{err}");
+    assert_eq!(
+        err["error"]["message"],
+        "frobnicate: Extra inputs are not permitted"
+    );
+    assert_eq!(f.primary.calls() + f.backup.calls(), 0);
+
+    let route = Route::new("smart", &["backup", "primary"]).passthrough_unknown(true);
+    let f = native_first("anthropic", route);
+    let resp = call(&f.state, post_to("/v1/messages", &body)).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(header(&resp, "x-switchyard-provider"), "primary");
+    assert_eq!(f.backup.calls(), 0, "a plain provider cannot honour it");
+    let native = f.primary.requests()[0].native.clone().unwrap();
+    assert!(native.required);
+    assert_eq!(native.body["frobnicate"], 1);
+}

@@ -33,13 +33,21 @@ use crate::http::state::AppState;
 /// Anthropic's Messages API.
 pub(crate) struct Messages;
 
+/// What a Messages request keeps until it is admitted.
+#[derive(Debug)]
+pub(crate) struct MessagesExtra {
+    /// Top-level fields Anthropic does not define: refused, unless the route passes them
+    /// through to its Anthropic providers (`passthrough_unknown`).
+    unknown: Vec<String>,
+}
+
 impl Dialect for Messages {
     const API: &'static str = "messages";
-    type Extra = ();
+    type Extra = MessagesExtra;
     type Encoder = stream::EventEncoder;
 
-    fn decode(body: &Bytes, ctx: &mut Ctx) -> Result<Decoded<()>, ApiError> {
-        let mut wire = wire::parse(body)?;
+    fn decode(body: &Bytes, ctx: &mut Ctx) -> Result<Decoded<MessagesExtra>, ApiError> {
+        let (mut wire, unknown) = wire::parse(body)?;
         ctx.route = std::mem::take(&mut wire.model);
         ctx.stream = wire.stream;
         let mut ignored = wire::Ignored::default();
@@ -56,10 +64,30 @@ impl Dialect for Messages {
         }
         request.native = Some(native);
         ctx.native_kind = Some(ANTHROPIC);
-        Ok(Decoded { request, extra: () })
+        Ok(Decoded {
+            request,
+            extra: MessagesExtra { unknown },
+        })
     }
 
-    fn reply(ctx: &Ctx, _extra: &(), resp: &ChatResponse) -> Vec<u8> {
+    /// Unknown fields only on a route that passes them through to its Anthropic
+    /// providers (and then only those answer); otherwise Anthropic's 400 naming them.
+    async fn prepare(
+        state: &AppState,
+        ctx: &Ctx,
+        decoded: &mut Decoded<MessagesExtra>,
+    ) -> Result<(), ApiError> {
+        super::passthrough::admit(
+            state,
+            &ctx.route,
+            &mut decoded.request,
+            &decoded.extra.unknown,
+            (ANTHROPIC, "Anthropic"),
+            wire::extra_inputs,
+        )
+    }
+
+    fn reply(ctx: &Ctx, _extra: &MessagesExtra, resp: &ChatResponse) -> Vec<u8> {
         let body = MessageBody::new(ctx, resp);
         let mut bytes = Vec::with_capacity(resp.text.len() + 1024);
         if serde_json::to_writer(&mut bytes, &body).is_err() {
@@ -68,7 +96,7 @@ impl Dialect for Messages {
         bytes
     }
 
-    fn encoder(ctx: &Ctx, _extra: &(), model: &str) -> stream::EventEncoder {
+    fn encoder(ctx: &Ctx, _extra: &MessagesExtra, model: &str) -> stream::EventEncoder {
         stream::EventEncoder::new(ctx, model)
     }
 

@@ -239,15 +239,17 @@ enum JsonFormat {
     JsonSchema { schema: Value },
 }
 
-/// Parse a body, naming the field at fault in Anthropic's terms (`messages.1.content.0.type`).
+/// Parse a body, naming the field at fault in Anthropic's terms (`messages.1.content.0.type`);
+/// top-level fields Anthropic does not define are set aside and returned by name (a route
+/// may pass them through: `Messages::prepare`).
 ///
 /// A body that parses pays for no path tracking; one that does not is parsed again with
 /// it, to name the field.
 ///
 /// # Errors
 /// 400 naming the field.
-pub(super) fn parse(body: &[u8]) -> Result<WireRequest, ApiError> {
-    json::parse(body, |path, message| {
+pub(super) fn parse(body: &[u8]) -> Result<(WireRequest, Vec<String>), ApiError> {
+    json::parse_setting_aside(body, |path, message| {
         let (param, text) = refine(anthropic_path(&path), &message);
         let text = elide(&text, PARSER_MESSAGE_BYTES);
         let msg = match &param {
@@ -290,6 +292,14 @@ fn refine(path: String, text: &str) -> (Option<String>, String) {
         return (Some(at("type".to_owned())), text.to_owned());
     }
     ((path != ".").then_some(path), text.to_owned())
+}
+
+/// Anthropic's 400 for fields it does not define: the first named, all listed.
+pub(super) fn extra_inputs(first: &str, list: &str) -> ApiError {
+    ApiError::bad_request(
+        Some(first.to_owned()),
+        format!("{list}: Extra inputs are not permitted"),
+    )
 }
 
 fn bad(param: &str, msg: impl fmt::Display) -> ApiError {

@@ -60,6 +60,9 @@ pub(crate) struct ResponsesExtra {
     /// The input items the native body carries (the stored conversation's first), kept
     /// with a natively answered response so the next turn sends them again as they were.
     native_input: Vec<Value>,
+    /// Top-level fields OpenAI does not define: refused, unless the route passes them
+    /// through to its native providers (`passthrough_unknown`).
+    unknown: Vec<String>,
 }
 
 impl Dialect for Responses {
@@ -68,7 +71,7 @@ impl Dialect for Responses {
     type Encoder = stream::EventEncoder;
 
     fn decode(body: &Bytes, ctx: &mut Ctx) -> Result<Decoded<ResponsesExtra>, ApiError> {
-        let mut wire = wire::parse(body)?;
+        let (mut wire, unknown) = wire::parse(body)?;
         ctx.route = std::mem::take(&mut wire.model);
         ctx.stream = wire.stream.unwrap_or(false);
         wire::check_lengths(&wire, &ctx.route)?;
@@ -77,7 +80,9 @@ impl Dialect for Responses {
         // valid: it parsed above
         let own: Value = serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(None, format!("invalid request body: {e}")))?;
-        decode_request(wire, ctx, own)
+        let mut decoded = decode_request(wire, ctx, own)?;
+        decoded.extra.unknown = unknown;
+        Ok(decoded)
     }
 
     async fn prepare(
@@ -114,6 +119,15 @@ impl Dialect for Responses {
                 }
             }
         }
+        super::passthrough::admit(
+            state,
+            &ctx.route,
+            &mut decoded.request,
+            &extra.unknown,
+            (NATIVE_KIND, "OpenAI provider with api = \"responses\""),
+            |first, _| wire::unknown_parameter(first),
+        )?;
+        let messages = &mut decoded.request.messages;
         if !extra.native_only.is_empty() && !native::route_takes_it(state, &ctx.route) {
             let (param, what) = &extra.native_only[0];
             return Err(bad(
@@ -385,6 +399,7 @@ fn decode_request(
             conversation: Vec::new(),
             native_only,
             native_input: Vec::new(),
+            unknown: Vec::new(),
         },
     })
 }
