@@ -154,7 +154,6 @@ mod tests {
     #[derive(Debug, serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Inner {
-        #[allow(dead_code)]
         a: u32,
     }
 
@@ -171,8 +170,9 @@ mod tests {
     #[test]
     fn unknown_top_level_fields_are_set_aside_in_order_and_nested_ones_refused() {
         let body = br#"{"zed": 1, "inner": {"a": 1}, "alpha": [2]}"#;
-        let (_, unknown) = parse_setting_aside::<Outer>(body, refuse).unwrap();
+        let (outer, unknown) = parse_setting_aside::<Outer>(body, refuse).unwrap();
         assert_eq!(unknown, ["zed", "alpha"]);
+        assert_eq!(outer.inner.a, 1);
         let (_, none) = parse_setting_aside::<Outer>(br#"{"inner": {"a": 1}}"#, refuse).unwrap();
         assert!(none.is_empty());
         let nested = br#"{"inner": {"a": 1, "b": 2}, "zed": 1}"#;
