@@ -236,7 +236,8 @@ impl Codec for AzureCodec {
 
     fn parse_reply(&self, body: &[u8], choices: u32) -> Result<ProviderReply, ProviderError> {
         let reply = self.inner.parse_reply(body, choices)?;
-        let silent = reply.text.is_empty() && reply.tool_calls.is_empty();
+        let silent =
+            reply.text.is_empty() && reply.refusal.is_empty() && reply.tool_calls.is_empty();
         if silent && reply.finish_reason == Some(FinishReason::ContentFilter) {
             return Err(filtered());
         }
@@ -312,7 +313,9 @@ impl StreamEvents for Events {
     fn parse_event(&mut self, event: &SseEvent) -> Result<Parsed, ProviderError> {
         let parsed = self.inner.parse_event(event)?;
         if let Parsed::Chunk(chunk) = &parsed {
-            self.said |= !chunk.text.is_empty() || !chunk.tool_calls.is_empty();
+            self.said |= !chunk.text.is_empty()
+                || !chunk.refusal.is_empty()
+                || !chunk.tool_calls.is_empty();
             if !self.said && chunk.finish_reason == Some(FinishReason::ContentFilter) {
                 return Err(filtered());
             }
