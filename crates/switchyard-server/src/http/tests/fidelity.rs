@@ -380,4 +380,15 @@ async fn unknown_messages_fields_pass_only_to_anthropic_on_a_passthrough_route()
     let native = f.primary.requests()[0].native.clone().unwrap();
     assert!(native.required);
     assert_eq!(native.body["frobnicate"], 1);
+    // only top-level fields pass: an unknown field of a turn is refused by its path
+    let mut nested = body.clone();
+    nested.as_object_mut().unwrap().remove("frobnicate");
+    nested["messages"][0]["frob"] = json!(1);
+    let (status, err) =
+        status_and_error(call(&f.state, post_to("/v1/messages", &nested)).await).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        err["error"]["message"],
+        "messages.0.frob: Extra inputs are not permitted"
+    );
 }

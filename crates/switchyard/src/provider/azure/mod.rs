@@ -313,9 +313,8 @@ impl StreamEvents for Events {
     fn parse_event(&mut self, event: &SseEvent) -> Result<Parsed, ProviderError> {
         let parsed = self.inner.parse_event(event)?;
         if let Parsed::Chunk(chunk) = &parsed {
-            self.said |= !chunk.text.is_empty()
-                || !chunk.refusal.is_empty()
-                || !chunk.tool_calls.is_empty();
+            self.said |=
+                !chunk.text.is_empty() || !chunk.refusal.is_empty() || !chunk.tool_calls.is_empty();
             if !self.said && chunk.finish_reason == Some(FinishReason::ContentFilter) {
                 return Err(filtered());
             }

@@ -118,7 +118,9 @@ struct TextBlock {
     cache_control: Option<IgnoredAny>,
 }
 
+/// A turn: Anthropic's `MessageParam` has these two fields only, and refuses any other.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct WireMessage {
     role: String,
     content: StrOr<Block>,
