@@ -90,6 +90,14 @@ impl Dialect for Responses {
         ctx: &Ctx,
         decoded: &mut Decoded<ResponsesExtra>,
     ) -> Result<(), ApiError> {
+        super::passthrough::admit(
+            state,
+            &ctx.route,
+            &mut decoded.request,
+            &decoded.extra.unknown,
+            (NATIVE_KIND, "OpenAI provider with api = \"responses\""),
+            |first, _| wire::unknown_parameter(first),
+        )?;
         let extra = &mut decoded.extra;
         let messages = &mut decoded.request.messages;
         let mut prior = Vec::new();
@@ -119,15 +127,6 @@ impl Dialect for Responses {
                 }
             }
         }
-        super::passthrough::admit(
-            state,
-            &ctx.route,
-            &mut decoded.request,
-            &extra.unknown,
-            (NATIVE_KIND, "OpenAI provider with api = \"responses\""),
-            |first, _| wire::unknown_parameter(first),
-        )?;
-        let messages = &mut decoded.request.messages;
         if !extra.native_only.is_empty() && !native::route_takes_it(state, &ctx.route) {
             let (param, what) = &extra.native_only[0];
             return Err(bad(
