@@ -392,3 +392,23 @@ async fn unknown_messages_fields_pass_only_to_anthropic_on_a_passthrough_route()
         "messages.0.frob: Extra inputs are not permitted"
     );
 }
+
+#[tokio::test]
+async fn a_messages_stream_reads_a_refusal_as_text_deltas_with_stop_reason_refusal() {
+    let f = one(refusing_stream());
+    let body = json!({"model": "smart", "max_tokens": 64, "stream": true,
+        "messages": [{"role": "user", "content": "hello"}]});
+    let events =
+        data_events(&text_body(call(&f.state, post_to("/v1/messages", &body)).await).await);
+    let text: String = events
+        .iter()
+        .filter(|e| e["type"] == "content_block_delta")
+        .filter_map(|e| e["delta"]["text"].as_str())
+        .collect();
+    assert_eq!(text, "Hibut no.");
+    let delta = events
+        .iter()
+        .find(|e| e["type"] == "message_delta")
+        .unwrap();
+    assert_eq!(delta["delta"]["stop_reason"], "refusal", "{delta}");
+}
