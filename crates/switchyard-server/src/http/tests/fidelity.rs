@@ -412,3 +412,26 @@ async fn a_messages_stream_reads_a_refusal_as_text_deltas_with_stop_reason_refus
         .unwrap();
     assert_eq!(delta["delta"]["stop_reason"], "refusal", "{delta}");
 }
+
+/// A streamed `n` > 1 on a route of vendors without `n` (Anthropic) is the 400 naming `n`,
+/// as for a plain request: nothing is streamed, no provider called.
+#[tokio::test]
+async fn a_streamed_n_above_one_is_refused_where_no_vendor_has_n() {
+    use switchyard::provider::anthropic::AnthropicCodec;
+    use switchyard::provider::codec::Codec;
+    let claude = |m: &str| ScriptedProvider::new(m).declaring(<AnthropicCodec as Codec>::support);
+    let f = fixture(
+        claude("c1"),
+        claude("c2"),
+        &[],
+        Route::new("smart", &["primary", "backup"]),
+    );
+    let mut body = chat("smart");
+    body["stream"] = json!(true);
+    body["n"] = json!(2);
+    let (status, err) = status_and_error(call(&f.state, post(&body)).await).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(err["error"]["param"], "n", "{err}");
+    assert_eq!(err["error"]["code"], "unsupported_field");
+    assert_eq!(f.primary.calls() + f.backup.calls(), 0);
+}
