@@ -435,3 +435,28 @@ async fn a_streamed_n_above_one_is_refused_where_no_vendor_has_n() {
     assert_eq!(err["error"]["code"], "unsupported_field");
     assert_eq!(f.primary.calls() + f.backup.calls(), 0);
 }
+
+/// A tool setting the shared shape has no room for (Anthropic's `strict`, ...) goes to
+/// Anthropic in the client's body and is named when another vendor answers: never dropped
+/// unsaid; odd or too many names collapse into `tools.*`.
+#[tokio::test]
+async fn unmodelled_messages_tool_settings_are_named_when_another_vendor_answers() {
+    let f = one(Step::text("ok"));
+    let tool = |extra: Value| {
+        let mut t = json!({"name": "f", "input_schema": {"type": "object"}});
+        for (k, v) in extra.as_object().unwrap() {
+            t[k] = v.clone();
+        }
+        t
+    };
+    let body = json!({"model": "smart", "max_tokens": 64,
+        "messages": [{"role": "user", "content": "hello"}],
+        "tools": [tool(json!({"strict": true, "defer_loading": false})),
+                  tool(json!({"bad key\n": 1}))]});
+    let resp = call(&f.state, post_to("/v1/messages", &body)).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(
+        header(&resp, "x-switchyard-ignored"),
+        "tools.defer_loading, tools.strict, tools.*"
+    );
+}

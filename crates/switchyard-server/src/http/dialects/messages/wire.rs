@@ -191,7 +191,15 @@ struct WireTool {
     input_schema: Option<Value>,
     #[serde(default)]
     cache_control: Option<IgnoredAny>,
+    /// Newer tool settings the shared shape has no room for (`strict`, `defer_loading`,
+    /// `input_examples`, ...): sent to Anthropic in the client's body, named in
+    /// `x-switchyard-ignored` (`tools.strict`) when another vendor answers.
+    #[serde(flatten)]
+    other: serde_json::Map<String, Value>,
 }
+
+/// How many distinct unknown tool settings are named one by one; past it, `tools.*`.
+const TOOL_SETTINGS_NAMED: usize = 8;
 
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -529,6 +537,17 @@ fn tools(tools: Option<Vec<WireTool>>, ignored: &mut Ignored) -> Result<Vec<Tool
                 return Err(bad(&format!("tools.{i}.input_schema"), "must be a JSON Schema object"));
             }
             ignored.add_if(t.cache_control.is_some(), "cache_control");
+            for key in t.other.keys() {
+                // a name, as a header can carry it; anything else (or too many) is `tools.*`
+                let plain = key.len() <= 64
+                    && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+                let named = ignored.0.iter().filter(|n| n.starts_with("tools.")).count();
+                if plain && named < TOOL_SETTINGS_NAMED {
+                    ignored.add(&format!("tools.{key}"));
+                } else {
+                    ignored.add("tools.*");
+                }
+            }
             Ok(Tool {
                 name,
                 description: t.description,
