@@ -630,6 +630,14 @@ pub struct ImplausibleUsage {
 pub struct ProviderReply {
     /// The generated text (empty when the model only called tools).
     pub text: String,
+    /// The model's refusal message, where the vendor gives one apart from the text
+    /// (OpenAI's `message.refusal`, a Responses `refusal` part); empty otherwise.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub refusal: String,
+    /// The vendor's fingerprint of the backend configuration that answered (OpenAI's
+    /// `system_fingerprint`), passed through to dialects that have a place for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_fingerprint: Option<String>,
     /// Tool calls the model made.
     #[serde(default)]
     pub tool_calls: Vec<ToolCall>,
@@ -669,6 +677,9 @@ pub struct ProviderReply {
 pub struct Choice {
     /// The generated text.
     pub text: String,
+    /// Its refusal message (see [`ProviderReply::refusal`]).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub refusal: String,
     /// Tool calls the model made.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
@@ -684,6 +695,12 @@ pub struct Choice {
 pub struct ChatResponse {
     /// The generated text.
     pub text: String,
+    /// The model's refusal message (see [`ProviderReply::refusal`]); empty when none.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub refusal: String,
+    /// The upstream's `system_fingerprint` (see [`ProviderReply::system_fingerprint`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_fingerprint: Option<String>,
     /// Tool calls the model made.
     pub tool_calls: Vec<ToolCall>,
     /// Reasoning blocks the vendor returned, in order (see [`Thinking`]).
@@ -774,6 +791,18 @@ pub struct ThinkingDelta {
 pub struct ChatChunk {
     /// Text delta (may be empty).
     pub text: String,
+    /// A piece of the model's refusal message (see [`ProviderReply::refusal`]).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub refusal: String,
+    /// The upstream's `system_fingerprint`, on the chunks that carry it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_fingerprint: Option<String>,
+    /// Pieces of the answers after the first, for a streamed request with `n` > 1 (the
+    /// fields above are the first answer's). The stream's finish signal (`finish_reason`)
+    /// comes once every answer has finished; each later answer's own finish is on its
+    /// piece.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<ChoiceDelta>,
     /// Tool-call deltas.
     #[serde(default)]
     pub tool_calls: Vec<ToolCallDelta>,
@@ -805,10 +834,34 @@ impl ChatChunk {
     #[must_use]
     pub fn has_content(&self) -> bool {
         !self.text.is_empty()
+            || !self.refusal.is_empty()
             || !self.tool_calls.is_empty()
             || !self.thinking.is_empty()
+            || !self.choices.is_empty()
             || self.native.is_some()
     }
+}
+
+/// A piece of one answer after the first, in a streamed request with `n` > 1.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChoiceDelta {
+    /// Which answer (1 for the second; the first is the chunk's own fields).
+    pub index: u32,
+    /// Text delta.
+    #[serde(default)]
+    pub text: String,
+    /// A piece of its refusal message.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub refusal: String,
+    /// Tool-call deltas.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCallDelta>,
+    /// Log probabilities of this piece's tokens (entries of `logprobs.content`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<Value>,
+    /// Set when this answer finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<FinishReason>,
 }
 
 #[cfg(test)]

@@ -26,6 +26,9 @@ pub enum SkipReason {
     /// A committed stream broke after passing the gateway's rescue buffer limit: what
     /// it delivered was no longer kept, so this provider could not be asked to rescue it.
     RescueBufferFull,
+    /// A committed stream answering several choices (`n` > 1) broke: a rescue cannot
+    /// rebuild the other choices, so this provider was not asked to finish it.
+    MultiChoice,
     /// The request uses fields this provider's vendor cannot honour (named in the
     /// outcome's `fields`; `docs/fields.md`).
     CannotHonour,
@@ -44,6 +47,7 @@ impl SkipReason {
             Self::Cooling => "cooling",
             Self::Unpriced => "unpriced",
             Self::RescueBufferFull => "rescue_buffer_full",
+            Self::MultiChoice => "multi_choice",
             Self::CannotHonour => "cannot_honour",
             Self::NeedsNative => "needs_native",
         }

@@ -21,6 +21,7 @@ use crate::telemetry::metrics::Metrics;
 
 mod dashboard;
 mod embeddings;
+mod fidelity;
 mod fields;
 mod hostile;
 mod messages;

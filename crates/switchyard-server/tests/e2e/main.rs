@@ -26,6 +26,9 @@
 //!   failing over from Anthropic upstreams to an OpenAI one (`tests/python/test_anthropic_sdk.py`);
 //! - `claude_code.rs`: real Claude Code (`claude -p`, binary from `$SWITCHYARD_CLAUDE`) failing
 //!   over from Anthropic to OpenAI;
+//! - `fidelity_sdk.rs`: the `openai` Python SDK reading logprobs, refusals, the system
+//!   fingerprint and `n=2` streams back through both OpenAI dialects
+//!   (`tests/python/test_fidelity_sdk.py`);
 //! - `python_sdk.rs`: the official `openai` Python SDK against the proxy
 //!   (`tests/python/test_openai_sdk.py`, interpreter from `$SWITCHYARD_PYTHON`).
 //!
@@ -54,6 +57,7 @@ mod edge;
 mod embeddings;
 mod errors;
 mod failover;
+mod fidelity_sdk;
 mod health;
 mod hostile;
 mod lifecycle;

@@ -157,8 +157,31 @@ pub fn reply_as_chunk(reply: ProviderReply) -> ChatChunk {
             redacted: t.redacted,
         })
         .collect();
+    let content = |l: Option<serde_json::Value>| {
+        l.and_then(|mut l| l.get_mut("content").map(serde_json::Value::take))
+    };
+    let choices = (reply.alternatives.into_iter().enumerate())
+        .map(|(i, c)| crate::chat::ChoiceDelta {
+            index: u32::try_from(i + 1).unwrap_or(u32::MAX),
+            text: c.text,
+            refusal: c.refusal,
+            tool_calls: (c.tool_calls.into_iter().enumerate())
+                .map(|(n, t)| crate::chat::ToolCallDelta {
+                    index: u32::try_from(n).unwrap_or(u32::MAX),
+                    id: Some(t.id),
+                    name: Some(t.name),
+                    arguments: t.arguments,
+                })
+                .collect(),
+            logprobs: content(c.logprobs),
+            finish_reason: c.finish_reason.or(Some(crate::chat::FinishReason::Stop)),
+        })
+        .collect();
     ChatChunk {
         text: reply.text,
+        refusal: reply.refusal,
+        system_fingerprint: reply.system_fingerprint,
+        choices,
         tool_calls,
         thinking,
         finish_reason: reply
@@ -166,9 +189,7 @@ pub fn reply_as_chunk(reply: ProviderReply) -> ChatChunk {
             .or(Some(crate::chat::FinishReason::Stop)),
         usage: reply.usage,
         model: reply.model,
-        logprobs: reply
-            .logprobs
-            .and_then(|mut l| l.get_mut("content").map(serde_json::Value::take)),
+        logprobs: content(reply.logprobs),
         native: reply.native,
     }
 }

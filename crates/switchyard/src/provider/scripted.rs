@@ -23,6 +23,7 @@ use crate::embedding::{EmbeddingInput, EmbeddingReply, EmbeddingRequest};
 use crate::error::{ErrorKind, ProviderError};
 
 /// What one call does.
+#[allow(clippy::large_enum_variant)] // a test script: written once, read once
 #[derive(Debug, Clone)]
 pub enum Step {
     /// Answer at once.
@@ -38,6 +39,7 @@ pub enum Step {
 }
 
 /// One step of a scripted stream.
+#[allow(clippy::large_enum_variant)] // a test script: written once, read once
 #[derive(Debug, Clone)]
 pub enum StreamStep {
     /// Yield a chunk.

@@ -244,3 +244,39 @@ async fn gemini_maps_sampling_into_generation_config() {
     )
     .await;
 }
+
+/// The Responses API: `logprobs` is the `include` entry for the output text's log
+/// probabilities, `top_logprobs` itself; the fields it shares with Chat Completions under
+/// its own names.
+#[tokio::test]
+async fn openai_responses_asks_for_logprobs_with_include() {
+    use switchyard::provider::codec::Codec;
+    let include = json!("message.output_text.logprobs");
+    let cases: Vec<Case> = vec![
+        (Field::Logprobs, vec![("/include/0", include.clone())]),
+        (
+            Field::TopLogprobs,
+            vec![("/include/0", include), ("/top_logprobs", json!(3))],
+        ),
+        (
+            Field::ParallelToolCalls,
+            vec![("/parallel_tool_calls", json!(false))],
+        ),
+        (
+            Field::ServiceTier,
+            vec![("/service_tier", json!("priority"))],
+        ),
+        (
+            Field::ReasoningEffort,
+            vec![("/reasoning/effort", json!("low"))],
+        ),
+        (Field::Metadata, vec![("/metadata/team", json!("a"))]),
+        (Field::User, vec![("/user", json!("u1"))]),
+    ];
+    check(
+        &crate::openai_responses::Harness,
+        <switchyard::provider::openai::responses::ResponsesCodec as Codec>::support,
+        &cases,
+    )
+    .await;
+}

@@ -381,3 +381,63 @@ async fn a_safety_stop_is_returned_as_a_filtered_finish() {
     assert_eq!(reply.finish_reason, Some(FinishReason::ContentFilter));
     assert_eq!(reply.text, "");
 }
+
+/// `n` = 2 is `candidateCount: 2`; Google streams both candidates by `index`, and the
+/// stream runs until both have finished (here candidate 1 first, in its own chunk), the
+/// second's text beside the first's.
+#[tokio::test]
+async fn a_stream_of_two_candidates_is_read_to_both_ends() {
+    let chunk = |candidates: Value, usage: Option<Value>| {
+        let mut c = json!({"candidates": candidates, "modelVersion": MODEL});
+        if let Some(u) = usage {
+            c["usageMetadata"] = u;
+        }
+        format!("data: {c}\r\n\r\n")
+    };
+    let text =
+        |i: u32, t: &str| json!({"index": i, "content": {"role": "model", "parts": [{"text": t}]}});
+    let finished = |i: u32, t: &str| {
+        let mut c = text(i, t);
+        c["finishReason"] = json!("STOP");
+        c
+    };
+    let body = [
+        chunk(json!([text(0, "Bon"), text(1, "Sal")]), None),
+        chunk(json!([finished(1, "ut")]), None),
+        chunk(
+            json!([finished(0, "jour")]),
+            Some(json!({"promptTokenCount": 3, "candidatesTokenCount": 6})),
+        ),
+    ]
+    .concat();
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(Harness.completion_path(true)))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let p = Harness.provider(&server.uri(), None, Clock::system());
+    let req = ChatRequest {
+        n: Some(2),
+        ..ChatRequest::from_prompt(PROMPT)
+    };
+    let items = suite::collect(p.stream(&req).await.unwrap()).await;
+    let sent: Value =
+        serde_json::from_slice(&server.received_requests().await.unwrap()[0].body).unwrap();
+    assert_eq!(sent["generationConfig"]["candidateCount"], 2);
+    let chunks: Vec<_> = items.into_iter().map(Result::unwrap).collect();
+    let first: String = chunks.iter().map(|c| c.text.as_str()).collect();
+    let second: String = (chunks.iter().flat_map(|c| &c.choices))
+        .map(|c| c.text.as_str())
+        .collect();
+    assert_eq!((first.as_str(), second.as_str()), ("Bonjour", "Salut"));
+    let last = chunks.last().unwrap();
+    assert_eq!(last.finish_reason, Some(FinishReason::Stop));
+    assert_eq!(last.usage.map(|u| u.output_tokens), Some(6));
+    assert_eq!(
+        chunks.iter().filter(|c| c.finish_reason.is_some()).count(),
+        1,
+        "one finish signal, at the end"
+    );
+}

@@ -28,17 +28,81 @@ fn parse_tracked<T: DeserializeOwned>(
     body: &[u8],
     refuse: impl FnOnce(String, String) -> ApiError,
 ) -> Result<T, ApiError> {
+    match tracked(body)? {
+        Ok(req) => Ok(req),
+        Err((path, message)) => Err(refuse(path, message)),
+    }
+}
+
+/// A tracked parse: the value, or serde's path to the bad field and its message; a body
+/// that is not JSON is the 400 at once.
+fn tracked<T: DeserializeOwned>(body: &[u8]) -> Result<Result<T, (String, String)>, ApiError> {
     let de = &mut serde_json::Deserializer::from_slice(body);
-    let req = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        if inner.is_syntax() || inner.is_eof() {
-            return not_json(&inner);
+    let req = match serde_path_to_error::deserialize(&mut *de) {
+        Ok(req) => req,
+        Err(e) => {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            if inner.is_syntax() || inner.is_eof() {
+                return Err(not_json(&inner));
+            }
+            return Ok(Err((path, inner.to_string())));
         }
-        refuse(path, inner.to_string())
-    })?;
+    };
     de.end().map_err(|e| not_json(&e))?;
-    Ok(req)
+    Ok(Ok(req))
+}
+
+/// The most unknown top-level fields one body may pass through (each costs a parse).
+pub(crate) const MAX_UNKNOWN_FIELDS: usize = 32;
+
+/// Parse `body` into a type that refuses unknown fields, setting aside the top-level
+/// fields it does not know instead of failing on them: the value and their names, in the
+/// order found. For a route that passes unknown fields through (`passthrough_unknown`);
+/// whether they may pass is the caller's to decide. Any other fault (and more than
+/// [`MAX_UNKNOWN_FIELDS`] unknown fields) is what `refuse(path, message)` says.
+///
+/// # Errors
+/// 400: not JSON, or what `refuse` says.
+pub(crate) fn parse_setting_aside<T: DeserializeOwned>(
+    body: &[u8],
+    refuse: impl FnOnce(String, String) -> ApiError,
+) -> Result<(T, Vec<String>), ApiError> {
+    if let Ok(req) = serde_json::from_slice(body) {
+        return Ok((req, Vec::new()));
+    }
+    let mut unknown = Vec::new();
+    let mut rest: Option<serde_json::Map<String, serde_json::Value>> = None;
+    loop {
+        let bytes = match &rest {
+            None => std::borrow::Cow::Borrowed(body),
+            Some(m) => std::borrow::Cow::Owned(serde_json::to_vec(m).unwrap_or_default()),
+        };
+        let (path, message) = match tracked(&bytes)? {
+            Ok(req) => return Ok((req, unknown)),
+            Err(fault) => fault,
+        };
+        let field = unknown_top_level(&path, &message).map(str::to_owned);
+        let Some(field) = field.filter(|_| unknown.len() < MAX_UNKNOWN_FIELDS) else {
+            return Err(refuse(path, message));
+        };
+        let map = match &mut rest {
+            Some(m) => m,
+            None => rest.insert(serde_json::from_slice(body).map_err(|e| not_json(&e))?),
+        };
+        if map.remove(&field).is_none() {
+            return Err(refuse(path, message));
+        }
+        unknown.push(field);
+    }
+}
+
+/// The name in serde's "unknown field `x`, expected ..." message, when the field is a
+/// top-level one (serde's path is the root or the field itself).
+pub(crate) fn unknown_top_level<'m>(path: &str, message: &'m str) -> Option<&'m str> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (name, _) = rest.split_once('`')?;
+    (path == "." || path == name).then_some(name)
 }
 
 /// OpenAI's phrasing: `param` is the JSON path (absent for the root), the message quotes it
@@ -81,4 +145,53 @@ pub(crate) fn check_names(fields: &[(&str, Option<&str>)]) -> Result<(), ApiErro
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Inner {
+        a: u32,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Outer {
+        inner: Inner,
+    }
+
+    fn refuse(path: String, message: String) -> ApiError {
+        ApiError::bad_request(Some(path), message)
+    }
+
+    #[test]
+    fn unknown_top_level_fields_are_set_aside_in_order_and_nested_ones_refused() {
+        let body = br#"{"zed": 1, "inner": {"a": 1}, "alpha": [2]}"#;
+        let (outer, unknown) = parse_setting_aside::<Outer>(body, refuse).unwrap();
+        assert_eq!(unknown, ["zed", "alpha"]);
+        assert_eq!(outer.inner.a, 1);
+        let (_, none) = parse_setting_aside::<Outer>(br#"{"inner": {"a": 1}}"#, refuse).unwrap();
+        assert!(none.is_empty());
+        let nested = br#"{"inner": {"a": 1, "b": 2}, "zed": 1}"#;
+        let err = parse_setting_aside::<Outer>(nested, refuse).unwrap_err();
+        assert!(
+            err.body().to_string().contains("unknown field `b`"),
+            "{:?}",
+            err.body()
+        );
+        let wrong = br#"{"inner": {"a": "x"}, "zed": 1}"#;
+        assert!(parse_setting_aside::<Outer>(wrong, refuse).is_err());
+        let many: serde_json::Map<String, serde_json::Value> = (0..=MAX_UNKNOWN_FIELDS)
+            .map(|i| (format!("f{i}"), serde_json::Value::Null))
+            .chain([("inner".to_owned(), serde_json::json!({"a": 1}))])
+            .collect();
+        let many = serde_json::to_vec(&many).unwrap();
+        assert!(
+            parse_setting_aside::<Outer>(&many, refuse).is_err(),
+            "bounded"
+        );
+    }
 }

@@ -19,6 +19,7 @@ pub mod embeddings;
 pub(crate) mod flow;
 pub(crate) mod json;
 pub mod messages;
+pub(crate) mod passthrough;
 pub mod responses;
 pub(crate) mod sse;
 

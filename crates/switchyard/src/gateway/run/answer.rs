@@ -31,6 +31,7 @@ impl Run {
             r.settle(self.state().as_ref(), cost).await;
         }
         let (logprobs, alternatives) = (reply.logprobs, reply.alternatives);
+        let (refusal, system_fingerprint) = (reply.refusal, reply.system_fingerprint);
         let completion = Completion {
             text: reply.text,
             tool_calls: reply.tool_calls,
@@ -47,6 +48,8 @@ impl Run {
         ChatResponse {
             logprobs,
             alternatives,
+            refusal,
+            system_fingerprint,
             ..self.response(slot, completion, attempts)
         }
     }
@@ -93,6 +96,8 @@ impl Run {
             max_tokens_applied: c.max_tokens_applied,
             logprobs: None,
             alternatives: Vec::new(),
+            refusal: String::new(),
+            system_fingerprint: None,
             ignored: self.fields_with(slot, Support::Ignored),
             dropped: match self.route.unsupported_fields {
                 UnsupportedFields::Drop => self.fields_with(slot, Support::Unsupported),

@@ -94,6 +94,7 @@ pub(super) enum Stop {
 }
 
 /// A successful call's result.
+#[allow(clippy::large_enum_variant)] // one per call, moved once: boxing costs more
 pub(super) enum Answer {
     Reply(ProviderReply),
     /// An embeddings call's vectors (one per input).

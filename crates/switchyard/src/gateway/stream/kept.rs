@@ -12,10 +12,16 @@ use crate::chat::{ChatChunk, ToolCall, ToolCallDelta};
 pub(super) struct Kept {
     /// Text delivered.
     pub(super) text: String,
+    /// Refusal text delivered (not counted against the limit: it is short, and the final
+    /// response needs it whole).
+    pub(super) refusal: String,
+    /// The upstream's `system_fingerprint`, as last seen.
+    pub(super) system_fingerprint: Option<String>,
     /// Tool calls delivered so far, whole.
     pub(super) tool_calls: Vec<ToolCall>,
-    /// Tool-call deltas, reasoning pieces or native pieces were delivered (a prefill cannot
-    /// continue those, and a restart would send them again): a break is not rescued.
+    /// Tool-call deltas, reasoning, refusal, later answers' (`n` > 1) or native pieces were
+    /// delivered (a prefill cannot continue those, and a restart would send them again): a
+    /// break is not rescued.
     pub(super) sent_tools: bool,
     /// Bytes of text and tool-call fragments delivered; past the limit nothing more is kept.
     pub(super) bytes: usize,
@@ -32,8 +38,14 @@ impl Kept {
     /// be rescued.
     pub(super) fn keep(&mut self, chunk: &ChatChunk, limit: usize) {
         let native_piece = chunk.native.is_some() && chunk.finish_reason.is_none();
-        self.sent_tools |=
-            !chunk.tool_calls.is_empty() || !chunk.thinking.is_empty() || native_piece;
+        self.sent_tools |= !chunk.tool_calls.is_empty()
+            || !chunk.thinking.is_empty()
+            || !chunk.refusal.is_empty()
+            || !chunk.choices.is_empty()
+            || native_piece;
+        if self.refusal.len() < MAX_REFUSAL_BYTES {
+            self.refusal.push_str(&chunk.refusal);
+        }
         if self.unrescuable {
             return;
         }
@@ -60,6 +72,9 @@ impl Kept {
         merge_tool_deltas(&mut self.tool_calls, &chunk.tool_calls);
     }
 }
+
+/// Refusal text kept past this is not extended (a refusal is a sentence or two).
+const MAX_REFUSAL_BYTES: usize = 64 * 1024;
 
 /// Fold streamed tool-call fragments into whole calls, by index.
 fn merge_tool_deltas(calls: &mut Vec<ToolCall>, deltas: &[ToolCallDelta]) {

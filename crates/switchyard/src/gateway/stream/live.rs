@@ -109,6 +109,9 @@ impl Live {
         if let Some(u) = chunk.usage {
             self.segment.usage = Some(u);
         }
+        if let Some(f) = &chunk.system_fingerprint {
+            self.kept.system_fingerprint = Some(f.clone());
+        }
         if chunk.has_content() {
             self.segment.chunks += 1;
         }
@@ -293,7 +296,11 @@ impl Live {
             provider_latency: None,
             max_tokens_applied: self.segment.limits.applied,
         };
-        (self.run).response(self.slot(), completion, self.run.attempts.clone())
+        ChatResponse {
+            refusal: self.kept.refusal.clone(),
+            system_fingerprint: self.kept.system_fingerprint.clone(),
+            ..(self.run).response(self.slot(), completion, self.run.attempts.clone())
+        }
     }
 
     /// Tell observers how the request ended, once (settling the run).

@@ -14,7 +14,9 @@ impl Live {
     /// the stream ends with the original failure.
     pub(super) async fn rescue(&mut self) {
         if self.kept.unrescuable {
-            self.skip_rescuers();
+            self.skip_rescuers(SkipReason::RescueBufferFull);
+        } else if self.req.n.is_some_and(|n| n > 1) {
+            self.skip_rescuers(SkipReason::MultiChoice);
         } else if !self.kept.sent_tools {
             while let Some((pos, rung)) = self.next_rung() {
                 if self.try_rung(pos, rung).await {
@@ -35,18 +37,15 @@ impl Live {
         self.queue.push_back(StreamEvent::Failed(Box::new(err)));
     }
 
-    /// The stream passed the rescue buffer limit: record every candidate left as skipped
-    /// for that reason (the trail says why none was asked), and use them up.
-    fn skip_rescuers(&mut self) {
+    /// The stream cannot be rescued (it passed the rescue buffer limit, or it answers
+    /// several choices): record every candidate left as skipped for `reason` (the trail
+    /// says why none was asked), and use them up.
+    fn skip_rescuers(&mut self, reason: SkipReason) {
         let slots = self.run.slots();
         let plan = std::mem::take(&mut self.run.plan);
         for &i in plan.get(self.next.0..).unwrap_or_default() {
             let spec = &slots.get(i).spec;
-            let skip = Attempt::skipped(
-                &spec.name,
-                spec.provider.model(),
-                SkipReason::RescueBufferFull,
-            );
+            let skip = Attempt::skipped(&spec.name, spec.provider.model(), reason);
             self.run.record(skip);
         }
         self.next = (plan.len(), Rung::Continuation);

@@ -255,7 +255,8 @@ pub struct AzureCodec {
 
 impl Codec for AzureCodec {
     const KIND: &'static str = "azure";
-    type Call = ();
+    /// As OpenAI's: how many answers the request asks for.
+    type Call = u32;
     type Events = Events;
 
     /// Azure OpenAI serves OpenAI's Chat Completions: the same fields.
@@ -267,13 +268,14 @@ impl Codec for AzureCodec {
         self.inner.model()
     }
 
-    fn encode(&self, req: &ChatRequest, stream: bool) -> Result<(Vec<u8>, ()), ProviderError> {
+    fn encode(&self, req: &ChatRequest, stream: bool) -> Result<(Vec<u8>, u32), ProviderError> {
         self.inner.encode(req, stream)
     }
 
-    fn parse_reply(&self, body: &[u8], (): ()) -> Result<ProviderReply, ProviderError> {
-        let reply = self.inner.parse_reply(body, ())?;
-        let silent = reply.text.is_empty() && reply.tool_calls.is_empty();
+    fn parse_reply(&self, body: &[u8], choices: u32) -> Result<ProviderReply, ProviderError> {
+        let reply = self.inner.parse_reply(body, choices)?;
+        let silent =
+            reply.text.is_empty() && reply.refusal.is_empty() && reply.tool_calls.is_empty();
         if silent && reply.finish_reason == Some(FinishReason::ContentFilter) {
             return Err(filtered());
         }
@@ -292,8 +294,11 @@ impl Codec for AzureCodec {
         self.inner.reported_latency(response)
     }
 
-    fn events(&self, (): ()) -> Events {
-        Events { said: false }
+    fn events(&self, choices: u32) -> Events {
+        Events {
+            said: false,
+            inner: openai::Events::new(choices),
+        }
     }
 
     fn classify(failure: &HttpFailure, now: SystemTime) -> ProviderError {
@@ -338,13 +343,16 @@ fn filtered() -> ProviderError {
 pub struct Events {
     /// Some text or a tool call came already.
     said: bool,
+    /// OpenAI's reader (it tracks the answers of an `n` > 1 stream).
+    inner: openai::Events,
 }
 
 impl StreamEvents for Events {
     fn parse_event(&mut self, event: &SseEvent) -> Result<Parsed, ProviderError> {
-        let parsed = openai::parse_event(event)?;
+        let parsed = self.inner.parse_event(event)?;
         if let Parsed::Chunk(chunk) = &parsed {
-            self.said |= !chunk.text.is_empty() || !chunk.tool_calls.is_empty();
+            self.said |=
+                !chunk.text.is_empty() || !chunk.refusal.is_empty() || !chunk.tool_calls.is_empty();
             if !self.said && chunk.finish_reason == Some(FinishReason::ContentFilter) {
                 return Err(filtered());
             }

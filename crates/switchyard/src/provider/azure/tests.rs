@@ -77,14 +77,14 @@ fn a_200_filtered_before_any_word_is_content_filtered() {
             "content_filter_results": {"violence": {"filtered": true, "severity": "medium"}}}],
         "usage": {"prompt_tokens": 10, "completion_tokens": 0, "total_tokens": 10}});
     let err = codec()
-        .parse_reply(body.to_string().as_bytes(), ())
+        .parse_reply(body.to_string().as_bytes(), 1)
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::ContentFiltered);
     assert_eq!(err.status, Some(200));
 
     let cut = json!({"id": "x", "object": "chat.completion", "model": "gpt-4o",
         "choices": [{"index": 0, "finish_reason": "content_filter", "message": {"role": "assistant", "content": "Here is"}}]});
-    let reply = codec().parse_reply(cut.to_string().as_bytes(), ()).unwrap();
+    let reply = codec().parse_reply(cut.to_string().as_bytes(), 1).unwrap();
     assert_eq!(reply.text, "Here is");
     assert_eq!(reply.finish_reason, Some(FinishReason::ContentFilter));
 }
@@ -100,7 +100,7 @@ fn event(data: serde_json::Value) -> SseEvent {
 
 #[test]
 fn a_stream_filtered_before_any_word_is_content_filtered() {
-    let mut events = codec().events(());
+    let mut events = codec().events(1);
     // Azure's first chunk: the prompt's filter results, no choices
     let first = events
         .parse_event(&event(
@@ -113,7 +113,7 @@ fn a_stream_filtered_before_any_word_is_content_filtered() {
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::ContentFiltered);
 
-    let mut events = codec().events(());
+    let mut events = codec().events(1);
     events
         .parse_event(&event(json!({"id": "x", "choices": [{"index": 0, "delta": {"content": "Once"}, "finish_reason": null}]})))
         .unwrap();

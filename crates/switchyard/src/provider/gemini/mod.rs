@@ -176,7 +176,7 @@ impl Gemini {
     /// replayed call whose arguments are not a JSON object, a tool result whose function
     /// name cannot be found, a `data:` URL that is not base64.
     pub fn build_request(&self, req: &ChatRequest) -> Result<Vec<u8>, ProviderError> {
-        self.codec().encode(req, false).map(|(body, ())| body)
+        self.codec().encode(req, false).map(|(body, _)| body)
     }
 }
 
@@ -198,7 +198,8 @@ impl GeminiCodec {
 
 impl Codec for GeminiCodec {
     const KIND: &'static str = "gemini";
-    type Call = ();
+    /// How many candidates the request asks for (`n`; a stream waits for each).
+    type Call = u32;
     type Events = StreamParser;
 
     fn model(&self) -> &str {
@@ -209,12 +210,13 @@ impl Codec for GeminiCodec {
         request::support(field)
     }
 
-    fn encode(&self, req: &ChatRequest, _stream: bool) -> Result<(Vec<u8>, ()), ProviderError> {
+    fn encode(&self, req: &ChatRequest, _stream: bool) -> Result<(Vec<u8>, u32), ProviderError> {
         let body = request::body(req, &self.model)?;
-        crate::provider::encode_body(&body).map(|body| (body, ()))
+        let candidates = req.n.unwrap_or(1).max(1);
+        crate::provider::encode_body(&body).map(|body| (body, candidates))
     }
 
-    fn parse_reply(&self, body: &[u8], (): ()) -> Result<ProviderReply, ProviderError> {
+    fn parse_reply(&self, body: &[u8], _candidates: u32) -> Result<ProviderReply, ProviderError> {
         parse_response(body)
     }
 
@@ -226,8 +228,8 @@ impl Codec for GeminiCodec {
         embed::parse(body)
     }
 
-    fn events(&self, (): ()) -> StreamParser {
-        StreamParser::new()
+    fn events(&self, candidates: u32) -> StreamParser {
+        StreamParser::with_candidates(candidates)
     }
 
     /// Google's non-SSE stream format (one JSON array of chunks, as when `alt=sse` is

@@ -70,6 +70,7 @@ fn candidate_choice(candidate: wire::Candidate) -> Result<Choice, ProviderError>
     }
     Ok(Choice {
         text,
+        refusal: String::new(),
         tool_calls,
         finish_reason: finish,
         logprobs: candidate

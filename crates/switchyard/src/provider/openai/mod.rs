@@ -163,7 +163,7 @@ impl OpenAi {
     /// # Errors
     /// `BadRequest` when the request cannot be expressed (a tool result without a call id).
     pub fn build_request(&self, req: &ChatRequest, stream: bool) -> Result<Vec<u8>, ProviderError> {
-        self.codec().encode(req, stream).map(|(body, ())| body)
+        self.codec().encode(req, stream).map(|(body, _)| body)
     }
 }
 
@@ -253,7 +253,8 @@ impl OpenAiCodec {
 
 impl Codec for OpenAiCodec {
     const KIND: &'static str = "openai";
-    type Call = ();
+    /// How many answers the request asks for (`n`; a stream waits for each to finish).
+    type Call = u32;
     type Events = Events;
 
     fn model(&self) -> &str {
@@ -264,11 +265,12 @@ impl Codec for OpenAiCodec {
         request::support(field)
     }
 
-    fn encode(&self, req: &ChatRequest, stream: bool) -> Result<(Vec<u8>, ()), ProviderError> {
-        request::body(req, &self.model, self.quirks, stream).map(|body| (body, ()))
+    fn encode(&self, req: &ChatRequest, stream: bool) -> Result<(Vec<u8>, u32), ProviderError> {
+        let choices = req.n.unwrap_or(1).max(1);
+        request::body(req, &self.model, self.quirks, stream).map(|body| (body, choices))
     }
 
-    fn parse_reply(&self, body: &[u8], (): ()) -> Result<ProviderReply, ProviderError> {
+    fn parse_reply(&self, body: &[u8], _choices: u32) -> Result<ProviderReply, ProviderError> {
         parse_response(body)
     }
 
@@ -284,8 +286,8 @@ impl Codec for OpenAiCodec {
         reply::processing_time(response)
     }
 
-    fn events(&self, (): ()) -> Events {
-        Events
+    fn events(&self, choices: u32) -> Events {
+        Events::new(choices)
     }
 
     fn classify(failure: &HttpFailure, now: SystemTime) -> ProviderError {

@@ -16,7 +16,8 @@ use crate::provider::http::{snippet, UpstreamResponse};
 /// Parse a 200 response body. A body that is not a chat completion (HTML from a proxy,
 /// empty, no `choices`) is `Malformed`; an error object is classified. The message's
 /// `reasoning_content` (or `reasoning`), which OpenAI-compatible reasoning servers return,
-/// is its one [`Thinking`] block: text, no signature.
+/// is its one [`Thinking`] block: text, no signature. A `refusal` is the reply's refusal
+/// (apart from the text, which is then usually empty); `system_fingerprint` is kept.
 ///
 /// # Errors
 /// As above.
@@ -51,6 +52,8 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
     Ok(ProviderReply {
         thinking,
         text: first.text,
+        refusal: first.refusal,
+        system_fingerprint: completion.system_fingerprint,
         tool_calls: first.tool_calls,
         finish_reason: first.finish_reason,
         logprobs: first.logprobs,
@@ -74,7 +77,7 @@ fn choice(choice: wire::Choice) -> Result<(Choice, Vec<Thinking>), ProviderError
         }],
         _ => Vec::new(),
     };
-    let mut text = match message.content {
+    let text = match message.content {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => s,
         Some(Value::Array(parts)) => parts
@@ -83,9 +86,6 @@ fn choice(choice: wire::Choice) -> Result<(Choice, Vec<Thinking>), ProviderError
             .collect(),
         Some(other) => return Err(malformed(format!("unexpected message content: {other}"))),
     };
-    if text.is_empty() {
-        text = message.refusal.unwrap_or_default();
-    }
     let tool_calls = message
         .tool_calls
         .unwrap_or_default()
@@ -103,6 +103,7 @@ fn choice(choice: wire::Choice) -> Result<(Choice, Vec<Thinking>), ProviderError
         .collect();
     let answer = Choice {
         text,
+        refusal: message.refusal.unwrap_or_default(),
         tool_calls,
         finish_reason: choice.finish_reason.as_deref().map(finish_reason),
         logprobs: choice.logprobs.filter(|l| !l.is_null()),

@@ -1,32 +1,43 @@
-//! Chat Completions streams: [`parse_event`] reads one server-sent event alone (the
-//! stream needs no state), [`Events`] runs it for the shared HTTP provider.
+//! Chat Completions streams: [`parse_event`] reads one server-sent event alone (a
+//! one-answer stream needs no state); [`Events`] runs it for the shared HTTP provider and,
+//! for a request with `n` > 1, carries the later answers' pieces and holds the finish
+//! signal until every answer has finished.
 
 use serde_json::Value;
 
 use super::classify::classify_value;
 use super::reply::{finish_reason, malformed, usage};
 use super::wire;
-use crate::chat::{ChatChunk, ThinkingDelta, ToolCallDelta};
+use crate::chat::{ChatChunk, ChoiceDelta, FinishReason, ThinkingDelta, ToolCallDelta};
 use crate::error::ProviderError;
 use crate::provider::codec::StreamEvents;
 use crate::provider::http::snippet;
 use crate::provider::sse::{Parsed, SseEvent};
 
-/// Parse one server-sent event of a streamed completion.
+/// Parse one server-sent event of a streamed completion with one answer.
 ///
-/// `[DONE]` is [`Parsed::Done`]; a chunk is [`Parsed::Chunk`] (choice 0's text, reasoning
-/// (`reasoning_content` or `reasoning`, as reasoning block 0) and tool-call deltas, its
-/// `finish_reason`, and `usage` when present — the final usage chunk has `choices: []`;
-/// Groq's `x_groq.usage` counts too); an error object (`{"error": …}`, vLLM's `{"object": "error"}`, an
-/// `event: error`) is classified like an HTTP error. Anything else that is not a chunk
-/// is `Malformed`.
+/// `[DONE]` is [`Parsed::Done`]; a chunk is [`Parsed::Chunk`] (choice 0's text, refusal,
+/// reasoning (`reasoning_content` or `reasoning`, as reasoning block 0) and tool-call
+/// deltas, its `finish_reason` and `logprobs.content`, the chunk's `system_fingerprint`,
+/// and `usage` when present — the final usage chunk has `choices: []`; Groq's
+/// `x_groq.usage` counts too); an error object (`{"error": …}`, vLLM's `{"object":
+/// "error"}`, an `event: error`) is classified like an HTTP error. Anything else that is
+/// not a chunk is `Malformed`.
 ///
 /// # Errors
 /// As above.
 pub fn parse_event(event: &SseEvent) -> Result<Parsed, ProviderError> {
+    Ok(match read(event)? {
+        Some((chunk, _)) => Parsed::Chunk(chunk),
+        None => Parsed::Done,
+    })
+}
+
+/// One event as choice 0's chunk and the other choices' pieces; `None` for `[DONE]`.
+fn read(event: &SseEvent) -> Result<Option<(ChatChunk, Vec<ChoiceDelta>)>, ProviderError> {
     let data = event.data.trim();
     if data == "[DONE]" {
-        return Ok(Parsed::Done);
+        return Ok(None);
     }
     let chunk: wire::Chunk = serde_json::from_str(data).map_err(|e| {
         malformed(format!(
@@ -43,59 +54,136 @@ pub fn parse_event(event: &SseEvent) -> Result<Parsed, ProviderError> {
     let reported = chunk.usage.or(chunk.x_groq.and_then(|x| x.usage));
     let mut out = ChatChunk {
         model: chunk.model,
+        system_fingerprint: chunk.system_fingerprint,
         usage: reported.map(usage).transpose()?,
         ..ChatChunk::default()
     };
-    let choice = chunk
-        .choices
-        .unwrap_or_default()
-        .into_iter()
-        .find(|c| c.index == 0);
-    if let Some(choice) = choice {
-        out.finish_reason = choice.finish_reason.as_deref().map(finish_reason);
-        out.logprobs = choice
-            .logprobs
-            .and_then(|mut l| l.get_mut("content").map(Value::take))
-            .filter(|c| !c.is_null());
-        if let Some(delta) = choice.delta {
-            if let Some(text) = delta.reasoning_content.or(delta.reasoning) {
-                if !text.is_empty() {
-                    out.thinking = vec![ThinkingDelta {
-                        index: 0,
-                        text,
-                        ..ThinkingDelta::default()
-                    }];
-                }
-            }
-            out.text = delta.content.or(delta.refusal).unwrap_or_default();
-            out.tool_calls = delta
-                .tool_calls
-                .unwrap_or_default()
-                .into_iter()
-                .map(|t| {
-                    let function = t.function.unwrap_or(wire::DeltaFunction {
-                        name: None,
-                        arguments: None,
-                    });
-                    ToolCallDelta {
-                        index: t.index,
-                        id: t.id,
-                        name: function.name,
-                        arguments: function.arguments.unwrap_or_default(),
-                    }
-                })
-                .collect();
+    let mut others = Vec::new();
+    for choice in chunk.choices.unwrap_or_default() {
+        let piece = piece(choice);
+        if piece.index == 0 {
+            out.text = piece.text;
+            out.refusal = piece.refusal;
+            out.tool_calls = piece.tool_calls;
+            out.logprobs = piece.logprobs;
+            out.finish_reason = piece.finish_reason;
+            out.thinking = piece.thinking;
+        } else {
+            others.push(ChoiceDelta {
+                index: piece.index,
+                text: piece.text,
+                refusal: piece.refusal,
+                tool_calls: piece.tool_calls,
+                logprobs: piece.logprobs,
+                finish_reason: piece.finish_reason,
+            });
         }
     }
-    Ok(Parsed::Chunk(out))
+    Ok(Some((out, others)))
 }
 
-/// A Chat Completions stream's events: each one read alone by [`parse_event`].
+/// What one choice of a chunk adds.
+#[derive(Default)]
+struct Piece {
+    index: u32,
+    text: String,
+    refusal: String,
+    tool_calls: Vec<ToolCallDelta>,
+    thinking: Vec<ThinkingDelta>,
+    logprobs: Option<Value>,
+    finish_reason: Option<FinishReason>,
+}
+
+fn piece(choice: wire::StreamChoice) -> Piece {
+    let mut out = Piece {
+        index: choice.index,
+        finish_reason: choice.finish_reason.as_deref().map(finish_reason),
+        logprobs: choice
+            .logprobs
+            .and_then(|mut l| l.get_mut("content").map(Value::take))
+            .filter(|c| !c.is_null()),
+        ..Piece::default()
+    };
+    let Some(delta) = choice.delta else {
+        return out;
+    };
+    if let Some(text) = delta.reasoning_content.or(delta.reasoning) {
+        if !text.is_empty() {
+            out.thinking = vec![ThinkingDelta {
+                index: 0,
+                text,
+                ..ThinkingDelta::default()
+            }];
+        }
+    }
+    out.text = delta.content.unwrap_or_default();
+    out.refusal = delta.refusal.unwrap_or_default();
+    out.tool_calls = delta
+        .tool_calls
+        .unwrap_or_default()
+        .into_iter()
+        .map(|t| {
+            let function = t.function.unwrap_or(wire::DeltaFunction {
+                name: None,
+                arguments: None,
+            });
+            ToolCallDelta {
+                index: t.index,
+                id: t.id,
+                name: function.name,
+                arguments: function.arguments.unwrap_or_default(),
+            }
+        })
+        .collect();
+    out
+}
+
+/// A Chat Completions stream's events. With one answer each event is read alone by
+/// [`parse_event`]; with `n` > 1 the later answers' pieces ride on the chunk
+/// ([`ChatChunk::choices`]), and the finish signal (answer 0's reason) is held until all
+/// `n` answers have finished, since OpenAI finishes each answer on its own.
 #[derive(Debug)]
-pub struct Events;
+pub struct Events {
+    /// Answers the request asked for.
+    choices: u32,
+    /// Answers finished so far.
+    finished: u32,
+    /// Answer 0's finish reason, held until every answer has finished.
+    first: Option<FinishReason>,
+}
+
+impl Events {
+    /// A reader for a stream of `choices` answers (1 for a plain request).
+    #[must_use]
+    pub fn new(choices: u32) -> Self {
+        Self {
+            choices: choices.max(1),
+            finished: 0,
+            first: None,
+        }
+    }
+}
 
 impl StreamEvents for Events {
     fn parse_event(&mut self, event: &SseEvent) -> Result<Parsed, ProviderError> {
-        parse_event(event)
+        let Some((mut chunk, others)) = read(event)? else {
+            return Ok(Parsed::Done);
+        };
+        if self.choices == 1 {
+            return Ok(Parsed::Chunk(chunk));
+        }
+        let done = others.iter().filter(|c| c.finish_reason.is_some()).count();
+        self.finished = self
+            .finished
+            .saturating_add(u32::try_from(done).unwrap_or(u32::MAX));
+        if let Some(f) = chunk.finish_reason.take() {
+            self.finished = self.finished.saturating_add(1);
+            self.first = Some(f);
+        }
+        chunk.choices = others;
+        if self.finished >= self.choices {
+            chunk.finish_reason = Some(self.first.take().unwrap_or(FinishReason::Stop));
+        }
+        Ok(Parsed::Chunk(chunk))
     }
 }

@@ -143,6 +143,8 @@ pub(super) struct Completion {
     #[serde(default)]
     pub model: Option<String>,
     #[serde(default)]
+    pub system_fingerprint: Option<String>,
+    #[serde(default)]
     pub usage: Option<Usage>,
     #[serde(default)]
     pub error: Option<Value>,
@@ -207,6 +209,8 @@ pub(super) struct Chunk {
     pub choices: Option<Vec<StreamChoice>>,
     #[serde(default)]
     pub model: Option<String>,
+    #[serde(default)]
+    pub system_fingerprint: Option<String>,
     #[serde(default)]
     pub usage: Option<Usage>,
     /// Groq's extension: the final chunk's usage under `x_groq.usage`.

@@ -235,7 +235,8 @@ pub struct GeminiOnVertex {
 
 impl Codec for GeminiOnVertex {
     const KIND: &'static str = "vertex";
-    type Call = ();
+    /// As Gemini's: how many candidates the request asks for.
+    type Call = u32;
     type Events = StreamParser;
 
     /// Gemini on Vertex takes what the Gemini API takes.
@@ -247,16 +248,16 @@ impl Codec for GeminiOnVertex {
         self.inner.model()
     }
 
-    fn encode(&self, req: &ChatRequest, stream: bool) -> Result<(Vec<u8>, ()), ProviderError> {
+    fn encode(&self, req: &ChatRequest, stream: bool) -> Result<(Vec<u8>, u32), ProviderError> {
         self.inner.encode(req, stream)
     }
 
-    fn parse_reply(&self, body: &[u8], (): ()) -> Result<ProviderReply, ProviderError> {
-        self.inner.parse_reply(body, ())
+    fn parse_reply(&self, body: &[u8], candidates: u32) -> Result<ProviderReply, ProviderError> {
+        self.inner.parse_reply(body, candidates)
     }
 
-    fn events(&self, (): ()) -> StreamParser {
-        self.inner.events(())
+    fn events(&self, candidates: u32) -> StreamParser {
+        self.inner.events(candidates)
     }
 
     fn json_as_events(&self, body: &Bytes) -> Option<Bytes> {

@@ -117,6 +117,9 @@ struct CompletionBody<'a> {
     object: &'static str,
     created: u64,
     model: &'a str,
+    /// The upstream's, when it sent one (OpenAI does); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system_fingerprint: Option<&'a str>,
     choices: Vec<Choice<'a>>,
     /// Absent when the vendor reported none.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -143,19 +146,20 @@ struct AssistantMessage<'a> {
     reasoning_content: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tool_calls: Vec<WireToolCall>,
-    refusal: Option<()>,
+    /// The model's refusal message, when the vendor gave one apart from the text.
+    refusal: Option<&'a str>,
 }
 
 impl<'a> CompletionBody<'a> {
     fn new(ctx: &Ctx, resp: &'a ChatResponse) -> Self {
-        let first = choice(
+        let mut first = choice(
             0,
             &resp.text,
+            &resp.refusal,
             &resp.tool_calls,
             resp.finish_reason.as_ref(),
             resp.logprobs.as_ref(),
         );
-        let mut first = first;
         first.message.reasoning_content = reasoning_text(&resp.thinking);
         let mut choices = Vec::with_capacity(1 + resp.alternatives.len());
         choices.push(first);
@@ -164,6 +168,7 @@ impl<'a> CompletionBody<'a> {
             choices.push(choice(
                 index,
                 &alt.text,
+                &alt.refusal,
                 &alt.tool_calls,
                 alt.finish_reason.as_ref(),
                 alt.logprobs.as_ref(),
@@ -174,6 +179,7 @@ impl<'a> CompletionBody<'a> {
             object: "chat.completion",
             created: ctx.time_ms / 1000,
             model: &resp.model,
+            system_fingerprint: resp.system_fingerprint.as_deref(),
             choices,
             usage: resp.usage.as_ref().map(WireUsage::from),
             switchyard: Trail::of(resp),
@@ -181,15 +187,18 @@ impl<'a> CompletionBody<'a> {
     }
 }
 
-/// One entry of `choices`.
+/// One entry of `choices`: `content` null when the model only called tools or only
+/// refused (OpenAI's shape), `refusal` its refusal message.
 fn choice<'a>(
     index: u32,
     text: &'a str,
+    refusal: &'a str,
     tool_calls: &[switchyard::chat::ToolCall],
     finish: Option<&'a switchyard::chat::FinishReason>,
     logprobs: Option<&'a serde_json::Value>,
 ) -> Choice<'a> {
-    let content = (!text.is_empty() || tool_calls.is_empty()).then_some(text);
+    let content =
+        (!text.is_empty() || (tool_calls.is_empty() && refusal.is_empty())).then_some(text);
     Choice {
         index,
         message: AssistantMessage {
@@ -197,7 +206,7 @@ fn choice<'a>(
             content,
             reasoning_content: None,
             tool_calls: wire_tool_calls(tool_calls),
-            refusal: None,
+            refusal: (!refusal.is_empty()).then_some(refusal),
         },
         finish_reason: finish.map(switchyard::chat::FinishReason::as_openai),
         logprobs,

@@ -1,10 +1,16 @@
 //! Chat Completions' stream: `chat.completion.chunk` events (a role chunk first, reasoning
-//! pieces as `delta.reasoning_content`, a finish chunk, a usage chunk when `stream_options.include_usage` asked for one) ending in
-//! `data: [DONE]`; a stream that cannot finish ends with an `error` event and no `[DONE]`.
+//! pieces as `delta.reasoning_content`, refusal pieces as `delta.refusal`, each chunk's
+//! `logprobs.content`, a finish chunk, a usage chunk when `stream_options.include_usage`
+//! asked for one) ending in `data: [DONE]`; a stream that cannot finish ends with an
+//! `error` event and no `[DONE]`. With `n` > 1, the later answers' pieces are choices of
+//! their own `index` (a role on each one's first piece, its finish reason when it ends);
+//! answer 0 finishes last. The upstream's `system_fingerprint` is on every chunk once
+//! seen.
 
 use axum::body::Bytes;
 use serde::Serialize;
 use serde_json::json;
+use switchyard::chat::FinishReason;
 use switchyard::{ChatChunk, ChatResponse};
 
 use super::completion_id;
@@ -19,6 +25,10 @@ pub(crate) struct ChunkEncoder {
     created: u64,
     model: String,
     include_usage: bool,
+    /// The upstream's `system_fingerprint`, once a chunk carried it.
+    fingerprint: Option<String>,
+    /// Later answers (`n` > 1) that have had their role chunk.
+    opened: Vec<u32>,
 }
 
 impl ChunkEncoder {
@@ -28,7 +38,47 @@ impl ChunkEncoder {
             created: ctx.time_ms / 1000,
             model: model.to_owned(),
             include_usage,
+            fingerprint: None,
+            opened: Vec::new(),
         }
+    }
+
+    fn frame(&self, choices: Vec<ChunkChoice<'_>>, trail: Option<&Trail<'_>>) -> Bytes {
+        data_frame(&ChunkBody {
+            id: &self.id,
+            object: "chat.completion.chunk",
+            created: self.created,
+            model: &self.model,
+            system_fingerprint: self.fingerprint.as_deref(),
+            choices,
+            usage: None,
+            switchyard: trail,
+        })
+    }
+
+    /// The pieces of later answers (`n` > 1), each a choice of its own index.
+    fn others<'c>(&mut self, c: &'c ChatChunk) -> Vec<ChunkChoice<'c>> {
+        c.choices
+            .iter()
+            .map(|o| {
+                let first = !self.opened.contains(&o.index);
+                if first {
+                    self.opened.push(o.index);
+                }
+                ChunkChoice {
+                    index: o.index,
+                    delta: Delta {
+                        role: first.then_some("assistant"),
+                        content: (!o.text.is_empty() || first).then_some(o.text.as_str()),
+                        refusal: (!o.refusal.is_empty()).then_some(o.refusal.as_str()),
+                        reasoning_content: None,
+                        tool_calls: tool_deltas(&o.tool_calls),
+                    },
+                    finish_reason: o.finish_reason.as_ref().map(FinishReason::as_openai),
+                    logprobs: o.logprobs.clone().map(|l| json!({ "content": l })),
+                }
+            })
+            .collect()
     }
 
     fn chunk_frame(
@@ -44,6 +94,7 @@ impl ChunkEncoder {
             object: "chat.completion.chunk",
             created: self.created,
             model: &self.model,
+            system_fingerprint: self.fingerprint.as_deref(),
             choices: vec![ChunkChoice {
                 index: 0,
                 delta,
@@ -57,7 +108,7 @@ impl ChunkEncoder {
 
     /// The final usage chunk; `usage` is null when the vendor reported none.
     fn usage_frame(&self, usage: Option<WireUsage>, trail: &Trail<'_>) -> Bytes {
-        data_frame(&json!({
+        let mut body = json!({
             "id": self.id,
             "object": "chat.completion.chunk",
             "created": self.created,
@@ -65,7 +116,11 @@ impl ChunkEncoder {
             "choices": [],
             "usage": usage,
             "switchyard": trail,
-        }))
+        });
+        if let Some(f) = &self.fingerprint {
+            body["system_fingerprint"] = json!(f);
+        }
+        data_frame(&body)
     }
 }
 
@@ -79,37 +134,42 @@ impl StreamEncoder for ChunkEncoder {
         self.chunk_frame(delta, None, None, None, None)
     }
 
-    /// A content chunk; a finish reason goes in its own chunk, as OpenAI sends it.
+    /// A content chunk; answer 0's finish reason goes in its own chunk, as OpenAI sends
+    /// it (a later answer's finish is on its piece).
     fn chunk(&mut self, c: &ChatChunk) -> Bytes {
         if let Some(m) = &c.model {
             self.model.clone_from(m);
         }
+        if let Some(f) = &c.system_fingerprint {
+            self.fingerprint = Some(f.clone());
+        }
         let reasoning: String = c.thinking.iter().map(|t| t.text.as_str()).collect();
-        if c.text.is_empty() && c.tool_calls.is_empty() && reasoning.is_empty() {
-            // a finish reason is written by `done`, which always follows it; a reasoning
-            // block's signature or redacted data has no place in a chat completion
+        let mut choices = Vec::with_capacity(1 + c.choices.len());
+        // a finish reason is written by `done`, which always follows it; a reasoning
+        // block's signature or redacted data has no place in a chat completion
+        if !c.text.is_empty()
+            || !c.refusal.is_empty()
+            || !c.tool_calls.is_empty()
+            || !reasoning.is_empty()
+        {
+            choices.push(ChunkChoice {
+                index: 0,
+                delta: Delta {
+                    role: None,
+                    content: (!c.text.is_empty()).then_some(c.text.as_str()),
+                    refusal: (!c.refusal.is_empty()).then_some(c.refusal.as_str()),
+                    reasoning_content: (!reasoning.is_empty()).then_some(reasoning.as_str()),
+                    tool_calls: tool_deltas(&c.tool_calls),
+                },
+                finish_reason: None,
+                logprobs: c.logprobs.clone().map(|l| json!({ "content": l })),
+            });
+        }
+        choices.extend(self.others(c));
+        if choices.is_empty() {
             return Bytes::new();
         }
-        let delta = Delta {
-            role: None,
-            content: (!c.text.is_empty()).then_some(c.text.as_str()),
-            reasoning_content: (!reasoning.is_empty()).then_some(reasoning.as_str()),
-            tool_calls: c
-                .tool_calls
-                .iter()
-                .map(|t| ToolDelta {
-                    index: t.index,
-                    id: t.id.as_deref(),
-                    kind: t.id.as_ref().map(|_| "function"),
-                    function: WireFunctionCall {
-                        name: t.name.clone().unwrap_or_default(),
-                        arguments: t.arguments.clone(),
-                    },
-                })
-                .collect(),
-        };
-        let logprobs = c.logprobs.clone().map(|l| json!({ "content": l }));
-        self.chunk_frame(delta, None, None, None, logprobs)
+        self.frame(choices, None)
     }
 
     /// The finish chunk, the usage chunk (if asked for), `[DONE]`.
@@ -117,7 +177,7 @@ impl StreamEncoder for ChunkEncoder {
         let finish = resp
             .finish_reason
             .as_ref()
-            .map_or("stop", switchyard::chat::FinishReason::as_openai);
+            .map_or("stop", FinishReason::as_openai);
         let trail = Trail::of(resp);
         let mut out = Vec::new();
         let empty = Delta::default();
@@ -138,12 +198,30 @@ impl StreamEncoder for ChunkEncoder {
     }
 }
 
+/// Tool-call deltas in OpenAI's shape (`type` on the first fragment, with the id).
+fn tool_deltas(calls: &[switchyard::chat::ToolCallDelta]) -> Vec<ToolDelta<'_>> {
+    calls
+        .iter()
+        .map(|t| ToolDelta {
+            index: t.index,
+            id: t.id.as_deref(),
+            kind: t.id.as_ref().map(|_| "function"),
+            function: WireFunctionCall {
+                name: t.name.clone().unwrap_or_default(),
+                arguments: t.arguments.clone(),
+            },
+        })
+        .collect()
+}
+
 #[derive(Serialize)]
 struct ChunkBody<'a> {
     id: &'a str,
     object: &'static str,
     created: u64,
     model: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system_fingerprint: Option<&'a str>,
     choices: Vec<ChunkChoice<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     usage: Option<&'a WireUsage>,
@@ -166,6 +244,9 @@ struct Delta<'a> {
     role: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     content: Option<&'a str>,
+    /// A piece of the model's refusal message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refusal: Option<&'a str>,
     /// A piece of reasoning text, as OpenAI-compatible reasoning servers stream it.
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_content: Option<&'a str>,

@@ -398,9 +398,6 @@ impl WireRequest {
             Some(n) if n > MAX_N => {
                 return Err(bad("n", format!("`n` must be at most {MAX_N}")));
             }
-            Some(n) if n > 1 && self.stream => {
-                return Err(bad("n", "`n` above 1 is not supported with `stream`"));
-            }
             _ => {}
         }
         req.n = self.n.filter(|&n| n > 1);
@@ -732,7 +729,7 @@ mod tests {
                 "n",
             ),
             (
-                r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}],"n":2}"#,
+                r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}],"n":0}"#,
                 "n",
             ),
             (

@@ -33,13 +33,21 @@ use crate::http::state::AppState;
 /// Anthropic's Messages API.
 pub(crate) struct Messages;
 
+/// What a Messages request keeps until it is admitted.
+#[derive(Debug)]
+pub(crate) struct MessagesExtra {
+    /// Top-level fields Anthropic does not define: refused, unless the route passes them
+    /// through to its Anthropic providers (`passthrough_unknown`).
+    unknown: Vec<String>,
+}
+
 impl Dialect for Messages {
     const API: &'static str = "messages";
-    type Extra = ();
+    type Extra = MessagesExtra;
     type Encoder = stream::EventEncoder;
 
-    fn decode(body: &Bytes, ctx: &mut Ctx) -> Result<Decoded<()>, ApiError> {
-        let mut wire = wire::parse(body)?;
+    fn decode(body: &Bytes, ctx: &mut Ctx) -> Result<Decoded<MessagesExtra>, ApiError> {
+        let (mut wire, unknown) = wire::parse(body)?;
         ctx.route = std::mem::take(&mut wire.model);
         ctx.stream = wire.stream;
         let mut ignored = wire::Ignored::default();
@@ -56,10 +64,30 @@ impl Dialect for Messages {
         }
         request.native = Some(native);
         ctx.native_kind = Some(ANTHROPIC);
-        Ok(Decoded { request, extra: () })
+        Ok(Decoded {
+            request,
+            extra: MessagesExtra { unknown },
+        })
     }
 
-    fn reply(ctx: &Ctx, _extra: &(), resp: &ChatResponse) -> Vec<u8> {
+    /// Unknown fields only on a route that passes them through to its Anthropic
+    /// providers (and then only those answer); otherwise Anthropic's 400 naming them.
+    async fn prepare(
+        state: &AppState,
+        ctx: &Ctx,
+        decoded: &mut Decoded<MessagesExtra>,
+    ) -> Result<(), ApiError> {
+        super::passthrough::admit(
+            state,
+            &ctx.route,
+            &mut decoded.request,
+            &decoded.extra.unknown,
+            (ANTHROPIC, "Anthropic"),
+            wire::extra_inputs,
+        )
+    }
+
+    fn reply(ctx: &Ctx, _extra: &MessagesExtra, resp: &ChatResponse) -> Vec<u8> {
         let body = MessageBody::new(ctx, resp);
         let mut bytes = Vec::with_capacity(resp.text.len() + 1024);
         if serde_json::to_writer(&mut bytes, &body).is_err() {
@@ -68,7 +96,7 @@ impl Dialect for Messages {
         bytes
     }
 
-    fn encoder(ctx: &Ctx, _extra: &(), model: &str) -> stream::EventEncoder {
+    fn encoder(ctx: &Ctx, _extra: &MessagesExtra, model: &str) -> stream::EventEncoder {
         stream::EventEncoder::new(ctx, model)
     }
 
@@ -90,8 +118,12 @@ pub(crate) fn message_id(ctx: &Ctx) -> String {
     format!("msg_{}", ctx.id.trim_start_matches("req_"))
 }
 
-/// The shared finish reason in Anthropic's words. A stop with tool calls is `tool_use`.
+/// The shared finish reason in Anthropic's words. A stop with tool calls is `tool_use`;
+/// an answer with a refusal message (OpenAI's) is `refusal`.
 fn stop_reason(resp: &ChatResponse) -> &'static str {
+    if !resp.refusal.is_empty() && resp.finish_reason != Some(FinishReason::Length) {
+        return "refusal";
+    }
     match &resp.finish_reason {
         Some(FinishReason::Length) => "max_tokens",
         Some(FinishReason::ToolCalls) => "tool_use",
@@ -149,8 +181,10 @@ impl<'a> MessageBody<'a> {
         let mut content = Vec::with_capacity(1 + resp.thinking.len() + resp.tool_calls.len());
         // Anthropic puts reasoning first; the client sends it back with its next turn
         content.extend(resp.thinking.iter().map(thinking_block));
-        if !resp.text.is_empty() || resp.tool_calls.is_empty() {
-            content.push(json!({"type": "text", "text": resp.text}));
+        // Anthropic has no refusal field: a refusal message (OpenAI's) is the text
+        if !resp.text.is_empty() || !resp.refusal.is_empty() || resp.tool_calls.is_empty() {
+            let text = format!("{}{}", resp.text, resp.refusal);
+            content.push(json!({"type": "text", "text": text}));
         }
         for call in &resp.tool_calls {
             content.push(json!({"type": "tool_use", "id": call.id, "name": call.name,

@@ -192,6 +192,10 @@ impl StreamEncoder for EventEncoder {
         if !c.text.is_empty() {
             self.text(&mut out, &c.text);
         }
+        // Anthropic has no refusal block: a refusal message (OpenAI's) streams as text
+        if !c.refusal.is_empty() {
+            self.text(&mut out, &c.refusal);
+        }
         for d in &c.tool_calls {
             self.tool(&mut out, d);
         }

@@ -118,7 +118,9 @@ struct TextBlock {
     cache_control: Option<IgnoredAny>,
 }
 
+/// A turn: Anthropic's `MessageParam` has these two fields only, and refuses any other.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct WireMessage {
     role: String,
     content: StrOr<Block>,
@@ -189,7 +191,15 @@ struct WireTool {
     input_schema: Option<Value>,
     #[serde(default)]
     cache_control: Option<IgnoredAny>,
+    /// Newer tool settings the shared shape has no room for (`strict`, `defer_loading`,
+    /// `input_examples`, ...): sent to Anthropic in the client's body, named in
+    /// `x-switchyard-ignored` (`tools.strict`) when another vendor answers.
+    #[serde(flatten)]
+    other: serde_json::Map<String, Value>,
 }
+
+/// How many distinct unknown tool settings are named one by one; past it, `tools.*`.
+const TOOL_SETTINGS_NAMED: usize = 8;
 
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -239,15 +249,17 @@ enum JsonFormat {
     JsonSchema { schema: Value },
 }
 
-/// Parse a body, naming the field at fault in Anthropic's terms (`messages.1.content.0.type`).
+/// Parse a body, naming the field at fault in Anthropic's terms (`messages.1.content.0.type`);
+/// top-level fields Anthropic does not define are set aside and returned by name (a route
+/// may pass them through: `Messages::prepare`).
 ///
 /// A body that parses pays for no path tracking; one that does not is parsed again with
 /// it, to name the field.
 ///
 /// # Errors
 /// 400 naming the field.
-pub(super) fn parse(body: &[u8]) -> Result<WireRequest, ApiError> {
-    json::parse(body, |path, message| {
+pub(super) fn parse(body: &[u8]) -> Result<(WireRequest, Vec<String>), ApiError> {
+    json::parse_setting_aside(body, |path, message| {
         let (param, text) = refine(anthropic_path(&path), &message);
         let text = elide(&text, PARSER_MESSAGE_BYTES);
         let msg = match &param {
@@ -290,6 +302,14 @@ fn refine(path: String, text: &str) -> (Option<String>, String) {
         return (Some(at("type".to_owned())), text.to_owned());
     }
     ((path != ".").then_some(path), text.to_owned())
+}
+
+/// Anthropic's 400 for fields it does not define: the first named, all listed.
+pub(super) fn extra_inputs(first: &str, list: &str) -> ApiError {
+    ApiError::bad_request(
+        Some(first.to_owned()),
+        format!("{list}: Extra inputs are not permitted"),
+    )
 }
 
 fn bad(param: &str, msg: impl fmt::Display) -> ApiError {
@@ -517,6 +537,17 @@ fn tools(tools: Option<Vec<WireTool>>, ignored: &mut Ignored) -> Result<Vec<Tool
                 return Err(bad(&format!("tools.{i}.input_schema"), "must be a JSON Schema object"));
             }
             ignored.add_if(t.cache_control.is_some(), "cache_control");
+            for key in t.other.keys() {
+                // a name, as a header can carry it; anything else (or too many) is `tools.*`
+                let plain = key.len() <= 64
+                    && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+                let named = ignored.0.iter().filter(|n| n.starts_with("tools.")).count();
+                if plain && named < TOOL_SETTINGS_NAMED {
+                    ignored.add(&format!("tools.{key}"));
+                } else {
+                    ignored.add("tools.*");
+                }
+            }
             Ok(Tool {
                 name,
                 description: t.description,

@@ -40,6 +40,8 @@ pub(crate) struct Echo {
     pub reasoning: Value,
     pub store: bool,
     pub user: Option<String>,
+    /// `top_logprobs` as the client sent it (0 when unset, as OpenAI echoes it).
+    pub top_logprobs: u32,
     /// `reasoning.summary` asked for one: reasoning items carry the reasoning text as
     /// their summary.
     pub reasoning_summary: bool,
@@ -109,7 +111,7 @@ impl Base {
             "text": e.text,
             "tool_choice": e.tool_choice,
             "tools": e.tools,
-            "top_logprobs": 0,
+            "top_logprobs": e.top_logprobs,
             "top_p": e.top_p,
             "truncation": "disabled",
             "usage": null,
@@ -141,7 +143,8 @@ impl Base {
     }
 
     /// The output items of a whole answer: one reasoning item per reasoning block, its
-    /// text as one message (when there is text, or nothing else), then one item per
+    /// text as one message (when there is text, or nothing else; with the text's
+    /// `logprobs`, and a `refusal` part when the model refused), then one item per
     /// function call.
     pub(crate) fn output(&self, resp: &ChatResponse) -> Vec<Value> {
         let status = item_status(resp);
@@ -149,12 +152,20 @@ impl Base {
         for (n, block) in resp.thinking.iter().enumerate() {
             items.push(self.reasoning_item(&self.reasoning_id(n), block, "completed"));
         }
-        if !resp.text.is_empty() || resp.tool_calls.is_empty() {
-            let mut item = message_item(&self.message_id(), &resp.text, status);
+        let refused = !resp.refusal.is_empty();
+        if !resp.text.is_empty() || (resp.tool_calls.is_empty() && !refused) {
+            let mut part = text_part(&resp.text);
             if let Some(entries) = resp.logprobs.as_ref().and_then(|l| l.get("content")) {
-                item["content"][0]["logprobs"] = entries.clone();
+                part["logprobs"] = entries.clone();
             }
-            items.push(item);
+            let mut parts = vec![part];
+            if refused {
+                parts.push(refusal_part(&resp.refusal));
+            }
+            items.push(message_item(&self.message_id(), parts, status));
+        } else if refused {
+            let parts = vec![refusal_part(&resp.refusal)];
+            items.push(message_item(&self.message_id(), parts, status));
         }
         for (n, call) in resp.tool_calls.iter().enumerate() {
             items.push(call_item(
@@ -186,15 +197,20 @@ pub(crate) fn item_status(resp: &ChatResponse) -> &'static str {
     }
 }
 
-/// An assistant message item with one `output_text` part.
-pub(crate) fn message_item(id: &str, text: &str, status: &str) -> Value {
+/// An assistant message item with these content parts (`output_text`, `refusal`).
+pub(crate) fn message_item(id: &str, parts: Vec<Value>, status: &str) -> Value {
     json!({
         "id": id,
         "type": "message",
         "role": "assistant",
         "status": status,
-        "content": if status == "in_progress" { json!([]) } else { json!([text_part(text)]) },
+        "content": parts,
     })
+}
+
+/// A `refusal` content part: the model's refusal message.
+pub(crate) fn refusal_part(refusal: &str) -> Value {
+    json!({"type": "refusal", "refusal": refusal})
 }
 
 /// A reasoning item's `summary_text` part.

@@ -60,6 +60,9 @@ pub(crate) struct ResponsesExtra {
     /// The input items the native body carries (the stored conversation's first), kept
     /// with a natively answered response so the next turn sends them again as they were.
     native_input: Vec<Value>,
+    /// Top-level fields OpenAI does not define: refused, unless the route passes them
+    /// through to its native providers (`passthrough_unknown`).
+    unknown: Vec<String>,
 }
 
 impl Dialect for Responses {
@@ -68,7 +71,7 @@ impl Dialect for Responses {
     type Encoder = stream::EventEncoder;
 
     fn decode(body: &Bytes, ctx: &mut Ctx) -> Result<Decoded<ResponsesExtra>, ApiError> {
-        let mut wire = wire::parse(body)?;
+        let (mut wire, unknown) = wire::parse(body)?;
         ctx.route = std::mem::take(&mut wire.model);
         ctx.stream = wire.stream.unwrap_or(false);
         wire::check_lengths(&wire, &ctx.route)?;
@@ -77,7 +80,9 @@ impl Dialect for Responses {
         // valid: it parsed above
         let own: Value = serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(None, format!("invalid request body: {e}")))?;
-        decode_request(wire, ctx, own)
+        let mut decoded = decode_request(wire, ctx, own)?;
+        decoded.extra.unknown = unknown;
+        Ok(decoded)
     }
 
     async fn prepare(
@@ -85,6 +90,14 @@ impl Dialect for Responses {
         ctx: &Ctx,
         decoded: &mut Decoded<ResponsesExtra>,
     ) -> Result<(), ApiError> {
+        super::passthrough::admit(
+            state,
+            &ctx.route,
+            &mut decoded.request,
+            &decoded.extra.unknown,
+            (NATIVE_KIND, "OpenAI provider with api = \"responses\""),
+            |first, _| wire::unknown_parameter(first),
+        )?;
         let extra = &mut decoded.extra;
         let messages = &mut decoded.request.messages;
         let mut prior = Vec::new();
@@ -155,11 +168,12 @@ impl Dialect for Responses {
         let mut conversation = extra.conversation.clone();
         conversation.push(Message {
             role: Role::Assistant,
-            content: if resp.text.is_empty() {
+            // a refusal comes back as text in history, as a `refusal` input part does
+            content: if resp.text.is_empty() && resp.refusal.is_empty() {
                 Vec::new()
             } else {
                 vec![switchyard::chat::ContentPart::Text {
-                    text: resp.text.clone(),
+                    text: format!("{}{}", resp.text, resp.refusal),
                 }]
             },
             tool_calls: resp.tool_calls.clone(),
@@ -336,10 +350,12 @@ fn decode_request(
     let input_start = messages.len();
     messages.extend(conv.messages);
     let format = w.text.take().and_then(|t| t.format);
+    // `top_logprobs` alone asks for log probabilities too: never dropped unsaid
     let logprobs = w
         .include
         .as_ref()
-        .is_some_and(|i| i.iter().any(|x| x == LOGPROBS_INCLUDE));
+        .is_some_and(|i| i.iter().any(|x| x == LOGPROBS_INCLUDE))
+        || w.top_logprobs.is_some_and(|n| n > 0);
     let request = switchyard::ChatRequest {
         messages,
         max_tokens: w.max_output_tokens,
@@ -353,7 +369,7 @@ fn decode_request(
         logprobs,
         top_logprobs: w
             .top_logprobs
-            .filter(|_| logprobs)
+            .filter(|&n| n > 0)
             .and_then(|n| u8::try_from(n).ok()),
         parallel_tool_calls: w.parallel_tool_calls,
         service_tier: w.service_tier.clone(),
@@ -382,6 +398,7 @@ fn decode_request(
             conversation: Vec::new(),
             native_only,
             native_input: Vec::new(),
+            unknown: Vec::new(),
         },
     })
 }
@@ -423,6 +440,7 @@ fn echo(
         previous_response_id: w.previous_response_id,
         store,
         user: w.user,
+        top_logprobs: w.top_logprobs.unwrap_or(0),
     }
 }
 

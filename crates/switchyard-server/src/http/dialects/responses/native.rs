@@ -16,14 +16,7 @@ use crate::http::state::AppState;
 
 /// Whether `route` has a provider that takes Responses bodies natively.
 pub(super) fn route_takes_it(state: &AppState, route: &str) -> bool {
-    let Ok(route) = state.gateway.route(route) else {
-        return false;
-    };
-    state
-        .gateway
-        .providers()
-        .iter()
-        .any(|p| route.providers.contains(&p.name) && p.provider.native_kind() == Some(NATIVE_KIND))
+    crate::http::dialects::passthrough::route_takes_native(state, route, NATIVE_KIND)
 }
 
 /// The type of a tool choice only a native provider can honour (a built-in tool's, or

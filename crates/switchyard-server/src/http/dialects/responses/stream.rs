@@ -27,7 +27,9 @@ use serde_json::{json, Value};
 use switchyard::chat::{Thinking, ThinkingDelta};
 use switchyard::{ChatChunk, ChatResponse};
 
-use super::body::{call_item, item_status, message_item, summary_part, text_part, Base};
+use super::body::{
+    call_item, item_status, message_item, refusal_part, summary_part, text_part, Base,
+};
 use crate::http::dialects::{frame, StreamEncoder};
 use crate::http::error::ApiError;
 
@@ -45,7 +47,8 @@ enum Item {
     },
     Message {
         id: String,
-        text: String,
+        /// Its content parts so far: text (with log probabilities) and refusal.
+        parts: Vec<Part>,
         open: bool,
     },
     Call {
@@ -64,6 +67,29 @@ enum Item {
         upstream: u64,
         item: Value,
     },
+}
+
+/// A content part of a streamed message.
+#[derive(Debug)]
+enum Part {
+    /// `output_text`, with the log probabilities of its tokens (when asked for).
+    Text { text: String, logprobs: Vec<Value> },
+    /// `refusal`: the model's refusal message.
+    Refusal(String),
+}
+
+impl Part {
+    /// The part as the response object has it.
+    fn value(&self) -> Value {
+        match self {
+            Part::Text { text, logprobs } => {
+                let mut part = text_part(text);
+                part["logprobs"] = json!(logprobs);
+                part
+            }
+            Part::Refusal(r) => refusal_part(r),
+        }
+    }
 }
 
 /// Writes one stream's events.
@@ -111,19 +137,49 @@ impl EventEncoder {
         self.event(
             out,
             "response.output_item.added",
-            json!({"output_index": index, "item": message_item(&id, "", "in_progress")}),
-        );
-        self.event(
-            out,
-            "response.content_part.added",
-            json!({"item_id": id, "output_index": index, "content_index": 0, "part": text_part("")}),
+            json!({"output_index": index, "item": message_item(&id, Vec::new(), "in_progress")}),
         );
         self.items.push(Item::Message {
             id,
-            text: String::new(),
+            parts: Vec::new(),
             open: true,
         });
         index
+    }
+
+    /// The open message (opened if need be) and the index of its last part, a new part
+    /// (`response.content_part.added`) when the last one is not of the kind wanted.
+    fn open_part(&mut self, out: &mut Vec<u8>, refusal: bool) -> (usize, usize) {
+        self.close_reasoning(out);
+        let index = match self.open_text() {
+            Some(i) => i,
+            None => self.open_message(out),
+        };
+        let Item::Message { id, parts, .. } = &mut self.items[index] else {
+            return (index, 0);
+        };
+        let fits = match parts.last() {
+            Some(Part::Refusal(_)) => refusal,
+            Some(Part::Text { .. }) => !refusal,
+            None => false,
+        };
+        if fits {
+            return (index, parts.len() - 1);
+        }
+        let part = if refusal {
+            Part::Refusal(String::new())
+        } else {
+            Part::Text {
+                text: String::new(),
+                logprobs: Vec::new(),
+            }
+        };
+        let added = json!({"item_id": id, "output_index": index,
+            "content_index": parts.len(), "part": part.value()});
+        parts.push(part);
+        let at = parts.len() - 1;
+        self.event(out, "response.content_part.added", added);
+        (index, at)
     }
 
     /// Close the item at `index` (its `done` events); `status` for a message.
@@ -159,22 +215,34 @@ impl EventEncoder {
                 ));
                 events
             }
-            Item::Message { id, text, open } => {
+            Item::Message { id, parts, open } => {
                 *open = false;
-                vec![
-                    (
-                        "response.output_text.done",
-                        json!({"item_id": id, "output_index": index, "content_index": 0, "text": text, "logprobs": []}),
-                    ),
-                    (
-                        "response.content_part.done",
-                        json!({"item_id": id, "output_index": index, "content_index": 0, "part": text_part(text)}),
-                    ),
-                    (
-                        "response.output_item.done",
-                        json!({"output_index": index, "item": message_item(id, text, status)}),
-                    ),
-                ]
+                let mut events = Vec::with_capacity(2 * parts.len() + 1);
+                for (n, part) in parts.iter().enumerate() {
+                    let at = json!({"item_id": id, "output_index": index, "content_index": n});
+                    let mut done = at.clone();
+                    let kind = match part {
+                        Part::Text { text, logprobs } => {
+                            done["text"] = json!(text);
+                            done["logprobs"] = json!(logprobs);
+                            "response.output_text.done"
+                        }
+                        Part::Refusal(r) => {
+                            done["refusal"] = json!(r);
+                            "response.refusal.done"
+                        }
+                    };
+                    let mut part_done = at;
+                    part_done["part"] = part.value();
+                    events.push((kind, done));
+                    events.push(("response.content_part.done", part_done));
+                }
+                let item = message_item(id, parts.iter().map(Part::value).collect(), status);
+                events.push((
+                    "response.output_item.done",
+                    json!({"output_index": index, "item": item}),
+                ));
+                events
             }
             Item::Call {
                 id,
@@ -280,21 +348,42 @@ impl EventEncoder {
         }
     }
 
-    fn text(&mut self, out: &mut Vec<u8>, delta: &str) {
-        self.close_reasoning(out);
-        let index = match self.open_text() {
-            Some(i) => i,
-            None => self.open_message(out),
-        };
-        let Item::Message { id, text, .. } = &mut self.items[index] else {
+    /// A text delta, with its tokens' log probabilities (kept for the part's `done`).
+    fn text(&mut self, out: &mut Vec<u8>, delta: &str, entries: Option<&Value>) {
+        let (index, at) = self.open_part(out, false);
+        let Item::Message { id, parts, .. } = &mut self.items[index] else {
             return;
         };
-        text.push_str(delta);
+        let entries = entries
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if let Some(Part::Text { text, logprobs }) = parts.get_mut(at) {
+            text.push_str(delta);
+            logprobs.extend(entries.iter().cloned());
+        }
         let id = id.clone();
         self.event(
             out,
             "response.output_text.delta",
-            json!({"item_id": id, "output_index": index, "content_index": 0, "delta": delta, "logprobs": []}),
+            json!({"item_id": id, "output_index": index, "content_index": at, "delta": delta, "logprobs": entries}),
+        );
+    }
+
+    /// A piece of the model's refusal message: a `refusal` part of the open message.
+    fn refusal(&mut self, out: &mut Vec<u8>, delta: &str) {
+        let (index, at) = self.open_part(out, true);
+        let Item::Message { id, parts, .. } = &mut self.items[index] else {
+            return;
+        };
+        if let Some(Part::Refusal(r)) = parts.get_mut(at) {
+            r.push_str(delta);
+        }
+        let id = id.clone();
+        self.event(
+            out,
+            "response.refusal.delta",
+            json!({"item_id": id, "output_index": index, "content_index": at, "delta": delta}),
         );
     }
 
@@ -358,7 +447,9 @@ impl EventEncoder {
             .iter()
             .map(|it| match it {
                 Item::Reasoning { id, block, .. } => self.base.reasoning_item(id, block, status),
-                Item::Message { id, text, .. } => message_item(id, text, status),
+                Item::Message { id, parts, .. } => {
+                    message_item(id, parts.iter().map(Part::value).collect(), status)
+                }
                 Item::Call {
                     id,
                     call_id,
@@ -434,7 +525,10 @@ impl StreamEncoder for EventEncoder {
             self.reasoning(&mut out, d);
         }
         if !c.text.is_empty() {
-            self.text(&mut out, &c.text);
+            self.text(&mut out, &c.text, c.logprobs.as_ref());
+        }
+        if !c.refusal.is_empty() {
+            self.refusal(&mut out, &c.refusal);
         }
         for d in &c.tool_calls {
             self.call(&mut out, d);

@@ -99,25 +99,31 @@ pub(super) struct WireReasoning {
     pub generate_summary: Option<String>,
 }
 
-/// Parse a body, naming the field at fault (an unknown top-level field by its name).
+/// Parse a body, naming the field at fault; top-level fields OpenAI does not define are
+/// set aside and returned by name (a route may pass them through: `prepare`).
 ///
 /// # Errors
 /// 400 with `param` set to the JSON path of the bad field.
-pub(super) fn parse(body: &[u8]) -> Result<WireRequest, ApiError> {
-    json::parse(body, |path, message| {
+pub(super) fn parse(body: &[u8]) -> Result<(WireRequest, Vec<String>), ApiError> {
+    json::parse_setting_aside(body, |path, message| {
         if let Some(field) = unknown_field(&message) {
             let param = if path == "." || path == field {
                 field.to_owned()
             } else {
                 path
             };
-            return bad(
-                &param,
-                format!("Unknown parameter: '{}'.", clip(&param, ECHO_BYTES)),
-            );
+            return unknown_parameter(&param);
         }
         json::invalid_field(path, &message)
     })
+}
+
+/// OpenAI's 400 for a field it does not define.
+pub(super) fn unknown_parameter(param: &str) -> ApiError {
+    bad(
+        param,
+        format!("Unknown parameter: '{}'.", clip(param, ECHO_BYTES)),
+    )
 }
 
 /// The name in serde's "unknown field `x`, expected ..." message.

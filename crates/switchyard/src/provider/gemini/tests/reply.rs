@@ -374,3 +374,38 @@ fn long_prompts_are_priced_at_the_long_context_tier() {
     // exactly 200k: the base rates, 200k × $1.25 + 4k × $10
     assert_eq!(pro.cost(&usage(200_000, 0)).to_string(), "$0.29");
 }
+
+/// With `candidateCount` = 2 candidate 1's pieces ride on the chunk as choice 1 (with its
+/// own call numbering and log probabilities), and the finish signal comes with the chunk
+/// where the last candidate finishes, carrying candidate 0's reason.
+#[test]
+fn a_stream_of_two_candidates_finishes_when_both_have() {
+    let mut parser = StreamParser::with_candidates(2);
+    let mut next =
+        |v: serde_json::Value| match parser.parse_event(&SseEvent::message(v.to_string())) {
+            Ok(Parsed::Chunk(c)) => c,
+            other => panic!("{other:?}"),
+        };
+    let first = next(json!({"candidates": [
+        {"index": 0, "content": {"role": "model", "parts": [{"text": "Hi"}]}},
+        {"index": 1, "content": {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {}}}]},
+         "logprobsResult": {"topCandidates": [], "chosenCandidates": [{"token": "f", "logProbability": -0.3}]}}]}));
+    assert_eq!(first.text, "Hi");
+    assert_eq!(first.finish_reason, None);
+    let alt = &first.choices[0];
+    assert_eq!((alt.index, alt.tool_calls[0].index), (1, 0));
+    assert_eq!(alt.tool_calls[0].name.as_deref(), Some("f"));
+    assert_eq!(alt.logprobs.as_ref().unwrap()[0]["token"], "f");
+    let second = next(json!({"candidates": [
+        {"index": 1, "content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}]}));
+    assert_eq!(
+        second.choices[0].finish_reason,
+        Some(FinishReason::ToolCalls)
+    );
+    assert_eq!(second.finish_reason, None, "candidate 0 is still going");
+    let last = next(json!({"candidates": [
+        {"index": 0, "content": {"role": "model", "parts": [{"text": "!"}]}, "finishReason": "MAX_TOKENS"}],
+        "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 4}}));
+    assert_eq!(last.text, "!");
+    assert_eq!(last.finish_reason, Some(FinishReason::Length));
+}

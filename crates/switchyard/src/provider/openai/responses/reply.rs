@@ -57,10 +57,17 @@ pub(super) fn summary(response: &Value) -> Result<ProviderReply, ProviderError> 
             status.unwrap_or_default()
         )));
     }
-    let (text, tool_calls) = read_output(output);
+    let Output {
+        text,
+        refusal,
+        tool_calls,
+        logprobs,
+    } = read_output(output);
     let finish = finish_reason(response, !tool_calls.is_empty());
     Ok(ProviderReply {
         text,
+        refusal,
+        logprobs: logprobs.map(|entries| serde_json::json!({ "content": entries })),
         tool_calls,
         finish_reason: Some(finish),
         model: response
@@ -76,11 +83,22 @@ pub(super) fn summary(response: &Value) -> Result<ProviderReply, ProviderError> 
     })
 }
 
-/// The messages' text (their refusal when there is no text) and the function calls.
-fn read_output(output: &[Value]) -> (String, Vec<ToolCall>) {
+/// What a response's output items say, in the shared terms.
+struct Output {
+    text: String,
+    refusal: String,
+    tool_calls: Vec<ToolCall>,
+    /// The `output_text` parts' log probabilities (OpenAI's `logprobs.content` entries),
+    /// when any part carried some.
+    logprobs: Option<Vec<Value>>,
+}
+
+/// The messages' text, refusal and log probabilities, and the function calls.
+fn read_output(output: &[Value]) -> Output {
     let mut text = String::new();
     let mut refusal = String::new();
     let mut tool_calls = Vec::new();
+    let mut logprobs: Option<Vec<Value>> = None;
     for item in output {
         match item.get("type").and_then(Value::as_str) {
             Some("message") => {
@@ -91,7 +109,14 @@ fn read_output(output: &[Value]) -> (String, Vec<ToolCall>) {
                     .flatten()
                 {
                     match part.get("type").and_then(Value::as_str) {
-                        Some("output_text") => text.push_str(str_of(part, "text")),
+                        Some("output_text") => {
+                            text.push_str(str_of(part, "text"));
+                            if let Some(entries) = part.get("logprobs").and_then(Value::as_array) {
+                                logprobs
+                                    .get_or_insert_with(Vec::new)
+                                    .extend(entries.iter().cloned());
+                            }
+                        }
                         Some("refusal") => refusal.push_str(str_of(part, "refusal")),
                         _ => {}
                     }
@@ -108,10 +133,12 @@ fn read_output(output: &[Value]) -> (String, Vec<ToolCall>) {
             _ => {}
         }
     }
-    if text.is_empty() {
-        text = refusal;
+    Output {
+        text,
+        refusal,
+        tool_calls,
+        logprobs,
     }
-    (text, tool_calls)
 }
 
 /// `incomplete` for the token limit is `Length`, for a content filter `ContentFilter`

@@ -11,8 +11,9 @@ use crate::chat::{
 use crate::error::{ErrorKind, ProviderError};
 
 /// What the Responses API takes of the shared request (`docs/fields.md`): no stop
-/// sequences, seed, penalties, `n` or `top_k` exist there; log probabilities are not read
-/// back from it yet.
+/// sequences, seed, penalties, `n` or `top_k` exist there; `logprobs` is the `include`
+/// entry `message.output_text.logprobs`, read back from the `output_text` parts and the
+/// text deltas. A route's passthrough fields are Chat Completions fields: not for this API.
 pub(super) fn support(field: Field) -> Support {
     match field {
         Field::Stop
@@ -21,12 +22,14 @@ pub(super) fn support(field: Field) -> Support {
         | Field::FrequencyPenalty
         | Field::N
         | Field::TopK
-        | Field::Logprobs
-        | Field::TopLogprobs
         | Field::Passthrough => Support::Unsupported,
+        Field::Logprobs => Support::Translated,
         _ => Support::Native,
     }
 }
+
+/// The `include` entry asking for the output text's log probabilities.
+const LOGPROBS_INCLUDE: &str = "message.output_text.logprobs";
 
 /// The JSON body of a Responses call for `req` (`store: false`: the gateway keeps
 /// conversations itself).
@@ -90,6 +93,12 @@ pub(super) fn body(req: &ChatRequest, model: &str, stream: bool) -> Result<Vec<u
     }
     if let Some(metadata) = &req.metadata {
         body.insert("metadata".into(), json!(metadata));
+    }
+    if req.logprobs {
+        body.insert("include".into(), json!([LOGPROBS_INCLUDE]));
+        if let Some(n) = req.top_logprobs {
+            body.insert("top_logprobs".into(), n.into());
+        }
     }
     body.insert("store".into(), false.into());
     body.insert("stream".into(), stream.into());

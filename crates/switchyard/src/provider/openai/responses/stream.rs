@@ -2,7 +2,7 @@
 //! `response.function_call_arguments.delta`, `response.completed`, ...) read in order by
 //! [`Events`], which remembers which output item each event belongs to.
 //!
-//! Text deltas (and refusal deltas) are text; a `function_call` item opens a tool call
+//! Text deltas are text (with their `logprobs`), refusal deltas the refusal; a `function_call` item opens a tool call
 //! (its id and name) and its argument deltas extend it; `response.completed` or
 //! `response.incomplete` is the finish signal, with usage and the model;
 //! `response.failed` and `error` events are classified. For a native request, every event
@@ -122,13 +122,30 @@ impl Events {
         }))
     }
 
+    /// A text delta, with its tokens' log probabilities when the event carries some.
     fn text(delta: &Value) -> Parsed {
         let text = delta
             .get("delta")
             .and_then(Value::as_str)
             .unwrap_or_default();
+        let logprobs = delta
+            .get("logprobs")
+            .filter(|l| l.as_array().is_some_and(|a| !a.is_empty()))
+            .cloned();
         Parsed::Chunk(ChatChunk {
             text: text.to_owned(),
+            logprobs,
+            ..ChatChunk::default()
+        })
+    }
+
+    fn refusal(delta: &Value) -> Parsed {
+        let refusal = delta
+            .get("delta")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        Parsed::Chunk(ChatChunk {
+            refusal: refusal.to_owned(),
             ..ChatChunk::default()
         })
     }
@@ -166,6 +183,7 @@ impl StreamEvents for Events {
             "response.output_text.delta" | "response.refusal.delta" => {
                 Ok(match self.slot(&value) {
                     Some(Slot::Other) => self.piece(&value),
+                    _ if kind == "response.refusal.delta" => Self::refusal(&value),
                     _ => Self::text(&value),
                 })
             }

@@ -300,17 +300,65 @@ fn reasoning_parallel_calls_tier_metadata_and_developer_messages_are_sent() {
         b["input"][0],
         json!({"type": "message", "role": "developer", "content": "terse"})
     );
-    for field in [
-        Field::Seed,
-        Field::N,
-        Field::TopK,
-        Field::Stop,
-        Field::Logprobs,
-    ] {
+    for field in [Field::Seed, Field::N, Field::TopK, Field::Stop] {
         assert_eq!(
             <ResponsesCodec as Codec>::support(field),
             Support::Unsupported,
             "{field:?}"
         );
     }
+}
+
+/// `logprobs` is the `include` entry for the output text's log probabilities (with
+/// `top_logprobs`); they come back from the `output_text` parts in Chat Completions'
+/// `logprobs.content` shape, and a refusal part is the reply's refusal, not its text.
+#[test]
+fn logprobs_are_asked_for_and_read_back_and_a_refusal_stays_apart() {
+    use crate::chat::{Field, Support};
+    let req = ChatRequest {
+        logprobs: true,
+        top_logprobs: Some(2),
+        ..ChatRequest::from_prompt("hi")
+    };
+    let b = body(&req, false);
+    assert_eq!(b["include"], json!(["message.output_text.logprobs"]));
+    assert_eq!(b["top_logprobs"], json!(2));
+    assert_eq!(
+        <ResponsesCodec as Codec>::support(Field::Logprobs),
+        Support::Translated
+    );
+    assert!(body(&ChatRequest::from_prompt("hi"), false)
+        .get("include")
+        .is_none());
+
+    let entries = json!([{"token": "Hi", "logprob": -0.5, "bytes": [72, 105],
+        "top_logprobs": [{"token": "Hi", "logprob": -0.5, "bytes": [72, 105]}]}]);
+    let answer = json!({"id": "resp_1", "object": "response", "status": "completed",
+        "model": "gpt-5", "output": [{"type": "message", "id": "msg_1", "role": "assistant",
+            "content": [{"type": "output_text", "text": "Hi", "annotations": [], "logprobs": entries},
+                        {"type": "refusal", "refusal": "but no more"}]}]});
+    let reply = parse_response(answer.to_string().as_bytes(), false).unwrap();
+    assert_eq!(reply.text, "Hi");
+    assert_eq!(reply.refusal, "but no more");
+    assert_eq!(reply.logprobs, Some(json!({ "content": entries })));
+
+    let mut events = Events::new(false);
+    let added = json!({"type": "response.output_item.added", "output_index": 0,
+        "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []}});
+    assert!(matches!(
+        events.parse_event(&event(added)),
+        Ok(Parsed::Skip)
+    ));
+    let delta = json!({"type": "response.output_text.delta", "output_index": 0,
+        "content_index": 0, "item_id": "msg_1", "delta": "Hi", "logprobs": entries});
+    let Ok(Parsed::Chunk(c)) = events.parse_event(&event(delta)) else {
+        panic!("no chunk")
+    };
+    assert_eq!((c.text.as_str(), c.logprobs), ("Hi", Some(entries.clone())));
+    let refusal = json!({"type": "response.refusal.delta", "output_index": 0,
+        "content_index": 1, "item_id": "msg_1", "delta": "no"});
+    let Ok(Parsed::Chunk(c)) = events.parse_event(&event(refusal)) else {
+        panic!("no chunk")
+    };
+    assert_eq!((c.text.as_str(), c.refusal.as_str()), ("", "no"));
 }

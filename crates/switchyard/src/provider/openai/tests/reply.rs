@@ -60,9 +60,60 @@ fn openrouter_cost_is_reported() {
 }
 
 #[test]
-fn a_refusal_is_the_text() {
+fn a_refusal_is_the_refusal_not_the_text() {
     let reply = parse_response(fixture!("completion_refusal.json").as_bytes()).unwrap();
-    assert_eq!(reply.text, "I'm sorry, I can't help with that.");
+    assert_eq!(reply.refusal, "I'm sorry, I can't help with that.");
+    assert_eq!(reply.text, "");
+    assert_eq!(reply.finish_reason, Some(FinishReason::Stop));
+}
+
+#[test]
+fn the_system_fingerprint_is_kept_plain_and_streamed() {
+    let body = json!({"model": "gpt-4o", "system_fingerprint": "fp_44709d6fcb",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"}, "finish_reason": "stop"}]});
+    let reply = parse_response(body.to_string().as_bytes()).unwrap();
+    assert_eq!(reply.system_fingerprint.as_deref(), Some("fp_44709d6fcb"));
+    let chunk = json!({"system_fingerprint": "fp_44709d6fcb",
+        "choices": [{"index": 0, "delta": {"refusal": "I can't"}, "finish_reason": null}]});
+    let Parsed::Chunk(c) = parse_event(&SseEvent::message(chunk.to_string())).unwrap() else {
+        panic!("not a chunk")
+    };
+    assert_eq!(c.system_fingerprint.as_deref(), Some("fp_44709d6fcb"));
+    assert_eq!((c.text.as_str(), c.refusal.as_str()), ("", "I can't"));
+    assert!(c.has_content());
+}
+
+/// With `n` = 2 each answer streams as its own choice and finishes on its own; the finish
+/// signal (answer 0's reason) comes once both have finished, whichever finished first.
+#[test]
+fn a_stream_of_two_choices_finishes_when_both_have() {
+    use crate::provider::codec::StreamEvents as _;
+    let mut events = Events::new(2);
+    let mut next = |v: Value| match events.parse_event(&SseEvent::message(v.to_string())) {
+        Ok(Parsed::Chunk(c)) => c,
+        other => panic!("{other:?}"),
+    };
+    let lp = json!([{"token": "Hi", "logprob": -0.1, "bytes": [72, 105], "top_logprobs": []}]);
+    let a = next(
+        json!({"choices": [{"index": 0, "delta": {"content": "Hi"}, "logprobs": {"content": lp}}]}),
+    );
+    assert_eq!((a.text.as_str(), a.logprobs.as_ref()), ("Hi", Some(&lp)));
+    assert!(a.choices.is_empty());
+    let b =
+        next(json!({"choices": [{"index": 1, "delta": {"content": "Yo"}, "finish_reason": null}]}));
+    assert_eq!(b.text, "");
+    assert_eq!(b.choices.len(), 1);
+    assert_eq!((b.choices[0].index, b.choices[0].text.as_str()), (1, "Yo"));
+    assert!(b.has_content(), "a later answer's piece is content");
+    let c = next(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}));
+    assert_eq!(c.finish_reason, None, "answer 1 is still going");
+    let d = next(json!({"choices": [{"index": 1, "delta": {}, "finish_reason": "stop"}]}));
+    assert_eq!(d.choices[0].finish_reason, Some(FinishReason::Stop));
+    assert_eq!(
+        d.finish_reason,
+        Some(FinishReason::Length),
+        "answer 0's reason"
+    );
 }
 
 #[test]
