@@ -36,7 +36,7 @@ use ::http::HeaderMap;
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::anthropic::{self, AnthropicCodec, EventParser};
+use super::anthropic::{self, AnthropicCall, AnthropicCodec, EventParser};
 use super::codec::{Codec, Connection, Endpoints, HttpProvider};
 use super::gemini::{self, GeminiCodec, StreamParser};
 use super::http::{ConfigError, Endpoint, HttpFailure, HttpSettings, Transport};
@@ -283,7 +283,7 @@ pub struct ClaudeOnVertex {
 
 impl Codec for ClaudeOnVertex {
     const KIND: &'static str = "vertex";
-    type Call = String;
+    type Call = AnthropicCall;
     type Events = EventParser;
 
     /// Claude on Vertex takes what the Messages API takes.
@@ -300,7 +300,11 @@ impl Codec for ClaudeOnVertex {
     }
 
     /// Anthropic's body without `model` and with `anthropic_version`.
-    fn encode(&self, req: &ChatRequest, stream: bool) -> Result<(Vec<u8>, String), ProviderError> {
+    fn encode(
+        &self,
+        req: &ChatRequest,
+        stream: bool,
+    ) -> Result<(Vec<u8>, AnthropicCall), ProviderError> {
         let (body, call) = self.inner.encode(req, stream)?;
         let mut body: Value = serde_json::from_slice(&body).map_err(|e| {
             ProviderError::new(ErrorKind::BadRequest, format!("encoding the request: {e}"))
@@ -316,11 +320,15 @@ impl Codec for ClaudeOnVertex {
         Ok((crate::provider::encode_body(&body)?, call))
     }
 
-    fn parse_reply(&self, body: &[u8], call: String) -> Result<ProviderReply, ProviderError> {
+    fn parse_reply(
+        &self,
+        body: &[u8],
+        call: AnthropicCall,
+    ) -> Result<ProviderReply, ProviderError> {
         self.inner.parse_reply(body, call)
     }
 
-    fn events(&self, call: String) -> EventParser {
+    fn events(&self, call: AnthropicCall) -> EventParser {
         self.inner.events(call)
     }
 

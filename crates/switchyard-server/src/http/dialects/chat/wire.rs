@@ -509,6 +509,7 @@ impl WireRequest {
                         .parameters
                         .clone()
                         .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
+                    cache_control: None,
                 })
             })
             .collect()
@@ -589,6 +590,7 @@ impl WireMessage {
             tool_call_id: self.tool_call_id,
             name: self.name,
             thinking: Vec::new(),
+            cache: Vec::new(),
         })
     }
 }

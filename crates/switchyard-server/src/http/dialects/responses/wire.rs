@@ -236,6 +236,7 @@ impl Conversation {
                 tool_call_id: None,
                 name: None,
                 thinking: blocks,
+                cache: Vec::new(),
             }),
         }
         Ok(())
@@ -265,6 +266,7 @@ impl Conversation {
                 tool_call_id: None,
                 name: None,
                 thinking: Vec::new(),
+                cache: Vec::new(),
             }),
         }
         Ok(())
@@ -300,6 +302,7 @@ impl Conversation {
             tool_call_id: Some(call_id),
             name,
             thinking: Vec::new(),
+            cache: Vec::new(),
         });
         Ok(())
     }
@@ -357,6 +360,7 @@ fn message(path: &str, obj: &mut Map<String, Value>) -> Result<Message, ApiError
         tool_call_id: None,
         name: None,
         thinking: Vec::new(),
+        cache: Vec::new(),
     })
 }
 
@@ -493,6 +497,7 @@ fn function_tool(
         name,
         description,
         parameters,
+        cache_control: None,
     })
 }
 

@@ -24,6 +24,8 @@ pub(super) fn support(field: Field) -> Support {
         | Field::Logprobs
         | Field::TopLogprobs
         | Field::Passthrough => Support::Unsupported,
+        // OpenAI caches prompts by itself: a breakpoint has no place there
+        Field::CacheControl => Support::Ignored,
         _ => Support::Native,
     }
 }
