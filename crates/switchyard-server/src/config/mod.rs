@@ -388,6 +388,12 @@ fn validate_remote(prov: &ProviderToml, at: &str, p: &mut Problems) {
             }
         }
     }
+    if prov.structured_outputs.is_some() && prov.kind != "anthropic" {
+        p.add(
+            format!("{at}.structured_outputs"),
+            "applies to kind \"anthropic\" providers only",
+        );
+    }
     if let Some(api) = &prov.api {
         if prov.kind != "openai" {
             p.add(
