@@ -28,6 +28,9 @@
 //!   over from Anthropic to OpenAI;
 //! - `python_sdk.rs`: the official `openai` Python SDK against the proxy
 //!   (`tests/python/test_openai_sdk.py`, interpreter from `$SWITCHYARD_PYTHON`).
+//! - `sdk_fields.rs`: the official `anthropic` and `openai` SDKs sending every request field
+//!   they support, checked at mock Anthropic and OpenAI upstreams
+//!   (`tests/python/test_sdk_fields.py`).
 //!
 //! `support.rs` is the harness, `upstream.rs` the mock upstreams. Run with
 //! `SWITCHYARD_PYTHON=.venv/bin/python cargo test -p switchyard-server --test e2e`.
@@ -64,4 +67,5 @@ mod python_sdk;
 mod rescue;
 mod responses_native;
 mod responses_sdk;
+mod sdk_fields;
 mod shutdown;
