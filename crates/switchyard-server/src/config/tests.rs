@@ -543,7 +543,7 @@ fn presets_and_quirk_fields_are_validated_with_their_paths() {
     ));
     assert_eq!(
         p,
-        ["providers[0].structured_outputs: applies to kind \"anthropic\" providers only"]
+        ["providers[0].structured_outputs: applies to kind \"anthropic\" and \"vertex\" (Claude) providers only"]
     );
     let p = problems(&format!("{base}\n"));
     assert_eq!(p.len(), 1, "{p:?}");

@@ -69,6 +69,10 @@ pub struct VertexConfig {
     pub credentials: Option<Arc<dyn TokenSource>>,
     /// Claude: `max_tokens` when the request has none.
     pub default_max_tokens: u32,
+    /// Claude: send a `json_schema` response format as structured outputs
+    /// (`output_config.format`) rather than a forced tool. Off by default: Vertex AI turns
+    /// structured outputs on per organisation policy, and not for every Claude model.
+    pub structured_outputs: bool,
     /// Extra headers sent on every call. Applied last.
     pub headers: Vec<(String, String)>,
     /// Connect timeout and body cap.
@@ -95,6 +99,7 @@ impl VertexConfig {
             base_url: None,
             credentials: None,
             default_max_tokens: anthropic::DEFAULT_MAX_TOKENS,
+            structured_outputs: false,
             headers: Vec::new(),
             http: HttpSettings::default(),
             usage_grace: sse::DEFAULT_USAGE_GRACE,
@@ -211,7 +216,7 @@ impl Vertex {
                     inner: AnthropicCodec::new(
                         config.model.clone(),
                         config.default_max_tokens,
-                        false,
+                        config.structured_outputs,
                     ),
                 };
                 let mut provider = HttpProvider::assemble(codec, endpoints, connection, transport)?;
