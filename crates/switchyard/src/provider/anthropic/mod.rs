@@ -50,8 +50,10 @@
 //!   and the tool's input comes back as the answer's text, finish reason `stop`, no tool
 //!   call shown (streamed: its `input_json_delta`s are text deltas). A forced tool leaves
 //!   no room for the client's own tools or a forcing `tool_choice`, and Anthropic refuses
-//!   one with thinking on: such a request is a `BadRequest` naming the fields. A JSON
-//!   stream is not rescued by continuation (the gateway restarts it instead).
+//!   one with thinking on: for such a request the codec cannot honour `response_format`
+//!   (`Codec::cannot_honour`, so the gateway skips the provider), and encoding it anyway is
+//!   a `BadRequest` naming the fields. A JSON stream is not rescued by continuation (the
+//!   gateway restarts it instead).
 //! - Images: base64 as a `base64` source, URLs as a `url` source, `data:` URLs decoded to
 //!   `base64`. Images are accepted in user and tool messages only.
 //!
@@ -84,7 +86,7 @@ use super::codec::{Codec, Connection, Endpoints, HttpProvider, StreamEvents};
 use super::http::{self, ConfigError, Endpoint, HttpFailure, HttpSettings, Transport};
 use super::secret::Secret;
 use super::sse::{self, Parsed, SseEvent};
-use crate::chat::{ChatRequest, Field, ProviderReply, Support, MAX_CACHE_BREAKPOINTS};
+use crate::chat::{ChatRequest, Field, FieldSet, ProviderReply, Support, MAX_CACHE_BREAKPOINTS};
 use crate::clock::Clock;
 use crate::error::{ErrorKind, ProviderError};
 
@@ -277,6 +279,20 @@ impl Codec for AnthropicCodec {
 
     fn support(field: Field) -> Support {
         request::support(field)
+    }
+
+    /// A JSON response format this model would carry through a forced tool, beside the
+    /// client's own tools, a forcing `tool_choice` or thinking (see the module docs):
+    /// `response_format` cannot be honoured for this request, so a route tries its next
+    /// provider (or, dropping unsupported fields, sends the request without the format).
+    fn cannot_honour(&self, req: &ChatRequest) -> FieldSet {
+        let mut set = FieldSet::EMPTY;
+        set.insert_if(
+            req.native_continuing(Self::KIND).is_none()
+                && request::json_output(req, self.structured_outputs).is_err(),
+            Field::ResponseFormat,
+        );
+        set
     }
 
     /// The body, and what reading its reply needs (see the module docs). A request with an

@@ -43,7 +43,7 @@ use super::http::{ConfigError, Endpoint, HttpFailure, HttpSettings, Transport};
 use super::secret::Secret;
 use super::sse;
 use super::token::TokenSource;
-use crate::chat::{ChatRequest, Field, ProviderReply, Support};
+use crate::chat::{ChatRequest, Field, FieldSet, ProviderReply, Support};
 use crate::clock::Clock;
 use crate::error::{ErrorKind, ProviderError};
 use crate::Provider;
@@ -294,6 +294,10 @@ impl Codec for ClaudeOnVertex {
     /// Claude on Vertex takes what the Messages API takes.
     fn support(field: Field) -> Support {
         AnthropicCodec::support(field)
+    }
+
+    fn cannot_honour(&self, req: &ChatRequest) -> FieldSet {
+        self.inner.cannot_honour(req)
     }
 
     fn model(&self) -> &str {
