@@ -213,6 +213,16 @@ fn a_forced_tool_refuses_the_clients_tools_a_forcing_choice_and_thinking_by_name
     let refused = |req: &ChatRequest| p.build_request(req, false).unwrap_err();
     let mut req = asking_json(place());
     req.tools = vec![weather_tool()];
+    assert_eq!(
+        p.codec().cannot_honour(&req).names(),
+        ["response_format"],
+        "so the gateway skips this provider"
+    );
+    let native = provider(AnthropicConfig::new(MODEL));
+    assert!(
+        native.codec().cannot_honour(&req).is_empty(),
+        "structured outputs take both"
+    );
     let err = refused(&req);
     assert_eq!(err.kind, ErrorKind::BadRequest);
     assert!(
@@ -234,6 +244,7 @@ fn a_forced_tool_refuses_the_clients_tools_a_forcing_choice_and_thinking_by_name
     req.reasoning_effort = Some(ReasoningEffort::None);
     req.tool_choice = Some(ToolChoice::Auto);
     assert!(p.build_request(&req, false).is_ok());
+    assert!(p.codec().cannot_honour(&req).is_empty());
 }
 
 fn forced_call() -> AnthropicCall {
