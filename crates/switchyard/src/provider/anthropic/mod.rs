@@ -296,7 +296,7 @@ impl Codec for AnthropicCodec {
     }
 
     /// The body, and what reading its reply needs (see the module docs). A request with an
-    /// Anthropic native body sends that body (see [`native_body`]), with a rescue's prefill
+    /// Anthropic native body sends that body (see `native_body`), with a rescue's prefill
     /// appended when it has one.
     fn encode(
         &self,
