@@ -17,6 +17,52 @@ use crate::trail::Attempt;
 mod fields;
 pub use fields::{Field, FieldSet, ReasoningEffort, Support};
 
+/// The most prompt-cache breakpoints one request may set: Anthropic's limit (its API
+/// refuses a fifth), enforced by the dialects with a 400 naming the fifth.
+pub const MAX_CACHE_BREAKPOINTS: usize = 4;
+
+/// How long a prompt-cache entry lives (Anthropic's `cache_control.ttl`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CacheTtl {
+    /// Five minutes (Anthropic's default).
+    #[serde(rename = "5m")]
+    FiveMinutes,
+    /// One hour (written at a higher price, `Usage::cache_write_1h_tokens`).
+    #[serde(rename = "1h")]
+    OneHour,
+}
+
+impl CacheTtl {
+    /// The vendor's spelling (`5m`, `1h`).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::FiveMinutes => "5m",
+            Self::OneHour => "1h",
+        }
+    }
+}
+
+/// A prompt-cache breakpoint (Anthropic's `cache_control: {"type": "ephemeral"}`): the
+/// prompt up to and including the marked block is cached. Sent to Anthropic on the block
+/// it marks; advisory for vendors that cache by themselves (`Field::CacheControl`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheControl {
+    /// The entry's lifetime, when the client chose one (`None`: the vendor's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<CacheTtl>,
+}
+
+/// A breakpoint after one content part of a message ([`Message::cache`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CachePoint {
+    /// The position of the marked part in [`Message::content`].
+    pub part: u32,
+    /// The breakpoint.
+    #[serde(flatten)]
+    pub control: CacheControl,
+}
+
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -123,6 +169,10 @@ pub struct Message {
     /// them out (they are Anthropic's opaque reasoning, not content).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thinking: Vec<Thinking>,
+    /// Prompt-cache breakpoints on this message's content parts (Chat Completions'
+    /// content-part `cache_control`), in part order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cache: Vec<CachePoint>,
 }
 
 impl Message {
@@ -136,6 +186,7 @@ impl Message {
             tool_call_id: None,
             name: None,
             thinking: Vec::new(),
+            cache: Vec::new(),
         }
     }
 
@@ -177,6 +228,15 @@ impl Message {
         matches!(self.role, Role::System | Role::Developer)
     }
 
+    /// The cache breakpoint on content part `part`, if any.
+    #[must_use]
+    pub fn cache_at(&self, part: usize) -> Option<CacheControl> {
+        self.cache
+            .iter()
+            .find(|c| usize::try_from(c.part).is_ok_and(|p| p == part))
+            .map(|c| c.control)
+    }
+
     /// The concatenated text parts.
     #[must_use]
     pub fn joined_text(&self) -> String {
@@ -201,6 +261,10 @@ pub struct Tool {
     /// JSON Schema of the arguments.
     #[serde(default = "empty_object_schema")]
     pub parameters: Value,
+    /// A prompt-cache breakpoint after this tool's definition (the tool list up to it
+    /// is cached).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<CacheControl>,
 }
 
 fn empty_object_schema() -> Value {
@@ -418,9 +482,17 @@ impl ChatRequest {
         set.insert_if(self.metadata.is_some(), Field::Metadata);
         set.insert_if(self.user.is_some(), Field::User);
         set.insert_if(self.passthrough.is_some(), Field::Passthrough);
+        set.insert_if(self.cache_breakpoints() > 0, Field::CacheControl);
         let developer = self.messages.iter().any(|m| m.role == Role::Developer);
         set.insert_if(developer, Field::DeveloperRole);
         set
+    }
+
+    /// How many prompt-cache breakpoints the request sets (messages' parts and tools).
+    #[must_use]
+    pub fn cache_breakpoints(&self) -> usize {
+        let tools = self.tools.iter().filter(|t| t.cache_control.is_some());
+        self.messages.iter().map(|m| m.cache.len()).sum::<usize>() + tools.count()
     }
 
     /// The same request without `fields` (a route that drops what a provider cannot
@@ -455,6 +527,10 @@ impl ChatRequest {
             Field::Metadata => self.metadata = None,
             Field::User => self.user = None,
             Field::Passthrough => self.passthrough = None,
+            Field::CacheControl => {
+                self.messages.iter_mut().for_each(|m| m.cache.clear());
+                self.tools.iter_mut().for_each(|t| t.cache_control = None);
+            }
             Field::DeveloperRole => {
                 for m in &mut self.messages {
                     if m.role == Role::Developer {

@@ -263,6 +263,7 @@ pub(super) fn build(
     if let Some(n) = prov.default_max_tokens {
         config.default_max_tokens = n;
     }
+    config.structured_outputs = prov.structured_outputs.unwrap_or(false);
     let provider = Vertex::provider(config, transport).map_err(|e| at(&e))?;
     Ok((provider, warning))
 }

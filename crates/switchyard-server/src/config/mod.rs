@@ -388,6 +388,12 @@ fn validate_remote(prov: &ProviderToml, at: &str, p: &mut Problems) {
             }
         }
     }
+    if prov.structured_outputs.is_some() && !matches!(prov.kind.as_str(), "anthropic" | "vertex") {
+        p.add(
+            format!("{at}.structured_outputs"),
+            "applies to kind \"anthropic\" and \"vertex\" (Claude) providers only",
+        );
+    }
     if let Some(api) = &prov.api {
         if !matches!(prov.kind.as_str(), "openai" | "azure") {
             p.add(

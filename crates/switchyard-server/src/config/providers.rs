@@ -65,6 +65,7 @@ pub fn remote(
             if let Some(n) = prov.default_max_tokens {
                 cfg = cfg.default_max_tokens(n);
             }
+            cfg.structured_outputs = prov.structured_outputs;
             cfg.api_key = key;
             cfg.headers = headers(prov);
             cfg.http = http;

@@ -147,6 +147,11 @@ pub struct ProviderToml {
     pub api: Option<String>,
     /// `anthropic`: `max_tokens` when the caller gives none.
     pub default_max_tokens: Option<u32>,
+    /// `anthropic` (and `vertex` for Claude): send a `json_schema` response format as
+    /// structured outputs (`output_config.format`; `true`) or as a forced tool whose input
+    /// is the answer (`false`). Default: `anthropic`, structured outputs for Claude 4.5 and
+    /// later, read from the model id; `vertex`, the forced tool (docs/fields.md).
+    pub structured_outputs: Option<bool>,
     /// `azure`: the resource URL (`https://NAME.openai.azure.com`).
     pub endpoint: Option<String>,
     /// `azure`: the deployment name (sent as the model).

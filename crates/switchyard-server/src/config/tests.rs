@@ -591,6 +591,13 @@ fn presets_and_quirk_fields_are_validated_with_their_paths() {
         p,
         ["providers[0].stream_usage: applies to kind \"openai\" providers only"]
     );
+    let p = problems(&format!(
+        "{base}kind = \"openai\"\nstructured_outputs = true\n"
+    ));
+    assert_eq!(
+        p,
+        ["providers[0].structured_outputs: applies to kind \"anthropic\" and \"vertex\" (Claude) providers only"]
+    );
     let p = problems(&format!("{base}\n"));
     assert_eq!(p.len(), 1, "{p:?}");
     assert!(p[0].starts_with("providers[0].kind: is required"), "{p:?}");

@@ -31,6 +31,9 @@
 //!   (`tests/python/test_fidelity_sdk.py`);
 //! - `python_sdk.rs`: the official `openai` Python SDK against the proxy
 //!   (`tests/python/test_openai_sdk.py`, interpreter from `$SWITCHYARD_PYTHON`).
+//! - `sdk_fields.rs`: the official `anthropic` and `openai` SDKs sending every request field
+//!   they support, checked at mock Anthropic and OpenAI upstreams
+//!   (`tests/python/test_sdk_fields.py`).
 //!
 //! `support.rs` is the harness, `upstream.rs` the mock upstreams. Run with
 //! `SWITCHYARD_PYTHON=.venv/bin/python cargo test -p switchyard-server --test e2e`.
@@ -68,4 +71,5 @@ mod python_sdk;
 mod rescue;
 mod responses_native;
 mod responses_sdk;
+mod sdk_fields;
 mod shutdown;

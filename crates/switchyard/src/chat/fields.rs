@@ -52,11 +52,14 @@ pub enum Field {
     DeveloperRole,
     /// Fields the gateway does not model, passed verbatim (a route's `passthrough_unknown`).
     Passthrough,
+    /// Prompt-cache breakpoints (`cache_control` on content parts and tools): what to
+    /// cache, for a vendor whose caching is explicit (Anthropic); advisory elsewhere.
+    CacheControl,
 }
 
 impl Field {
     /// Every field, in declaration order (the order of `docs/fields.md`).
-    pub const ALL: [Field; 20] = [
+    pub const ALL: [Field; 21] = [
         Self::Temperature,
         Self::TopP,
         Self::Stop,
@@ -77,6 +80,7 @@ impl Field {
         Self::User,
         Self::DeveloperRole,
         Self::Passthrough,
+        Self::CacheControl,
     ];
 
     /// The field's name in OpenAI's Chat Completions terms (what errors and headers say).
@@ -103,6 +107,7 @@ impl Field {
             Self::User => "user",
             Self::DeveloperRole => "developer_role",
             Self::Passthrough => "passthrough",
+            Self::CacheControl => "cache_control",
         }
     }
 
@@ -111,7 +116,10 @@ impl Field {
     /// declared [`Support::Ignored`].
     #[must_use]
     pub fn is_advisory(self) -> bool {
-        matches!(self, Self::ServiceTier | Self::Metadata | Self::User)
+        matches!(
+            self,
+            Self::ServiceTier | Self::Metadata | Self::User | Self::CacheControl
+        )
     }
 
     fn bit(self) -> u32 {

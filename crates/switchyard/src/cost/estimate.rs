@@ -342,6 +342,7 @@ mod tests {
             name: "get".into(),
             description: Some("fetch".into()),
             parameters: serde_json::json!({"type": "object"}),
+            cache_control: None,
         });
         let schema = r#"{"type":"object"}"#.len() as u64;
         assert_eq!(

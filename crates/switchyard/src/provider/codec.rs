@@ -25,7 +25,7 @@ use super::secret::Secret;
 use super::sse::{self, Parsed, SseEvent, SseStream};
 use super::token::TokenSource;
 use super::{embeddings_unsupported, reply_as_chunk, ChunkStream, Provider};
-use crate::chat::{ChatRequest, Field, ProviderReply, Support};
+use crate::chat::{ChatRequest, Field, FieldSet, ProviderReply, Support};
 use crate::clock::Clock;
 use crate::embedding::{EmbeddingReply, EmbeddingRequest};
 use crate::error::{ErrorKind, ProviderError};
@@ -62,6 +62,13 @@ pub trait Codec: std::fmt::Debug + Send + Sync + 'static {
     /// How this vendor carries `field` (the vendor's row of `docs/fields.md`). `encode`
     /// sends every field declared native or translated, and none declared otherwise.
     fn support(field: Field) -> Support;
+
+    /// Fields of `req` this vendor cannot honour in combination, though it takes each
+    /// alone (see [`Provider::cannot_honour`]); `encode` refuses such a request. The
+    /// default: none.
+    fn cannot_honour(&self, _req: &ChatRequest) -> FieldSet {
+        FieldSet::EMPTY
+    }
 
     /// The request body for `req`, and what reading its reply needs.
     ///
@@ -400,6 +407,10 @@ impl<C: Codec> Provider for HttpProvider<C> {
 
     fn support(&self, field: Field) -> Support {
         C::support(field)
+    }
+
+    fn cannot_honour(&self, req: &ChatRequest) -> FieldSet {
+        self.codec.cannot_honour(req)
     }
 
     async fn send(&self, req: &ChatRequest) -> Result<ProviderReply, ProviderError> {

@@ -26,7 +26,7 @@ use std::pin::Pin;
 use async_trait::async_trait;
 use futures_util::Stream;
 
-use crate::chat::{ChatChunk, ChatRequest, Field, ProviderReply, Support};
+use crate::chat::{ChatChunk, ChatRequest, Field, FieldSet, ProviderReply, Support};
 use crate::embedding::{EmbeddingReply, EmbeddingRequest};
 use crate::error::{ErrorKind, ProviderError};
 
@@ -62,6 +62,14 @@ pub trait Provider: Send + Sync {
     /// that answer from a script or a simulation rather than a model, takes every field.
     fn support(&self, _field: Field) -> Support {
         Support::Native
+    }
+
+    /// Fields of `req` this provider cannot honour in combination with the rest of the
+    /// request, though it takes each alone (Anthropic: a JSON response format that needs a
+    /// forced tool, beside the client's own tools). The gateway treats them as
+    /// [`Support::Unsupported`] for this request. The default: none.
+    fn cannot_honour(&self, _req: &ChatRequest) -> FieldSet {
+        FieldSet::EMPTY
     }
 
     /// One non-streaming call. Errors come back classified.

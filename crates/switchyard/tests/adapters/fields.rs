@@ -24,6 +24,7 @@ fn base() -> ChatRequest {
             name: "f".into(),
             description: None,
             parameters: json!({"type": "object", "properties": {}}),
+            cache_control: None,
         }],
         ..ChatRequest::default()
     }

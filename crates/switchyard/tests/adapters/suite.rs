@@ -159,6 +159,7 @@ fn weather_tool() -> Tool {
         name: "get_weather".into(),
         description: Some("Current weather for a city".into()),
         parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+        cache_control: None,
     }
 }
 

@@ -552,3 +552,40 @@ fn malformed_key_files_are_named() {
         assert!(!err.0.contains("BEGIN"), "{err}");
     }
 }
+
+/// Claude on Vertex answers JSON through the forced tool unless the provider says Vertex
+/// has structured outputs on (Google turns them on per organisation policy).
+#[tokio::test]
+async fn claude_json_is_a_forced_tool_unless_structured_outputs_are_on() {
+    let server = MockServer::start().await;
+    let reply = json!({"type": "message", "role": "assistant", "model": CLAUDE,
+        "stop_reason": "tool_use", "content": [{"type": "tool_use", "id": "toolu_1",
+        "name": "place", "input": {"city": "Paris"}}]});
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(reply))
+        .mount(&server)
+        .await;
+    let mut req = ChatRequest::from_prompt("I flew to Paris.");
+    req.response_format = Some(switchyard::chat::ResponseFormat::JsonSchema {
+        name: "place".into(),
+        schema: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+        strict: Some(true),
+    });
+    for on in [false, true] {
+        let config = VertexConfig {
+            base_url: Some(format!("{}/v1", server.uri())),
+            structured_outputs: on,
+            ..VertexConfig::new(PROJECT, LOCATION, CLAUDE)
+        };
+        let p = Vertex::provider(config, &Transport::default()).unwrap();
+        let answer = p.send(&req).await.unwrap();
+        let sent = server.received_requests().await.unwrap();
+        let body: Value = serde_json::from_slice(&sent.last().unwrap().body).unwrap();
+        assert_eq!(body.get("output_config").is_some(), on, "{body}");
+        assert_eq!(body.get("tool_choice").is_some(), !on, "{body}");
+        if !on {
+            assert_eq!(answer.text, r#"{"city":"Paris"}"#);
+            assert!(answer.tool_calls.is_empty());
+        }
+    }
+}

@@ -141,6 +141,25 @@ async fn cut_after_commit_is_continued_where_prefill_is_supported() {
     );
 }
 
+/// Half-written JSON is not continued: a format guaranteed by a forced tool or constrained
+/// decoding starts the value afresh, so a JSON stream is restarted and spliced even where a
+/// prefill is supported.
+#[tokio::test(start_paused = true)]
+async fn a_json_stream_is_restarted_never_continued() {
+    let primary = Arc::new(ScriptedProvider::new("p").then(cut_after(2)));
+    let backup = Arc::new(ScriptedProvider::new("b").otherwise(Step::stream_words(&WORDS)));
+    let gw = gateway(&primary, priced("backup", &backup).supports_prefill(true));
+    let mut json = req();
+    json.response_format = Some(switchyard::chat::ResponseFormat::JsonObject);
+    let (text, end) = drain(gw.stream("main", json).await.unwrap()).await;
+    assert_eq!(text, full());
+    let StreamEvent::Done(resp) = end else {
+        panic!("{end:?}")
+    };
+    assert_eq!(resp.attempts[1].outcome.label(), "rescue:restart");
+    assert_eq!(backup.requests()[0].messages.len(), 1, "no prefill");
+}
+
 /// A request with a native body (a Messages client's, for Anthropic) keeps it on a
 /// continuation, with the text already sent as its prefill, so the client's vendor-only
 /// fields reach the rescuer too; the shared shape carries the prefill as well.

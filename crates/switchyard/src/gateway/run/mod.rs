@@ -27,7 +27,7 @@ use super::hold::Guard;
 pub(super) use super::hold::Reservation;
 use super::{budget_scope, Budget, CallOptions, Gateway, Slot};
 use crate::breaker::{Admission, Op, SkipReason};
-use crate::chat::{ChatChunk, ChatRequest, ChatResponse, FieldSet, ProviderReply, Support};
+use crate::chat::{ChatChunk, ChatRequest, ChatResponse, Field, FieldSet, ProviderReply, Support};
 use crate::clock::UnixMillis;
 use crate::cost::BudgetState;
 use crate::embedding::{EmbeddingReply, EmbeddingRequest};
@@ -366,20 +366,16 @@ impl Run {
         for a in &self.attempts {
             let Outcome::Skipped {
                 reason: SkipReason::CannotHonour,
-                ..
+                fields: named,
             } = &a.outcome
             else {
                 return None;
             };
-            let i = *self
-                .plan
-                .iter()
-                .find(|&&i| self.slot_at(i).spec.name == a.provider)?;
-            let slot = self.slot_at(i);
-            for f in self
-                .fields
-                .with(|f| slot.support(f), Support::Unsupported)
-                .iter()
+            // the fields the skip named: declared unsupported, or unsupported in
+            // combination for this request (`Provider::cannot_honour`)
+            for f in Field::ALL
+                .into_iter()
+                .filter(|f| named.iter().any(|n| n == f.name()))
             {
                 fields.insert(f);
             }
@@ -506,6 +502,14 @@ impl Run {
             return self.skip(slot, SkipReason::Unpriced);
         }
         let cannot = self.fields_with(slot, Support::Unsupported);
+        // fields it cannot honour together with the rest of this request (a format that
+        // needs the tool slot the client's tools use): skipped, never cleared, on any route
+        if let Some(req) = call.chat().filter(|_| !self.fields.is_empty()) {
+            let clash = slot.spec.provider.cannot_honour(req);
+            if !clash.is_empty() {
+                return self.skip_unhonoured(slot, clash);
+            }
+        }
         let cleared = match (cannot.is_empty(), self.route.unsupported_fields) {
             (true, _) => None,
             (false, UnsupportedFields::Drop) => call.chat().map(|req| req.without(cannot)),

@@ -4,7 +4,7 @@
 
 use super::{Live, Mode, Rung, Segment, StreamEvent};
 use crate::breaker::SkipReason;
-use crate::chat::{ChatRequest, Message};
+use crate::chat::{ChatRequest, Message, ResponseFormat};
 use crate::error::{ErrorKind, GatewayError, ProviderError};
 use crate::gateway::run::Call;
 use crate::observe::{Attempt, Outcome};
@@ -60,7 +60,10 @@ impl Live {
             self.next = (pos, Rung::Restart);
             // a body only native providers may answer is not continued in the shared shape
             let required = self.req.native.as_ref().is_some_and(|n| n.required);
-            if slot.spec.supports_prefill && !self.kept.text.is_empty() && !required {
+            // nor is half-written JSON: a format guaranteed by a forced tool or constrained
+            // decoding starts the value afresh, it does not continue a prefill
+            let json = !matches!(self.req.response_format, None | Some(ResponseFormat::Text));
+            if slot.spec.supports_prefill && !self.kept.text.is_empty() && !required && !json {
                 return Some((pos, Rung::Continuation));
             }
         }

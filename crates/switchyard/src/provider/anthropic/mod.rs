@@ -36,13 +36,24 @@
 //! - `max_tokens` is always sent: the caller's, else [`AnthropicConfig::default_max_tokens`].
 //! - Tool-call arguments are sent as the parsed `input` object; arguments that are not a
 //!   JSON object are a `BadRequest` here, never sent as garbage. Empty arguments are `{}`.
-//! - JSON output: Anthropic has no JSON mode. By default `json_object` / `json_schema` add
-//!   an instruction to the system prompt (with the schema, for `json_schema`). That is
-//!   best-effort, not a guarantee: the gateway does not validate the answer. With
-//!   [`AnthropicConfig::structured_outputs`] a `json_schema` is sent as Anthropic's
-//!   structured output (`output_config.format`), which only newer models accept. A forced
-//!   tool was not used: it would turn the answer into a tool call, and a stream rescued by
-//!   continuation could not append to it.
+//! - Cache breakpoints ([`crate::chat::Message::cache`], [`crate::chat::Tool::cache_control`])
+//!   are `cache_control` on the block of the part they mark (`ttl` kept), and on the tool
+//!   they follow. A system prompt with one is sent as text blocks (one per part) instead of
+//!   one string; an assistant message with one keeps a block per part. More than
+//!   [`crate::chat::MAX_CACHE_BREAKPOINTS`] is a `BadRequest` (Anthropic's limit).
+//! - JSON output: Anthropic has no JSON mode, and no instruction in the prompt stands in
+//!   for one. A `json_schema` goes as structured outputs (`output_config.format`) on models
+//!   that have them ([`AnthropicConfig::structured_outputs`]; by default
+//!   [`has_structured_outputs`] of the model id). Otherwise, and for `json_object` always
+//!   (structured outputs take no open object), the schema is the `input_schema` of a forced
+//!   tool (`tool_choice: {"type": "tool"}`, named after the schema, or `json_response`),
+//!   and the tool's input comes back as the answer's text, finish reason `stop`, no tool
+//!   call shown (streamed: its `input_json_delta`s are text deltas). A forced tool leaves
+//!   no room for the client's own tools or a forcing `tool_choice`, and Anthropic refuses
+//!   one with thinking on: for such a request the codec cannot honour `response_format`
+//!   (`Codec::cannot_honour`, so the gateway skips the provider), and encoding it anyway is
+//!   a `BadRequest` naming the fields. A JSON stream is not rescued by continuation (the
+//!   gateway restarts it instead).
 //! - Images: base64 as a `base64` source, URLs as a `url` source, `data:` URLs decoded to
 //!   `base64`. Images are accepted in user and tool messages only.
 //!
@@ -64,6 +75,7 @@ mod wire;
 
 pub use classify::{classify, classify_value, parse_rfc3339, reset_wait};
 pub use reply::parse_response;
+pub use request::has_structured_outputs;
 pub use stream::EventParser;
 
 use std::time::{Duration, SystemTime};
@@ -74,7 +86,7 @@ use super::codec::{Codec, Connection, Endpoints, HttpProvider, StreamEvents};
 use super::http::{self, ConfigError, Endpoint, HttpFailure, HttpSettings, Transport};
 use super::secret::Secret;
 use super::sse::{self, Parsed, SseEvent};
-use crate::chat::{ChatRequest, Field, ProviderReply, ResponseFormat, Support};
+use crate::chat::{ChatRequest, Field, FieldSet, ProviderReply, Support, MAX_CACHE_BREAKPOINTS};
 use crate::clock::Clock;
 use crate::error::{ErrorKind, ProviderError};
 
@@ -103,9 +115,9 @@ pub struct AnthropicConfig {
     /// `max_tokens` when the request has none.
     pub default_max_tokens: u32,
     /// Send a `json_schema` response format as Anthropic structured outputs
-    /// (`output_config.format`) instead of a system instruction. Only newer models accept
-    /// it; off by default.
-    pub structured_outputs: bool,
+    /// (`output_config.format`) rather than a forced tool. `None` (the default): when
+    /// [`has_structured_outputs`] says the model has them.
+    pub structured_outputs: Option<bool>,
     /// Extra headers sent on every call (`anthropic-beta`, a proxy's routing header).
     /// Applied last, so they can replace the defaults.
     pub headers: Vec<(String, String)>,
@@ -128,7 +140,7 @@ impl AnthropicConfig {
             api_key: None,
             anthropic_version: DEFAULT_VERSION.to_owned(),
             default_max_tokens: DEFAULT_MAX_TOKENS,
-            structured_outputs: false,
+            structured_outputs: None,
             headers: Vec::new(),
             http: HttpSettings::default(),
             usage_grace: sse::DEFAULT_USAGE_GRACE,
@@ -191,10 +203,13 @@ impl Anthropic {
         let mut headers = Vec::with_capacity(config.headers.len() + 1);
         headers.push(("anthropic-version".to_owned(), config.anthropic_version));
         headers.extend(config.headers);
+        let structured_outputs = config
+            .structured_outputs
+            .unwrap_or_else(|| has_structured_outputs(&config.model));
         let codec = AnthropicCodec {
             model: config.model,
             default_max_tokens: config.default_max_tokens,
-            structured_outputs: config.structured_outputs,
+            structured_outputs,
         };
         let connection = Connection {
             api_key: config.api_key,
@@ -216,6 +231,17 @@ impl Anthropic {
         self.codec().encode(req, stream).map(|(body, _)| body)
     }
 }
+
+/// What reading a Messages reply needs from its request: the whitespace trimmed off a
+/// final prefill (see the module docs), and the forced tool whose input is a JSON answer.
+#[derive(Debug, Default)]
+pub struct AnthropicCall {
+    trimmed: String,
+    json_tool: Option<String>,
+}
+
+/// The description of the forced tool that carries a JSON answer.
+const JSON_TOOL_DESCRIPTION: &str = "The answer, as a JSON value in the requested format.";
 
 /// The Messages API on the wire.
 #[derive(Debug)]
@@ -239,8 +265,7 @@ impl AnthropicCodec {
 impl Codec for AnthropicCodec {
     const KIND: &'static str = "anthropic";
     const NATIVE: Option<&'static str> = Some("anthropic");
-    /// The whitespace trimmed off a final prefill (see the module docs).
-    type Call = String;
+    type Call = AnthropicCall;
     type Events = EventParser;
     const APPENDS_NATIVE_PREFILL: bool = true;
 
@@ -256,62 +281,116 @@ impl Codec for AnthropicCodec {
         request::support(field)
     }
 
-    /// The body, and the whitespace trimmed off a final prefill (see the module docs). A
-    /// request with an Anthropic native body sends that body (see [`native_body`]), with a
-    /// rescue's prefill appended when it has one.
-    fn encode(&self, req: &ChatRequest, stream: bool) -> Result<(Vec<u8>, String), ProviderError> {
+    /// A JSON response format this model would carry through a forced tool, beside the
+    /// client's own tools, a forcing `tool_choice` or thinking (see the module docs):
+    /// `response_format` cannot be honoured for this request, so a route tries its next
+    /// provider (or, dropping unsupported fields, sends the request without the format).
+    fn cannot_honour(&self, req: &ChatRequest) -> FieldSet {
+        let mut set = FieldSet::EMPTY;
+        set.insert_if(
+            req.native_continuing(Self::KIND).is_none()
+                && request::json_output(req, self.structured_outputs).is_err(),
+            Field::ResponseFormat,
+        );
+        set
+    }
+
+    /// The body, and what reading its reply needs (see the module docs). A request with an
+    /// Anthropic native body sends that body (see `native_body`), with a rescue's prefill
+    /// appended when it has one.
+    fn encode(
+        &self,
+        req: &ChatRequest,
+        stream: bool,
+    ) -> Result<(Vec<u8>, AnthropicCall), ProviderError> {
         if let Some(native) = req.native_continuing(Self::KIND) {
             let max_tokens = req.max_tokens.unwrap_or(self.default_max_tokens);
             let (body, trimmed) = native_body(native, &self.model, max_tokens, stream)?;
-            return Ok((crate::provider::encode_body(&body)?, trimmed));
+            let call = AnthropicCall {
+                trimmed,
+                json_tool: None,
+            };
+            return Ok((crate::provider::encode_body(&body)?, call));
         }
         let (messages, trimmed) = request::wire_turns(&req.messages)?;
         if messages.is_empty() {
             return Err(bad_request("the request has no user or assistant messages"));
         }
-        let native_schema = self.structured_outputs
-            && matches!(req.response_format, Some(ResponseFormat::JsonSchema { .. }));
+        if req.cache_breakpoints() > MAX_CACHE_BREAKPOINTS {
+            return Err(bad_request(format!(
+                "{} cache_control breakpoints: Anthropic takes at most {MAX_CACHE_BREAKPOINTS}",
+                req.cache_breakpoints()
+            )));
+        }
+        let json = request::json_output(req, self.structured_outputs)?;
+        let json_tool = json
+            .as_ref()
+            .and_then(request::JsonOutput::tool_name)
+            .map(str::to_owned);
+        let output_config = json.as_ref().and_then(request::JsonOutput::output_config);
+        let mut tools: Vec<wire::ToolDef<'_>> = req
+            .tools
+            .iter()
+            .map(|t| wire::ToolDef {
+                name: &t.name,
+                description: t.description.as_deref(),
+                input_schema: std::borrow::Cow::Borrowed(&t.parameters),
+                cache_control: t.cache_control.map(wire::CacheControl::from),
+            })
+            .collect();
+        let mut tool_choice = request::wire_tool_choice(req);
+        if let Some(request::JsonOutput::Tool { name, schema }) = json {
+            tools.push(wire::ToolDef {
+                name,
+                description: Some(JSON_TOOL_DESCRIPTION),
+                input_schema: schema,
+                cache_control: None,
+            });
+            tool_choice = Some(wire::ToolChoiceOut {
+                choice: wire::ToolChoice::Tool { name },
+                disable_parallel_tool_use: true,
+            });
+        }
         let max_tokens = req.max_tokens.unwrap_or(self.default_max_tokens);
         let body = wire::Request {
             model: &self.model,
             max_tokens,
             messages,
-            system: request::system_prompt(req, native_schema)?,
+            system: request::system_prompt(req)?,
             temperature: req.temperature,
             top_p: req.top_p,
             stop_sequences: &req.stop,
-            tools: req
-                .tools
-                .iter()
-                .map(|t| wire::ToolDef {
-                    name: &t.name,
-                    description: t.description.as_deref(),
-                    input_schema: &t.parameters,
-                })
-                .collect(),
+            tools,
             top_k: req.top_k,
-            tool_choice: request::wire_tool_choice(req),
+            tool_choice,
             metadata: req
                 .user
                 .as_deref()
                 .map(|user_id| wire::Metadata { user_id }),
             service_tier: request::service_tier(req.service_tier.as_deref()),
             thinking: request::thinking(req.reasoning_effort, max_tokens)?,
-            output_config: request::native_output_config(req).filter(|_| native_schema),
+            output_config,
             stream,
         };
         let body = crate::provider::encode_body(&body)?;
-        Ok((body, trimmed))
+        Ok((body, AnthropicCall { trimmed, json_tool }))
     }
 
-    fn parse_reply(&self, body: &[u8], trimmed: String) -> Result<ProviderReply, ProviderError> {
+    fn parse_reply(
+        &self,
+        body: &[u8],
+        call: AnthropicCall,
+    ) -> Result<ProviderReply, ProviderError> {
         let mut reply = parse_response(body)?;
-        reply::Seam::new(trimmed).apply(&mut reply.text);
+        if let Some(tool) = &call.json_tool {
+            reply::tool_as_answer(&mut reply, tool);
+        }
+        reply::Seam::new(call.trimmed).apply(&mut reply.text);
         Ok(reply)
     }
 
-    fn events(&self, trimmed: String) -> EventParser {
-        EventParser::after_prefill(trimmed)
+    fn events(&self, call: AnthropicCall) -> EventParser {
+        EventParser::for_call(call.trimmed, call.json_tool)
     }
 
     fn classify(failure: &HttpFailure, now: SystemTime) -> ProviderError {

@@ -82,6 +82,21 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
     })
 }
 
+/// A reply to a request whose JSON answer was asked for through the forced tool `tool`:
+/// the tool's input is the answer's text and the stop is a plain one; no tool call is
+/// left. (With a forced tool, Anthropic writes no text before the call.) A reply without
+/// the call (cut by `max_tokens` first) stays as it is.
+pub(super) fn tool_as_answer(reply: &mut ProviderReply, tool: &str) {
+    let Some(at) = reply.tool_calls.iter().position(|c| c.name == tool) else {
+        return;
+    };
+    let call = reply.tool_calls.remove(at);
+    reply.text = call.arguments;
+    if reply.finish_reason == Some(FinishReason::ToolCalls) {
+        reply.finish_reason = Some(FinishReason::Stop);
+    }
+}
+
 /// Whitespace trimmed off a prefill, still to be dropped from the start of the reply.
 #[derive(Debug, Default)]
 pub(super) struct Seam {

@@ -1,6 +1,7 @@
 //! The shared shape as a Messages API request body: system prompt lifting, role merging,
-//! the prefill trim, content blocks, tool calls and results, images, tool choice and the
-//! JSON-output instruction (the rules are in the parent module's docs). Pure functions;
+//! the prefill trim, content blocks with their cache breakpoints, tool calls and results,
+//! images, tool choice and JSON output (structured outputs or a forced tool) (the rules
+//! are in the parent module's docs). Pure functions;
 //! the codec's `encode` ([`super::Anthropic::build_request`]) assembles their results.
 
 use std::borrow::Cow;
@@ -9,58 +10,186 @@ use serde_json::{json, Value};
 
 use super::{bad_request, wire};
 use crate::chat::{
-    ChatRequest, ContentPart, Field, ImageSource, Message, ReasoningEffort, ResponseFormat, Role,
-    Support, Thinking, ToolCall, ToolChoice,
+    CacheControl, ChatRequest, ContentPart, Field, ImageSource, Message, ReasoningEffort,
+    ResponseFormat, Role, Support, Thinking, ToolCall, ToolChoice,
 };
 use crate::error::ProviderError;
 
-/// The system prompt: every system message's text, then the JSON instruction if any.
-pub(super) fn system_prompt(
+/// The system prompt: every system and developer message's text, joined with blank lines;
+/// as text blocks instead when one of them carries a cache breakpoint (each part a block,
+/// the marked ones with their `cache_control`).
+pub(super) fn system_prompt(req: &ChatRequest) -> Result<Option<wire::System<'_>>, ProviderError> {
+    let instructions = || req.messages.iter().filter(|m| m.is_instructions());
+    if instructions().any(has_image) {
+        return Err(bad_request("Anthropic takes no images in a system prompt"));
+    }
+    if instructions().any(|m| !m.cache.is_empty()) {
+        let mut blocks = Vec::new();
+        for m in instructions() {
+            for (i, part) in m.content.iter().enumerate() {
+                if let ContentPart::Text { text } = part {
+                    blocks.extend(text_block(text, m.cache_at(i))?);
+                }
+            }
+        }
+        return Ok((!blocks.is_empty()).then_some(wire::System::Blocks(blocks)));
+    }
+    let parts: Vec<String> = instructions()
+        .map(Message::joined_text)
+        .filter(|t| !t.is_empty())
+        .collect();
+    Ok((!parts.is_empty()).then(|| wire::System::Text(parts.join("\n\n"))))
+}
+
+/// A text block with its breakpoint; `None` for empty text (Anthropic refuses empty
+/// blocks), which may not carry a breakpoint.
+fn text_block(
+    text: &str,
+    cache: Option<CacheControl>,
+) -> Result<Option<wire::Block<'_>>, ProviderError> {
+    if text.is_empty() {
+        return match cache {
+            Some(_) => Err(bad_request(
+                "cache_control on an empty text part: Anthropic caches no empty block",
+            )),
+            None => Ok(None),
+        };
+    }
+    Ok(Some(wire::Block::Text {
+        text: Cow::Borrowed(text),
+        cache_control: cache.map(wire::CacheControl::from),
+    }))
+}
+
+/// The name of the forced tool that carries a `json_object` answer.
+pub(super) const JSON_OBJECT_TOOL: &str = "json_response";
+
+/// How a JSON response format reaches Anthropic, which has no JSON mode.
+#[derive(Debug)]
+pub(super) enum JsonOutput<'a> {
+    /// Structured outputs: `output_config.format` with the schema (models that have it).
+    Native(&'a Value),
+    /// A forced tool whose input is the answer: `tools` holds only it, `tool_choice`
+    /// names it, and its input comes back as the answer's text.
+    Tool {
+        /// The tool's name (the schema's, or [`JSON_OBJECT_TOOL`]).
+        name: &'a str,
+        /// Its `input_schema`.
+        schema: Cow<'a, Value>,
+    },
+}
+
+impl JsonOutput<'_> {
+    /// `output_config` for the native form.
+    pub(super) fn output_config(&self) -> Option<Value> {
+        match self {
+            Self::Native(schema) => {
+                Some(json!({"format": {"type": "json_schema", "schema": schema}}))
+            }
+            Self::Tool { .. } => None,
+        }
+    }
+
+    /// The forced tool's name, for the tool form.
+    pub(super) fn tool_name(&self) -> Option<&str> {
+        match self {
+            Self::Native(_) => None,
+            Self::Tool { name, .. } => Some(name),
+        }
+    }
+}
+
+/// How `req`'s response format goes to Anthropic: a `json_schema` natively when the model
+/// has structured outputs (`native`), else (and `json_object` always: structured outputs
+/// take no open object) a forced tool. `None` for text.
+///
+/// # Errors
+/// `BadRequest` naming the fields when a forced tool cannot carry the request: the
+/// client's own `tools` or a forcing `tool_choice` (one forced tool leaves no room for
+/// them), or `reasoning_effort` (Anthropic refuses a forced tool with thinking on).
+pub(super) fn json_output(
     req: &ChatRequest,
-    native_schema: bool,
-) -> Result<Option<String>, ProviderError> {
-    let mut parts = Vec::new();
-    for m in req.messages.iter().filter(|m| m.is_instructions()) {
-        if has_image(m) {
-            return Err(bad_request("Anthropic takes no images in a system prompt"));
+    native: bool,
+) -> Result<Option<JsonOutput<'_>>, ProviderError> {
+    let (out, kind) = match &req.response_format {
+        None | Some(ResponseFormat::Text) => return Ok(None),
+        Some(ResponseFormat::JsonSchema { schema, .. }) if native => {
+            return Ok(Some(JsonOutput::Native(schema)))
         }
-        let text = m.joined_text();
-        if !text.is_empty() {
-            parts.push(text);
-        }
+        Some(ResponseFormat::JsonSchema { name, schema, .. }) => (
+            JsonOutput::Tool {
+                name,
+                schema: Cow::Borrowed(schema),
+            },
+            "json_schema",
+        ),
+        Some(ResponseFormat::JsonObject) => (
+            JsonOutput::Tool {
+                name: JSON_OBJECT_TOOL,
+                schema: Cow::Owned(json!({"type": "object"})),
+            },
+            "json_object",
+        ),
+    };
+    let clash = if !req.tools.is_empty() {
+        Some("tools")
+    } else if matches!(
+        req.tool_choice,
+        Some(ToolChoice::Required | ToolChoice::Tool(_))
+    ) {
+        Some("tool_choice")
+    } else if req
+        .reasoning_effort
+        .is_some_and(|e| e != ReasoningEffort::None)
+    {
+        Some("reasoning_effort")
+    } else {
+        None
+    };
+    if let Some(field) = clash {
+        let why = if field == "reasoning_effort" {
+            "Anthropic refuses a forced tool with thinking on"
+        } else {
+            "the forced tool leaves no room for the request's own tools"
+        };
+        let native_too = if kind == "json_schema" {
+            "; a model with structured outputs (Claude 4.5 and later) takes both"
+        } else {
+            ""
+        };
+        return Err(bad_request(format!(
+            "response_format {kind} with {field}: this Anthropic model answers JSON through \
+             a forced tool, and {why}{native_too}"
+        )));
     }
-    let instruction = req
-        .response_format
-        .as_ref()
-        .filter(|_| !native_schema)
-        .and_then(json_instruction);
-    parts.extend(instruction);
-    Ok((!parts.is_empty()).then(|| parts.join("\n\n")))
+    Ok(Some(out))
 }
 
-/// What the system prompt says for a JSON response format (Anthropic has no JSON mode).
-fn json_instruction(format: &ResponseFormat) -> Option<String> {
-    const ONLY: &str = "and nothing else: no prose before or after it, no Markdown code fences.";
-    match format {
-        ResponseFormat::Text => None,
-        ResponseFormat::JsonObject => {
-            Some(format!("Respond with a single valid JSON object {ONLY}"))
-        }
-        ResponseFormat::JsonSchema { name, schema, .. } => Some(format!(
-            "Respond with a single valid JSON object that conforms to the JSON Schema \
-             named {name:?} below, {ONLY}\n\n{schema}"
-        )),
+/// Whether an Anthropic model id names a model with structured outputs
+/// (`output_config.format`): Claude 4.5 and later of a named family (`claude-sonnet-4-5`,
+/// `claude-haiku-4-5-20251001`, `claude-opus-4-6`, `claude-sonnet-5`, Vertex's
+/// `claude-sonnet-4-5@20250929`, Bedrock's `anthropic.claude-…`). Older names
+/// (`claude-3-7-sonnet`, `claude-opus-4-1`) and ids it cannot read say no.
+#[must_use]
+pub fn has_structured_outputs(model: &str) -> bool {
+    let Some(at) = model.find("claude-") else {
+        return false;
+    };
+    let mut parts = model[at + "claude-".len()..].split(['-', '@', '.', ':']);
+    let family = parts.next().unwrap_or_default();
+    if family.is_empty() || !family.bytes().all(|b| b.is_ascii_alphabetic()) {
+        return false;
     }
-}
-
-/// `output_config` for a `json_schema` response format (structured outputs).
-pub(super) fn native_output_config(req: &ChatRequest) -> Option<Value> {
-    match &req.response_format {
-        Some(ResponseFormat::JsonSchema { schema, .. }) => {
-            Some(json!({"format": {"type": "json_schema", "schema": schema}}))
-        }
-        _ => None,
-    }
+    let Some(major) = parts.next().and_then(|p| p.parse::<u32>().ok()) else {
+        return false;
+    };
+    // a dated snapshot's date is no minor version
+    let minor = parts
+        .next()
+        .filter(|p| p.len() <= 2)
+        .and_then(|p| p.parse::<u32>().ok())
+        .unwrap_or(0);
+    (major, minor) >= (4, 5)
 }
 
 /// `tool_choice`; `auto` / `none` are left out when no tools are declared (they say
@@ -126,8 +255,8 @@ pub(super) fn service_tier(tier: Option<&str>) -> Option<&'static str> {
     })
 }
 
-/// How the Messages API carries each field: `top_k` natively; `response_format` (native
-/// structured outputs where configured, else the system prompt's JSON instruction),
+/// How the Messages API carries each field: `top_k` and `cache_control` natively;
+/// `response_format` (structured outputs where the model has them, else a forced tool),
 /// `parallel_tool_calls`,
 /// `reasoning_effort`, `service_tier`, `user` (`metadata.user_id`) and developer messages
 /// (the system prompt) translated; `metadata` tags are advisory (Anthropic's `metadata`
@@ -139,7 +268,8 @@ pub(super) fn support(field: Field) -> Support {
         | Field::Stop
         | Field::Tools
         | Field::ToolChoice
-        | Field::TopK => Support::Native,
+        | Field::TopK
+        | Field::CacheControl => Support::Native,
         Field::ResponseFormat
         | Field::ParallelToolCalls
         | Field::ReasoningEffort
@@ -196,12 +326,21 @@ pub(super) fn wire_turns(
     Ok((turns, trimmed))
 }
 
-/// Merge `blocks` into a turn of the same role; adjacent assistant text is joined.
+/// Merge `blocks` into a turn of the same role; adjacent assistant text is joined (unless
+/// either carries a cache breakpoint, which stays on its block).
 fn append<'a>(turn: &mut wire::Turn<'a>, blocks: Vec<wire::Block<'a>>) {
     for block in blocks {
         if turn.role == "assistant" {
-            if let (Some(wire::Block::Text { text: prev }), wire::Block::Text { text }) =
-                (turn.content.last_mut(), &block)
+            if let (
+                Some(wire::Block::Text {
+                    text: prev,
+                    cache_control: None,
+                }),
+                wire::Block::Text {
+                    text,
+                    cache_control: None,
+                },
+            ) = (turn.content.last_mut(), &block)
             {
                 prev.to_mut().push_str(text);
                 continue;
@@ -229,7 +368,7 @@ fn trim_prefill(turns: &mut Vec<wire::Turn<'_>>) -> String {
         return String::new();
     };
     let mut trimmed = String::new();
-    if let Some(wire::Block::Text { text }) = last.content.last_mut() {
+    if let Some(wire::Block::Text { text, .. }) = last.content.last_mut() {
         let keep = text.trim_end().len();
         trimmed.push_str(&text[keep..]);
         match text {
@@ -247,16 +386,14 @@ fn trim_prefill(turns: &mut Vec<wire::Turn<'_>>) -> String {
 }
 
 fn user_blocks(m: &Message) -> Result<Vec<wire::Block<'_>>, ProviderError> {
-    m.content
-        .iter()
-        .filter(|p| !matches!(p, ContentPart::Text { text } if text.is_empty()))
-        .map(|p| match p {
-            ContentPart::Text { text } => Ok(wire::Block::Text {
-                text: Cow::Borrowed(text),
-            }),
-            ContentPart::Image { source, .. } => image_block(source),
-        })
-        .collect()
+    let mut blocks = Vec::with_capacity(m.content.len());
+    for (i, p) in m.content.iter().enumerate() {
+        match p {
+            ContentPart::Text { text } => blocks.extend(text_block(text, m.cache_at(i))?),
+            ContentPart::Image { source, .. } => blocks.push(image_block(source, m.cache_at(i))?),
+        }
+    }
+    Ok(blocks)
 }
 
 fn assistant_blocks(m: &Message) -> Result<Vec<wire::Block<'_>>, ProviderError> {
@@ -266,17 +403,30 @@ fn assistant_blocks(m: &Message) -> Result<Vec<wire::Block<'_>>, ProviderError> 
         ));
     }
     let mut blocks = Vec::with_capacity(1 + m.thinking.len() + m.tool_calls.len());
-    let text = match m.content.as_slice() {
-        [ContentPart::Text { text }] => Cow::Borrowed(text.as_str()),
-        _ => Cow::Owned(m.joined_text()),
+    // with a cache breakpoint each part is a block (the mark stays on its part); else one
+    let texts = if m.cache.is_empty() {
+        let text = match m.content.as_slice() {
+            [ContentPart::Text { text }] => Cow::Borrowed(text.as_str()),
+            _ => Cow::Owned(m.joined_text()),
+        };
+        (!text.is_empty())
+            .then(|| wire::Block::text(text))
+            .into_iter()
+            .collect()
+    } else {
+        let mut texts = Vec::with_capacity(m.content.len());
+        for (i, p) in m.content.iter().enumerate() {
+            if let ContentPart::Text { text } = p {
+                texts.extend(text_block(text, m.cache_at(i))?);
+            }
+        }
+        texts
     };
-    if !text.is_empty() || !m.tool_calls.is_empty() {
+    if !texts.is_empty() || !m.tool_calls.is_empty() {
         // reasoning alone is no turn: it goes with the answer it came with
         blocks.extend(m.thinking.iter().filter_map(thinking_block));
     }
-    if !text.is_empty() {
-        blocks.push(wire::Block::Text { text });
-    }
+    blocks.extend(texts);
     for call in &m.tool_calls {
         blocks.push(wire::Block::ToolUse {
             id: &call.id,
@@ -324,19 +474,26 @@ fn tool_result_block(m: &Message) -> Result<wire::Block<'_>, ProviderError> {
         .tool_call_id
         .as_deref()
         .ok_or_else(|| bad_request("tool message without tool_call_id"))?;
-    let content = if has_image(m) {
-        Some(wire::ToolResultContent::Blocks(user_blocks(m)?))
+    // with images each part is a block (carrying its own mark); else the result's text,
+    // and a mark on any of its parts goes on the result
+    let (content, cache_control) = if has_image(m) {
+        (Some(wire::ToolResultContent::Blocks(user_blocks(m)?)), None)
     } else {
         let text = m.joined_text();
-        (!text.is_empty()).then_some(wire::ToolResultContent::Text(Cow::Owned(text)))
+        let content = (!text.is_empty()).then_some(wire::ToolResultContent::Text(Cow::Owned(text)));
+        (content, m.cache.last().map(|c| c.control.into()))
     };
     Ok(wire::Block::ToolResult {
         tool_use_id,
         content,
+        cache_control,
     })
 }
 
-fn image_block(source: &ImageSource) -> Result<wire::Block<'_>, ProviderError> {
+fn image_block(
+    source: &ImageSource,
+    cache: Option<CacheControl>,
+) -> Result<wire::Block<'_>, ProviderError> {
     let source = match source {
         ImageSource::Base64 { media_type, data } => wire::ImageSource::Base64 {
             media_type: Cow::Borrowed(media_type),
@@ -355,7 +512,10 @@ fn image_block(source: &ImageSource) -> Result<wire::Block<'_>, ProviderError> {
             None => wire::ImageSource::Url { url },
         },
     };
-    Ok(wire::Block::Image { source })
+    Ok(wire::Block::Image {
+        source,
+        cache_control: cache.map(wire::CacheControl::from),
+    })
 }
 
 fn has_image(m: &Message) -> bool {

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use super::classify::classify_value;
 use super::reply::{finish_reason, normalized_usage, Seam};
 use super::{malformed, wire};
-use crate::chat::{ChatChunk, ThinkingDelta, ToolCallDelta};
+use crate::chat::{ChatChunk, FinishReason, ThinkingDelta, ToolCallDelta};
 use crate::error::ProviderError;
 use crate::provider::http::snippet;
 use crate::provider::sse::{Parsed, SseEvent};
@@ -24,6 +24,10 @@ pub struct EventParser {
     seam: Seam,
     /// The content-block index of each reasoning block passed on, in order.
     thinking: Vec<u32>,
+    /// The forced tool whose input is the JSON answer (see the parent module's docs).
+    json_tool: Option<String>,
+    /// That tool's content block, once started, and whether it sent any input yet.
+    json_block: Option<(u32, bool)>,
 }
 
 /// A `tool_use` content block of the stream.
@@ -44,13 +48,20 @@ impl EventParser {
         Self::default()
     }
 
-    /// A parser for the reply to a request whose prefill lost `trimmed` (trailing
-    /// whitespace): the same characters at the start of the text are dropped once.
-    pub(super) fn after_prefill(trimmed: String) -> Self {
+    /// A parser for a reply whose prefill lost `trimmed` (trailing whitespace: the same
+    /// characters at the start of the text are dropped once), and whose JSON answer comes as
+    /// the input of the forced tool `json_tool`: that input is passed on as text.
+    pub(super) fn for_call(trimmed: String, json_tool: Option<String>) -> Self {
         Self {
             seam: Seam::new(trimmed),
+            json_tool,
             ..Self::default()
         }
+    }
+
+    /// True for the forced JSON tool's content block.
+    fn is_json_block(&self, index: u32) -> bool {
+        self.json_block.is_some_and(|(b, _)| b == index)
     }
 
     /// Parse one server-sent event.
@@ -98,8 +109,13 @@ impl EventParser {
             wire::Event::ContentBlockStop { index } => Ok(self.block_stop(index)),
             wire::Event::MessageDelta { delta, usage } => {
                 self.absorb(usage)?;
+                let mut finish = delta.stop_reason.as_deref().map(finish_reason);
+                if self.json_block.is_some() && finish == Some(FinishReason::ToolCalls) {
+                    // the forced tool's input was the answer
+                    finish = Some(FinishReason::Stop);
+                }
                 Ok(Parsed::Chunk(ChatChunk {
-                    finish_reason: delta.stop_reason.as_deref().map(finish_reason),
+                    finish_reason: finish,
                     usage: self.usage.map(normalized_usage).transpose()?,
                     model: self.model.clone(),
                     ..ChatChunk::default()
@@ -125,6 +141,21 @@ impl EventParser {
     fn block_start(&mut self, index: u32, block: wire::StartBlock) -> Parsed {
         match block {
             wire::StartBlock::Text { text } if !text.is_empty() => text_chunk(text),
+            wire::StartBlock::ToolUse { name, input, .. }
+                if self.json_block.is_none() && self.json_tool.as_deref() == Some(&*name) =>
+            {
+                // a proxy may send the whole input here, and no deltas
+                let text = match &input {
+                    Value::Object(map) if !map.is_empty() => input.to_string(),
+                    _ => String::new(),
+                };
+                self.json_block = Some((index, !text.is_empty()));
+                if text.is_empty() {
+                    Parsed::Skip
+                } else {
+                    text_chunk(text)
+                }
+            }
             wire::StartBlock::ToolUse { id, name, input } => {
                 let call = u32::try_from(self.tools.len()).unwrap_or(u32::MAX);
                 // The start carries `input: {}`; the arguments follow as deltas. A proxy
@@ -158,6 +189,13 @@ impl EventParser {
     fn block_delta(&mut self, index: u32, delta: wire::Delta) -> Result<Parsed, ProviderError> {
         match delta {
             wire::Delta::Text { text } => Ok(text_chunk(text)),
+            wire::Delta::InputJson { partial_json } if self.is_json_block(index) => {
+                if partial_json.is_empty() {
+                    return Ok(Parsed::Skip);
+                }
+                self.json_block = Some((index, true));
+                Ok(text_chunk(partial_json))
+            }
             wire::Delta::InputJson { partial_json } => {
                 let tool = self
                     .tools
@@ -229,6 +267,10 @@ impl EventParser {
 
     /// A tool call that ended without arguments gets `{}`, as a non-streamed one would.
     fn block_stop(&mut self, index: u32) -> Parsed {
+        if self.json_block == Some((index, false)) {
+            self.json_block = Some((index, true));
+            return text_chunk("{}".to_owned());
+        }
         match self.tools.iter_mut().find(|t| t.block == index) {
             Some(tool) if !tool.has_arguments => {
                 tool.has_arguments = true;

@@ -16,7 +16,7 @@ pub(super) struct Request<'a> {
     pub max_tokens: u32,
     pub messages: Vec<Turn<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub system: Option<String>,
+    pub system: Option<System<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -35,11 +35,38 @@ pub(super) struct Request<'a> {
     pub service_tier: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thinking: Option<Thinking>,
-    /// Structured outputs (`{"format": {"type": "json_schema", "schema": …}}`), opt-in.
+    /// Structured outputs (`{"format": {"type": "json_schema", "schema": …}}`), on
+    /// models that have them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_config: Option<Value>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub stream: bool,
+}
+
+/// `system`: one string, or text blocks when some carry a cache breakpoint.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(super) enum System<'a> {
+    Text(String),
+    Blocks(Vec<Block<'a>>),
+}
+
+/// `cache_control`: a prompt-cache breakpoint on the block it is in.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub(super) struct CacheControl {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<&'static str>,
+}
+
+impl From<crate::chat::CacheControl> for CacheControl {
+    fn from(c: crate::chat::CacheControl) -> Self {
+        Self {
+            kind: "ephemeral",
+            ttl: c.ttl.map(crate::chat::CacheTtl::as_str),
+        }
+    }
 }
 
 /// One entry of `messages`: a role and its content blocks. Roles alternate.
@@ -55,9 +82,13 @@ pub(super) struct Turn<'a> {
 pub(super) enum Block<'a> {
     Text {
         text: Cow<'a, str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
     },
     Image {
         source: ImageSource<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
     },
     /// An assistant's earlier tool call; `input` is the parsed arguments object.
     ToolUse {
@@ -72,21 +103,29 @@ pub(super) enum Block<'a> {
         signature: &'a str,
     },
     /// An earlier answer's redacted reasoning, its data opaque.
-    RedactedThinking {
-        data: &'a str,
-    },
+    RedactedThinking { data: &'a str },
     /// A tool's answer, in a `user` turn.
     ToolResult {
         tool_use_id: &'a str,
         #[serde(skip_serializing_if = "Option::is_none")]
         content: Option<ToolResultContent<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
     },
 }
 
-impl Block<'_> {
+impl<'a> Block<'a> {
     /// True for a `tool_result` block (they must lead their user turn).
     pub fn is_tool_result(&self) -> bool {
         matches!(self, Self::ToolResult { .. })
+    }
+
+    /// A text block without a cache breakpoint.
+    pub fn text(text: Cow<'a, str>) -> Self {
+        Self::Text {
+            text,
+            cache_control: None,
+        }
     }
 
     /// True for a reasoning block (they must lead their assistant turn).
@@ -122,7 +161,9 @@ pub(super) struct ToolDef<'a> {
     pub name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<&'a str>,
-    pub input_schema: &'a Value,
+    pub input_schema: Cow<'a, Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<CacheControl>,
 }
 
 /// `tool_choice`.

@@ -333,7 +333,10 @@ pub(super) fn support(field: Field) -> Support {
         | Field::N
         | Field::ReasoningEffort
         | Field::DeveloperRole => Support::Translated,
-        Field::ServiceTier | Field::Metadata | Field::User => Support::Ignored,
+        // Gemini caches implicitly (and explicitly only through its cachedContents API)
+        Field::ServiceTier | Field::Metadata | Field::User | Field::CacheControl => {
+            Support::Ignored
+        }
         Field::ParallelToolCalls | Field::Passthrough => Support::Unsupported,
     }
 }

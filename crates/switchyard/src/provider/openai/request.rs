@@ -210,6 +210,8 @@ fn wire_response_format(format: &ResponseFormat) -> Value {
 pub(super) fn support(field: Field) -> Support {
     match field {
         Field::TopK => Support::Unsupported,
+        // OpenAI caches prompts by itself: a breakpoint has no place there
+        Field::CacheControl => Support::Ignored,
         _ => Support::Native,
     }
 }

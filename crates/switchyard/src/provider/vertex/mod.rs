@@ -36,14 +36,14 @@ use ::http::HeaderMap;
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::anthropic::{self, AnthropicCodec, EventParser};
+use super::anthropic::{self, AnthropicCall, AnthropicCodec, EventParser};
 use super::codec::{Codec, Connection, Endpoints, HttpProvider};
 use super::gemini::{self, GeminiCodec, StreamParser};
 use super::http::{ConfigError, Endpoint, HttpFailure, HttpSettings, Transport};
 use super::secret::Secret;
 use super::sse;
 use super::token::TokenSource;
-use crate::chat::{ChatRequest, Field, ProviderReply, Support};
+use crate::chat::{ChatRequest, Field, FieldSet, ProviderReply, Support};
 use crate::clock::Clock;
 use crate::error::{ErrorKind, ProviderError};
 use crate::Provider;
@@ -69,6 +69,10 @@ pub struct VertexConfig {
     pub credentials: Option<Arc<dyn TokenSource>>,
     /// Claude: `max_tokens` when the request has none.
     pub default_max_tokens: u32,
+    /// Claude: send a `json_schema` response format as structured outputs
+    /// (`output_config.format`) rather than a forced tool. Off by default: Vertex AI turns
+    /// structured outputs on per organisation policy, and not for every Claude model.
+    pub structured_outputs: bool,
     /// Extra headers sent on every call. Applied last.
     pub headers: Vec<(String, String)>,
     /// Connect timeout and body cap.
@@ -95,6 +99,7 @@ impl VertexConfig {
             base_url: None,
             credentials: None,
             default_max_tokens: anthropic::DEFAULT_MAX_TOKENS,
+            structured_outputs: false,
             headers: Vec::new(),
             http: HttpSettings::default(),
             usage_grace: sse::DEFAULT_USAGE_GRACE,
@@ -211,7 +216,7 @@ impl Vertex {
                     inner: AnthropicCodec::new(
                         config.model.clone(),
                         config.default_max_tokens,
-                        false,
+                        config.structured_outputs,
                     ),
                 };
                 let mut provider = HttpProvider::assemble(codec, endpoints, connection, transport)?;
@@ -284,12 +289,16 @@ pub struct ClaudeOnVertex {
 
 impl Codec for ClaudeOnVertex {
     const KIND: &'static str = "vertex";
-    type Call = String;
+    type Call = AnthropicCall;
     type Events = EventParser;
 
     /// Claude on Vertex takes what the Messages API takes.
     fn support(field: Field) -> Support {
         AnthropicCodec::support(field)
+    }
+
+    fn cannot_honour(&self, req: &ChatRequest) -> FieldSet {
+        self.inner.cannot_honour(req)
     }
 
     fn model(&self) -> &str {
@@ -301,7 +310,11 @@ impl Codec for ClaudeOnVertex {
     }
 
     /// Anthropic's body without `model` and with `anthropic_version`.
-    fn encode(&self, req: &ChatRequest, stream: bool) -> Result<(Vec<u8>, String), ProviderError> {
+    fn encode(
+        &self,
+        req: &ChatRequest,
+        stream: bool,
+    ) -> Result<(Vec<u8>, AnthropicCall), ProviderError> {
         let (body, call) = self.inner.encode(req, stream)?;
         let mut body: Value = serde_json::from_slice(&body).map_err(|e| {
             ProviderError::new(ErrorKind::BadRequest, format!("encoding the request: {e}"))
@@ -317,11 +330,15 @@ impl Codec for ClaudeOnVertex {
         Ok((crate::provider::encode_body(&body)?, call))
     }
 
-    fn parse_reply(&self, body: &[u8], call: String) -> Result<ProviderReply, ProviderError> {
+    fn parse_reply(
+        &self,
+        body: &[u8],
+        call: AnthropicCall,
+    ) -> Result<ProviderReply, ProviderError> {
         self.inner.parse_reply(body, call)
     }
 
-    fn events(&self, call: String) -> EventParser {
+    fn events(&self, call: AnthropicCall) -> EventParser {
         self.inner.events(call)
     }
 

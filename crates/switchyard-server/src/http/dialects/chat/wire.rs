@@ -10,7 +10,8 @@ use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use switchyard::chat::{
-    ContentPart, ImageSource, Message, ReasoningEffort, ResponseFormat, Tool, ToolCall, ToolChoice,
+    CacheControl, CachePoint, CacheTtl, ContentPart, ImageSource, Message, ReasoningEffort,
+    ResponseFormat, Tool, ToolCall, ToolChoice, MAX_CACHE_BREAKPOINTS,
 };
 use switchyard::{ChatRequest, Role, Usage};
 
@@ -113,6 +114,46 @@ pub struct WireMessage {
     /// reasoning, and a model that takes it would read it as text (`docs/dialects.md`).
     #[allow(dead_code)]
     reasoning_content: Option<String>,
+    /// A prompt-cache breakpoint on the whole message (LiteLLM's users write it here too):
+    /// it marks the message's last content part.
+    cache_control: Option<WireCacheControl>,
+}
+
+/// `cache_control` on a content part, a message or a tool, as LiteLLM's users write it
+/// (Anthropic's own shape): `{"type": "ephemeral", "ttl": "5m" | "1h"}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WireCacheControl {
+    #[serde(rename = "type")]
+    kind: String,
+    ttl: Option<String>,
+}
+
+impl WireCacheControl {
+    /// The shared shape's breakpoint; a 400 naming `at` for another type or TTL.
+    fn checked(&self, at: &str) -> Result<CacheControl, ApiError> {
+        if self.kind != "ephemeral" {
+            return Err(bad(
+                &format!("{at}.type"),
+                format!(
+                    "{:?} is not a cache_control type: only \"ephemeral\"",
+                    clip(&self.kind, ECHO_BYTES)
+                ),
+            ));
+        }
+        let ttl = match self.ttl.as_deref() {
+            None => None,
+            Some("5m") => Some(CacheTtl::FiveMinutes),
+            Some("1h") => Some(CacheTtl::OneHour),
+            Some(other) => {
+                return Err(bad(
+                    &format!("{at}.ttl"),
+                    format!("{:?} is not one of 5m, 1h", clip(other, ECHO_BYTES)),
+                ))
+            }
+        };
+        Ok(CacheControl { ttl })
+    }
 }
 
 /// A message's `content`: a string, or an array of parts. (Read by hand rather than as an
@@ -152,8 +193,14 @@ impl<'de> Deserialize<'de> for WireContent {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum WirePart {
-    Text { text: String },
-    ImageUrl { image_url: WireImage },
+    Text {
+        text: String,
+        cache_control: Option<WireCacheControl>,
+    },
+    ImageUrl {
+        image_url: WireImage,
+        cache_control: Option<WireCacheControl>,
+    },
 }
 
 #[derive(Debug, Deserialize)]
@@ -192,6 +239,9 @@ struct WireTool {
     #[serde(rename = "type")]
     kind: String,
     function: WireFunction,
+    /// A prompt-cache breakpoint after this tool (LiteLLM's convention: beside
+    /// `function`).
+    cache_control: Option<WireCacheControl>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -446,6 +496,7 @@ impl WireRequest {
         if max_tokens == Some(0) {
             return Err(bad("max_tokens", "`max_tokens` must be at least 1"));
         }
+        self.check_breakpoints()?;
         let tools = self.tools()?;
         let tool_choice = self.tool_choice()?;
         let mut req = ChatRequest::default();
@@ -484,6 +535,41 @@ impl WireRequest {
         })
     }
 
+    /// At most [`MAX_CACHE_BREAKPOINTS`] `cache_control` marks (Anthropic's limit, which
+    /// it refuses past): a 400 naming the first one too many.
+    fn check_breakpoints(&self) -> Result<(), ApiError> {
+        let mut marks = Vec::new();
+        for (i, m) in self.messages.iter().enumerate() {
+            if let Some(WireContent::Parts(parts)) = &m.content {
+                for (j, p) in parts.iter().enumerate() {
+                    let (WirePart::Text { cache_control, .. }
+                    | WirePart::ImageUrl { cache_control, .. }) = p;
+                    if cache_control.is_some() {
+                        marks.push(format!("messages[{i}].content[{j}].cache_control"));
+                    }
+                }
+            }
+            if m.cache_control.is_some() {
+                marks.push(format!("messages[{i}].cache_control"));
+            }
+        }
+        let tools = self.tools.iter().flatten().enumerate();
+        for (i, _) in tools.filter(|(_, t)| t.cache_control.is_some()) {
+            marks.push(format!("tools[{i}].cache_control"));
+        }
+        match marks.get(MAX_CACHE_BREAKPOINTS) {
+            Some(extra) => Err(bad(
+                extra,
+                format!(
+                    "{} cache_control breakpoints: at most {MAX_CACHE_BREAKPOINTS} per request \
+                     (Anthropic's limit)",
+                    marks.len()
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
     fn tools(&self) -> Result<Vec<Tool>, ApiError> {
         let Some(tools) = &self.tools else {
             return Ok(Vec::new());
@@ -498,6 +584,11 @@ impl WireRequest {
                         "only `function` tools are supported",
                     ));
                 }
+                let cache_control = t
+                    .cache_control
+                    .as_ref()
+                    .map(|c| c.checked(&format!("tools[{i}].cache_control")))
+                    .transpose()?;
                 Ok(Tool {
                     name: t.function.name.clone(),
                     description: t.function.description.clone(),
@@ -506,6 +597,7 @@ impl WireRequest {
                         .parameters
                         .clone()
                         .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
+                    cache_control,
                 })
             })
             .collect()
@@ -553,11 +645,36 @@ impl WireMessage {
                 ))
             }
         };
+        let mut cache = Vec::new();
         let content = match self.content {
             None => Vec::new(),
             Some(WireContent::Text(text)) => vec![ContentPart::Text { text }],
-            Some(WireContent::Parts(parts)) => parts.into_iter().map(part).collect(),
+            Some(WireContent::Parts(parts)) => {
+                let mut content = Vec::with_capacity(parts.len());
+                for (j, p) in parts.into_iter().enumerate() {
+                    let (p, mark) = part(p);
+                    if let Some(mark) = mark {
+                        let at = format!("messages[{i}].content[{j}].cache_control");
+                        cache.push(cache_point(j, mark.checked(&at)?));
+                    }
+                    content.push(p);
+                }
+                content
+            }
         };
+        if let Some(mark) = &self.cache_control {
+            let at = format!("messages[{i}].cache_control");
+            let control = mark.checked(&at)?;
+            let Some(last) = content.len().checked_sub(1) else {
+                return Err(bad(&at, "cache_control on a message without content"));
+            };
+            if cache
+                .last()
+                .is_none_or(|c: &CachePoint| c.part as usize != last)
+            {
+                cache.push(cache_point(last, control));
+            }
+        }
         if role == Role::Tool && self.tool_call_id.is_none() {
             return Err(bad(
                 &format!("messages[{i}].tool_call_id"),
@@ -586,17 +703,35 @@ impl WireMessage {
             tool_call_id: self.tool_call_id,
             name: self.name,
             thinking: Vec::new(),
+            cache,
         })
     }
 }
 
-fn part(p: WirePart) -> ContentPart {
+/// A content part, and its `cache_control` if it has one.
+fn part(p: WirePart) -> (ContentPart, Option<WireCacheControl>) {
     match p {
-        WirePart::Text { text } => ContentPart::Text { text },
-        WirePart::ImageUrl { image_url } => ContentPart::Image {
-            source: image_source(image_url.url),
-            detail: image_url.detail,
-        },
+        WirePart::Text {
+            text,
+            cache_control,
+        } => (ContentPart::Text { text }, cache_control),
+        WirePart::ImageUrl {
+            image_url,
+            cache_control,
+        } => (
+            ContentPart::Image {
+                source: image_source(image_url.url),
+                detail: image_url.detail,
+            },
+            cache_control,
+        ),
+    }
+}
+
+fn cache_point(part: usize, control: CacheControl) -> CachePoint {
+    CachePoint {
+        part: u32::try_from(part).unwrap_or(u32::MAX),
+        control,
     }
 }
 

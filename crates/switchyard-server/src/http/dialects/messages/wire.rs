@@ -552,6 +552,7 @@ fn tools(tools: Option<Vec<WireTool>>, ignored: &mut Ignored) -> Result<Vec<Tool
                 name,
                 description: t.description,
                 parameters: schema,
+                cache_control: None,
             })
         })
         .collect()

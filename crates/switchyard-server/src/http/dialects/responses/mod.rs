@@ -180,6 +180,7 @@ impl Dialect for Responses {
             tool_call_id: None,
             name: None,
             thinking: resp.thinking.clone(),
+            cache: Vec::new(),
         });
         // what GET returns: the answer as the client gets it, kept
         base.stored.store(true, Ordering::Release);

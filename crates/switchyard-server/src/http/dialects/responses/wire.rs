@@ -242,6 +242,7 @@ impl Conversation {
                 tool_call_id: None,
                 name: None,
                 thinking: blocks,
+                cache: Vec::new(),
             }),
         }
         Ok(())
@@ -271,6 +272,7 @@ impl Conversation {
                 tool_call_id: None,
                 name: None,
                 thinking: Vec::new(),
+                cache: Vec::new(),
             }),
         }
         Ok(())
@@ -306,6 +308,7 @@ impl Conversation {
             tool_call_id: Some(call_id),
             name,
             thinking: Vec::new(),
+            cache: Vec::new(),
         });
         Ok(())
     }
@@ -363,6 +366,7 @@ fn message(path: &str, obj: &mut Map<String, Value>) -> Result<Message, ApiError
         tool_call_id: None,
         name: None,
         thinking: Vec::new(),
+        cache: Vec::new(),
     })
 }
 
@@ -499,6 +503,7 @@ fn function_tool(
         name,
         description,
         parameters,
+        cache_control: None,
     })
 }
 

@@ -1,7 +1,8 @@
 //! Fixture tests from `tests/fixtures/anthropic/` (written from Anthropic's documented
 //! formats): `request.rs` maps requests feature by feature (system lifting, role merging,
-//! the prefill trim and its seam, images, tools, JSON output, config); `reply.rs` parses
-//! messages, stream events and errors. Shared helpers live here.
+//! the prefill trim and its seam, images, tools, config); `output.rs` cache breakpoints and
+//! JSON output (structured outputs, the forced tool read back, plain and streamed);
+//! `reply.rs` parses messages, stream events and errors. Shared helpers live here.
 
 use serde_json::{json, Value};
 
@@ -61,6 +62,7 @@ fn weather_tool() -> Tool {
         name: "get_weather".into(),
         description: Some("Current weather for a city".into()),
         parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+        cache_control: None,
     }
 }
 
@@ -83,5 +85,6 @@ fn event(name: &str, data: Value) -> SseEvent {
     }
 }
 
+mod output;
 mod reply;
 mod request;

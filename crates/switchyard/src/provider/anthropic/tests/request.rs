@@ -204,7 +204,7 @@ fn the_trimmed_whitespace_is_not_repeated_at_the_seam() {
 
 #[test]
 fn a_streamed_continuation_starts_where_the_prefill_stopped() {
-    let mut p = EventParser::after_prefill(" ".to_owned());
+    let mut p = EventParser::for_call(" ".to_owned(), None);
     let delta = |t: &str| {
         event(
             "content_block_delta",
@@ -363,56 +363,6 @@ fn tools_and_every_tool_choice() {
 }
 
 #[test]
-fn json_output_is_an_instruction_by_default() {
-    let mut req = conversation(vec![
-        Message::system("You extract data."),
-        Message::user("Paris"),
-    ]);
-    req.response_format = Some(ResponseFormat::JsonObject);
-    let system = body(&req, false)["system"].as_str().unwrap().to_owned();
-    assert!(system.starts_with("You extract data.\n\nRespond with a single valid JSON object"));
-    assert!(body(&req, false).get("output_config").is_none());
-
-    let schema = json!({"type": "object", "properties": {"city": {"type": "string"}}});
-    req.response_format = Some(ResponseFormat::JsonSchema {
-        name: "place".into(),
-        schema: schema.clone(),
-        strict: Some(true),
-    });
-    let system = body(&req, false)["system"].as_str().unwrap().to_owned();
-    assert!(system.contains("\"place\"") && system.contains(&schema.to_string()));
-
-    req.response_format = Some(ResponseFormat::Text);
-    assert_eq!(body(&req, false)["system"], "You extract data.");
-}
-
-#[test]
-fn structured_outputs_send_the_schema_natively() {
-    let schema = json!({"type": "object", "properties": {"city": {"type": "string"}}, "additionalProperties": false});
-    let mut req = ChatRequest::from_prompt("Paris");
-    req.response_format = Some(ResponseFormat::JsonSchema {
-        name: "place".into(),
-        schema: schema.clone(),
-        strict: None,
-    });
-    let config = AnthropicConfig {
-        structured_outputs: true,
-        ..AnthropicConfig::new(MODEL)
-    };
-    let b = body_with(config.clone(), &req, false);
-    assert_eq!(
-        b["output_config"],
-        json!({"format": {"type": "json_schema", "schema": schema}})
-    );
-    assert!(b.get("system").is_none(), "no instruction as well");
-    // json_object has no native form: still the instruction
-    req.response_format = Some(ResponseFormat::JsonObject);
-    let b = body_with(config, &req, false);
-    assert!(b.get("output_config").is_none());
-    assert!(b["system"].as_str().unwrap().contains("JSON object"));
-}
-
-#[test]
 fn nothing_to_send_is_a_bad_request() {
     let req = conversation(vec![Message::system("Only a system prompt.")]);
     assert_eq!(error_of(&req).kind, ErrorKind::BadRequest);
@@ -568,7 +518,7 @@ fn a_native_continuation_appends_the_prefill_with_thinking_off() {
     let req = native_with_prefill(client.clone(), "One, two, ");
     let (bytes, trimmed) = p.codec().encode(&req, true).unwrap();
     let sent: Value = serde_json::from_slice(&bytes).unwrap();
-    assert_eq!(trimmed, " ");
+    assert_eq!(trimmed.trimmed, " ");
     assert!(sent.get("thinking").is_none() && sent.get("context_management").is_none());
     assert_eq!(sent["system"], client["system"], "cache_control kept");
     assert_eq!(
@@ -607,7 +557,7 @@ fn a_native_continuation_joins_the_clients_prefill() {
         .encode(&native_with_prefill(client, " two,"), false)
         .unwrap();
     let sent: Value = serde_json::from_slice(&bytes).unwrap();
-    assert_eq!(trimmed, "");
+    assert_eq!(trimmed.trimmed, "");
     assert_eq!(sent["messages"][1]["content"], json!([text("One, two,")]));
     assert_eq!(sent["messages"].as_array().unwrap().len(), 2);
 }

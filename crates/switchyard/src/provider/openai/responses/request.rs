@@ -24,6 +24,8 @@ pub(super) fn support(field: Field) -> Support {
         | Field::TopK
         | Field::Passthrough => Support::Unsupported,
         Field::Logprobs => Support::Translated,
+        // OpenAI caches prompts by itself: a breakpoint has no place there
+        Field::CacheControl => Support::Ignored,
         _ => Support::Native,
     }
 }

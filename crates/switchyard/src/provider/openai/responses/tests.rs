@@ -58,6 +58,7 @@ fn the_shared_shape_becomes_instructions_and_input_items() {
             name: "look".into(),
             description: Some("Look at it".into()),
             parameters: json!({"type": "object"}),
+            cache_control: None,
         }],
         tool_choice: Some(ToolChoice::Tool("look".into())),
         response_format: Some(ResponseFormat::JsonSchema {
