@@ -18,6 +18,7 @@ mod suite;
 
 mod anthropic;
 mod azure;
+mod bedrock;
 mod count_tokens;
 mod embeddings;
 mod fields;
@@ -30,6 +31,7 @@ mod vertex;
 adapter_suite!(anthropic_suite, crate::anthropic::Harness);
 adapter_suite!(azure_v1_suite, crate::azure::V1Harness);
 adapter_suite!(azure_classic_suite, crate::azure::ClassicHarness);
+adapter_suite!(bedrock_suite, crate::bedrock::Harness);
 adapter_suite!(gemini_suite, crate::gemini::Harness);
 adapter_suite!(openai_suite, crate::openai::Harness);
 adapter_suite!(vertex_gemini_suite, crate::vertex::GeminiHarness);
