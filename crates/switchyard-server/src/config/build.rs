@@ -151,6 +151,9 @@ fn provider(
     if matches!(prov.kind.as_str(), "azure" | "vertex") {
         return super::clouds::build(prov, env, transport, clock);
     }
+    if prov.kind == "bedrock" {
+        return super::bedrock::build(prov, env, transport, clock);
+    }
     let mut warning = None;
     let key = match resolve_key(prov) {
         Some(var) => match env(&var) {

@@ -89,7 +89,7 @@ fn every_problem_is_reported_at_once_with_its_path() {
     let expect = [
         "providers[0].timeout: \"soon\" is not a duration",
         "providers[1].name: provider \"gpt\" is defined twice",
-        "providers[1].kind: \"opneai\" is not one of openai, anthropic, gemini, azure, vertex, simulated",
+        "providers[1].kind: \"opneai\" is not one of openai, anthropic, gemini, azure, vertex, bedrock, simulated",
         "routes[1].providers[1]: no provider named \"claude\"",
         "routes[1].providers[2]: no provider named \"gtp\"",
         "routes[1].breaker.failure_threshold: must be at least 1",

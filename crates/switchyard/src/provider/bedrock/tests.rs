@@ -475,3 +475,39 @@ fn the_field_declarations_are_honest_about_what_encode_sends() {
         assert!(!body.contains(name), "{name} in {body}");
     }
 }
+
+#[test]
+fn the_shipped_prices_know_bedrock_model_ids_and_their_cache_rates() {
+    let table = crate::cost::PriceTable::builtin();
+    let global = table
+        .lookup("global.anthropic.claude-sonnet-4-5-20250929-v1:0")
+        .unwrap();
+    assert_eq!(global.vendor, "bedrock");
+    assert_eq!(global.price.input_micros_per_mtok, 3_000_000);
+    assert_eq!(global.price.cached_input_micros_per_mtok, Some(300_000));
+    assert_eq!(global.price.cache_write_micros_per_mtok, Some(3_750_000));
+    // a geographic profile of a 4.5 model costs 10% more than the global one
+    let us = table
+        .lookup("us.anthropic.claude-sonnet-4-5-20250929-v1:0")
+        .unwrap();
+    assert_eq!(us.price.input_micros_per_mtok, 3_300_000);
+    assert_eq!(us.price.output_micros_per_mtok, 16_500_000);
+    // older models: the in-region id and the US profile alike
+    for id in [
+        "anthropic.claude-3-5-haiku-20241022-v1:0",
+        "us.anthropic.claude-3-5-haiku-20241022-v1:0",
+    ] {
+        let e = table.lookup(id).unwrap();
+        assert_eq!(e.price.input_micros_per_mtok, 800_000, "{id}");
+        assert_eq!(e.reasoning, Some(false), "{id}");
+    }
+    for id in [
+        "meta.llama3-3-70b-instruct-v1:0",
+        "mistral.mistral-large-2407-v1:0",
+        "amazon.nova-pro-v1:0",
+        "us.anthropic.claude-opus-4-1-20250805-v1:0",
+        "global.anthropic.claude-haiku-4-5-20251001-v1:0",
+    ] {
+        assert!(table.lookup(id).is_some(), "{id}");
+    }
+}
