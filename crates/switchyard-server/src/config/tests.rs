@@ -221,7 +221,8 @@ fn the_example_file_builds_every_adapter_and_warns_of_missing_keys() {
             "openai",
             "gemini",
             "azure",
-            "vertex"
+            "vertex",
+            "bedrock"
         ]
     );
     let api = |name: &str| built.gateway.route(name).unwrap().api;
@@ -238,6 +239,10 @@ fn the_example_file_builds_every_adapter_and_warns_of_missing_keys() {
         .iter()
         .any(|w| w.contains("GOOGLE_APPLICATION_CREDENTIALS")));
     assert!(missing.iter().any(|w| w.contains("ANTHROPIC_API_KEY")));
+    assert!(built
+        .warnings
+        .iter()
+        .any(|w| w.contains("\"bedrock-claude\": no AWS credentials")));
     assert!(missing.iter().any(|w| w.contains("GEMINI_API_KEY")));
     assert!(built.warnings.iter().all(|w| !w.contains("sk-test")));
 }

@@ -244,3 +244,20 @@ async fn gemini_maps_sampling_into_generation_config() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn bedrock_sends_what_converse_has_a_place_for() {
+    use switchyard::provider::codec::Codec;
+    let cases: Vec<Case> = vec![
+        (Field::ServiceTier, vec![]),
+        (Field::Metadata, vec![("/requestMetadata/team", json!("a"))]),
+        (Field::User, vec![("/requestMetadata/user", json!("u1"))]),
+        (Field::DeveloperRole, vec![]),
+    ];
+    check(
+        &crate::bedrock::Harness,
+        <switchyard::provider::bedrock::BedrockCodec as Codec>::support,
+        &cases,
+    )
+    .await;
+}
