@@ -168,7 +168,8 @@ pub(super) fn build(
         ..HttpSettings::default()
     };
     config.clock = clock;
-    let provider = Bedrock::new(config, transport).map_err(|e| format!("provider {name:?}: {e}"))?;
+    let provider =
+        Bedrock::new(config, transport).map_err(|e| format!("provider {name:?}: {e}"))?;
     Ok((Arc::new(provider), warning))
 }
 
@@ -208,7 +209,9 @@ mod tests {
 
     #[test]
     fn bedrock_fields_are_checked_with_paths() {
-        let p = problems("[[providers]]\nname = \"c\"\nkind = \"bedrock\"\nmodel = \"amazon.nova-pro-v1:0\"\n");
+        let p = problems(
+            "[[providers]]\nname = \"c\"\nkind = \"bedrock\"\nmodel = \"amazon.nova-pro-v1:0\"\n",
+        );
         assert_eq!(
             p,
             ["providers[0].region: is required for kind \"bedrock\" (e.g. region = \"us-east-1\")"]
@@ -278,7 +281,10 @@ mod tests {
         // half of them is an error
         let half = HashMap::from([("AWS_ACCESS_KEY_ID", "AKID".to_owned())]);
         let e = build(BEDROCK, &half).unwrap_err();
-        assert!(e.contains("only one of AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"), "{e}");
+        assert!(
+            e.contains("only one of AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"),
+            "{e}"
+        );
         // no keys: the default profile of the credentials file, as the AWS CLI
         let file = temp("credentials", FILE);
         let env = HashMap::from([("AWS_SHARED_CREDENTIALS_FILE", file.clone())]);
@@ -303,7 +309,10 @@ mod tests {
         // a Bedrock API key
         let keyed = BEDROCK.replace("model =", "api_key_env = \"BEDROCK_KEY\"\nmodel =");
         let warnings = build(&keyed, &HashMap::new()).unwrap();
-        assert!(warnings[0].contains("BEDROCK_KEY is not set"), "{warnings:?}");
+        assert!(
+            warnings[0].contains("BEDROCK_KEY is not set"),
+            "{warnings:?}"
+        );
         let env = HashMap::from([("BEDROCK_KEY", "k".to_owned())]);
         assert!(build(&keyed, &env).unwrap().is_empty());
     }

@@ -45,9 +45,21 @@ fn cloud_fields(prov: &ProviderToml) -> [(&'static str, &'static str, bool); 15]
         ("credentials_env", "vertex", prov.credentials_env.is_some()),
         ("region", "bedrock", prov.region.is_some()),
         ("profile", "bedrock", prov.profile.is_some()),
-        ("access_key_id_env", "bedrock", prov.access_key_id_env.is_some()),
-        ("secret_access_key_env", "bedrock", prov.secret_access_key_env.is_some()),
-        ("session_token_env", "bedrock", prov.session_token_env.is_some()),
+        (
+            "access_key_id_env",
+            "bedrock",
+            prov.access_key_id_env.is_some(),
+        ),
+        (
+            "secret_access_key_env",
+            "bedrock",
+            prov.secret_access_key_env.is_some(),
+        ),
+        (
+            "session_token_env",
+            "bedrock",
+            prov.session_token_env.is_some(),
+        ),
         ("control_url", "bedrock", prov.control_url.is_some()),
     ]
 }

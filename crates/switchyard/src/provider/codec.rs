@@ -17,11 +17,11 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::StreamExt as _;
 
+use super::eventstream::{self, EventStream};
 use super::http::{
     self, redact, snippet, ConfigError, Endpoint, ErrorPolicy, HttpClient, HttpFailure,
     HttpSettings, Transport, UpstreamResponse,
 };
-use super::eventstream::{self, EventStream};
 use super::secret::Secret;
 use super::sign::{RequestSigner, Signable};
 use super::sse::{self, Parsed, SseEvent, SseStream};

@@ -75,7 +75,10 @@ pub fn signature_problem(request: &Request, secret: &str, token: &str) -> Option
     }
     let (credential, signed_headers, signature) = (credential?, signed_headers?, signature?);
     let date = header("x-amz-date")?;
-    let expected_scope = format!("{ACCESS_KEY_ID}/{}/{REGION}/bedrock/aws4_request", &date[..8]);
+    let expected_scope = format!(
+        "{ACCESS_KEY_ID}/{}/{REGION}/bedrock/aws4_request",
+        &date[..8]
+    );
     if credential != expected_scope {
         return Some(format!("credential scope {credential}"));
     }
@@ -124,7 +127,9 @@ fn httpdate_from_amz(date: &str) -> Option<SystemTime> {
     let month = months[mo.parse::<usize>().ok()? - 1];
     // the weekday is not checked by the parser's users here; httpdate needs one
     for day in ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"] {
-        if let Ok(t) = httpdate::parse_http_date(&format!("{day}, {d} {month} {y} {h}:{mi}:{s} GMT")) {
+        if let Ok(t) =
+            httpdate::parse_http_date(&format!("{day}, {d} {month} {y} {h}:{mi}:{s} GMT"))
+        {
             return Some(t);
         }
     }
@@ -194,7 +199,11 @@ impl VendorHarness for Harness {
     }
 
     fn completion_path(&self, stream: bool) -> String {
-        let op = if stream { "converse-stream" } else { "converse" };
+        let op = if stream {
+            "converse-stream"
+        } else {
+            "converse"
+        };
         format!("/model/{MODEL_SEGMENT}/{op}")
     }
 
@@ -211,10 +220,7 @@ impl VendorHarness for Harness {
             Some(problem) => Some(format!("<{problem}>")),
         };
         let path = request.url.path();
-        let model = path
-            .split('/')
-            .nth(2)
-            .map(|m| m.replace("%3A", ":"));
+        let model = path.split('/').nth(2).map(|m| m.replace("%3A", ":"));
         let mut view = RequestView {
             model,
             stream: path.ends_with("/converse-stream"),
@@ -253,7 +259,11 @@ impl VendorHarness for Harness {
         for message in body["messages"].as_array().into_iter().flatten() {
             let assistant = message["role"] == "assistant";
             let mut turn = Turn::text(
-                if assistant { Role::Assistant } else { Role::User },
+                if assistant {
+                    Role::Assistant
+                } else {
+                    Role::User
+                },
                 "",
             );
             for block in message["content"].as_array().into_iter().flatten() {
@@ -336,8 +346,10 @@ async fn verifying_server(stream: bool, answer: ResponseTemplate) -> MockServer 
 
 #[tokio::test]
 async fn a_wrong_secret_is_refused_as_auth_without_the_secret_in_the_error() {
-    let answer = ResponseTemplate::new(200)
-        .set_body_raw(fixture("bedrock", "completion_text.json"), "application/json");
+    let answer = ResponseTemplate::new(200).set_body_raw(
+        fixture("bedrock", "completion_text.json"),
+        "application/json",
+    );
     let server = verifying_server(false, answer).await;
     let good = bedrock(&server.uri(), Some(Secret::new(KEY)), suite_clock());
     let reply = good.send(&ChatRequest::from_prompt(PROMPT)).await.unwrap();
@@ -345,16 +357,28 @@ async fn a_wrong_secret_is_refused_as_auth_without_the_secret_in_the_error() {
 
     let wrong = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYWRONGKEY";
     let bad = bedrock(&server.uri(), Some(Secret::new(wrong)), suite_clock());
-    let err = bad.send(&ChatRequest::from_prompt(PROMPT)).await.unwrap_err();
+    let err = bad
+        .send(&ChatRequest::from_prompt(PROMPT))
+        .await
+        .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Auth, "{err}");
     assert_eq!(err.status, Some(403));
-    assert_eq!(err.vendor_code.as_deref(), Some("InvalidSignatureException"));
+    assert_eq!(
+        err.vendor_code.as_deref(),
+        Some("InvalidSignatureException")
+    );
     for text in [err.to_string(), format!("{err:?}")] {
-        assert!(!text.contains(wrong) && !text.contains(SESSION_TOKEN), "{text}");
+        assert!(
+            !text.contains(wrong) && !text.contains(SESSION_TOKEN),
+            "{text}"
+        );
     }
     // unsigned: refused the same way
     let unsigned = bedrock(&server.uri(), None, suite_clock());
-    let err = unsigned.send(&ChatRequest::from_prompt(PROMPT)).await.unwrap_err();
+    let err = unsigned
+        .send(&ChatRequest::from_prompt(PROMPT))
+        .await
+        .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Auth);
 }
 
@@ -363,8 +387,8 @@ async fn a_signed_stream_of_real_frames_carries_text_and_usage() {
     let (body, media) = Harness.stream_body(&fixture("bedrock", "stream_text.sse"));
     let server = verifying_server(true, ResponseTemplate::new(200).set_body_raw(body, media)).await;
     let p = bedrock(&server.uri(), Some(Secret::new(KEY)), suite_clock());
-    let items = crate::suite::collect(p.stream(&ChatRequest::from_prompt(PROMPT)).await.unwrap())
-        .await;
+    let items =
+        crate::suite::collect(p.stream(&ChatRequest::from_prompt(PROMPT)).await.unwrap()).await;
     let (text, _, _, usage) = crate::suite::assemble(&items);
     assert_eq!(text, crate::suite::ANSWER);
     assert_eq!(usage, Some(crate::suite::answer_usage()));
@@ -375,7 +399,11 @@ async fn a_signed_stream_of_real_frames_carries_text_and_usage() {
     );
 
     // the same stream signed with a wrong secret never starts
-    let bad = bedrock(&server.uri(), Some(Secret::new("not-the-secret")), suite_clock());
+    let bad = bedrock(
+        &server.uri(),
+        Some(Secret::new("not-the-secret")),
+        suite_clock(),
+    );
     let Err(err) = bad.stream(&ChatRequest::from_prompt(PROMPT)).await else {
         panic!("a bad signature must fail the stream call")
     };
@@ -393,8 +421,8 @@ async fn a_corrupted_frame_mid_stream_is_malformed() {
     )
     .await;
     let p = bedrock(&server.uri(), Some(Secret::new(KEY)), suite_clock());
-    let items = crate::suite::collect(p.stream(&ChatRequest::from_prompt(PROMPT)).await.unwrap())
-        .await;
+    let items =
+        crate::suite::collect(p.stream(&ChatRequest::from_prompt(PROMPT)).await.unwrap()).await;
     let last = items.last().unwrap().as_ref().unwrap_err();
     assert_eq!(last.kind, ErrorKind::Malformed, "{last}");
 }
@@ -432,7 +460,10 @@ async fn the_session_token_is_scrubbed_from_errors_and_stream_exceptions() {
     assert_eq!(streamed.kind, ErrorKind::BadRequest);
     for err in [sent, streamed] {
         let text = format!("{err} {err:?}");
-        assert!(!text.contains(SESSION_TOKEN) && !text.contains(KEY), "{text}");
+        assert!(
+            !text.contains(SESSION_TOKEN) && !text.contains(KEY),
+            "{text}"
+        );
         assert!(text.contains("[redacted]"), "{text}");
     }
 }
@@ -442,11 +473,14 @@ async fn a_bedrock_api_key_goes_as_a_bearer_token_unsigned() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path(Harness.completion_path(false)))
-        .and(wiremock::matchers::header("authorization", format!("Bearer {KEY}").as_str()))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_raw(fixture("bedrock", "completion_text.json"), "application/json"),
-        )
+        .and(wiremock::matchers::header(
+            "authorization",
+            format!("Bearer {KEY}").as_str(),
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(
+            fixture("bedrock", "completion_text.json"),
+            "application/json",
+        ))
         .expect(1)
         .mount(&server)
         .await;

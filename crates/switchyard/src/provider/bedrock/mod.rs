@@ -51,7 +51,9 @@ use crate::clock::Clock;
 use crate::error::ProviderError;
 
 /// The prefixes of cross-region inference profile ids (`us.anthropic.…`).
-const PROFILE_PREFIXES: &[&str] = &["us.", "us-gov.", "eu.", "apac.", "jp.", "au.", "ca.", "global."];
+const PROFILE_PREFIXES: &[&str] = &[
+    "us.", "us-gov.", "eu.", "apac.", "jp.", "au.", "ca.", "global.",
+];
 
 /// How to reach one model on Bedrock.
 #[derive(Debug, Clone)]

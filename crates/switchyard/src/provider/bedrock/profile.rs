@@ -66,7 +66,9 @@ pub fn credentials_of(text: &str, name: &str) -> Result<AwsCredentials, ProfileE
         profile: name.to_owned(),
         key,
     };
-    let access_key_id = id.filter(|v| !v.is_empty()).ok_or_else(|| missing("aws_access_key_id"))?;
+    let access_key_id = id
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| missing("aws_access_key_id"))?;
     let secret = secret
         .filter(|v| !v.is_empty())
         .ok_or_else(|| missing("aws_secret_access_key"))?;
@@ -121,7 +123,10 @@ aws_access_key_id = AKIDBROKEN
             ProfileError::NotFound("nope".into())
         );
         let err = credentials_of(FILE, "broken").unwrap_err();
-        assert_eq!(err.to_string(), "profile \"broken\" has no aws_secret_access_key");
+        assert_eq!(
+            err.to_string(),
+            "profile \"broken\" has no aws_secret_access_key"
+        );
         assert!(!err.to_string().contains("AKIDBROKEN"));
     }
 }

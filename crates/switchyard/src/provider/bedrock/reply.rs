@@ -46,11 +46,7 @@ pub(super) fn latency(value: &Value) -> Option<Duration> {
 }
 
 fn malformed(what: &str, body: &[u8]) -> ProviderError {
-    ProviderError::new(
-        ErrorKind::Malformed,
-        format!("{what}: {}", snippet(body)),
-    )
-    .with_status(200)
+    ProviderError::new(ErrorKind::Malformed, format!("{what}: {}", snippet(body))).with_status(200)
 }
 
 /// Read a 2xx Converse body.
@@ -86,7 +82,10 @@ pub(super) fn parse(body: &[u8], model: &str) -> Result<ProviderReply, ProviderE
             ) else {
                 return Err(malformed("a toolUse block without toolUseId or name", body));
             };
-            let input = call.get("input").cloned().unwrap_or(Value::Object(Default::default()));
+            let input = call
+                .get("input")
+                .cloned()
+                .unwrap_or(Value::Object(Default::default()));
             reply.tool_calls.push(ToolCall {
                 id: id.to_owned(),
                 name: name.to_owned(),

@@ -41,7 +41,10 @@ impl std::fmt::Debug for AwsCredentials {
         f.debug_struct("AwsCredentials")
             .field("access_key_id", &self.access_key_id)
             .field("secret_access_key", &"[redacted]")
-            .field("session_token", &self.session_token.as_ref().map(|_| "[redacted]"))
+            .field(
+                "session_token",
+                &self.session_token.as_ref().map(|_| "[redacted]"),
+            )
             .finish()
     }
 }

@@ -60,7 +60,10 @@ impl StreamEvents for Events {
         }
         let value = || -> Result<Value, ProviderError> {
             serde_json::from_str(&event.data).map_err(|e| {
-                malformed(format!("ConverseStream {} event is not JSON: {e}", event.event))
+                malformed(format!(
+                    "ConverseStream {} event is not JSON: {e}",
+                    event.event
+                ))
             })
         };
         match event.event.as_str() {

@@ -167,9 +167,15 @@ fn tools_choices_calls_and_results_take_converse_shapes() {
     );
 
     req.tool_choice = Some(ToolChoice::Required);
-    assert_eq!(encoded(&req)["toolConfig"]["toolChoice"], json!({"any": {}}));
+    assert_eq!(
+        encoded(&req)["toolConfig"]["toolChoice"],
+        json!({"any": {}})
+    );
     req.tool_choice = Some(ToolChoice::Auto);
-    assert_eq!(encoded(&req)["toolConfig"]["toolChoice"], json!({"auto": {}}));
+    assert_eq!(
+        encoded(&req)["toolConfig"]["toolChoice"],
+        json!({"auto": {}})
+    );
     req.tool_choice = None;
     assert!(encoded(&req)["toolConfig"].get("toolChoice").is_none());
 
@@ -371,7 +377,10 @@ fn stream_events_number_tool_calls_and_reasoning_by_block() {
     let usage = c.usage.unwrap();
     assert_eq!((usage.input_tokens, usage.cache_write_tokens), (8, 7));
     let err = events
-        .parse_event(&ev("exception:modelStreamErrorException", json!({"message": "x"})))
+        .parse_event(&ev(
+            "exception:modelStreamErrorException",
+            json!({"message": "x"}),
+        ))
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Server);
 }
@@ -394,7 +403,9 @@ fn urls_encode_the_model_id_and_pick_the_health_resource() {
         "https://bedrock.eu-west-1.amazonaws.com/foundation-models/anthropic.claude-3-5-haiku-20241022-v1%3A0"
     );
     let profile = BedrockConfig::new("us-east-1", "us.anthropic.claude-sonnet-4-5-20250929-v1:0");
-    assert!(profile.health_path().starts_with("/inference-profiles/us.anthropic."));
+    assert!(profile
+        .health_path()
+        .starts_with("/inference-profiles/us.anthropic."));
     let arn = BedrockConfig::new(
         "us-east-1",
         "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/abc",
@@ -403,7 +414,12 @@ fn urls_encode_the_model_id_and_pick_the_health_resource() {
         arn.health_path(),
         "/inference-profiles/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Aapplication-inference-profile%2Fabc"
     );
-    for (region, model) in [("", "m"), ("US East", "m"), ("us-east-1", ""), ("us-east-1", "a b")] {
+    for (region, model) in [
+        ("", "m"),
+        ("US East", "m"),
+        ("us-east-1", ""),
+        ("us-east-1", "a b"),
+    ] {
         assert!(
             Bedrock::new(BedrockConfig::new(region, model), &transport).is_err(),
             "{region:?} {model:?}"
@@ -423,8 +439,11 @@ async fn sigv4_signs_host_date_and_token_marking_secrets_sensitive() {
         "us-east-1",
         Clock::anchored_at(1_795_946_400_000),
     );
-    let url = Endpoint::at("https://bedrock-runtime.us-east-1.amazonaws.com", "/model/m/converse")
-        .unwrap();
+    let url = Endpoint::at(
+        "https://bedrock-runtime.us-east-1.amazonaws.com",
+        "/model/m/converse",
+    )
+    .unwrap();
     let mut headers = HeaderMap::new();
     headers.insert("accept", "application/json".parse().unwrap());
     signer
@@ -449,10 +468,17 @@ async fn sigv4_signs_host_date_and_token_marking_secrets_sensitive() {
     assert!(headers["x-amz-security-token"].is_sensitive());
     assert_eq!(headers["x-amz-date"], "20261129T100000Z");
     assert_eq!(headers["host"], "bedrock-runtime.us-east-1.amazonaws.com");
-    let secrets: Vec<String> = signer.secrets().iter().map(|s| s.expose().to_owned()).collect();
+    let secrets: Vec<String> = signer
+        .secrets()
+        .iter()
+        .map(|s| s.expose().to_owned())
+        .collect();
     assert_eq!(
         secrets,
-        ["wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "session-token-value"]
+        [
+            "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+            "session-token-value"
+        ]
     );
     assert!(!format!("{signer:?}").contains("EXAMPLEKEY"));
 }
@@ -460,7 +486,10 @@ async fn sigv4_signs_host_date_and_token_marking_secrets_sensitive() {
 #[test]
 fn the_field_declarations_are_honest_about_what_encode_sends() {
     assert_eq!(BedrockCodec::support(Field::Temperature), Support::Native);
-    assert_eq!(BedrockCodec::support(Field::Passthrough), Support::Translated);
+    assert_eq!(
+        BedrockCodec::support(Field::Passthrough),
+        Support::Translated
+    );
     assert_eq!(BedrockCodec::support(Field::Seed), Support::Unsupported);
     assert_eq!(BedrockCodec::support(Field::ServiceTier), Support::Ignored);
     // unsupported fields are not sent

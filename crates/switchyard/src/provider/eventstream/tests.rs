@@ -128,7 +128,10 @@ async fn an_event_without_a_type_or_with_a_binary_payload_is_malformed() {
 
     let mut message = Message::new(Bytes::from_static(&[0xff, 0xfe]));
     message = message
-        .add_header(Header::new(":message-type", HeaderValue::String("event".into())))
+        .add_header(Header::new(
+            ":message-type",
+            HeaderValue::String("event".into()),
+        ))
         .add_header(Header::new(":event-type", HeaderValue::String("x".into())));
     let mut binary = Vec::new();
     write_message_to(&message, &mut binary).unwrap();
