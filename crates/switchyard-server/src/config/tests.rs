@@ -12,7 +12,7 @@ fn the_example_file_parses() {
     let text = include_str!("../../../../switchyard.example.toml");
     let config = parse(text, "switchyard.example.toml").unwrap();
     assert_eq!(config.routes.len(), 3);
-    assert_eq!(config.providers.len(), 9);
+    assert_eq!(config.providers.len(), 10);
     assert_eq!(config.keys[0].routes, ["smart", "cheap"]);
     let checks = health_checks(&config);
     assert_eq!(checks.len(), 1);
