@@ -19,7 +19,7 @@ use futures_util::StreamExt as _;
 
 use super::eventstream::{self, EventStream};
 use super::http::{
-    self, redact, snippet, ConfigError, Endpoint, ErrorPolicy, HttpClient, HttpFailure,
+    self, redact, redact_all, snippet, ConfigError, Endpoint, ErrorPolicy, HttpClient, HttpFailure,
     HttpSettings, Transport, UpstreamResponse,
 };
 use super::secret::Secret;
@@ -436,22 +436,24 @@ impl<C: Codec> HttpProvider<C> {
     }
 }
 
-/// `error` with every credential a provider holds scrubbed out: the key, the bearer token
-/// last handed out, the signer's secrets.
+/// `error` with every credential a provider holds scrubbed out — the key, the bearer token
+/// last handed out, the signer's secrets — before it is cut to length ([`redact_all`]).
 fn scrub_all(
     key: Option<&Secret>,
     bearer: Option<&std::sync::Arc<dyn TokenSource>>,
     signer: Option<&std::sync::Arc<dyn RequestSigner>>,
     error: ProviderError,
 ) -> ProviderError {
-    let mut error = redact(key, error);
-    if let Some(token) = bearer.and_then(|b| b.current()) {
-        error = redact(Some(&token), error);
+    if bearer.is_none() && signer.is_none() {
+        return redact(key, error);
     }
-    for secret in signer.map(|s| s.secrets()).unwrap_or_default() {
-        error = redact(Some(&secret), error);
-    }
-    error
+    let keys: Vec<Secret> = key
+        .cloned()
+        .into_iter()
+        .chain(bearer.and_then(|b| b.current()))
+        .chain(signer.map(|s| s.secrets()).unwrap_or_default())
+        .collect();
+    redact_all(&keys, error)
 }
 
 #[async_trait]

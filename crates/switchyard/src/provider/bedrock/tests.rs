@@ -540,3 +540,23 @@ fn the_shipped_prices_know_bedrock_model_ids_and_their_cache_rates() {
         assert!(table.lookup(id).is_some(), "{id}");
     }
 }
+
+#[test]
+fn every_credential_is_scrubbed_before_the_one_cut_to_length() {
+    use crate::provider::http::{redact_all, MESSAGE_LIMIT};
+    let key = Secret::new("AKIA-not-secret-but-scrubbed-0001");
+    let token = Secret::new("SESSIONTOKENxyzw0123456789abcdef");
+    // the token straddles the cut: scrubbed first, nothing of it may survive the cut
+    let message = format!(
+        "{}{}{}",
+        "x".repeat(MESSAGE_LIMIT - 10),
+        token.expose(),
+        " tail"
+    );
+    let err = redact_all(
+        &[key, token.clone()],
+        ProviderError::new(ErrorKind::Auth, message),
+    );
+    assert!(!err.message.contains("SESSIO"), "{}", err.message);
+    assert!(err.message.contains("[redacted]"), "{}", err.message);
+}
