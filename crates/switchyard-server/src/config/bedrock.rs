@@ -178,6 +178,23 @@ fn env_keys_named(prov: &ProviderToml) -> bool {
     prov.access_key_id_env.is_some() || prov.secret_access_key_env.is_some()
 }
 
+/// The most of a credentials file read (a file of a thousand profiles is far smaller).
+const CREDENTIALS_FILE_CAP: u64 = 1024 * 1024;
+
+/// The text of the file at `path`, refused past [`CREDENTIALS_FILE_CAP`].
+fn read_capped(path: &str) -> Result<String, String> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut text = String::new();
+    file.take(CREDENTIALS_FILE_CAP + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    if text.len() as u64 > CREDENTIALS_FILE_CAP {
+        return Err(format!("larger than {CREDENTIALS_FILE_CAP} bytes"));
+    }
+    Ok(text)
+}
+
 /// `profile`'s keys from the shared credentials file.
 fn from_profile(name: &str, profile: &str, env: KeyLookup<'_>) -> Result<AwsCredentials, String> {
     let path = env("AWS_SHARED_CREDENTIALS_FILE")
@@ -186,7 +203,7 @@ fn from_profile(name: &str, profile: &str, env: KeyLookup<'_>) -> Result<AwsCred
         .ok_or_else(|| {
             format!("provider {name:?}: profile {profile:?}: no credentials file (neither AWS_SHARED_CREDENTIALS_FILE nor HOME is set)")
         })?;
-    let text = std::fs::read_to_string(&path).map_err(|e| {
+    let text = read_capped(&path).map_err(|e| {
         format!("provider {name:?}: profile {profile:?}: credentials file {path}: {e}")
     })?;
     credentials_of(&text, profile)
