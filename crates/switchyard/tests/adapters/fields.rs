@@ -250,6 +250,19 @@ async fn bedrock_sends_what_converse_has_a_place_for() {
     use switchyard::provider::codec::Codec;
     let cases: Vec<Case> = vec![
         (Field::ServiceTier, vec![]),
+        (
+            Field::ReasoningEffort,
+            vec![
+                (
+                    "/additionalModelRequestFields/thinking/type",
+                    json!("enabled"),
+                ),
+                (
+                    "/additionalModelRequestFields/thinking/budget_tokens",
+                    json!(2048),
+                ),
+            ],
+        ),
         (Field::Metadata, vec![("/requestMetadata/team", json!("a"))]),
         (Field::User, vec![("/requestMetadata/user", json!("u1"))]),
         (Field::DeveloperRole, vec![]),

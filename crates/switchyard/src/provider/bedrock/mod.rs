@@ -229,7 +229,7 @@ impl Codec for BedrockCodec {
     }
 
     fn encode(&self, req: &ChatRequest, _stream: bool) -> Result<(Vec<u8>, ()), ProviderError> {
-        let body = request::body(req)?;
+        let body = request::body(req, &self.model)?;
         Ok((crate::provider::encode_body(&body)?, ()))
     }
 

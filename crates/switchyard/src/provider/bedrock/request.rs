@@ -15,12 +15,20 @@
 //!   history holds tool blocks, so that case is refused here with a clear message;
 //! - `metadata` and `user` go in `requestMetadata` (string values; others as JSON text);
 //! - fields the gateway does not model (a route's `passthrough_unknown`) go in
-//!   `additionalModelRequestFields`, the model's own parameters.
+//!   `additionalModelRequestFields`, the model's own parameters;
+//! - `reasoning_effort`, for Claude models only (a model id holding `anthropic.claude`), is
+//!   `additionalModelRequestFields.thinking`, as on Anthropic's API: `none` disabled, else a
+//!   budget of 1024 / 2048 / 8192 / 24576 tokens (minimal / low / medium / high) cut to one
+//!   below `maxTokens`, which is then always sent (4096 when the request sets none). Other
+//!   models take no common reasoning field: the request is refused (a provider whose model
+//!   does not reason is marked so in the price table, or by `reasoning = false`, and never
+//!   gets the field).
 
 use serde_json::{json, Map, Value};
 
 use crate::chat::{
-    ChatRequest, ContentPart, Field, ImageSource, Message, Role, Support, ToolCall, ToolChoice,
+    ChatRequest, ContentPart, Field, ImageSource, Message, ReasoningEffort, Role, Support,
+    ToolCall, ToolChoice,
 };
 use crate::error::{ErrorKind, ProviderError};
 
@@ -28,6 +36,8 @@ use crate::error::{ErrorKind, ProviderError};
 pub(super) fn support(field: Field) -> Support {
     match field {
         Field::Temperature | Field::TopP => Support::Native,
+        // Claude's `thinking` in `additionalModelRequestFields` (see the module docs)
+        Field::ReasoningEffort => Support::Translated,
         // `stopSequences`, `toolSpec`, `toolChoice` `any`, `requestMetadata`, `system`,
         // `additionalModelRequestFields`: the same things under Converse's shapes
         Field::Stop
@@ -49,8 +59,7 @@ pub(super) fn support(field: Field) -> Support {
         | Field::TopLogprobs
         | Field::N
         | Field::TopK
-        | Field::ParallelToolCalls
-        | Field::ReasoningEffort => Support::Unsupported,
+        | Field::ParallelToolCalls => Support::Unsupported,
     }
 }
 
@@ -58,8 +67,48 @@ fn bad_request(message: impl Into<String>) -> ProviderError {
     ProviderError::new(ErrorKind::BadRequest, message)
 }
 
-/// The Converse body for `req` (the same for Converse and ConverseStream).
-pub(super) fn body(req: &ChatRequest) -> Result<Value, ProviderError> {
+/// Claude's smallest thinking budget.
+const MIN_THINKING_BUDGET: u32 = 1024;
+
+/// `maxTokens` sent with thinking when the request sets none (Anthropic's default).
+const THINKING_MAX_TOKENS: u32 = crate::provider::anthropic::DEFAULT_MAX_TOKENS;
+
+/// `reasoning_effort` as Claude's `thinking`, and the `maxTokens` it needs sent.
+fn thinking(req: &ChatRequest, model: &str) -> Result<Option<(Value, u32)>, ProviderError> {
+    let Some(effort) = req.reasoning_effort else {
+        return Ok(None);
+    };
+    if !model.contains("anthropic.claude") {
+        return Err(bad_request(format!(
+            "reasoning_effort: on Bedrock only Claude models take it (as \
+             additionalModelRequestFields.thinking), not {model:?}; set reasoning = false \
+             on this provider"
+        )));
+    }
+    let max_tokens = req.max_tokens.unwrap_or(THINKING_MAX_TOKENS);
+    let budget = match effort {
+        ReasoningEffort::None => return Ok(Some((json!({"type": "disabled"}), max_tokens))),
+        ReasoningEffort::Minimal => MIN_THINKING_BUDGET,
+        ReasoningEffort::Low => 2048,
+        ReasoningEffort::Medium => 8192,
+        ReasoningEffort::High => 24576,
+    };
+    let budget = budget.min(max_tokens.saturating_sub(1));
+    if budget < MIN_THINKING_BUDGET {
+        return Err(bad_request(format!(
+            "reasoning_effort needs max_tokens above {MIN_THINKING_BUDGET} on Claude \
+             (thinking counts in max_tokens), got {max_tokens}"
+        )));
+    }
+    Ok(Some((
+        json!({"type": "enabled", "budget_tokens": budget}),
+        max_tokens,
+    )))
+}
+
+/// The Converse body for `req` (the same for Converse and ConverseStream) to `model`.
+pub(super) fn body(req: &ChatRequest, model: &str) -> Result<Value, ProviderError> {
+    let thinking = thinking(req, model)?;
     let mut body = Map::new();
     let system: Vec<Value> = req
         .messages
@@ -93,7 +142,7 @@ pub(super) fn body(req: &ChatRequest) -> Result<Value, ProviderError> {
         body.insert("system".into(), Value::Array(system));
     }
     let mut inference = Map::new();
-    if let Some(max) = req.max_tokens {
+    if let Some(max) = thinking.as_ref().map(|(_, max)| *max).or(req.max_tokens) {
         inference.insert("maxTokens".into(), max.into());
     }
     if let Some(t) = req.temperature {
@@ -114,11 +163,12 @@ pub(super) fn body(req: &ChatRequest) -> Result<Value, ProviderError> {
     if let Some(metadata) = request_metadata(req) {
         body.insert("requestMetadata".into(), metadata);
     }
-    if let Some(extra) = req.passthrough.as_deref().filter(|m| !m.is_empty()) {
-        body.insert(
-            "additionalModelRequestFields".into(),
-            Value::Object(extra.clone()),
-        );
+    let mut extra = req.passthrough.as_deref().cloned().unwrap_or_default();
+    if let Some((thinking, _)) = thinking {
+        extra.insert("thinking".into(), thinking);
+    }
+    if !extra.is_empty() {
+        body.insert("additionalModelRequestFields".into(), Value::Object(extra));
     }
     Ok(Value::Object(body))
 }

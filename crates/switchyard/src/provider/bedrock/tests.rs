@@ -491,6 +491,10 @@ fn the_field_declarations_are_honest_about_what_encode_sends() {
         Support::Translated
     );
     assert_eq!(BedrockCodec::support(Field::Seed), Support::Unsupported);
+    assert_eq!(
+        BedrockCodec::support(Field::ReasoningEffort),
+        Support::Translated
+    );
     assert_eq!(BedrockCodec::support(Field::ServiceTier), Support::Ignored);
     // unsupported fields are not sent
     let req = ChatRequest {
@@ -551,4 +555,47 @@ fn every_credential_is_scrubbed_before_the_one_cut_to_length() {
     let message = format!("{}{} tail", "x".repeat(MESSAGE_LIMIT - 3), token.expose());
     let err = redact_all(&[key, token], ProviderError::new(ErrorKind::Auth, message));
     assert!(!err.message.contains("SES"), "{}", err.message);
+}
+
+#[test]
+fn reasoning_effort_is_claude_thinking_and_refused_for_other_models() {
+    use crate::chat::ReasoningEffort;
+    let mut extra = serde_json::Map::new();
+    extra.insert("top_k".into(), json!(5));
+    let mut req = ChatRequest {
+        reasoning_effort: Some(ReasoningEffort::Medium),
+        passthrough: Some(std::sync::Arc::new(extra)),
+        ..ChatRequest::from_prompt("Hi")
+    };
+    // no max_tokens: Anthropic's default is sent, and the budget fits under it
+    let body = encoded(&req);
+    assert_eq!(body["inferenceConfig"]["maxTokens"], 4096);
+    assert_eq!(
+        body["additionalModelRequestFields"],
+        json!({"top_k": 5, "thinking": {"type": "enabled", "budget_tokens": 4095}})
+    );
+    req.max_tokens = Some(20_000);
+    let body = encoded(&req);
+    assert_eq!(body["inferenceConfig"]["maxTokens"], 20_000);
+    assert_eq!(
+        body["additionalModelRequestFields"]["thinking"]["budget_tokens"],
+        8192
+    );
+    req.reasoning_effort = Some(ReasoningEffort::None);
+    assert_eq!(
+        encoded(&req)["additionalModelRequestFields"]["thinking"],
+        json!({"type": "disabled"})
+    );
+    req.reasoning_effort = Some(ReasoningEffort::Low);
+    req.max_tokens = Some(1000);
+    let err = codec().encode(&req, false).unwrap_err();
+    assert!(err.message.contains("max_tokens above 1024"), "{err}");
+
+    let nova = BedrockCodec {
+        model: "amazon.nova-pro-v1:0".into(),
+    };
+    req.max_tokens = None;
+    let err = nova.encode(&req, false).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::BadRequest);
+    assert!(err.message.contains("only Claude models"), "{err}");
 }
