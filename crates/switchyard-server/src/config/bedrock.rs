@@ -33,6 +33,15 @@ pub const DEFAULT_SECRET_ACCESS_KEY_ENV: &str = "AWS_SECRET_ACCESS_KEY";
 /// See [`DEFAULT_ACCESS_KEY_ID_ENV`].
 pub const DEFAULT_SESSION_TOKEN_ENV: &str = "AWS_SESSION_TOKEN";
 
+/// Whether a `bedrock` provider's model takes `reasoning_effort` when its entry does not
+/// say: only Claude models do on Bedrock (as `thinking`), so any other model is `false`
+/// (skipped for, or called without, a request asking for reasoning) instead of the price
+/// table's default of yes. `None` for other kinds and for Claude (the table decides).
+pub(super) fn default_reasoning(prov: &ProviderToml) -> Option<bool> {
+    let model = prov.model.as_deref()?;
+    (prov.kind == "bedrock" && !model.contains("anthropic.claude")).then_some(false)
+}
+
 /// The problems of a `bedrock` entry.
 pub(super) fn validate(prov: &ProviderToml, at: &str, p: &mut Problems) {
     match prov.region.as_deref().map(str::trim) {
@@ -279,6 +288,29 @@ mod tests {
     }
 
     const FILE: &str = "[default]\naws_access_key_id = AKIDDEFAULT\naws_secret_access_key = default-secret-value\n\n[work]\naws_access_key_id = AKIDWORK\naws_secret_access_key = work-secret-value\n";
+
+    #[test]
+    fn only_claude_models_on_bedrock_take_reasoning_by_default() {
+        let text = |kind: &str, model: &str, extra: &str| {
+            format!("[[providers]]\nname = \"c\"\nkind = \"{kind}\"\nregion = \"us-east-1\"\nmodel = \"{model}\"\n{extra}\n[[routes]]\nname = \"r\"\nproviders = [\"c\"]\n")
+        };
+        let reasoning = |t: String| {
+            let config = parse(&t, "test.toml").unwrap();
+            let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
+            built.gateway.reasoning_of("c").unwrap()
+        };
+        assert!(!reasoning(text("bedrock", "my-imported-llama", "")));
+        assert!(reasoning(text(
+            "bedrock",
+            "my-imported-llama",
+            "reasoning = true"
+        )));
+        assert!(reasoning(text(
+            "bedrock",
+            "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            ""
+        )));
+    }
 
     #[test]
     fn credentials_come_from_the_environment_or_a_profile() {

@@ -199,7 +199,9 @@ fn spec(prov: &ProviderToml, provider: Arc<dyn Provider>) -> Result<ProviderSpec
     spec.probe_timeout = prov.probe_timeout.as_deref().map(duration).transpose()?;
     spec.price = price;
     spec.max_output_tokens = prov.price.and_then(|p| p.max_output_tokens);
-    spec.reasoning = prov.reasoning;
+    spec.reasoning = prov
+        .reasoning
+        .or_else(|| super::bedrock::default_reasoning(prov));
     Ok(spec)
 }
 
