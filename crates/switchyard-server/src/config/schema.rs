@@ -124,7 +124,8 @@ pub struct ProviderToml {
     pub supports_prefill: Option<bool>,
     /// Whether the model takes reasoning controls (`reasoning_effort`, and Anthropic's
     /// `thinking` translated to it). Default: `false` for a model the shipped price table
-    /// marks as not reasoning (gpt-4o, gpt-4.1, ...), else `true`. A provider whose model
+    /// marks as not reasoning (gpt-4o, gpt-4.1, ...) and for a `bedrock` model that is not
+    /// Claude, else `true`. A provider whose model
     /// does not reason is skipped for a request asking for reasoning, or answers without
     /// it on a route with `unsupported_fields = "drop"` (docs/fields.md).
     pub reasoning: Option<bool>,
