@@ -4,21 +4,23 @@
 //! Credentials, in this order:
 //! - `api_key_env`: a Bedrock API key, sent as a bearer token (no signature);
 //! - `profile`: that profile's keys in the shared credentials file
-//!   (`AWS_SHARED_CREDENTIALS_FILE`, else `$HOME/.aws/credentials`), read once at start;
-//!   a file that cannot be read, a profile not in it, or one without both keys is an error
-//!   (`check` fails on it, naming the file and profile, never a value);
+//!   (`AWS_SHARED_CREDENTIALS_FILE`, else `$HOME/.aws/credentials`), read at start and
+//!   re-read when the file changes (at most every 10 s: temporary credentials a tool
+//!   rewrites are picked up); at start, a file that cannot be read, a profile not in it, or
+//!   one without both keys is an error (`check` fails on it, naming the file and profile,
+//!   never a value);
 //! - else the environment: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and the optional
 //!   `AWS_SESSION_TOKEN` (each name overridable: `access_key_id_env`, …); when neither key
 //!   is set, the profile `AWS_PROFILE` names (else `default`) is taken from the credentials
 //!   file if it is there, as the AWS CLI does; else a warning (calls fail as auth errors).
 //!
-//! Credentials are read when the provider is built: temporary ones (a session token)
-//! that expire need a restart with fresh ones.
+//! Keys from the environment are read when the provider is built: temporary ones (a
+//! session token) that expire need a restart with fresh ones, or a profile.
 
 use std::sync::Arc;
 
 use switchyard::clock::Clock;
-use switchyard::provider::bedrock::profile::credentials_of;
+use switchyard::provider::bedrock::profile::{FileError, ProfileFile, DEFAULT_RECHECK};
 use switchyard::provider::bedrock::{AwsCredentials, Bedrock, BedrockConfig};
 use switchyard::provider::http::{HttpSettings, Transport, DEFAULT_CONNECT_TIMEOUT};
 use switchyard::provider::secret::Secret;
@@ -126,7 +128,7 @@ pub(super) fn build(
             }
         }
     } else if let Some(profile) = &prov.profile {
-        config.credentials = Some(from_profile(name, profile, env)?);
+        config.profile_file = Some(from_profile(name, profile, env)?);
     } else {
         let id_var = prov
             .access_key_id_env
@@ -153,8 +155,8 @@ pub(super) fn build(
                 // credentials file is there and has it
                 let profile = from_env("AWS_PROFILE").unwrap_or_else(|| "default".to_owned());
                 match from_profile(name, &profile, env) {
-                    Ok(credentials) if !env_keys_named(prov) => {
-                        config.credentials = Some(credentials);
+                    Ok(file) if !env_keys_named(prov) => {
+                        config.profile_file = Some(file);
                     }
                     _ => {
                         warning = Some(format!("provider {name:?}: no AWS credentials: environment variables {id_var} and {secret_var} are not set (and no profile {profile:?} in the shared credentials file); calls will fail with auth errors"));
@@ -187,36 +189,21 @@ fn env_keys_named(prov: &ProviderToml) -> bool {
     prov.access_key_id_env.is_some() || prov.secret_access_key_env.is_some()
 }
 
-/// The most of a credentials file read (a file of a thousand profiles is far smaller).
-const CREDENTIALS_FILE_CAP: u64 = 1024 * 1024;
-
-/// The text of the file at `path`, refused past [`CREDENTIALS_FILE_CAP`].
-fn read_capped(path: &str) -> Result<String, String> {
-    use std::io::Read as _;
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let mut text = String::new();
-    file.take(CREDENTIALS_FILE_CAP + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| e.to_string())?;
-    if text.len() as u64 > CREDENTIALS_FILE_CAP {
-        return Err(format!("larger than {CREDENTIALS_FILE_CAP} bytes"));
-    }
-    Ok(text)
-}
-
-/// `profile`'s keys from the shared credentials file.
-fn from_profile(name: &str, profile: &str, env: KeyLookup<'_>) -> Result<AwsCredentials, String> {
+/// `profile` of the shared credentials file, read now (its errors name the file and the
+/// profile, never a value) and re-read by the provider when the file changes.
+fn from_profile(name: &str, profile: &str, env: KeyLookup<'_>) -> Result<Arc<ProfileFile>, String> {
     let path = env("AWS_SHARED_CREDENTIALS_FILE")
         .filter(|p| !p.is_empty())
         .or_else(|| env("HOME").map(|home| format!("{home}/.aws/credentials")))
         .ok_or_else(|| {
             format!("provider {name:?}: profile {profile:?}: no credentials file (neither AWS_SHARED_CREDENTIALS_FILE nor HOME is set)")
         })?;
-    let text = read_capped(&path).map_err(|e| {
-        format!("provider {name:?}: profile {profile:?}: credentials file {path}: {e}")
+    let file = ProfileFile::new(path, profile, DEFAULT_RECHECK);
+    file.read_now().map_err(|e| match e {
+        FileError::Unreadable { .. } => format!("provider {name:?}: profile {profile:?}: {e}"),
+        FileError::Profile { .. } => format!("provider {name:?}: {e}"),
     })?;
-    credentials_of(&text, profile)
-        .map_err(|e| format!("provider {name:?}: credentials file {path}: {e}"))
+    Ok(Arc::new(file))
 }
 
 #[cfg(test)]

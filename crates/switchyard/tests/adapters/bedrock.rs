@@ -492,3 +492,45 @@ async fn a_bedrock_api_key_goes_as_a_bearer_token_unsigned() {
     let request = &server.received_requests().await.unwrap()[0];
     assert!(!request.headers.contains_key("x-amz-date"));
 }
+
+#[tokio::test]
+async fn a_profile_file_signs_and_a_wrong_one_is_refused() {
+    use switchyard::provider::bedrock::profile::{ProfileFile, DEFAULT_RECHECK};
+    let answer = ResponseTemplate::new(200).set_body_raw(
+        fixture("bedrock", "completion_text.json"),
+        "application/json",
+    );
+    let server = verifying_server(false, answer).await;
+    let dir = std::env::temp_dir().join(format!("sy-bedrock-profile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (profile, secret, ok) in [("good", KEY, true), ("bad", "not-the-secret", false)] {
+        let path = dir.join(format!("credentials-{profile}"));
+        std::fs::write(
+            &path,
+            format!(
+                "[{profile}]\naws_access_key_id = {ACCESS_KEY_ID}\naws_secret_access_key = {secret}\naws_session_token = {SESSION_TOKEN}\n"
+            ),
+        )
+        .unwrap();
+        let mut config = BedrockConfig::new(REGION, MODEL);
+        config.base_url = Some(server.uri());
+        config.profile_file = Some(std::sync::Arc::new(ProfileFile::new(
+            &path,
+            profile,
+            DEFAULT_RECHECK,
+        )));
+        let p = Bedrock::new(config, &Transport::default()).unwrap();
+        let sent = p.send(&ChatRequest::from_prompt(PROMPT)).await;
+        match sent {
+            Ok(reply) => {
+                assert!(ok);
+                assert_eq!(reply.text, crate::suite::ANSWER);
+            }
+            Err(err) => {
+                assert!(!ok, "{err}");
+                assert_eq!(err.kind, ErrorKind::Auth);
+                assert!(!format!("{err:?}").contains(SESSION_TOKEN));
+            }
+        }
+    }
+}

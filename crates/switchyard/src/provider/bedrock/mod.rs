@@ -22,7 +22,8 @@
 //!   `bedrock:GetInferenceProfile` in the caller's IAM policy.
 //!
 //! Auth: SigV4 ([`sigv4::SigV4`], service `bedrock`) with the credentials the server
-//! resolved (environment or a shared-credentials profile), or a Bedrock API key sent as
+//! resolved (environment, or a shared-credentials profile re-read when its file changes:
+//! [`profile::ProfileFile`]), or a Bedrock API key sent as
 //! `Authorization: Bearer` (the provider's key). Neither: nothing is sent (a proxy in front
 //! signs).
 
@@ -62,8 +63,11 @@ pub struct BedrockConfig {
     pub region: String,
     /// The model id, inference profile id or ARN.
     pub model: String,
-    /// The SigV4 credentials; `None` signs nothing.
+    /// The SigV4 credentials; `None` signs with `profile_file`'s, or nothing.
     pub credentials: Option<AwsCredentials>,
+    /// A credentials file's profile to sign with (re-read when the file changes), when
+    /// `credentials` is `None`.
+    pub profile_file: Option<Arc<profile::ProfileFile>>,
     /// A Bedrock API key, sent as `Authorization: Bearer` instead of a signature.
     pub api_key: Option<Secret>,
     /// The runtime root replacing `https://bedrock-runtime.{region}.amazonaws.com`.
@@ -88,6 +92,7 @@ impl BedrockConfig {
             region: region.into(),
             model: model.into(),
             credentials: None,
+            profile_file: None,
             api_key: None,
             base_url: None,
             control_url: None,
@@ -186,13 +191,19 @@ impl Bedrock {
         let codec = BedrockCodec {
             model: model.to_owned(),
         };
-        let signer = config.credentials.map(|credentials| {
-            Arc::new(sigv4::SigV4::new(
+        let signer = match (config.credentials, config.profile_file) {
+            (Some(credentials), _) => Some(Arc::new(sigv4::SigV4::new(
                 credentials,
                 region.to_owned(),
                 config.clock,
-            ))
-        });
+            ))),
+            (None, Some(file)) => Some(Arc::new(sigv4::SigV4::from_file(
+                file,
+                region.to_owned(),
+                config.clock,
+            ))),
+            (None, None) => None,
+        };
         let connection = Connection {
             api_key: config.api_key,
             headers: config.headers,

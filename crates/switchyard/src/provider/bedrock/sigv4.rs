@@ -3,11 +3,14 @@
 //! provider's region, at the provider's clock's time.
 //!
 //! Owns [`AwsCredentials`] (an access key id, a secret key, an optional session token) and
-//! [`SigV4`], the [`RequestSigner`] given to the HTTP provider. Signed: `host` (set here to
+//! [`SigV4`], the [`RequestSigner`] given to the HTTP provider: with fixed credentials, or
+//! a profile file's as they are at each signature ([`ProfileFile`]). Signed: `host` (set here to
 //! exactly what the transport sends), `x-amz-date`, `x-amz-security-token` when there is a
 //! session token, and every header the request already carries (`accept`, configured
 //! headers). The secret key and the session token are the secrets the provider scrubs from
 //! every error; the `authorization` and token headers are marked sensitive.
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use aws_credential_types::Credentials;
@@ -17,6 +20,7 @@ use aws_smithy_runtime_api::client::identity::Identity;
 use http::header::{HeaderName, HeaderValue, HOST};
 use http::HeaderMap;
 
+use super::profile::ProfileFile;
 use crate::clock::Clock;
 use crate::error::{ErrorKind, ProviderError};
 use crate::provider::secret::Secret;
@@ -49,33 +53,62 @@ impl std::fmt::Debug for AwsCredentials {
     }
 }
 
-/// Signs requests with one credential in one region.
+/// Signs requests in one region, with fixed credentials or a profile file's.
 #[derive(Debug)]
 pub struct SigV4 {
-    credentials: AwsCredentials,
-    identity: Identity,
+    source: Source,
     region: String,
     clock: Clock,
+}
+
+/// Where a signer's credentials come from.
+#[derive(Debug)]
+enum Source {
+    /// Read once (the environment, a profile read at start).
+    Fixed {
+        credentials: AwsCredentials,
+        identity: Identity,
+    },
+    /// A profile of a credentials file, re-read when the file changes.
+    File(Arc<ProfileFile>),
+}
+
+/// `credentials` as what `aws-sigv4` signs with.
+fn identity_of(credentials: &AwsCredentials) -> Identity {
+    Credentials::new(
+        credentials.access_key_id.clone(),
+        credentials.secret_access_key.expose().to_owned(),
+        credentials
+            .session_token
+            .as_ref()
+            .map(|t| t.expose().to_owned()),
+        None,
+        "switchyard",
+    )
+    .into()
 }
 
 impl SigV4 {
     /// A signer for `region` with `credentials`, dating signatures by `clock`.
     #[must_use]
     pub fn new(credentials: AwsCredentials, region: impl Into<String>, clock: Clock) -> Self {
-        let identity = Credentials::new(
-            credentials.access_key_id.clone(),
-            credentials.secret_access_key.expose().to_owned(),
-            credentials
-                .session_token
-                .as_ref()
-                .map(|t| t.expose().to_owned()),
-            None,
-            "switchyard",
-        )
-        .into();
+        let identity = identity_of(&credentials);
         Self {
-            credentials,
-            identity,
+            source: Source::Fixed {
+                credentials,
+                identity,
+            },
+            region: region.into(),
+            clock,
+        }
+    }
+
+    /// A signer for `region` with the credentials of a profile file, as they are when each
+    /// request is signed (see [`ProfileFile`]).
+    #[must_use]
+    pub fn from_file(file: Arc<ProfileFile>, region: impl Into<String>, clock: Clock) -> Self {
+        Self {
+            source: Source::File(file),
             region: region.into(),
             clock,
         }
@@ -94,9 +127,18 @@ impl RequestSigner for SigV4 {
         headers: &mut HeaderMap,
     ) -> Result<(), ProviderError> {
         headers.insert(HOST, request.url.host().clone());
+        let from_file;
+        let identity = match &self.source {
+            Source::Fixed { identity, .. } => identity,
+            Source::File(file) => {
+                let credentials = file.get().map_err(|e| auth_error(e.to_string()))?;
+                from_file = identity_of(&credentials);
+                &from_file
+            }
+        };
         let settings = SigningSettings::default();
         let params = v4::SigningParams::builder()
-            .identity(&self.identity)
+            .identity(identity)
             .region(&self.region)
             .name(SERVICE)
             .time(self.clock.system_time())
@@ -134,8 +176,13 @@ impl RequestSigner for SigV4 {
     }
 
     fn secrets(&self) -> Vec<Secret> {
-        let mut secrets = vec![self.credentials.secret_access_key.clone()];
-        secrets.extend(self.credentials.session_token.clone());
-        secrets
+        match &self.source {
+            Source::Fixed { credentials, .. } => {
+                let mut secrets = vec![credentials.secret_access_key.clone()];
+                secrets.extend(credentials.session_token.clone());
+                secrets
+            }
+            Source::File(file) => file.secrets(),
+        }
     }
 }
