@@ -17,9 +17,11 @@
 //! - The health check (`probe = "listing"`) GETs the model on the control plane:
 //!   `https://bedrock.{region}.amazonaws.com/foundation-models/{modelId}` (GetFoundationModel)
 //!   or, for an inference profile (`us.`/`eu.`/`apac.`/`global.`… prefixed ids, or an
-//!   inference-profile ARN), `/inference-profiles/{id}` (GetInferenceProfile). Both are free
-//!   and prove the credentials; they need `bedrock:GetFoundationModel` /
-//!   `bedrock:GetInferenceProfile` in the caller's IAM policy.
+//!   inference-profile ARN), `/inference-profiles/{id}` (GetInferenceProfile); for a
+//!   provisioned-throughput, imported-model or custom-model ARN,
+//!   `/provisioned-model-throughput/{arn}`, `/imported-models/{arn}`, `/custom-models/{arn}`.
+//!   All are free and prove the credentials; they need the matching `bedrock:Get…`
+//!   permission in the caller's IAM policy.
 //!
 //! Auth: SigV4 ([`sigv4::SigV4`], service `bedrock`) with the credentials the server
 //! resolved (environment, or a shared-credentials profile re-read when its file changes:
@@ -121,7 +123,9 @@ impl BedrockConfig {
         }
     }
 
-    /// The health check's path: the inference profile or the foundation model.
+    /// The health check's path: the control plane's description of what `model` names —
+    /// an inference profile, a provisioned throughput, an imported or custom model, or
+    /// (the rest) a foundation model.
     #[must_use]
     pub fn health_path(&self) -> String {
         let model = &self.model;
@@ -130,6 +134,12 @@ impl BedrockConfig {
             || model.contains(":application-inference-profile/");
         let what = if profile {
             "inference-profiles"
+        } else if model.contains(":provisioned-model/") {
+            "provisioned-model-throughput"
+        } else if model.contains(":imported-model/") {
+            "imported-models"
+        } else if model.contains(":custom-model/") {
+            "custom-models"
         } else {
             "foundation-models"
         };

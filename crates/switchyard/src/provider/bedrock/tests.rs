@@ -414,6 +414,27 @@ fn urls_encode_the_model_id_and_pick_the_health_resource() {
         arn.health_path(),
         "/inference-profiles/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Aapplication-inference-profile%2Fabc"
     );
+    for (arn, path) in [
+        (
+            "arn:aws:bedrock:us-east-1:123456789012:provisioned-model/abc",
+            "/provisioned-model-throughput/",
+        ),
+        (
+            "arn:aws:bedrock:us-east-1:123456789012:imported-model/xyz",
+            "/imported-models/",
+        ),
+        (
+            "arn:aws:bedrock:us-east-1:123456789012:custom-model/m/def",
+            "/custom-models/",
+        ),
+        (
+            "arn:aws:bedrock:us-east-1::foundation-model/amazon.nova-pro-v1:0",
+            "/foundation-models/",
+        ),
+    ] {
+        let config = BedrockConfig::new("us-east-1", arn);
+        assert!(config.health_path().starts_with(path), "{arn}");
+    }
     for (region, model) in [
         ("", "m"),
         ("US East", "m"),
