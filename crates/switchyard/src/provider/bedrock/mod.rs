@@ -4,8 +4,8 @@
 //!
 //! Owns [`BedrockConfig`], [`Bedrock::new`] and [`BedrockCodec`]; the body is `request.rs`,
 //! answers `reply.rs`, stream events `stream.rs` (read from AWS's binary event stream by
-//! [`super::eventstream`]), errors `classify.rs`, signing `sigv4.rs`, the shared
-//! credentials file `profile.rs`.
+//! [`super::eventstream`]), errors `classify.rs`, credentials `credentials.rs`, signing
+//! `sigv4.rs`, the shared credentials file `profile.rs`.
 //!
 //! URLs, from the region (`base_url` / `control_url` replace the roots, for a VPC endpoint
 //! or a test's mock):
@@ -30,6 +30,7 @@
 //! signs).
 
 pub mod classify;
+pub mod credentials;
 pub mod profile;
 mod reply;
 mod request;
@@ -42,7 +43,7 @@ use std::time::{Duration, SystemTime};
 use ::http::HeaderMap;
 
 pub use classify::classify;
-pub use sigv4::AwsCredentials;
+pub use credentials::AwsCredentials;
 pub use stream::Events;
 
 use super::codec::{Codec, Connection, Endpoints, Framing, HttpProvider};

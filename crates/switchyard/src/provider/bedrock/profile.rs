@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
-use super::sigv4::AwsCredentials;
+use super::credentials::AwsCredentials;
 use crate::provider::secret::Secret;
 
 /// How often, at most, a [`ProfileFile`] looks at its file again.

@@ -2,8 +2,7 @@
 //! its method, URL, headers and body hash, with the service name `bedrock` and the
 //! provider's region, at the provider's clock's time.
 //!
-//! Owns [`AwsCredentials`] (an access key id, a secret key, an optional session token) and
-//! [`SigV4`], the [`RequestSigner`] given to the HTTP provider: with fixed credentials, or
+//! Owns [`SigV4`], the [`RequestSigner`] given to the HTTP provider: with fixed credentials, or
 //! a profile file's as they are at each signature ([`ProfileFile`]). Signed: `host` (set here to
 //! exactly what the transport sends), `x-amz-date`, `x-amz-security-token` when there is a
 //! session token, and every header the request already carries (`accept`, configured
@@ -20,6 +19,7 @@ use aws_smithy_runtime_api::client::identity::Identity;
 use http::header::{HeaderName, HeaderValue, HOST};
 use http::HeaderMap;
 
+use super::credentials::AwsCredentials;
 use super::profile::ProfileFile;
 use crate::clock::Clock;
 use crate::error::{ErrorKind, ProviderError};
@@ -28,30 +28,6 @@ use crate::provider::sign::{RequestSigner, Signable};
 
 /// The SigV4 service name of Bedrock (runtime and control plane alike).
 pub const SERVICE: &str = "bedrock";
-
-/// An AWS credential.
-#[derive(Clone)]
-pub struct AwsCredentials {
-    /// The access key id (`AKIA…`, `ASIA…`): not secret, it names the key.
-    pub access_key_id: String,
-    /// The secret access key.
-    pub secret_access_key: Secret,
-    /// The session token of temporary credentials.
-    pub session_token: Option<Secret>,
-}
-
-impl std::fmt::Debug for AwsCredentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AwsCredentials")
-            .field("access_key_id", &self.access_key_id)
-            .field("secret_access_key", &"[redacted]")
-            .field(
-                "session_token",
-                &self.session_token.as_ref().map(|_| "[redacted]"),
-            )
-            .finish()
-    }
-}
 
 /// Signs requests in one region, with fixed credentials or a profile file's.
 #[derive(Debug)]
