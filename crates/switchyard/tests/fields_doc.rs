@@ -6,6 +6,7 @@
 
 use switchyard::chat::{Field, Support};
 use switchyard::provider::anthropic::AnthropicCodec;
+use switchyard::provider::bedrock::BedrockCodec;
 use switchyard::provider::codec::Codec;
 use switchyard::provider::gemini::GeminiCodec;
 use switchyard::provider::openai::responses::ResponsesCodec;
@@ -18,11 +19,12 @@ const END: &str = "<!-- matrix:end -->";
 type Declares = fn(Field) -> Support;
 
 fn matrix() -> String {
-    let vendors: [(&str, Declares); 4] = [
+    let vendors: [(&str, Declares); 5] = [
         ("OpenAI", <OpenAiCodec as Codec>::support),
         ("OpenAI Responses", <ResponsesCodec as Codec>::support),
         ("Anthropic", <AnthropicCodec as Codec>::support),
         ("Gemini", <GeminiCodec as Codec>::support),
+        ("Bedrock", <BedrockCodec as Codec>::support),
     ];
     let mut out = String::from("| field | advisory |");
     for (name, _) in &vendors {

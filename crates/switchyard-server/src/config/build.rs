@@ -200,6 +200,9 @@ fn provider(
     if matches!(prov.kind.as_str(), "azure" | "vertex") {
         return super::clouds::build(prov, env, transport, clock);
     }
+    if prov.kind == "bedrock" {
+        return super::bedrock::build(prov, env, transport, clock);
+    }
     let mut warning = None;
     let key = match resolve_key(prov) {
         Some(var) => match env(&var) {
@@ -245,7 +248,9 @@ fn spec(prov: &ProviderToml, provider: Arc<dyn Provider>) -> Result<ProviderSpec
     spec.probe_timeout = prov.probe_timeout.as_deref().map(duration).transpose()?;
     spec.price = price;
     spec.max_output_tokens = prov.price.and_then(|p| p.max_output_tokens);
-    spec.reasoning = prov.reasoning;
+    spec.reasoning = prov
+        .reasoning
+        .or_else(|| super::bedrock::default_reasoning(prov));
     Ok(spec)
 }
 

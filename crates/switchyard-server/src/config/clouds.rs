@@ -1,6 +1,7 @@
 //! The cloud kinds, `azure` (Azure OpenAI) and `vertex` (Google Vertex AI): their fields'
 //! checks (`validate`, with paths) and building their providers from the environment
-//! (`build`). The other kinds are `providers.rs`.
+//! (`build`); which field belongs to which cloud kind (`bedrock`'s too: its own checks and
+//! build are `bedrock.rs`). The other kinds are `providers.rs`.
 //!
 //! What is read from the environment, and what happens when it is missing:
 //! - `azure`: the key (`api_key_env`) or an Entra token (`token_env`): unset is a warning
@@ -31,7 +32,7 @@ use super::{duration, KeyLookup, Problems, ProviderToml};
 pub const DEFAULT_CREDENTIALS_ENV: &str = "GOOGLE_APPLICATION_CREDENTIALS";
 
 /// The fields of one kind only, and whether each is set.
-fn cloud_fields(prov: &ProviderToml) -> [(&'static str, &'static str, bool); 9] {
+fn cloud_fields(prov: &ProviderToml) -> [(&'static str, &'static str, bool); 15] {
     [
         ("endpoint", "azure", prov.endpoint.is_some()),
         ("deployment", "azure", prov.deployment.is_some()),
@@ -42,6 +43,24 @@ fn cloud_fields(prov: &ProviderToml) -> [(&'static str, &'static str, bool); 9] 
         ("location", "vertex", prov.location.is_some()),
         ("publisher", "vertex", prov.publisher.is_some()),
         ("credentials_env", "vertex", prov.credentials_env.is_some()),
+        ("region", "bedrock", prov.region.is_some()),
+        ("profile", "bedrock", prov.profile.is_some()),
+        (
+            "access_key_id_env",
+            "bedrock",
+            prov.access_key_id_env.is_some(),
+        ),
+        (
+            "secret_access_key_env",
+            "bedrock",
+            prov.secret_access_key_env.is_some(),
+        ),
+        (
+            "session_token_env",
+            "bedrock",
+            prov.session_token_env.is_some(),
+        ),
+        ("control_url", "bedrock", prov.control_url.is_some()),
     ]
 }
 
@@ -153,6 +172,7 @@ pub(super) fn validate(prov: &ProviderToml, at: &str, p: &mut Problems) {
             }
             env_name(p, "credentials_env", &prov.credentials_env);
         }
+        "bedrock" => super::bedrock::validate(prov, at, p),
         _ => {}
     }
 }

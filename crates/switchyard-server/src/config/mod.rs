@@ -8,6 +8,7 @@
 //! Building providers and the gateway from a valid config is `build`'s job.
 
 mod apis;
+mod bedrock;
 mod build;
 mod clouds;
 mod health;
@@ -98,12 +99,13 @@ pub fn duration(text: &str) -> Result<Duration, String> {
 }
 
 /// The provider kinds the server can build.
-pub const KINDS: [&str; 6] = [
+pub const KINDS: [&str; 7] = [
     "openai",
     "anthropic",
     "gemini",
     "azure",
     "vertex",
+    "bedrock",
     "simulated",
 ];
 

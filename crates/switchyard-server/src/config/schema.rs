@@ -88,7 +88,7 @@ pub struct ServerToml {
 pub struct ProviderToml {
     /// Unique name: breaker and ledger key.
     pub name: String,
-    /// `openai`, `anthropic`, `gemini`, `azure`, `vertex` or `simulated` (`openai` when a
+    /// `openai`, `anthropic`, `gemini`, `azure`, `vertex`, `bedrock` or `simulated` (`openai` when a
     /// `preset` is given).
     #[serde(default)]
     pub kind: String,
@@ -124,7 +124,8 @@ pub struct ProviderToml {
     pub supports_prefill: Option<bool>,
     /// Whether the model takes reasoning controls (`reasoning_effort`, and Anthropic's
     /// `thinking` translated to it). Default: `false` for a model the shipped price table
-    /// marks as not reasoning (gpt-4o, gpt-4.1, ...), else `true`. A provider whose model
+    /// marks as not reasoning (gpt-4o, gpt-4.1, ...) and for a `bedrock` model that is not
+    /// Claude, else `true`. A provider whose model
     /// does not reason is skipped for a request asking for reasoning, or answers without
     /// it on a route with `unsupported_fields = "drop"` (docs/fields.md).
     pub reasoning: Option<bool>,
@@ -172,6 +173,23 @@ pub struct ProviderToml {
     /// `vertex`: the environment variable holding the service-account key file's path
     /// (default `GOOGLE_APPLICATION_CREDENTIALS`).
     pub credentials_env: Option<String>,
+    /// `bedrock`: the AWS region (`us-east-1`).
+    pub region: Option<String>,
+    /// `bedrock`: a profile of the shared credentials file (`AWS_SHARED_CREDENTIALS_FILE`,
+    /// else `~/.aws/credentials`) to sign with, instead of the environment's keys.
+    pub profile: Option<String>,
+    /// `bedrock`: the environment variable holding the access key id (default
+    /// `AWS_ACCESS_KEY_ID`).
+    pub access_key_id_env: Option<String>,
+    /// `bedrock`: the environment variable holding the secret access key (default
+    /// `AWS_SECRET_ACCESS_KEY`).
+    pub secret_access_key_env: Option<String>,
+    /// `bedrock`: the environment variable holding a session token (default
+    /// `AWS_SESSION_TOKEN`; optional).
+    pub session_token_env: Option<String>,
+    /// `bedrock`: the control-plane root for the health check (default
+    /// `https://bedrock.{region}.amazonaws.com`).
+    pub control_url: Option<String>,
     /// Simulated: probability of failure per call.
     pub failure_rate: Option<f64>,
     /// Simulated: latency range in ms.

@@ -12,7 +12,7 @@ fn the_example_file_parses() {
     let text = include_str!("../../../../switchyard.example.toml");
     let config = parse(text, "switchyard.example.toml").unwrap();
     assert_eq!(config.routes.len(), 4);
-    assert_eq!(config.providers.len(), 9);
+    assert_eq!(config.providers.len(), 10);
     assert_eq!(config.routes[3].name, "openai/*");
     let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
     let route = built.gateway.route("openai/gpt-4.1-mini").unwrap();
@@ -142,7 +142,7 @@ fn every_problem_is_reported_at_once_with_its_path() {
     let expect = [
         "providers[0].timeout: \"soon\" is not a duration",
         "providers[1].name: provider \"gpt\" is defined twice",
-        "providers[1].kind: \"opneai\" is not one of openai, anthropic, gemini, azure, vertex, simulated",
+        "providers[1].kind: \"opneai\" is not one of openai, anthropic, gemini, azure, vertex, bedrock, simulated",
         "routes[1].providers[1]: no provider named \"claude\"",
         "routes[1].providers[2]: no provider named \"gtp\"",
         "routes[1].breaker.failure_threshold: must be at least 1",
@@ -274,7 +274,8 @@ fn the_example_file_builds_every_adapter_and_warns_of_missing_keys() {
             "openai",
             "gemini",
             "azure",
-            "vertex"
+            "vertex",
+            "bedrock"
         ]
     );
     let api = |name: &str| built.gateway.route(name).unwrap().api;
@@ -291,6 +292,10 @@ fn the_example_file_builds_every_adapter_and_warns_of_missing_keys() {
         .iter()
         .any(|w| w.contains("GOOGLE_APPLICATION_CREDENTIALS")));
     assert!(missing.iter().any(|w| w.contains("ANTHROPIC_API_KEY")));
+    assert!(built
+        .warnings
+        .iter()
+        .any(|w| w.contains("\"bedrock-claude\": no AWS credentials")));
     assert!(missing.iter().any(|w| w.contains("GEMINI_API_KEY")));
     assert!(built.warnings.iter().all(|w| !w.contains("sk-test")));
 }

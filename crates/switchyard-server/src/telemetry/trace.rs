@@ -3,19 +3,32 @@
 //! (`switchyard::state`'s Redis link).
 //!
 //! Owns the filter (`RUST_LOG`'s directives, [`DEFAULT_FILTER`] when unset) and installing
-//! the process-wide subscriber. It does not own the server's own stderr lines (startup,
+//! the process-wide subscriber. The filter always silences [`SILENCED`]: `aws-sigv4` traces
+//! the canonical request it signs, session token included, so no `RUST_LOG` may show it. It does not own the server's own stderr lines (startup,
 //! warnings, alerts), which are printed directly, nor the request log.
 
+use tracing_subscriber::filter::Directive;
 use tracing_subscriber::EnvFilter;
 
 /// The level shown when `RUST_LOG` is unset or empty.
 pub const DEFAULT_FILTER: &str = "info";
 
+/// A target whose events are never shown, whatever `RUST_LOG` says: Bedrock's signer
+/// (`aws-sigv4`) traces the canonical request, which holds the session token.
+pub const SILENCED: &str = "aws_sigv4";
+
 /// The filter `rust_log` (the value of `RUST_LOG`, if set) asks for, and a warning when
 /// it could not be used: directives that do not parse are replaced by [`DEFAULT_FILTER`].
+/// Directives naming [`SILENCED`] are dropped, and it is turned off.
 pub fn filter(rust_log: Option<&str>) -> (EnvFilter, Option<String>) {
-    let directives = rust_log.map(str::trim).filter(|d| !d.is_empty());
-    match directives.map(EnvFilter::try_new) {
+    let kept: Option<String> = rust_log.map(|d| {
+        d.split(',')
+            .filter(|directive| !directive.contains(SILENCED))
+            .collect::<Vec<_>>()
+            .join(",")
+    });
+    let directives = kept.as_deref().map(str::trim).filter(|d| !d.is_empty());
+    let (filter, warning) = match directives.map(EnvFilter::try_new) {
         None => (EnvFilter::new(DEFAULT_FILTER), None),
         Some(Ok(filter)) => (filter, None),
         Some(Err(e)) => (
@@ -25,7 +38,12 @@ pub fn filter(rust_log: Option<&str>) -> (EnvFilter, Option<String>) {
                 directives.unwrap_or_default()
             )),
         ),
-    }
+    };
+    let filter = match format!("{SILENCED}=off").parse::<Directive>() {
+        Ok(off) => filter.add_directive(off),
+        Err(_) => filter, // a constant that parses: unreachable
+    };
+    (filter, warning)
 }
 
 /// Install the process-wide subscriber: `RUST_LOG`'s filter, plain text on stderr (stdout
@@ -70,6 +88,36 @@ mod tests {
         assert_eq!(warning, None);
         let (filter, _) = super::filter(Some("error"));
         assert_eq!(filter.max_level_hint(), Some(LevelFilter::ERROR));
+    }
+
+    #[test]
+    fn the_sigv4_signer_is_never_shown_whatever_rust_log_asks() {
+        for rust_log in [
+            None,
+            Some("trace"),
+            Some("aws_sigv4=trace"),
+            Some("trace,aws_sigv4::http_request=trace"),
+        ] {
+            let (filter, _) = filter(rust_log);
+            let subscriber = tracing_subscriber::fmt().with_env_filter(filter).finish();
+            tracing::subscriber::with_default(subscriber, || {
+                assert!(
+                    !tracing::enabled!(
+                        target: "aws_sigv4::http_request::sign",
+                        tracing::Level::ERROR
+                    ),
+                    "{rust_log:?}"
+                );
+            });
+        }
+        let (filter, _) = filter(Some("trace,aws_sigv4=trace"));
+        let subscriber = tracing_subscriber::fmt().with_env_filter(filter).finish();
+        tracing::subscriber::with_default(subscriber, || {
+            assert!(tracing::enabled!(
+                target: "switchyard::state",
+                tracing::Level::TRACE
+            ));
+        });
     }
 
     #[test]

@@ -35,7 +35,17 @@ pub const PROXY_ENV: &[&str] = &[
 /// Ambient vendor keys a child must not inherit. With [`PROXY_ENV`] and every
 /// `SWITCHYARD_*` variable, these are scrubbed from `switchyard` children; tests set what
 /// they mean on the child.
-const VENDOR_KEYS: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"];
+const VENDOR_KEYS: &[&str] = &[
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    // Bedrock's credentials (and where a profile would come from)
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+];
 
 // ---------------------------------------------------------------- scratch directories
 

@@ -20,6 +20,8 @@
 //!   `kill -9` loses no answered request's line or spend;
 //! - `preflight.rs`: `check` refuses what `serve` refuses before listening, warns of
 //!   guessable keys; `keys new` refuses names that would break the TOML;
+//! - `bedrock.rs`: a `kind = "bedrock"` provider signed with credentials from the
+//!   environment, against a mock that verifies SigV4 and streams event-stream frames;
 //! - `health.rs`: a health check in flight is abandoned at shutdown;
 //! - `diagnostics.rs`: the library's `tracing` warnings on stderr, filtered by `RUST_LOG`;
 //! - `anthropic_sdk.rs`: the official `anthropic` Python SDK against the Messages dialect,
@@ -52,6 +54,7 @@ mod support;
 mod upstream;
 
 mod anthropic_sdk;
+mod bedrock;
 mod claude_code;
 mod codex;
 mod diagnostics;

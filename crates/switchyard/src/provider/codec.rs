@@ -17,11 +17,13 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::StreamExt as _;
 
+use super::eventstream::{self, EventStream};
 use super::http::{
-    self, redact, snippet, ConfigError, Endpoint, ErrorPolicy, HttpClient, HttpFailure,
+    self, redact, redact_all, snippet, ConfigError, Endpoint, ErrorPolicy, HttpClient, HttpFailure,
     HttpSettings, Transport, UpstreamResponse,
 };
 use super::secret::Secret;
+use super::sign::{RequestSigner, Signable};
 use super::sse::{self, Parsed, SseEvent, SseStream};
 use super::token::TokenSource;
 use super::{embeddings_unsupported, reply_as_chunk, ChunkStream, Provider};
@@ -50,6 +52,11 @@ pub trait Codec: std::fmt::Debug + Send + Sync + 'static {
     /// body of this kind (so the body, and its forwarded headers, still go on a
     /// continuation); otherwise such a request goes in the shared shape.
     const APPENDS_NATIVE_PREFILL: bool = false;
+
+    /// How this vendor frames a streamed answer: server-sent events (every vendor but
+    /// one), or AWS's binary event stream (Bedrock's ConverseStream, read by
+    /// [`super::eventstream`] into the same events).
+    const FRAMING: Framing = Framing::Sse;
 
     /// The model id this codec sends.
     fn model(&self) -> &str;
@@ -142,6 +149,26 @@ pub trait StreamEvents: Send + 'static {
     fn parse_event(&mut self, event: &SseEvent) -> Result<Parsed, ProviderError>;
 }
 
+/// How a vendor's streamed answers are framed on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// Server-sent events (`text/event-stream`).
+    Sse,
+    /// AWS's binary event stream (`application/vnd.amazon.eventstream`).
+    AwsEventStream,
+}
+
+impl Framing {
+    /// The `Accept` header of a streamed call.
+    #[must_use]
+    pub fn accept(self) -> &'static str {
+        match self {
+            Self::Sse => "text/event-stream",
+            Self::AwsEventStream => eventstream::MEDIA_TYPE,
+        }
+    }
+}
+
 /// Where a vendor's calls go.
 #[derive(Debug, Clone)]
 pub struct Endpoints {
@@ -188,6 +215,9 @@ pub struct HttpProvider<C> {
     /// `Authorization: Bearer …` after the configured headers and scrubbed from every
     /// error like the key; `None` for vendors whose key is fixed.
     bearer: Option<std::sync::Arc<dyn TokenSource>>,
+    /// Signs each request over its method, URL, headers and body (AWS SigV4), after every
+    /// other header is in; its secrets are scrubbed from every error like the key.
+    signer: Option<std::sync::Arc<dyn RequestSigner>>,
 }
 
 impl<C: Codec> HttpProvider<C> {
@@ -214,7 +244,7 @@ impl<C: Codec> HttpProvider<C> {
         let mut json_headers = headers.clone();
         http::insert_header(&mut json_headers, "accept", "application/json")?;
         let mut sse_headers = headers;
-        http::insert_header(&mut sse_headers, "accept", "text/event-stream")?;
+        http::insert_header(&mut sse_headers, "accept", C::FRAMING.accept())?;
         Ok(Self {
             http: transport.client(connection.http)?,
             errors: ErrorPolicy {
@@ -230,6 +260,7 @@ impl<C: Codec> HttpProvider<C> {
             usage_grace: connection.usage_grace,
             embeddings: None,
             bearer: None,
+            signer: None,
         })
     }
 
@@ -241,6 +272,35 @@ impl<C: Codec> HttpProvider<C> {
     pub fn with_bearer(mut self, source: std::sync::Arc<dyn TokenSource>) -> Self {
         self.bearer = Some(source);
         self
+    }
+
+    /// Builder: sign every request with `signer` (see [`RequestSigner`]), just before it
+    /// is sent; a failure to sign fails the call with the signer's error.
+    #[must_use]
+    pub fn with_signer(mut self, signer: std::sync::Arc<dyn RequestSigner>) -> Self {
+        self.signer = Some(signer);
+        self
+    }
+
+    /// `headers` made ready to send `body` to `url`: the bearer token in (when this
+    /// provider has a source), then the signature (when it has a signer).
+    async fn ready<'h>(
+        &self,
+        method: &str,
+        url: &Endpoint,
+        headers: std::borrow::Cow<'h, HeaderMap>,
+        body: &[u8],
+    ) -> Result<std::borrow::Cow<'h, HeaderMap>, ProviderError> {
+        let headers = self.authorized(headers).await?;
+        let Some(signer) = &self.signer else {
+            return Ok(headers);
+        };
+        let mut headers = headers.into_owned();
+        signer
+            .sign(Signable { method, url, body }, &mut headers)
+            .await
+            .map_err(|e| self.redact(e))?;
+        Ok(std::borrow::Cow::Owned(headers))
     }
 
     /// `headers` with the current bearer token in them, when this provider has a source.
@@ -295,13 +355,14 @@ impl<C: Codec> HttpProvider<C> {
         &self.json_headers
     }
 
-    /// Scrub the key (and the current bearer token) out of an error's text.
+    /// Scrub the key (the current bearer token, the signer's secrets) out of an error.
     fn redact(&self, error: ProviderError) -> ProviderError {
-        let error = self.errors.redact(error);
-        match self.bearer.as_ref().and_then(|b| b.current()) {
-            Some(token) => redact(Some(&token), error),
-            None => error,
-        }
+        scrub_all(
+            self.api_key.as_ref(),
+            self.bearer.as_ref(),
+            self.signer.as_ref(),
+            error,
+        )
     }
 
     /// A request's result checked by the vendor's rules, every error scrubbed.
@@ -345,7 +406,7 @@ impl<C: Codec> HttpProvider<C> {
             }
             _ => std::borrow::Cow::Borrowed(headers),
         };
-        let headers = self.authorized(headers).await?;
+        let headers = self.ready("POST", url, headers, &body).await?;
         let sent = self.http.post_json(url, &headers, body).await;
         self.checked(sent).await
     }
@@ -367,24 +428,39 @@ impl<C: Codec> HttpProvider<C> {
     }
 
     /// Events to chunks under the shared completion rule, errors scrubbed.
-    fn chunks<S>(&self, events: SseStream<S>, call: C::Call) -> ChunkStream
+    fn chunks<E>(&self, events: E, call: C::Call) -> ChunkStream
     where
-        S: futures_util::Stream<Item = Result<Bytes, ProviderError>> + Unpin + Send + 'static,
+        E: futures_util::Stream<Item = Result<SseEvent, ProviderError>> + Unpin + Send + 'static,
     {
         let mut parser = self.codec.events(call);
         let chunks = sse::into_chunks(events, self.usage_grace, move |e| parser.parse_event(e));
         let key = self.api_key.clone();
         let bearer = self.bearer.clone();
+        let signer = self.signer.clone();
         Box::pin(chunks.map(move |item| {
-            item.map_err(|e| {
-                let e = redact(key.as_ref(), e);
-                match bearer.as_ref().and_then(|b| b.current()) {
-                    Some(token) => redact(Some(&token), e),
-                    None => e,
-                }
-            })
+            item.map_err(|e| scrub_all(key.as_ref(), bearer.as_ref(), signer.as_ref(), e))
         }))
     }
+}
+
+/// `error` with every credential a provider holds scrubbed out — the key, the bearer token
+/// last handed out, the signer's secrets — before it is cut to length ([`redact_all`]).
+fn scrub_all(
+    key: Option<&Secret>,
+    bearer: Option<&std::sync::Arc<dyn TokenSource>>,
+    signer: Option<&std::sync::Arc<dyn RequestSigner>>,
+    error: ProviderError,
+) -> ProviderError {
+    if bearer.is_none() && signer.is_none() {
+        return redact(key, error);
+    }
+    let keys: Vec<Secret> = key
+        .cloned()
+        .into_iter()
+        .chain(bearer.and_then(|b| b.current()))
+        .chain(signer.map(|s| s.secrets()).unwrap_or_default())
+        .collect();
+    redact_all(&keys, error)
 }
 
 #[async_trait]
@@ -449,7 +525,11 @@ impl<C: Codec> Provider for HttpProvider<C> {
             _ => {}
         }
         let limit = response.max_body_bytes();
-        Ok(self.chunks(SseStream::new(response.into_byte_stream(), limit), call))
+        let bytes = response.into_byte_stream();
+        Ok(match C::FRAMING {
+            Framing::Sse => self.chunks(SseStream::new(bytes, limit), call),
+            Framing::AwsEventStream => self.chunks(EventStream::new(bytes, limit), call),
+        })
     }
 
     async fn embed(&self, req: &EmbeddingRequest) -> Result<EmbeddingReply, ProviderError> {
@@ -458,7 +538,12 @@ impl<C: Codec> Provider for HttpProvider<C> {
         };
         let body = self.codec.encode_embeddings(req)?;
         let headers = self
-            .authorized(std::borrow::Cow::Borrowed(&self.json_headers))
+            .ready(
+                "POST",
+                url,
+                std::borrow::Cow::Borrowed(&self.json_headers),
+                &body,
+            )
             .await?;
         let sent = self.http.post_json(url, &headers, body).await;
         let response = self.checked(sent).await?;
@@ -498,7 +583,9 @@ impl<C: Codec> Provider for HttpProvider<C> {
             })?;
         }
         let body = crate::provider::encode_body(&body)?;
-        let headers = self.authorized(std::borrow::Cow::Owned(headers)).await?;
+        let headers = self
+            .ready("POST", &url, std::borrow::Cow::Owned(headers), &body)
+            .await?;
         let sent = self.http.post_json(&url, &headers, body).await;
         let response = self.checked(sent).await?;
         let bytes = response.body().await.map_err(|e| self.redact(e))?;
@@ -519,7 +606,12 @@ impl<C: Codec> Provider for HttpProvider<C> {
     /// The vendor's free listing request: proves the key and the endpoint.
     async fn check_health(&self) -> Result<(), ProviderError> {
         let headers = self
-            .authorized(std::borrow::Cow::Borrowed(&self.json_headers))
+            .ready(
+                "GET",
+                &self.endpoints.health,
+                std::borrow::Cow::Borrowed(&self.json_headers),
+                &[],
+            )
             .await?;
         let sent = self.http.get(&self.endpoints.health, &headers).await;
         let response = self.checked(sent).await?;

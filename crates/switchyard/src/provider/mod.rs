@@ -10,13 +10,16 @@
 
 pub mod anthropic;
 pub mod azure;
+pub mod bedrock;
 pub mod codec;
 mod error_body;
+pub mod eventstream;
 pub mod gemini;
 pub mod http;
 pub mod openai;
 pub mod scripted;
 pub mod secret;
+pub mod sign;
 pub mod sse;
 pub mod token;
 pub mod vertex;

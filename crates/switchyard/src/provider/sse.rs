@@ -282,7 +282,8 @@ pub enum Parsed {
     Skip,
 }
 
-/// The chunks of a streamed completion, read from `events` with the adapter's `parse`.
+/// The chunks of a streamed completion, read from `events` (an [`SseStream`], or another
+/// framing's events: [`super::eventstream::EventStream`]) with the adapter's `parse`.
 ///
 /// The rule, for every vendor:
 /// - chunks with text or tool calls are yielded as they come; usage is taken off them and
@@ -295,9 +296,9 @@ pub enum Parsed {
 /// - before the finish signal: a `parse` error or transport error is yielded and ends the
 ///   stream; `Done` or the end of the body yields `Malformed` ("stream closed before the
 ///   finish signal"): a cut answer is never dressed as a complete one.
-pub fn into_chunks<S, F>(events: SseStream<S>, grace: Duration, parse: F) -> ChunkStream
+pub fn into_chunks<E, F>(events: E, grace: Duration, parse: F) -> ChunkStream
 where
-    S: Stream<Item = Result<Bytes, ProviderError>> + Unpin + Send + 'static,
+    E: Stream<Item = Result<SseEvent, ProviderError>> + Unpin + Send + 'static,
     F: FnMut(&SseEvent) -> Result<Parsed, ProviderError> + Send + 'static,
 {
     let driver = Driver {
@@ -319,8 +320,8 @@ where
 }
 
 /// The state of [`into_chunks`].
-struct Driver<S, F> {
-    events: SseStream<S>,
+struct Driver<E, F> {
+    events: E,
     parse: F,
     grace: Duration,
     /// The finish chunk waiting for usage, and when to stop waiting.
@@ -330,9 +331,9 @@ struct Driver<S, F> {
     ended: bool,
 }
 
-impl<S, F> Driver<S, F>
+impl<E, F> Driver<E, F>
 where
-    S: Stream<Item = Result<Bytes, ProviderError>> + Unpin,
+    E: Stream<Item = Result<SseEvent, ProviderError>> + Unpin,
     F: FnMut(&SseEvent) -> Result<Parsed, ProviderError>,
 {
     async fn next(&mut self) -> Option<Result<ChatChunk, ProviderError>> {

@@ -281,3 +281,33 @@ async fn openai_responses_asks_for_logprobs_with_include() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn bedrock_sends_what_converse_has_a_place_for() {
+    use switchyard::provider::codec::Codec;
+    let cases: Vec<Case> = vec![
+        (Field::ServiceTier, vec![]),
+        (
+            Field::ReasoningEffort,
+            vec![
+                (
+                    "/additionalModelRequestFields/thinking/type",
+                    json!("enabled"),
+                ),
+                (
+                    "/additionalModelRequestFields/thinking/budget_tokens",
+                    json!(2048),
+                ),
+            ],
+        ),
+        (Field::Metadata, vec![("/requestMetadata/team", json!("a"))]),
+        (Field::User, vec![("/requestMetadata/user", json!("u1"))]),
+        (Field::DeveloperRole, vec![]),
+    ];
+    check(
+        &crate::bedrock::Harness,
+        <switchyard::provider::bedrock::BedrockCodec as Codec>::support,
+        &cases,
+    )
+    .await;
+}

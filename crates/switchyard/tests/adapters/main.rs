@@ -18,6 +18,7 @@ mod suite;
 
 mod anthropic;
 mod azure;
+mod bedrock;
 mod count_tokens;
 mod embeddings;
 mod fields;
@@ -35,6 +36,7 @@ adapter_suite!(
     azure_responses_classic_suite,
     crate::azure::ResponsesClassicHarness
 );
+adapter_suite!(bedrock_suite, crate::bedrock::Harness);
 adapter_suite!(gemini_suite, crate::gemini::Harness);
 adapter_suite!(openai_suite, crate::openai::Harness);
 adapter_suite!(vertex_gemini_suite, crate::vertex::GeminiHarness);

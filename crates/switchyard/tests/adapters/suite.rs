@@ -39,7 +39,7 @@ use switchyard::{ChatRequest, ErrorKind, Provider, ProviderError};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::raw::{closed_port_uri, with_raw_sse};
+use crate::raw::{closed_port_uri, with_raw_server};
 
 /// The key every suite provider is configured with; no error may ever show it.
 pub const KEY: &str = "sk-suite-0123456789abcdef-SECRET";
@@ -84,6 +84,17 @@ pub trait VendorHarness: Sync {
     /// The vendor's error JSON for `status` carrying `message`. The suite also sends it as
     /// a stream event (`event: error` + `data: <it>`), which the adapter must classify.
     fn error_body(&self, status: u16, message: &str) -> Value;
+    /// A stream fixture (server-sent events text) as the vendor frames it on the wire: the
+    /// bytes and their media type. The default: the text as is, `text/event-stream`
+    /// (Bedrock's harness encodes each event as an AWS event-stream frame).
+    fn stream_body(&self, sse: &str) -> (Vec<u8>, &'static str) {
+        (sse.as_bytes().to_vec(), "text/event-stream")
+    }
+    /// Whether the vendor takes images by URL (Bedrock takes bytes, and refuses a web URL
+    /// before calling).
+    fn takes_image_urls(&self) -> bool {
+        true
+    }
 }
 
 /// A received request, vendor-neutral.
@@ -183,8 +194,10 @@ fn json_response(body: String) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_raw(body, "application/json")
 }
 
-fn sse_response(body: String) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
+/// A 200 carrying the stream fixture text `sse`, framed the vendor's way.
+fn stream_response<H: VendorHarness>(h: &H, sse: &str) -> ResponseTemplate {
+    let (body, media_type) = h.stream_body(sse);
+    ResponseTemplate::new(200).set_body_raw(body, media_type)
 }
 
 /// The only request the server received, after checking the call counts.
@@ -342,7 +355,8 @@ pub async fn multi_turn<H: VendorHarness>(h: &H) {
     );
 }
 
-/// Image parts (by URL and inline base64) travel with the text.
+/// Image parts (by URL and inline base64) travel with the text; a vendor that takes no
+/// image URLs refuses one before calling.
 pub async fn image_part<H: VendorHarness>(h: &H) {
     let url = ImageSource::Url {
         url: "https://example.com/paris.png".into(),
@@ -351,8 +365,30 @@ pub async fn image_part<H: VendorHarness>(h: &H) {
         media_type: "image/png".into(),
         data: "iVBORw0KGgoAAAANSUhEUg==".into(),
     };
+    let sources = if h.takes_image_urls() {
+        vec![url.clone(), inline.clone()]
+    } else {
+        let server = MockServer::start().await;
+        let mut message = Message::user("Which city is this?");
+        message.content.push(ContentPart::Image {
+            source: url.clone(),
+            detail: None,
+        });
+        let req = ChatRequest {
+            messages: vec![message],
+            ..ChatRequest::default()
+        };
+        let err = provider(h, &server).send(&req).await.unwrap_err();
+        assert_eq!(err.kind, ErrorKind::BadRequest, "{err}");
+        assert!(server
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .is_empty());
+        vec![inline.clone()]
+    };
     let mut message = Message::user("Which city is this?");
-    for source in [url.clone(), inline.clone()] {
+    for source in sources.clone() {
         message.content.push(ContentPart::Image {
             source,
             detail: None,
@@ -365,7 +401,7 @@ pub async fn image_part<H: VendorHarness>(h: &H) {
     let (_, view) = send_fixture(h, &req, "completion_text.json").await;
     assert_eq!(view.turns.len(), 1);
     assert_eq!(view.turns[0].text, "Which city is this?");
-    assert_eq!(view.turns[0].images, [url, inline]);
+    assert_eq!(view.turns[0].images, sources);
 }
 
 /// A tool call comes out; its result goes back in, tied to the call.
@@ -411,7 +447,7 @@ pub async fn streaming_with_usage<H: VendorHarness>(h: &H) {
         h,
         &server,
         true,
-        sse_response(fixture(h.vendor(), "stream_text.sse")),
+        stream_response(h, &fixture(h.vendor(), "stream_text.sse")),
     )
     .await;
     let stream = provider(h, &server)
@@ -431,7 +467,7 @@ pub async fn streaming_with_usage<H: VendorHarness>(h: &H) {
 /// The same stream delivered in 1–7 byte pieces (inside UTF-8 characters, between `\r`
 /// and `\n`) parses the same.
 pub async fn streaming_split_reads<H: VendorHarness>(h: &H) {
-    let body = fixture(h.vendor(), "stream_text.sse").into_bytes();
+    let (body, media_type) = h.stream_body(&fixture(h.vendor(), "stream_text.sse"));
     let mut pieces = Vec::new();
     let mut rest = body.as_slice();
     for size in (1..=7).cycle() {
@@ -442,7 +478,7 @@ pub async fn streaming_split_reads<H: VendorHarness>(h: &H) {
         pieces.push(piece.to_vec());
         rest = tail;
     }
-    let items = with_raw_sse(pieces, true, |uri| async move {
+    let items = with_raw_server(media_type, pieces, true, |uri| async move {
         let p = h.provider(&uri, Some(Secret::new(KEY)), clock());
         collect(p.stream(&ChatRequest::from_prompt(PROMPT)).await.unwrap()).await
     })
@@ -456,8 +492,8 @@ pub async fn streaming_split_reads<H: VendorHarness>(h: &H) {
 /// Finish and usage arrive, then nothing: no end marker, connection left open. The stream
 /// ends by itself (it must not wait for `[DONE]`).
 pub async fn streaming_ends_at_finish_without_done<H: VendorHarness>(h: &H) {
-    let body = fixture(h.vendor(), "stream_text_open.sse").into_bytes();
-    let items = with_raw_sse(vec![body], true, |uri| async move {
+    let (body, media_type) = h.stream_body(&fixture(h.vendor(), "stream_text_open.sse"));
+    let items = with_raw_server(media_type, vec![body], true, |uri| async move {
         let p = h.provider(&uri, Some(Secret::new(KEY)), clock());
         collect(p.stream(&ChatRequest::from_prompt(PROMPT)).await.unwrap()).await
     })
@@ -475,7 +511,7 @@ pub async fn streaming_tool_call<H: VendorHarness>(h: &H) {
         h,
         &server,
         true,
-        sse_response(fixture(h.vendor(), "stream_tool_call.sse")),
+        stream_response(h, &fixture(h.vendor(), "stream_tool_call.sse")),
     )
     .await;
     let mut req = ChatRequest::from_prompt("What's the weather in Paris?");
@@ -494,7 +530,7 @@ pub async fn stream_cut_before_finish_is_malformed<H: VendorHarness>(h: &H) {
         h,
         &server,
         true,
-        sse_response(fixture(h.vendor(), "stream_cut.sse")),
+        stream_response(h, &fixture(h.vendor(), "stream_cut.sse")),
     )
     .await;
     let stream = provider(h, &server)
@@ -608,7 +644,7 @@ pub async fn error_in_first_sse_event<H: VendorHarness>(h: &H) {
         .trim()
         .to_owned();
     let server = MockServer::start().await;
-    mount(h, &server, true, sse_response(body)).await;
+    mount(h, &server, true, stream_response(h, &body)).await;
     let stream = provider(h, &server)
         .stream(&ChatRequest::from_prompt(PROMPT))
         .await
@@ -654,7 +690,7 @@ pub async fn key_never_in_errors<H: VendorHarness>(h: &H) {
 
     let server = MockServer::start().await;
     let event = format!("event: error\ndata: {}\n\n", h.error_body(500, &echo));
-    mount(h, &server, true, sse_response(event)).await;
+    mount(h, &server, true, stream_response(h, &event)).await;
     let stream = provider(h, &server)
         .stream(&ChatRequest::from_prompt(PROMPT))
         .await

@@ -92,6 +92,12 @@ impl Endpoint {
         Ok(Self { url, uri, host })
     }
 
+    /// The `Host` header every request to this endpoint carries.
+    #[must_use]
+    pub fn host(&self) -> &HeaderValue {
+        &self.host
+    }
+
     /// The URL as text.
     #[must_use]
     pub fn as_str(&self) -> &str {

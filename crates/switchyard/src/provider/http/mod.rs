@@ -39,7 +39,9 @@ mod tests;
 
 pub use endpoint::{endpoint, insert_header, insert_secret_header, Endpoint};
 pub use response::{header, HttpFailure, UpstreamResponse};
-pub use scrub::{redact, snippet, truncate, Classify, ErrorPolicy, CODE_LIMIT, MESSAGE_LIMIT};
+pub use scrub::{
+    redact, redact_all, snippet, truncate, Classify, ErrorPolicy, CODE_LIMIT, MESSAGE_LIMIT,
+};
 
 use std::error::Error as StdError;
 use std::future::Future;

@@ -56,11 +56,18 @@ impl ErrorPolicy {
 /// `error` safe to show: `key` scrubbed from its message and vendor code (in every form
 /// [`Secret::scrub`] knows), and only then each cut to length ([`MESSAGE_LIMIT`],
 /// [`CODE_LIMIT`] characters), so a cut never leaves the start of a key behind. Every
-/// error an adapter returns passes through here, with or without a key.
+/// error an adapter returns passes through here (or [`redact_all`]), with or without a key.
 #[must_use]
-pub fn redact(key: Option<&Secret>, mut error: ProviderError) -> ProviderError {
-    error.message = scrubbed(key, &error.message, MESSAGE_LIMIT);
-    error.vendor_code = error.vendor_code.map(|c| scrubbed(key, &c, CODE_LIMIT));
+pub fn redact(key: Option<&Secret>, error: ProviderError) -> ProviderError {
+    redact_all(key.map(std::slice::from_ref).unwrap_or_default(), error)
+}
+
+/// [`redact`] for several credentials (a key, a bearer token, a signer's secrets): every
+/// one scrubbed before the one cut to length.
+#[must_use]
+pub fn redact_all(keys: &[Secret], mut error: ProviderError) -> ProviderError {
+    error.message = scrubbed(keys, &error.message, MESSAGE_LIMIT);
+    error.vendor_code = error.vendor_code.map(|c| scrubbed(keys, &c, CODE_LIMIT));
     error
 }
 
@@ -70,18 +77,17 @@ pub const MESSAGE_LIMIT: usize = 500;
 /// The longest vendor error code an adapter returns, in characters.
 pub const CODE_LIMIT: usize = 100;
 
-/// `text` scrubbed of `key`, then cut to `max` characters. Only its first
+/// `text` scrubbed of `keys`, then cut to `max` characters. Only its first
 /// [`ERROR_BODY_LIMIT`] bytes are read (a stream's error event may be megabytes): a key
 /// that limit cuts through is still removed, as a fragment.
-fn scrubbed(key: Option<&Secret>, text: &str, max: usize) -> String {
-    let text = head(text, ERROR_BODY_LIMIT);
-    match key {
-        Some(key) => truncate(&key.scrub(text), max),
-        None => truncate(text, max),
+fn scrubbed(keys: &[Secret], text: &str, max: usize) -> String {
+    let mut text = std::borrow::Cow::Borrowed(head(text, ERROR_BODY_LIMIT));
+    for key in keys {
+        text = std::borrow::Cow::Owned(key.scrub(&text));
     }
+    truncate(&text, max)
 }
 
-/// The longest start of `text` of at most `max` bytes that ends on a character boundary.
 fn head(text: &str, max: usize) -> &str {
     let mut end = max.min(text.len());
     while !text.is_char_boundary(end) {

@@ -1,0 +1,257 @@
+//! Bedrock through the proxy: a Chat Completions client, a `kind = "bedrock"` provider whose
+//! credentials come from the environment, and a mock Bedrock that recomputes every
+//! request's SigV4 signature with the test's credentials (refusing a wrong one with 403
+//! `InvalidSignatureException`) and streams real event-stream frames.
+
+use aws_credential_types::Credentials;
+use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
+use aws_sigv4::sign::v4;
+use aws_smithy_eventstream::frame::write_message_to;
+use aws_smithy_runtime_api::client::identity::Identity;
+use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
+use bytes::Bytes;
+use serde_json::{json, Value};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use crate::support::{
+    chat_body, route, sse_data, stream_body, streamed_text, Scratch, Server, ANSWER,
+};
+
+const REGION: &str = "eu-west-1";
+const MODEL: &str = "anthropic.claude-3-5-haiku-20241022-v1:0";
+const ACCESS_KEY_ID: &str = "AKIDE2EEXAMPLE000001";
+const SECRET: &str = "e2e/Secret+Access+Key-0123456789abcdefXYZ";
+const TOKEN: &str = "e2e-session-token-IQoJb3JpZ2luX2VjEHoaCXVz";
+
+/// Whether `request` carries the signature the test's credentials make.
+fn signed_right(request: &Request) -> bool {
+    let header = |name: &str| {
+        request
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let (Some(auth), Some(date)) = (header("authorization"), header("x-amz-date")) else {
+        return false;
+    };
+    let field = |name: &str| {
+        auth.split([' ', ','])
+            .find_map(|p| p.strip_prefix(name))
+            .map(str::to_owned)
+    };
+    let (Some(credential), Some(signed), Some(signature)) = (
+        field("Credential="),
+        field("SignedHeaders="),
+        field("Signature="),
+    ) else {
+        return false;
+    };
+    if credential
+        != format!(
+            "{ACCESS_KEY_ID}/{}/{REGION}/bedrock/aws4_request",
+            &date[..8]
+        )
+    {
+        return false;
+    }
+    let Some(time) = amz_date(&date) else {
+        return false;
+    };
+    let values: Vec<(String, String)> = signed
+        .split(';')
+        .filter_map(|name| Some((name.to_owned(), header(name)?)))
+        .collect();
+    let identity: Identity =
+        Credentials::new(ACCESS_KEY_ID, SECRET, Some(TOKEN.to_owned()), None, "e2e").into();
+    let params = v4::SigningParams::builder()
+        .identity(&identity)
+        .region(REGION)
+        .name("bedrock")
+        .time(time)
+        .settings(SigningSettings::default())
+        .build()
+        .unwrap()
+        .into();
+    let signable = SignableRequest::new(
+        request.method.as_str(),
+        request.url.as_str(),
+        values.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        SignableBody::Bytes(&request.body),
+    )
+    .unwrap();
+    let (_, computed) = sign(signable, &params).unwrap().into_parts();
+    computed == signature
+}
+
+/// `20261129T100000Z` as a time (the weekday httpdate wants is found by trying each).
+fn amz_date(date: &str) -> Option<std::time::SystemTime> {
+    let months = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let month = months.get(date.get(4..6)?.parse::<usize>().ok()?.checked_sub(1)?)?;
+    let text = |day: &str| {
+        format!(
+            "{day}, {} {month} {} {}:{}:{} GMT",
+            date.get(6..8)?,
+            date.get(0..4)?,
+            date.get(9..11)?,
+            date.get(11..13)?,
+            date.get(13..15)?
+        )
+        .into()
+    };
+    ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+        .iter()
+        .filter_map(|day| text(day))
+        .find_map(|t: String| httpdate::parse_http_date(&t).ok())
+}
+
+/// A Bedrock model endpoint: `answer` for a rightly signed request, else 403.
+struct Bedrock {
+    answer: ResponseTemplate,
+}
+
+impl Respond for Bedrock {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        if signed_right(request) {
+            return self.answer.clone();
+        }
+        ResponseTemplate::new(403)
+            .insert_header(
+                "x-amzn-ErrorType",
+                "InvalidSignatureException:http://internal.amazon.com/coral/com.amazon.coral.service/",
+            )
+            .set_body_json(json!({"message": "The request signature we calculated does not match the signature you provided."}))
+    }
+}
+
+fn frame(event: &str, payload: &Value) -> Vec<u8> {
+    let message = Message::new(Bytes::from(payload.to_string()))
+        .add_header(Header::new(
+            ":message-type",
+            HeaderValue::String("event".into()),
+        ))
+        .add_header(Header::new(
+            ":event-type",
+            HeaderValue::String(event.to_owned().into()),
+        ))
+        .add_header(Header::new(
+            ":content-type",
+            HeaderValue::String("application/json".into()),
+        ));
+    let mut out = Vec::new();
+    write_message_to(&message, &mut out).unwrap();
+    out
+}
+
+fn usage() -> Value {
+    json!({"inputTokens": 20, "outputTokens": 12, "totalTokens": 37, "cacheReadInputTokens": 5})
+}
+
+async fn bedrock_upstream() -> MockServer {
+    let upstream = MockServer::start().await;
+    let segment = MODEL.replace(':', "%3A");
+    let reply = json!({
+        "output": {"message": {"role": "assistant", "content": [{"text": ANSWER}]}},
+        "stopReason": "end_turn",
+        "usage": usage(),
+        "metrics": {"latencyMs": 120},
+    });
+    Mock::given(method("POST"))
+        .and(path(format!("/model/{segment}/converse")))
+        .respond_with(Bedrock {
+            answer: ResponseTemplate::new(200).set_body_json(reply),
+        })
+        .mount(&upstream)
+        .await;
+    let (head, tail) = ANSWER.split_at(10);
+    let mut stream = frame("messageStart", &json!({"role": "assistant"}));
+    for piece in [head, tail] {
+        stream.extend(frame(
+            "contentBlockDelta",
+            &json!({"contentBlockIndex": 0, "delta": {"text": piece}}),
+        ));
+    }
+    stream.extend(frame("contentBlockStop", &json!({"contentBlockIndex": 0})));
+    stream.extend(frame("messageStop", &json!({"stopReason": "end_turn"})));
+    stream.extend(frame(
+        "metadata",
+        &json!({"usage": usage(), "metrics": {"latencyMs": 99}}),
+    ));
+    Mock::given(method("POST"))
+        .and(path(format!("/model/{segment}/converse-stream")))
+        .respond_with(Bedrock {
+            answer: ResponseTemplate::new(200)
+                .set_body_raw(stream, "application/vnd.amazon.eventstream"),
+        })
+        .mount(&upstream)
+        .await;
+    upstream
+}
+
+fn config(uri: &str) -> String {
+    format!(
+        "[[providers]]\nname = \"bedrock\"\nkind = \"bedrock\"\nregion = \"{REGION}\"\nmodel = \"{MODEL}\"\nbase_url = \"{uri}\"\n\n{}",
+        route("smart", &["bedrock"], "")
+    )
+}
+
+#[tokio::test]
+async fn a_signed_plain_and_streamed_completion_through_the_proxy_is_priced() {
+    let upstream = bedrock_upstream().await;
+    let env = [
+        ("AWS_ACCESS_KEY_ID", ACCESS_KEY_ID),
+        ("AWS_SECRET_ACCESS_KEY", SECRET),
+        ("AWS_SESSION_TOKEN", TOKEN),
+    ];
+    let server = Server::start(
+        Scratch::new("e2e", "bedrock"),
+        &config(&upstream.uri()),
+        &env,
+    );
+    let reply = server.chat(&chat_body("smart", "Capital of France?")).await;
+    reply.expect_status(200);
+    let body = reply.json();
+    assert_eq!(body["choices"][0]["message"]["content"], ANSWER, "{body}");
+    assert_eq!(body["usage"]["prompt_tokens"], 25, "{body}");
+    assert_eq!(body["usage"]["completion_tokens"], 12, "{body}");
+    // the shipped Bedrock price of Claude 3.5 Haiku: $0.80 in, $0.08 cached, $4 out per
+    // MTok: 20 × 0.8 + 5 × 0.08 + 12 × 4 = 64.4 µ$
+    assert_eq!(reply.header("x-switchyard-cost-usd"), "0.0000644");
+    assert_eq!(reply.header("x-switchyard-provider"), "bedrock");
+
+    let reply = server
+        .chat(&stream_body("smart", "Capital of France?"))
+        .await;
+    reply.expect_status(200);
+    let events = sse_data(&reply.text);
+    assert_eq!(streamed_text(&events), ANSWER, "{}", reply.text);
+    let usage = events
+        .iter()
+        .filter_map(|e| serde_json::from_str::<Value>(e).ok())
+        .find_map(|v| v["usage"]["prompt_tokens"].as_u64());
+    assert_eq!(usage, Some(25), "{}", reply.text);
+}
+
+#[tokio::test]
+async fn a_wrong_secret_fails_as_auth_and_the_secret_is_never_shown() {
+    let upstream = bedrock_upstream().await;
+    let wrong = "e2e/WRONG+secret-key-0000000000000000000";
+    let env = [
+        ("AWS_ACCESS_KEY_ID", ACCESS_KEY_ID),
+        ("AWS_SECRET_ACCESS_KEY", wrong),
+        ("AWS_SESSION_TOKEN", TOKEN),
+    ];
+    let server = Server::start(
+        Scratch::new("e2e", "bedrock-wrong"),
+        &config(&upstream.uri()),
+        &env,
+    );
+    let reply = server.chat(&chat_body("smart", "Capital of France?")).await;
+    assert!(reply.status >= 400, "{}", reply.everything());
+    let text = reply.everything();
+    assert!(text.contains("auth"), "{text}");
+    assert!(!text.contains(wrong) && !text.contains(TOKEN), "{text}");
+}
