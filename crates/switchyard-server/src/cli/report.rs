@@ -301,6 +301,7 @@ mod tests {
             outcome,
             status: None,
             latency: Duration::from_millis(10),
+            start: None,
         }
     }
 

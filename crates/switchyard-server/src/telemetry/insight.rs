@@ -414,6 +414,7 @@ mod tests {
             outcome,
             status: None,
             latency: Duration::from_millis(ms),
+            start: None,
         }
     }
 

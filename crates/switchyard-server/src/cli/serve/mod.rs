@@ -27,6 +27,7 @@ use switchyard::clock::Clock;
 use switchyard::state::{MemoryState, RedisConfig, RedisState, SharedState};
 
 use crate::access::keys::KeyStore;
+use crate::config::telemetry::{LogFormat, TelemetryToml};
 use crate::config::{self, Config, Wiring, EMBEDDED_DEFAULT};
 use crate::shutdown::{self, Tasks};
 use crate::telemetry::insight::Insight;
@@ -78,8 +79,10 @@ pub fn load(path: Option<&std::path::Path>) -> Result<(Config, String), String> 
 ///
 /// # Errors
 /// Bad config, a refused listen address, or a socket that cannot be bound.
-pub fn run(args: &ServeArgs) -> Result<(), String> {
+pub fn run(args: &ServeArgs, log_format: Option<LogFormat>) -> Result<(), String> {
     let (config, source) = load(args.config.as_deref())?;
+    let configured = config.telemetry.as_ref().map(TelemetryToml::log_format);
+    crate::telemetry::trace::install(log_format.or(configured).unwrap_or_default());
     let rt =
         runtime(config.server.workers).map_err(|e| format!("cannot start the runtime: {e}"))?;
     let result = rt.block_on(serve(args, config, source));

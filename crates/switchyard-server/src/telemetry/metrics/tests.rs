@@ -26,6 +26,7 @@ fn attempt(provider: &str, outcome: Outcome, ms: u64) -> Attempt {
         outcome,
         status: None,
         latency: Duration::from_millis(ms),
+        start: None,
     }
 }
 

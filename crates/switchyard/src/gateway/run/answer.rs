@@ -67,6 +67,7 @@ impl Run {
             outcome: Outcome::Success,
             status: None,
             latency,
+            start: None,
         });
     }
 

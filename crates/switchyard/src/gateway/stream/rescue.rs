@@ -99,6 +99,7 @@ impl Live {
             },
             status: None,
             latency,
+            start: None,
         };
         self.run.record(attempt);
         self.mode = match rung {

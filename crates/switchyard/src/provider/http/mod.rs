@@ -349,9 +349,14 @@ impl HttpClient {
         body: Vec<u8>,
     ) -> Result<UpstreamResponse, ProviderError> {
         let mut request = self.request(http::Method::POST, url, headers, Bytes::from(body));
-        request
-            .headers_mut()
-            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let map = request.headers_mut();
+        map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        // the request id and trace context of the attempt in flight (`crate::propagate`)
+        crate::propagate::with_outbound(|name, value| {
+            if let Ok(value) = HeaderValue::from_str(value) {
+                map.insert(name, value);
+            }
+        });
         self.execute(request).await
     }
 
