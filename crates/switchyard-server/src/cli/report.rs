@@ -335,6 +335,10 @@ mod tests {
             latency_ms,
             ttft_ms: None,
             error: (status != 200).then(|| "all_failed".to_owned()),
+            trace_id: None,
+            span_id: None,
+            parent_span_id: None,
+            sampled: false,
         }
     }
 

@@ -14,6 +14,7 @@ use crate::http::origins::AllowedOrigins;
 use crate::telemetry::insight::Insight;
 use crate::telemetry::log::RequestLog;
 use crate::telemetry::metrics::Metrics;
+use crate::telemetry::otlp::Traces;
 
 /// Default largest request body.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -47,6 +48,9 @@ pub struct Shared {
     pub grace_over: CancellationToken,
     /// How long stored Responses API answers live and how large one may be.
     pub stored_responses: StoredResponses,
+    /// Trace export (`[telemetry] otlp_endpoint`); `None`: no spans are built, a client's
+    /// `traceparent` is only forwarded upstream.
+    pub traces: Option<Arc<Traces>>,
 }
 
 impl std::ops::Deref for AppState {
@@ -74,6 +78,7 @@ impl Shared {
             allowed_origins: AllowedOrigins::default(),
             grace_over: CancellationToken::new(),
             stored_responses: StoredResponses::default(),
+            traces: None,
         }
     }
 }

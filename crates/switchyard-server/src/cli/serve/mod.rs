@@ -30,9 +30,11 @@ use crate::access::keys::KeyStore;
 use crate::config::telemetry::{LogFormat, TelemetryToml};
 use crate::config::{self, Config, Wiring, EMBEDDED_DEFAULT};
 use crate::shutdown::{self, Tasks};
+use crate::telemetry::access::AccessLog;
 use crate::telemetry::insight::Insight;
 use crate::telemetry::log::RequestLog;
 use crate::telemetry::metrics::Metrics;
+use crate::telemetry::otlp::Traces;
 
 /// After the grace period: the longest shutdown still takes (final stream events,
 /// closing connections, flushing the request log).
@@ -163,13 +165,34 @@ pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result
     for w in &built.warnings {
         eprintln!("switchyard: warning: {w}");
     }
-    let log = match &config.server.request_log {
+    let mut log = match &config.server.request_log {
         Some(path) => RequestLog::open(path.as_ref(), tasks)
             .await
             .map_err(|e| format!("request log {path}: {e}"))?,
         None => RequestLog::disabled(),
     }
     .with_tap(insight.clone());
+    let telemetry = config.telemetry.clone().unwrap_or_default();
+    if telemetry.access_log == Some(true) {
+        let access = AccessLog::stdout(tasks).map_err(|e| format!("access log: {e}"))?;
+        log = log.with_tap(access);
+    }
+    let traces = match telemetry.otlp(&env)? {
+        Some(settings) => {
+            let kinds = config
+                .providers
+                .iter()
+                .map(|p| {
+                    let kind = if p.kind.is_empty() { "openai" } else { &p.kind };
+                    (p.name.clone(), kind.to_owned())
+                })
+                .collect();
+            let traces = Traces::start(&settings, kinds, tasks)?;
+            log = log.with_tap(traces.clone());
+            Some(traces)
+        }
+        None => None,
+    };
     Ok(AppState(Arc::new(Shared {
         gateway: built.gateway,
         keys: KeyStore::new(&config.keys),
@@ -184,6 +207,7 @@ pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result
         allowed_origins: crate::http::origins::AllowedOrigins::new(&config.server.allowed_origins),
         grace_over: CancellationToken::new(),
         stored_responses: crate::config::stored_responses(config),
+        traces,
     })))
 }
 
