@@ -1,11 +1,12 @@
-//! What a request carries to every upstream it calls: the W3C trace context and the
-//! caller's request id.
+//! What travels with every upstream call: out, the W3C trace context and the caller's
+//! request id; back, the upstream's rate-limit headroom.
 //!
 //! Owns [`TraceContext`] (a parsed `traceparent`, the request's own span and the span id
-//! each attempt gets) and [`Upstream`], what a caller hands the gateway in
-//! `CallOptions::upstream`. The attempt loop (`gateway/run/attempt.rs`) scopes each call
-//! with that attempt's headers; the HTTP transport (`provider/http`) adds them to the
-//! request it posts. It exports nothing: spans are built by the caller from the trail
+//! each attempt gets), [`Upstream`], what a caller hands the gateway in
+//! `CallOptions::upstream`, and [`Headroom`]. The attempt loop (`gateway/run/attempt.rs`)
+//! scopes each call with that attempt's headers; the HTTP transport (`provider/http`) adds
+//! them to the request it posts and notes the response's rate-limit headers, which the
+//! attempt loop reports to observers (`Observer::on_headroom`). It exports nothing: spans are built by the caller from the trail
 //! (each attempt's span id is [`TraceContext::attempt_span_id`] of its trail index).
 //! Depends on nothing else in the crate.
 
@@ -197,19 +198,101 @@ impl Outbound {
     }
 }
 
-tokio::task_local! {
-    /// The headers of the upstream call in flight on this task (set by the attempt loop).
-    static OUTBOUND: Outbound;
+/// What an upstream's response said is left of its rate limits (OpenAI's
+/// `x-ratelimit-remaining-requests` / `-tokens`; Anthropic's
+/// `anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-remaining`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Headroom {
+    /// Requests left in the window.
+    pub requests: Option<u64>,
+    /// Tokens left in the window.
+    pub tokens: Option<u64>,
+    /// Input tokens left (Anthropic).
+    pub input_tokens: Option<u64>,
+    /// Output tokens left (Anthropic).
+    pub output_tokens: Option<u64>,
 }
 
-/// Run `fut` with `headers` as the in-flight call's outbound headers.
-pub(crate) async fn scoped<F: std::future::Future>(headers: Outbound, fut: F) -> F::Output {
-    OUTBOUND.scope(headers, fut).await
+impl Headroom {
+    /// The headroom `headers` state; `None` when they state none.
+    #[must_use]
+    pub fn from_headers(headers: &http::HeaderMap) -> Option<Self> {
+        let num = |names: &[&str]| {
+            names.iter().find_map(|n| {
+                let v = headers.get(*n)?.to_str().ok()?;
+                v.trim().parse::<u64>().ok()
+            })
+        };
+        let h = Self {
+            requests: num(&[
+                "x-ratelimit-remaining-requests",
+                "anthropic-ratelimit-requests-remaining",
+            ]),
+            tokens: num(&[
+                "x-ratelimit-remaining-tokens",
+                "anthropic-ratelimit-tokens-remaining",
+            ]),
+            input_tokens: num(&["anthropic-ratelimit-input-tokens-remaining"]),
+            output_tokens: num(&["anthropic-ratelimit-output-tokens-remaining"]),
+        };
+        (h != Self::default()).then_some(h)
+    }
+
+    /// Each stated limit as (`requests` | `tokens` | `input_tokens` | `output_tokens`, left).
+    #[must_use]
+    pub fn each(&self) -> Vec<(&'static str, u64)> {
+        [
+            ("requests", self.requests),
+            ("tokens", self.tokens),
+            ("input_tokens", self.input_tokens),
+            ("output_tokens", self.output_tokens),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k, v)))
+        .collect()
+    }
+}
+
+/// The upstream call in flight on a task: its headers out, what came back.
+struct InFlight {
+    out: Outbound,
+    headroom: std::cell::Cell<Option<Headroom>>,
+}
+
+tokio::task_local! {
+    /// The upstream call in flight on this task (set by the attempt loop).
+    static CALL: InFlight;
+}
+
+/// Run `fut` with `headers` as the in-flight call's outbound headers; with the headroom
+/// its response stated, if any.
+pub(crate) async fn scoped<F: std::future::Future>(
+    headers: Outbound,
+    fut: F,
+) -> (F::Output, Option<Headroom>) {
+    let call = InFlight {
+        out: headers,
+        headroom: std::cell::Cell::new(None),
+    };
+    CALL.scope(call, async {
+        let out = fut.await;
+        (out, CALL.with(|c| c.headroom.get()))
+    })
+    .await
 }
 
 /// Call `f` with each outbound header of the call in flight on this task, if any.
 pub(crate) fn with_outbound(f: impl FnMut(&'static str, &str)) {
-    let _ = OUTBOUND.try_with(|o| o.each(f));
+    let _ = CALL.try_with(|c| c.out.each(f));
+}
+
+/// Note the rate-limit headroom a response's `headers` state, for the call in flight.
+pub(crate) fn note_headroom(headers: &http::HeaderMap) {
+    let _ = CALL.try_with(|c| {
+        if let Some(h) = Headroom::from_headers(headers) {
+            c.headroom.set(Some(h));
+        }
+    });
 }
 
 #[cfg(test)]
@@ -238,6 +321,42 @@ mod tests {
         }
         // a future version may append fields
         assert!(TraceParent::parse(&format!("01{}-later", &VALID[2..])).is_some());
+    }
+
+    #[test]
+    fn headroom_is_read_from_openai_and_anthropic_headers() {
+        let mut h = http::HeaderMap::new();
+        assert_eq!(Headroom::from_headers(&h), None);
+        h.insert("x-ratelimit-remaining-requests", "59".parse().unwrap());
+        h.insert("x-ratelimit-remaining-tokens", "149984".parse().unwrap());
+        let got = Headroom::from_headers(&h).unwrap();
+        assert_eq!(got.each(), vec![("requests", 59), ("tokens", 149_984)]);
+        let mut a = http::HeaderMap::new();
+        a.insert(
+            "anthropic-ratelimit-requests-remaining",
+            "49".parse().unwrap(),
+        );
+        a.insert(
+            "anthropic-ratelimit-input-tokens-remaining",
+            "30000".parse().unwrap(),
+        );
+        a.insert(
+            "anthropic-ratelimit-output-tokens-remaining",
+            "8000".parse().unwrap(),
+        );
+        a.insert(
+            "anthropic-ratelimit-tokens-remaining",
+            "not a number".parse().unwrap(),
+        );
+        let got = Headroom::from_headers(&a).unwrap();
+        assert_eq!(
+            got.each(),
+            vec![
+                ("requests", 49),
+                ("input_tokens", 30_000),
+                ("output_tokens", 8000)
+            ]
+        );
     }
 
     #[test]

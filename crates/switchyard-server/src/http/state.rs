@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::access::keys::KeyStore;
 use crate::http::origins::AllowedOrigins;
+use crate::telemetry::access::AccessLog;
 use crate::telemetry::insight::Insight;
 use crate::telemetry::log::RequestLog;
 use crate::telemetry::metrics::Metrics;
@@ -51,6 +52,8 @@ pub struct Shared {
     /// Trace export (`[telemetry] otlp_endpoint`); `None`: no spans are built, a client's
     /// `traceparent` is only forwarded upstream.
     pub traces: Option<Arc<Traces>>,
+    /// The stdout access log (`[telemetry] access_log`), for its dropped-line count.
+    pub access: Option<Arc<AccessLog>>,
 }
 
 impl std::ops::Deref for AppState {
@@ -79,6 +82,7 @@ impl Shared {
             grace_over: CancellationToken::new(),
             stored_responses: StoredResponses::default(),
             traces: None,
+            access: None,
         }
     }
 }

@@ -14,7 +14,8 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::support::{
-    chat_body, key_env, openai_provider, route, stream_body, Scratch, Server, ANSWER, FAST_RETRY,
+    chat_body, key_env, metric, openai_provider, route, stream_body, Scratch, Server, ANSWER,
+    FAST_RETRY,
 };
 use crate::upstream::{calls, error_response, ok_completion, ok_stream, sse, upstream};
 
@@ -316,7 +317,12 @@ async fn a_rescued_stream_is_its_broken_call_and_its_rescue() {
 
 #[tokio::test]
 async fn without_export_the_clients_traceparent_is_forwarded_unchanged() {
-    let up = upstream(ok_completion(ANSWER)).await;
+    let up = upstream(
+        ok_completion(ANSWER)
+            .insert_header("x-ratelimit-remaining-requests", "59")
+            .insert_header("x-ratelimit-remaining-tokens", "149984"),
+    )
+    .await;
     let config = format!(
         "{}{}",
         openai_provider("only", &up.uri(), ""),
@@ -342,6 +348,39 @@ async fn without_export_the_clients_traceparent_is_forwarded_unchanged() {
         .to_str()
         .unwrap()
         .starts_with("req_"));
+
+    // the upstream's rate-limit headroom, and the request by route and model
+    let text = server.get("/metrics", &[]).await.everything();
+    let expected: [(&str, &[(&str, &str)], f64); 4] = [
+        (
+            "switchyard_upstream_ratelimit_remaining",
+            &[("provider", "only"), ("limit", "requests")],
+            59.0,
+        ),
+        (
+            "switchyard_upstream_ratelimit_remaining",
+            &[("provider", "only"), ("limit", "tokens")],
+            149_984.0,
+        ),
+        (
+            "switchyard_key_requests_total",
+            &[
+                ("route", "smart"),
+                ("key", "none"),
+                ("model", "gpt-4o-mini"),
+                ("outcome", "answered"),
+            ],
+            1.0,
+        ),
+        ("switchyard_in_flight_requests", &[], 0.0),
+    ];
+    for (name, labels, value) in expected {
+        assert_eq!(
+            metric(&text, name, labels),
+            Some(value),
+            "{name} {labels:?} in\n{text}"
+        );
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -33,7 +33,7 @@ use crate::shutdown::{self, Tasks};
 use crate::telemetry::access::AccessLog;
 use crate::telemetry::insight::Insight;
 use crate::telemetry::log::RequestLog;
-use crate::telemetry::metrics::Metrics;
+use crate::telemetry::metrics::{Metrics, UsageLabels};
 use crate::telemetry::otlp::Traces;
 
 /// After the grace period: the longest shutdown still takes (final stream events,
@@ -152,7 +152,7 @@ async fn serve(args: &ServeArgs, config: Config, source: String) -> Result<(), S
 /// Build warnings go to stderr. Not ready (`/readyz`) until the caller says so; drive it
 /// with `crate::http::app`, in process or behind the edge.
 pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result<AppState, String> {
-    let metrics = Arc::new(Metrics::new());
+    let metrics = Arc::new(Metrics::with_usage_labels(usage_labels(config)));
     let env = |name: &str| std::env::var(name).ok();
     let store = state_store(config, clock, tasks).await?;
     let insight = Arc::new(Insight::new(clock));
@@ -171,12 +171,16 @@ pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result
             .map_err(|e| format!("request log {path}: {e}"))?,
         None => RequestLog::disabled(),
     }
-    .with_tap(insight.clone());
+    .with_tap(insight.clone())
+    .with_tap(metrics.clone());
     let telemetry = config.telemetry.clone().unwrap_or_default();
-    if telemetry.access_log == Some(true) {
+    let access = if telemetry.access_log == Some(true) {
         let access = AccessLog::stdout(tasks).map_err(|e| format!("access log: {e}"))?;
-        log = log.with_tap(access);
-    }
+        log = log.with_tap(access.clone());
+        Some(access)
+    } else {
+        None
+    };
     let traces = match telemetry.otlp(&env)? {
         Some(settings) => {
             let kinds = config
@@ -208,7 +212,21 @@ pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result
         grace_over: CancellationToken::new(),
         stored_responses: crate::config::stored_responses(config),
         traces,
+        access,
     })))
+}
+
+/// The names `/metrics` may use as route, key and model labels: the config's.
+fn usage_labels(config: &Config) -> UsageLabels {
+    UsageLabels {
+        routes: config.routes.iter().map(|r| r.name.clone()).collect(),
+        keys: config.keys.iter().map(|k| k.name.clone()).collect(),
+        models: config
+            .providers
+            .iter()
+            .map(|p| (p.name.clone(), p.model.clone().unwrap_or_default()))
+            .collect(),
+    }
 }
 
 /// Serve until the signal, then shut down: not ready, idle connections closed, in-flight

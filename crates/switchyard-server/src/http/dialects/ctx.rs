@@ -69,6 +69,7 @@ impl Ctx {
     /// A request that has just arrived.
     pub(crate) fn new(state: &AppState, api: &'static str, headers: &HeaderMap) -> Self {
         let clock = *state.gateway.clock();
+        state.metrics.request_started();
         Self {
             id: request_id(headers),
             api,

@@ -82,7 +82,14 @@ impl Run {
             } else {
                 // the call's headers name the span of the trail entry it will become
                 let headers = self.upstream.headers(self.attempts.len());
-                crate::propagate::scoped(headers, self.attempt(slot, call, limits)).await
+                let (result, headroom) =
+                    crate::propagate::scoped(headers, self.attempt(slot, call, limits)).await;
+                if let Some(h) = headroom {
+                    for o in &self.gw.inner.observers {
+                        o.on_headroom(&slot.spec.name, &h);
+                    }
+                }
+                result
             };
             let latency = self.gw.inner.clock.now() - started;
             let err = match result {
