@@ -22,7 +22,7 @@ pub struct Cli {
     /// Diagnostics on stderr as text lines or JSON objects (default: `[telemetry]
     /// log_format`, else text).
     #[arg(long, global = true, value_enum)]
-    pub log_format: Option<crate::config::telemetry::LogFormat>,
+    pub log_format: Option<crate::telemetry::trace::LogFormat>,
 }
 
 /// The subcommands.

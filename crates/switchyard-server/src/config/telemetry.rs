@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::Problems;
+pub use crate::telemetry::otlp::OtlpSettings;
+pub use crate::telemetry::trace::LogFormat;
 
 /// Spans waiting for export by default; past it spans are dropped and counted.
 pub const DEFAULT_OTLP_QUEUE: usize = 2048;
@@ -38,31 +40,6 @@ pub struct TelemetryToml {
     pub sampling_ratio: Option<f64>,
     /// Spans waiting for export (default 2,048); past it spans are dropped and counted.
     pub otlp_queue: Option<usize>,
-}
-
-/// Diagnostics on stderr: text lines or JSON objects.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormat {
-    /// `tracing`'s plain text lines.
-    #[default]
-    Text,
-    /// One JSON object per line, with the request's span fields (`request_id`, `trace_id`).
-    Json,
-}
-
-/// Where and how traces are exported.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OtlpSettings {
-    /// The full traces URL (`.../v1/traces`).
-    pub endpoint: String,
-    /// Header name and value (from the environment).
-    pub headers: Vec<(String, String)>,
-    /// `service.name`.
-    pub service_name: String,
-    /// Share of new traces sampled.
-    pub sampling_ratio: f64,
-    /// Spans waiting for export.
-    pub queue: usize,
 }
 
 impl TelemetryToml {

@@ -17,7 +17,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::http::HeaderMap;
 use opentelemetry::trace::{
@@ -31,7 +31,6 @@ use switchyard::observe::{Attempt, Outcome};
 use switchyard::propagate::{TraceContext, TraceParent};
 use tokio::sync::mpsc;
 
-use crate::config::telemetry::OtlpSettings;
 use crate::shutdown::Tasks;
 use crate::telemetry::log::{LogEntry, LogTap};
 
@@ -41,6 +40,21 @@ const MAX_BATCH: usize = 256;
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest `tracestate` forwarded (the W3C limit is 512 characters).
 const MAX_TRACESTATE: usize = 512;
+
+/// Where and how traces are exported.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtlpSettings {
+    /// The full traces URL (`.../v1/traces`).
+    pub endpoint: String,
+    /// Header name and value (from the environment).
+    pub headers: Vec<(String, String)>,
+    /// `service.name`.
+    pub service_name: String,
+    /// Share of new traces sampled.
+    pub sampling_ratio: f64,
+    /// Spans waiting for export.
+    pub queue: usize,
+}
 
 /// The trace a request belongs to: what its upstream calls carry and its log line names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -304,102 +318,122 @@ fn spans(
     ) else {
         return Vec::new();
     };
-    let ctx = TraceContext {
-        trace_id,
-        span_id,
-        sampled: true,
-        own_spans: true,
-        tracestate: None,
+    let b = Builder {
+        ctx: TraceContext {
+            trace_id,
+            span_id,
+            sampled: true,
+            own_spans: true,
+            tracestate: None,
+        },
+        start: UNIX_EPOCH + Duration::from_millis(e.time_ms),
+        op: operation(&e.api),
+        kinds,
+        scope,
     };
-    let start = UNIX_EPOCH + Duration::from_millis(e.time_ms);
-    let end = start + Duration::from_secs_f64(e.latency_ms.max(0.0) / 1000.0);
-    let op = operation(&e.api);
-    let kind_of = |provider: &str| -> String {
-        kinds
-            .get(provider)
+    let mut out = vec![b.root(e)];
+    b.calls(e, &mut out);
+    out
+}
+
+/// What every span of one request shares.
+struct Builder<'a> {
+    /// The request's trace and span.
+    ctx: TraceContext,
+    /// When the request arrived.
+    start: SystemTime,
+    op: &'static str,
+    kinds: &'a HashMap<String, String>,
+    scope: &'a InstrumentationScope,
+}
+
+impl Builder<'_> {
+    /// `gen_ai.provider.name` of a configured provider.
+    fn kind_of(&self, provider: &str) -> String {
+        (self.kinds.get(provider))
             .map_or("unknown", |k| genai_provider(k))
             .to_owned()
-    };
-    let span = |id: [u8; 8], parent: Option<[u8; 8]>, kind, name: String| SpanData {
-        span_context: SpanContext::new(
-            TraceId::from_bytes(trace_id),
-            SpanId::from_bytes(id),
-            TraceFlags::SAMPLED,
-            false,
-            TraceState::default(),
-        ),
-        parent_span_id: parent.map_or(SpanId::INVALID, SpanId::from_bytes),
-        parent_span_is_remote: false,
-        span_kind: kind,
-        name: Cow::Owned(name),
-        start_time: start,
-        end_time: end,
-        attributes: Vec::new(),
-        dropped_attributes_count: 0,
-        events: SpanEvents::default(),
-        links: SpanLinks::default(),
-        status: Status::Unset,
-        instrumentation_scope: scope.clone(),
-    };
-
-    let mut root = span(span_id, None, SpanKind::Server, format!("{op} {}", e.route));
-    root.parent_span_id = e
-        .parent_span_id
-        .as_deref()
-        .and_then(unhex::<8>)
-        .map_or(SpanId::INVALID, SpanId::from_bytes);
-    root.parent_span_is_remote = root.parent_span_id != SpanId::INVALID;
-    root.attributes = request_attributes(e, op, &kind_of);
-    if let Some(error) = &e.error {
-        root.status = Status::error(error.clone());
     }
-    let mut out = vec![root];
-    let mut previous: Option<(usize, &Attempt)> = None;
-    for (i, a) in e.attempts.iter().enumerate() {
-        let at = start + a.start.unwrap_or_default();
-        if !a.was_called() {
-            out[0].events.events.push(Event::new(
-                "switchyard.skip",
-                at,
-                vec![
+
+    fn span(&self, id: [u8; 8], kind: SpanKind, name: String, start: SystemTime) -> SpanData {
+        SpanData {
+            span_context: SpanContext::new(
+                TraceId::from_bytes(self.ctx.trace_id),
+                SpanId::from_bytes(id),
+                TraceFlags::SAMPLED,
+                false,
+                TraceState::default(),
+            ),
+            parent_span_id: SpanId::from_bytes(self.ctx.span_id),
+            parent_span_is_remote: false,
+            span_kind: kind,
+            name: Cow::Owned(name),
+            start_time: start,
+            end_time: start,
+            attributes: Vec::new(),
+            dropped_attributes_count: 0,
+            events: SpanEvents::default(),
+            links: SpanLinks::default(),
+            status: Status::Unset,
+            instrumentation_scope: self.scope.clone(),
+        }
+    }
+
+    /// The request's span: the client's span as parent, the stream commit as an event.
+    fn root(&self, e: &LogEntry) -> SpanData {
+        let name = format!("{} {}", self.op, e.route);
+        let mut root = self.span(self.ctx.span_id, SpanKind::Server, name, self.start);
+        root.end_time = self.start + Duration::from_secs_f64(e.latency_ms.max(0.0) / 1000.0);
+        root.parent_span_id = (e.parent_span_id.as_deref())
+            .and_then(unhex::<8>)
+            .map_or(SpanId::INVALID, SpanId::from_bytes);
+        root.parent_span_is_remote = root.parent_span_id != SpanId::INVALID;
+        root.attributes = request_attributes(e, self.op, &|p| self.kind_of(p));
+        if let Some(error) = &e.error {
+            root.status = Status::error(error.clone());
+        }
+        if let Some(ttft) = e.ttft_ms {
+            let at = self.start + Duration::from_secs_f64(ttft.max(0.0) / 1000.0);
+            let commit = Event::new("switchyard.stream.commit", at, Vec::new(), 0);
+            root.events.events.push(commit);
+        }
+        root
+    }
+
+    /// A span per upstream call after `out`'s request span; skips become its events.
+    fn calls(&self, e: &LogEntry, out: &mut Vec<SpanData>) {
+        let mut previous: Option<(usize, &Attempt)> = None;
+        for (i, a) in e.attempts.iter().enumerate() {
+            let at = self.start + a.start.unwrap_or_default();
+            if !a.was_called() {
+                let what = vec![
                     KeyValue::new("switchyard.provider", a.provider.clone()),
                     KeyValue::new("switchyard.outcome", a.outcome.label()),
-                ],
-                0,
-            ));
-            continue;
-        }
-        // a rescued stream's finish is the end of its rescue call, not another call
-        if let (Outcome::Success, Some((j, p))) = (&a.outcome, previous) {
-            if matches!(p.outcome, Outcome::Rescue { .. }) && p.provider == a.provider {
-                out[j].end_time = at + a.latency;
+                ];
+                out[0]
+                    .events
+                    .events
+                    .push(Event::new("switchyard.skip", at, what, 0));
                 continue;
             }
+            // a rescued stream's finish is the end of its rescue call, not another call
+            if let (Outcome::Success, Some((j, p))) = (&a.outcome, previous) {
+                if matches!(p.outcome, Outcome::Rescue { .. }) && p.provider == a.provider {
+                    out[j].end_time = at + a.latency;
+                    continue;
+                }
+            }
+            let name = format!("{} {}", self.op, a.model);
+            let mut s = self.span(self.ctx.attempt_span_id(i), SpanKind::Client, name, at);
+            s.end_time = at + a.latency;
+            s.attributes = attempt_attributes(a, self.op, &|p| self.kind_of(p));
+            if let Outcome::Failed { kind, .. } = &a.outcome {
+                s.status = Status::error(kind.to_string());
+            }
+            out.push(s);
+            previous = Some((out.len() - 1, a));
         }
-        let name = format!("{op} {}", a.model);
-        let mut s = span(
-            ctx.attempt_span_id(i),
-            Some(span_id),
-            SpanKind::Client,
-            name,
-        );
-        s.start_time = at;
-        s.end_time = at + a.latency;
-        s.attributes = attempt_attributes(a, op, &kind_of);
-        if let Outcome::Failed { kind, .. } = &a.outcome {
-            s.status = Status::error(kind.to_string());
-        }
-        out.push(s);
-        previous = Some((out.len() - 1, a));
     }
-    if let Some(ttft) = e.ttft_ms {
-        let at = start + Duration::from_secs_f64(ttft.max(0.0) / 1000.0);
-        out[0]
-            .events
-            .events
-            .push(Event::new("switchyard.stream.commit", at, Vec::new(), 0));
-    }
-    out
 }
 
 /// The request span's attributes (GenAI conventions, then switchyard's own).

@@ -9,7 +9,15 @@
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::EnvFilter;
 
-pub use crate::config::telemetry::LogFormat;
+/// Diagnostics on stderr: text lines or JSON objects.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// `tracing`'s plain text lines.
+    #[default]
+    Text,
+    /// One JSON object per line, with the request's span fields (`request_id`, `trace_id`).
+    Json,
+}
 
 /// The level shown when `RUST_LOG` is unset or empty.
 pub const DEFAULT_FILTER: &str = "info";

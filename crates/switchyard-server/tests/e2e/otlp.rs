@@ -351,7 +351,7 @@ async fn without_export_the_clients_traceparent_is_forwarded_unchanged() {
 
     // the upstream's rate-limit headroom, and the request by route and model
     let text = server.get("/metrics", &[]).await.everything();
-    let expected: [(&str, &[(&str, &str)], f64); 4] = [
+    let expected: [Expected; 4] = [
         (
             "switchyard_upstream_ratelimit_remaining",
             &[("provider", "only"), ("limit", "requests")],
@@ -382,6 +382,9 @@ async fn without_export_the_clients_traceparent_is_forwarded_unchanged() {
         );
     }
 }
+
+/// A metric's name, labels and value.
+type Expected = (&'static str, &'static [(&'static str, &'static str)], f64);
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()

@@ -27,7 +27,7 @@ use switchyard::clock::Clock;
 use switchyard::state::{MemoryState, RedisConfig, RedisState, SharedState};
 
 use crate::access::keys::KeyStore;
-use crate::config::telemetry::{LogFormat, TelemetryToml};
+use crate::config::telemetry::TelemetryToml;
 use crate::config::{self, Config, Wiring, EMBEDDED_DEFAULT};
 use crate::shutdown::{self, Tasks};
 use crate::telemetry::access::AccessLog;
@@ -35,6 +35,7 @@ use crate::telemetry::insight::Insight;
 use crate::telemetry::log::RequestLog;
 use crate::telemetry::metrics::{Metrics, UsageLabels};
 use crate::telemetry::otlp::Traces;
+use crate::telemetry::trace::LogFormat;
 
 /// After the grace period: the longest shutdown still takes (final stream events,
 /// closing connections, flushing the request log).
