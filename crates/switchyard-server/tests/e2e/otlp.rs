@@ -14,8 +14,8 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::support::{
-    chat_body, key_env, metric, openai_provider, route, stream_body, Scratch, Server, ANSWER,
-    FAST_RETRY,
+    chat_body, eventually, key_env, metric, openai_provider, route, stream_body, Scratch, Server,
+    ANSWER, FAST_RETRY,
 };
 use crate::upstream::{calls, error_response, ok_completion, ok_stream, sse, upstream};
 
@@ -381,6 +381,54 @@ async fn without_export_the_clients_traceparent_is_forwarded_unchanged() {
             "{name} {labels:?} in\n{text}"
         );
     }
+}
+
+#[tokio::test]
+async fn a_collector_that_is_down_costs_dropped_spans_and_a_json_warning_not_requests() {
+    let up = upstream(ok_completion(ANSWER)).await;
+    // a port nothing listens on
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let config = format!(
+        "{}{}[telemetry]\nlog_format = \"json\"\notlp_endpoint = \"http://{closed}\"\n",
+        openai_provider("only", &up.uri(), ""),
+        route("smart", &["only"], ""),
+    );
+    let server = Server::start(Scratch::new("e2e", "otlp-down"), &config, &key_env());
+    for _ in 0..3 {
+        server
+            .chat(&chat_body("smart", "hello"))
+            .await
+            .expect_status(200);
+    }
+    eventually("the export's warning", || {
+        server.output().contains("OTLP export failed")
+    })
+    .await;
+    let output = server.output();
+    let warning: Value = output
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| {
+            v["fields"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("OTLP export failed"))
+        })
+        .unwrap_or_else(|| panic!("no JSON warning in\n{output}"));
+    assert_eq!(warning["level"], "WARN");
+    assert!(warning["timestamp"].is_string());
+    let text = server.get("/metrics", &[]).await.everything();
+    let dropped = metric(&text, "switchyard_otlp_spans_dropped_total", &[]).unwrap();
+    assert!(
+        dropped >= 2.0,
+        "a request span and its call, at least: {dropped}"
+    );
+    assert_eq!(
+        metric(&text, "switchyard_otlp_spans_exported_total", &[]),
+        Some(0.0)
+    );
 }
 
 /// A metric's name, labels and value.
