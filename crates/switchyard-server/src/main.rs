@@ -1,5 +1,6 @@
 //! The `switchyard` binary: parses the command line, installs the diagnostics subscriber
-//! (`RUST_LOG`, default `info`, on stderr) and hands off to the subcommand.
+//! (`RUST_LOG`, default `info`, on stderr; `serve` installs its own, after reading its
+//! config) and hands off to the subcommand.
 //!
 //! Owns only the exit code; the CLI's shape and every subcommand live in the
 //! `switchyard_server` library (`switchyard_server::cli`), whose errors `main` prints to stderr.
@@ -12,7 +13,10 @@ use switchyard_server::telemetry::trace;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    trace::install();
+    // `serve` installs it once its config (and `[telemetry] log_format`) is read
+    if !matches!(cli.command, cli::Command::Serve(_)) {
+        trace::install(cli.log_format.unwrap_or_default());
+    }
     match cli::run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -24,6 +24,7 @@
 //! - [`provider`] — the `Provider` trait; the HTTP transport, SSE parser and `Secret`; the
 //!   OpenAI, Anthropic and Gemini adapters; the scripted provider of tests.
 //! - [`observe`] — usage overruns, observers, the ledger.
+//! - [`propagate`] — what every upstream call carries: W3C trace context, the request id.
 //! - [`gateway`] — the only place that knows the step order; health snapshots.
 //! - [`blocking`] — a blocking wrapper for callers without a runtime.
 //!
@@ -61,6 +62,7 @@ pub mod gateway;
 pub mod health;
 pub mod money;
 pub mod observe;
+pub mod propagate;
 pub mod provider;
 pub mod ratelimit;
 pub mod retry;

@@ -117,6 +117,15 @@ pub struct Attempt {
     /// How long the try took (zero for skips).
     #[serde(with = "duration_ms_f64", rename = "latency_ms")]
     pub latency: Duration,
+    /// When the try began (a skip: when it was made), in ms after the gateway started the
+    /// request; set when the entry is recorded. Spans are placed by it.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "opt_duration_ms_f64",
+        rename = "start_ms"
+    )]
+    pub start: Option<Duration>,
 }
 
 impl Attempt {
@@ -133,6 +142,7 @@ impl Attempt {
             },
             status: None,
             latency: Duration::ZERO,
+            start: None,
         }
     }
 
@@ -155,5 +165,24 @@ pub(crate) mod duration_ms_f64 {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let ms = f64::deserialize(d)?;
         Ok(Duration::from_secs_f64(ms.max(0.0) / 1000.0))
+    }
+}
+
+/// An optional duration as fractional milliseconds (absent when `None`).
+mod opt_duration_ms_f64 {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    #[allow(clippy::ref_option)] // serde's `with` hands us `&Option<T>`
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => super::duration_ms_f64::serialize(d, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let ms = Option::<f64>::deserialize(d)?;
+        Ok(ms.map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0)))
     }
 }

@@ -103,7 +103,10 @@ pub async fn admit(
         })
         .into_iter()
         .collect();
-    Ok(CallOptions { budgets })
+    Ok(CallOptions {
+        budgets,
+        ..CallOptions::default()
+    })
 }
 
 /// Count the tokens a call used against the key's `tpm`. The count saturates: huge

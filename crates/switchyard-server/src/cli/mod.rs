@@ -19,6 +19,10 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// Diagnostics on stderr as text lines or JSON objects (default: `[telemetry]
+    /// log_format`, else text).
+    #[arg(long, global = true, value_enum)]
+    pub log_format: Option<crate::telemetry::trace::LogFormat>,
 }
 
 /// The subcommands.
@@ -51,7 +55,7 @@ pub enum KeysCommand {
 /// Run the subcommand `cli` names.
 pub fn run(cli: &Cli) -> Result<(), String> {
     match &cli.command {
-        Command::Serve(args) => serve::run(args),
+        Command::Serve(args) => serve::run(args, cli.log_format),
         Command::Check(args) => check::run(args),
         Command::Report(args) => report::run(args),
         Command::Keys(KeysCommand::New { name }) => keys::new_key_text(name).map(|t| print!("{t}")),

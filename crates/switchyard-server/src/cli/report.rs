@@ -301,6 +301,7 @@ mod tests {
             outcome,
             status: None,
             latency: Duration::from_millis(10),
+            start: None,
         }
     }
 
@@ -334,6 +335,10 @@ mod tests {
             latency_ms,
             ttft_ms: None,
             error: (status != 200).then(|| "all_failed".to_owned()),
+            trace_id: None,
+            span_id: None,
+            parent_span_id: None,
+            sampled: false,
         }
     }
 

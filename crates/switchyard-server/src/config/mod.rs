@@ -16,6 +16,7 @@ mod preflight;
 pub mod presets;
 mod providers;
 mod schema;
+pub mod telemetry;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -120,6 +121,7 @@ pub fn validate(config: &Config) -> Vec<String> {
     validate_keys(config, &routes, &mut p);
     validate_state(config, &mut p);
     validate_responses(config, &mut p);
+    telemetry::validate(config.telemetry.as_ref(), &mut p);
     p.0
 }
 

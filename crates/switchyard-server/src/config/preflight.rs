@@ -90,6 +90,12 @@ pub fn preflight(config: &Config, cli: Option<&str>) -> Vec<String> {
         let replays = redis_config(config).is_ok_and(|r| r.is_none());
         problems.extend(request_log(path, replays));
     }
+    if let Some(t) = &config.telemetry {
+        // the export headers' environment variables must be set
+        if let Err(e) = t.otlp(&|name| std::env::var(name).ok()) {
+            problems.push(e);
+        }
+    }
     problems
 }
 
@@ -157,6 +163,22 @@ mod tests {
                 .unwrap()
                 .to_string(),
             DEFAULT_LISTEN
+        );
+    }
+
+    #[test]
+    fn an_export_header_needs_its_environment_variable() {
+        let mut cfg = config("", false);
+        cfg.telemetry = Some(
+            toml::from_str(
+                "otlp_endpoint = \"http://127.0.0.1:4318\"\n\
+             otlp_headers = { \"x-token\" = \"SWITCHYARD_TEST_UNSET_COLLECTOR_TOKEN\" }\n",
+            )
+            .unwrap(),
+        );
+        assert_eq!(
+            preflight(&cfg, None),
+            ["telemetry.otlp_headers.x-token: environment variable SWITCHYARD_TEST_UNSET_COLLECTOR_TOKEN is not set"]
         );
     }
 

@@ -31,6 +31,8 @@ pub struct Config {
     pub state: Option<StateToml>,
     /// `[responses]`: stored Responses API answers.
     pub responses: Option<ResponsesToml>,
+    /// `[telemetry]`: log format, access log, trace export.
+    pub telemetry: Option<super::telemetry::TelemetryToml>,
 }
 
 /// `[responses]`: how long stored Responses API answers live and how large one may be.

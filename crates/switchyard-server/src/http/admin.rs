@@ -19,7 +19,7 @@ use switchyard::health::CheckReport;
 
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
-use crate::telemetry::metrics::CONTENT_TYPE;
+use crate::telemetry::metrics::{Extras, CONTENT_TYPE};
 
 /// `GET /healthz`: the process is up.
 pub async fn healthz() -> &'static str {
@@ -83,8 +83,35 @@ pub async fn health(
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     let health = state.gateway.health().await;
     let store = state.gateway.state().status();
-    let body = state.metrics.render(&health, state.log.dropped(), &store);
+    let extras = Extras {
+        budgets: budgets_left(&state).await,
+        spans_dropped: state.traces.as_ref().map_or(0, |t| t.dropped()),
+        spans_exported: state.traces.as_ref().map_or(0, |t| t.exported()),
+        access_dropped: state.access.as_ref().map_or(0, |a| a.dropped()),
+    };
+    let body = state
+        .metrics
+        .render_with(&health, state.log.dropped(), &store, &extras);
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], body)
+}
+
+/// Dollars left in every route's and key's budget (the key's current period).
+async fn budgets_left(state: &AppState) -> Vec<(&'static str, String, f64)> {
+    let mut out = Vec::new();
+    for route in state.gateway.routes() {
+        if let Some(books) = state.gateway.budget(&route.name).await {
+            out.push(("route", route.name.clone(), books.remaining().to_usd()));
+        }
+    }
+    let now = state.gateway.clock().unix_ms();
+    for (name, limits, _) in state.keys.list() {
+        if let Some((limit, period)) = limits.budget {
+            let scope = crate::access::limits::key_scope(name, period, now);
+            let books = state.gateway.state().budget(&scope, limit).await;
+            out.push(("key", name.to_owned(), books.remaining().to_usd()));
+        }
+    }
+    out
 }
 
 /// A provider's last health check: when, what, the result (`ok` or the error kind), the

@@ -11,9 +11,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::access::keys::KeyStore;
 use crate::http::origins::AllowedOrigins;
+use crate::telemetry::access::AccessLog;
 use crate::telemetry::insight::Insight;
 use crate::telemetry::log::RequestLog;
 use crate::telemetry::metrics::Metrics;
+use crate::telemetry::otlp::Traces;
 
 /// Default largest request body.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -47,6 +49,11 @@ pub struct Shared {
     pub grace_over: CancellationToken,
     /// How long stored Responses API answers live and how large one may be.
     pub stored_responses: StoredResponses,
+    /// Trace export (`[telemetry] otlp_endpoint`); `None`: no spans are built, a client's
+    /// `traceparent` is only forwarded upstream.
+    pub traces: Option<Arc<Traces>>,
+    /// The stdout access log (`[telemetry] access_log`), for its dropped-line count.
+    pub access: Option<Arc<AccessLog>>,
 }
 
 impl std::ops::Deref for AppState {
@@ -74,6 +81,8 @@ impl Shared {
             allowed_origins: AllowedOrigins::default(),
             grace_over: CancellationToken::new(),
             stored_responses: StoredResponses::default(),
+            traces: None,
+            access: None,
         }
     }
 }

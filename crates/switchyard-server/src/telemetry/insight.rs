@@ -414,6 +414,7 @@ mod tests {
             outcome,
             status: None,
             latency: Duration::from_millis(ms),
+            start: None,
         }
     }
 
@@ -442,6 +443,10 @@ mod tests {
             latency_ms: 1.0,
             ttft_ms: None,
             error: None,
+            trace_id: None,
+            span_id: None,
+            parent_span_id: None,
+            sampled: false,
         }
     }
 

@@ -16,7 +16,7 @@
 //! wait longer than [`ACK_WAIT`] gives up waiting (the line is still written; counted in
 //! [`RequestLog::late`]). When the last handle is dropped (after the server has drained) the
 //! writer writes what is queued and ends; a tracked task lets shutdown wait for that.
-//! An optional [`LogTap`] sees every entry synchronously as it is queued (the dashboard's
+//! Optional [`LogTap`]s (the dashboard, the access log, trace export) see every entry synchronously as it is queued (the dashboard's
 //! recent requests), whether or not a file is configured.
 
 use std::io::{BufRead as _, Write as _};
@@ -83,6 +83,19 @@ pub struct LogEntry {
     pub ttft_ms: Option<f64>,
     /// Error label for failures (`all_failed`, `budget_exceeded`, ...).
     pub error: Option<String>,
+    /// The W3C trace id (hex): the client's, or the trace started for the request when
+    /// traces are exported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+    /// The request's own span id (hex), when traces are exported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub span_id: Option<String>,
+    /// The client's span the request continued (hex), when traces are exported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_span_id: Option<String>,
+    /// The trace is sampled: its spans are exported (`crate::telemetry::otlp`).
+    #[serde(skip)]
+    pub sampled: bool,
 }
 
 fn chat_api() -> std::borrow::Cow<'static, str> {
@@ -119,7 +132,7 @@ pub struct RequestLog {
     tx: Option<mpsc::Sender<Queued>>,
     counters: Arc<Counters>,
     /// Told of every entry before it is queued for the file.
-    tap: Option<Arc<dyn LogTap>>,
+    taps: Vec<Arc<dyn LogTap>>,
 }
 
 impl std::fmt::Debug for RequestLog {
@@ -128,7 +141,7 @@ impl std::fmt::Debug for RequestLog {
             .field("file", &self.tx.is_some())
             .field("dropped", &self.dropped())
             .field("late", &self.late())
-            .field("tap", &self.tap.is_some())
+            .field("taps", &self.taps.len())
             .finish()
     }
 }
@@ -163,14 +176,14 @@ impl RequestLog {
         Ok(Self {
             tx: Some(tx),
             counters,
-            tap: None,
+            taps: Vec::new(),
         })
     }
 
-    /// Builder: tell `tap` of every entry.
+    /// Builder: tell `tap` of every entry too (taps are told in the order they are added).
     #[must_use]
     pub fn with_tap(mut self, tap: Arc<dyn LogTap>) -> Self {
-        self.tap = Some(tap);
+        self.taps.push(tap);
         self
     }
 
@@ -196,7 +209,7 @@ impl RequestLog {
     /// Tell the tap, queue for the file; the receiver hears when it is written.
     fn queue(&self, entry: LogEntry, wait: bool) -> Option<oneshot::Receiver<()>> {
         let entry = Arc::new(entry);
-        if let Some(tap) = &self.tap {
+        for tap in &self.taps {
             tap.record(&entry);
         }
         let tx = self.tx.as_ref()?;
@@ -414,6 +427,10 @@ mod tests {
             latency_ms: 1.0,
             ttft_ms: None,
             error: None,
+            trace_id: None,
+            span_id: None,
+            parent_span_id: None,
+            sampled: false,
         }
     }
 

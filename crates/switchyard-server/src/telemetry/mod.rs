@@ -2,12 +2,15 @@
 //!
 //! Owns the Prometheus metrics (the health checks' among them), the request log (one JSON
 //! line per request), the dashboard's short memory of recent requests and transitions, the
-//! dashboard's static files, and the subscriber that shows `tracing` diagnostics on stderr.
+//! dashboard's static files, the subscriber that shows `tracing` diagnostics on stderr
+//! (text or JSON), the stdout access log, and trace export over OTLP.
 //! Each is a side output: it observes requests, never steers them. The routes that serve
 //! these live in `crate::http`.
 
+pub mod access;
 pub mod dashboard;
 pub mod insight;
 pub mod log;
 pub mod metrics;
+pub mod otlp;
 pub mod trace;

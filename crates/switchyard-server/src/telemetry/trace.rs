@@ -8,7 +8,18 @@
 //! warnings, alerts), which are printed directly, nor the request log.
 
 use tracing_subscriber::filter::Directive;
+use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::EnvFilter;
+
+/// Diagnostics on stderr: text lines or JSON objects.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// `tracing`'s plain text lines.
+    #[default]
+    Text,
+    /// One JSON object per line, with the request's span fields (`request_id`, `trace_id`).
+    Json,
+}
 
 /// The level shown when `RUST_LOG` is unset or empty.
 pub const DEFAULT_FILTER: &str = "info";
@@ -46,20 +57,44 @@ pub fn filter(rust_log: Option<&str>) -> (EnvFilter, Option<String>) {
     (filter, warning)
 }
 
-/// Install the process-wide subscriber: `RUST_LOG`'s filter, plain text on stderr (stdout
-/// carries command output: `check`, `report`, `keys new`, the listening line).
-pub fn install() {
+/// Install the process-wide subscriber: `RUST_LOG`'s filter, `format` on stderr (stdout
+/// carries command output: `check`, `report`, `keys new`, the listening line, and the
+/// access log).
+pub fn install(format: LogFormat) {
     let rust_log = std::env::var("RUST_LOG").ok();
     let (filter, warning) = filter(rust_log.as_deref());
     if let Some(warning) = warning {
         eprintln!("{warning}");
     }
-    let installed = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+    let installed = subscriber(format, filter, std::io::stderr).try_init();
     if let Err(e) = installed {
         eprintln!("switchyard: warning: diagnostics are not shown: {e}");
+    }
+}
+
+/// The subscriber [`install`] installs, writing to `writer`: text lines, or one JSON object
+/// per line with the fields of the span it happened in (a request's `request_id` and
+/// `trace_id`, `crate::http::dialects::ctx::Ctx::span`).
+pub fn subscriber<W>(
+    format: LogFormat,
+    filter: EnvFilter,
+    writer: W,
+) -> Box<dyn tracing::Subscriber + Send + Sync>
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(writer);
+    match format {
+        LogFormat::Text => Box::new(builder.finish()),
+        LogFormat::Json => Box::new(
+            builder
+                .json()
+                .with_current_span(true)
+                .with_span_list(false)
+                .finish(),
+        ),
     }
 }
 
@@ -130,5 +165,49 @@ mod tests {
             "{warning}"
         );
         assert!(warning.contains("logging at \"info\""), "{warning}");
+    }
+
+    /// A writer the test reads back.
+    #[derive(Clone, Default)]
+    struct Buffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Buffer {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn json_lines_parse_and_carry_the_request_span() {
+        let buf = Buffer::default();
+        let out = buf.clone();
+        let sub = subscriber(LogFormat::Json, EnvFilter::new("info"), move || out.clone());
+        tracing::subscriber::with_default(sub, || {
+            let span = tracing::info_span!(
+                "request",
+                request_id = "req_abc",
+                trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+            );
+            let _in = span.enter();
+            tracing::warn!(provider = "claude", "redis unavailable");
+            tracing::debug!("not shown at info");
+        });
+        let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 1, "{text}");
+        let line = &lines[0];
+        assert_eq!(line["level"], "WARN");
+        assert_eq!(line["fields"]["message"], "redis unavailable");
+        assert_eq!(line["fields"]["provider"], "claude");
+        assert_eq!(line["span"]["request_id"], "req_abc");
+        assert_eq!(line["span"]["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert!(line["timestamp"].is_string());
     }
 }

@@ -24,6 +24,8 @@
 //!   environment, against a mock that verifies SigV4 and streams event-stream frames;
 //! - `health.rs`: a health check in flight is abandoned at shutdown;
 //! - `diagnostics.rs`: the library's `tracing` warnings on stderr, filtered by `RUST_LOG`;
+//! - `otlp.rs`: traces of a failed-over request and a rescued stream exported to an OTLP
+//!   collector, `traceparent` and `x-request-id` sent upstream, the stdout access log;
 //! - `anthropic_sdk.rs`: the official `anthropic` Python SDK against the Messages dialect,
 //!   failing over from Anthropic upstreams to an OpenAI one (`tests/python/test_anthropic_sdk.py`);
 //! - `claude_code.rs`: real Claude Code (`claude -p`, binary from `$SWITCHYARD_CLAUDE`) failing
@@ -68,6 +70,7 @@ mod health;
 mod hostile;
 mod lifecycle;
 mod money;
+mod otlp;
 mod preflight;
 mod proxy;
 mod python_sdk;

@@ -891,6 +891,9 @@ pub struct Budget {
 pub struct CallOptions {
     /// Budgets to reserve against in addition to the route's (all must have room).
     pub budgets: Vec<Budget>,
+    /// What every upstream call carries: the caller's request id and trace context
+    /// (`traceparent` per attempt; see [`crate::propagate`]).
+    pub upstream: crate::propagate::Upstream,
 }
 
 /// The error for a request of `api` to a route that serves another API.

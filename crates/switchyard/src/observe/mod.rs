@@ -18,6 +18,7 @@ use crate::chat::ChatResponse;
 use crate::embedding::EmbeddingResponse;
 use crate::error::GatewayError;
 use crate::health::CheckReport;
+use crate::propagate::Headroom;
 pub use crate::trail::{Attempt, Outcome};
 
 /// A call that reported more tokens than it was allowed or than its reservation assumed.
@@ -75,4 +76,7 @@ pub trait Observer: Send + Sync {
     /// An active health check finished (its breaker transition, if any, was reported
     /// first through `on_transition`).
     fn on_health_check(&self, _report: &CheckReport) {}
+    /// An upstream call's response stated what is left of the provider's rate limits
+    /// (reported for calls made with `CallOptions::upstream` set).
+    fn on_headroom(&self, _provider: &str, _headroom: &Headroom) {}
 }

@@ -27,11 +27,15 @@ use switchyard::clock::Clock;
 use switchyard::state::{MemoryState, RedisConfig, RedisState, SharedState};
 
 use crate::access::keys::KeyStore;
+use crate::config::telemetry::TelemetryToml;
 use crate::config::{self, Config, Wiring, EMBEDDED_DEFAULT};
 use crate::shutdown::{self, Tasks};
+use crate::telemetry::access::AccessLog;
 use crate::telemetry::insight::Insight;
 use crate::telemetry::log::RequestLog;
-use crate::telemetry::metrics::Metrics;
+use crate::telemetry::metrics::{Metrics, UsageLabels};
+use crate::telemetry::otlp::Traces;
+use crate::telemetry::trace::LogFormat;
 
 /// After the grace period: the longest shutdown still takes (final stream events,
 /// closing connections, flushing the request log).
@@ -78,8 +82,10 @@ pub fn load(path: Option<&std::path::Path>) -> Result<(Config, String), String> 
 ///
 /// # Errors
 /// Bad config, a refused listen address, or a socket that cannot be bound.
-pub fn run(args: &ServeArgs) -> Result<(), String> {
+pub fn run(args: &ServeArgs, log_format: Option<LogFormat>) -> Result<(), String> {
     let (config, source) = load(args.config.as_deref())?;
+    let configured = config.telemetry.as_ref().map(TelemetryToml::log_format);
+    crate::telemetry::trace::install(log_format.or(configured).unwrap_or_default());
     let rt =
         runtime(config.server.workers).map_err(|e| format!("cannot start the runtime: {e}"))?;
     let result = rt.block_on(serve(args, config, source));
@@ -147,7 +153,7 @@ async fn serve(args: &ServeArgs, config: Config, source: String) -> Result<(), S
 /// Build warnings go to stderr. Not ready (`/readyz`) until the caller says so; drive it
 /// with `crate::http::app`, in process or behind the edge.
 pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result<AppState, String> {
-    let metrics = Arc::new(Metrics::new());
+    let metrics = Arc::new(Metrics::with_usage_labels(usage_labels(config)));
     let env = |name: &str| std::env::var(name).ok();
     let store = state_store(config, clock, tasks).await?;
     let insight = Arc::new(Insight::new(clock));
@@ -160,13 +166,38 @@ pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result
     for w in &built.warnings {
         eprintln!("switchyard: warning: {w}");
     }
-    let log = match &config.server.request_log {
+    let mut log = match &config.server.request_log {
         Some(path) => RequestLog::open(path.as_ref(), tasks)
             .await
             .map_err(|e| format!("request log {path}: {e}"))?,
         None => RequestLog::disabled(),
     }
-    .with_tap(insight.clone());
+    .with_tap(insight.clone())
+    .with_tap(metrics.clone());
+    let telemetry = config.telemetry.clone().unwrap_or_default();
+    let access = if telemetry.access_log == Some(true) {
+        let access = AccessLog::stdout(tasks).map_err(|e| format!("access log: {e}"))?;
+        log = log.with_tap(access.clone());
+        Some(access)
+    } else {
+        None
+    };
+    let traces = match telemetry.otlp(&env)? {
+        Some(settings) => {
+            let kinds = config
+                .providers
+                .iter()
+                .map(|p| {
+                    let kind = if p.kind.is_empty() { "openai" } else { &p.kind };
+                    (p.name.clone(), kind.to_owned())
+                })
+                .collect();
+            let traces = Traces::start(&settings, kinds, tasks)?;
+            log = log.with_tap(traces.clone());
+            Some(traces)
+        }
+        None => None,
+    };
     Ok(AppState(Arc::new(Shared {
         gateway: built.gateway,
         keys: KeyStore::new(&config.keys),
@@ -181,7 +212,22 @@ pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result
         allowed_origins: crate::http::origins::AllowedOrigins::new(&config.server.allowed_origins),
         grace_over: CancellationToken::new(),
         stored_responses: crate::config::stored_responses(config),
+        traces,
+        access,
     })))
+}
+
+/// The names `/metrics` may use as route, key and model labels: the config's.
+fn usage_labels(config: &Config) -> UsageLabels {
+    UsageLabels {
+        routes: config.routes.iter().map(|r| r.name.clone()).collect(),
+        keys: config.keys.iter().map(|k| k.name.clone()).collect(),
+        models: config
+            .providers
+            .iter()
+            .map(|p| (p.name.clone(), p.model.clone().unwrap_or_default()))
+            .collect(),
+    }
 }
 
 /// Serve until the signal, then shut down: not ready, idle connections closed, in-flight

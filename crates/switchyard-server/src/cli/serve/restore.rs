@@ -179,6 +179,10 @@ mod tests {
             latency_ms: 1.5,
             ttft_ms: Some(0.5),
             error: None,
+            trace_id: None,
+            span_id: None,
+            parent_span_id: None,
+            sampled: false,
         };
         serde_json::to_string(&entry).unwrap()
     }

@@ -17,6 +17,8 @@ use crate::http::bounds::{clip, MAX_NAME_CHARS};
 use crate::http::request_id::request_id;
 use crate::http::state::AppState;
 use crate::telemetry::log::LogEntry;
+use crate::telemetry::otlp::RequestTrace;
+use switchyard::propagate::{to_hex, Upstream};
 
 /// Longest client- or upstream-given name a log line (and the dashboard's ring) keeps, in
 /// bytes: any name of [`MAX_NAME_CHARS`] characters fits.
@@ -58,12 +60,16 @@ pub(crate) struct Ctx {
     /// provider ignored or had dropped is said from these (`x-switchyard-ignored`,
     /// `x-switchyard-dropped`).
     pub fields: FieldSet,
+    /// The trace the request belongs to (a client's `traceparent`, or ours when traces
+    /// are exported).
+    pub trace: Option<RequestTrace>,
 }
 
 impl Ctx {
     /// A request that has just arrived.
     pub(crate) fn new(state: &AppState, api: &'static str, headers: &HeaderMap) -> Self {
         let clock = *state.gateway.clock();
+        state.metrics.request_started();
         Self {
             id: request_id(headers),
             api,
@@ -82,7 +88,27 @@ impl Ctx {
                 .map(str::to_owned),
             native_kind: None,
             fields: FieldSet::EMPTY,
+            trace: RequestTrace::of(headers, state.traces.as_deref()),
         }
+    }
+
+    /// What the request's upstream calls carry: its id, its trace context.
+    pub(crate) fn upstream(&self) -> Upstream {
+        Upstream {
+            request_id: Some(self.id.clone()),
+            trace: self.trace.as_ref().map(|t| t.context.clone()),
+        }
+    }
+
+    /// The `tracing` span the request's diagnostics are logged in (JSON lines carry its
+    /// fields).
+    pub(crate) fn span(&self) -> tracing::Span {
+        let trace_id = self.trace.as_ref().map(|t| to_hex(&t.context.trace_id));
+        tracing::info_span!(
+            "request",
+            request_id = %self.id,
+            trace_id = trace_id.as_deref().unwrap_or_default(),
+        )
     }
 
     pub(crate) fn elapsed(&self) -> Duration {
@@ -109,6 +135,21 @@ impl Ctx {
             latency_ms: self.elapsed().as_secs_f64() * 1000.0,
             ttft_ms: None,
             error: None,
+            trace_id: self.trace.as_ref().map(|t| to_hex(&t.context.trace_id)),
+            span_id: self
+                .trace
+                .as_ref()
+                .filter(|t| t.context.own_spans)
+                .map(|t| to_hex(&t.context.span_id)),
+            parent_span_id: self
+                .trace
+                .as_ref()
+                .and_then(|t| t.parent)
+                .map(|p| to_hex(&p)),
+            sampled: self
+                .trace
+                .as_ref()
+                .is_some_and(|t| t.context.sampled && t.context.own_spans),
         }
     }
 }

@@ -16,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 use switchyard::gateway::CallOptions;
 use switchyard::route::Route;
 use switchyard::{ChatResponse, GatewayError};
+use tracing::Instrument as _;
 
 pub(crate) use super::ctx::{completion_entry, record_tokens, set, who_answered, Ctx, Trail};
 use super::{Decoded, Dialect};
@@ -31,7 +32,10 @@ pub(crate) async fn serve<D: Dialect>(State(state): State<AppState>, request: Re
         state: state.clone(),
         armed: true,
     };
-    let outcome = handle::<D>(&state, &mut guard.ctx, request).await;
+    let span = guard.ctx.span();
+    let outcome = handle::<D>(&state, &mut guard.ctx, request)
+        .instrument(span)
+        .await;
     guard.armed = false;
     answer::<D>(&state, &mut guard.ctx, outcome).await
 }
@@ -153,9 +157,15 @@ pub(crate) async fn admit_limits(
         Some(c) => {
             ctx.limits = Some(c.limits);
             let now = state.gateway.clock().unix_ms();
-            Ok(limits::admit(state.gateway.state().as_ref(), &c.name, &c.limits, now).await?)
+            let mut opts =
+                limits::admit(state.gateway.state().as_ref(), &c.name, &c.limits, now).await?;
+            opts.upstream = ctx.upstream();
+            Ok(opts)
         }
-        None => Ok(CallOptions::default()),
+        None => Ok(CallOptions {
+            upstream: ctx.upstream(),
+            ..CallOptions::default()
+        }),
     }
 }
 

@@ -16,6 +16,9 @@
 //! series handles are cached by name and looked up with a borrowed key under a read lock.
 
 mod health;
+mod usage;
+
+pub use usage::{UsageLabels, MAX_USAGE_SERIES};
 
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
@@ -37,6 +40,7 @@ use switchyard::chat::ChatResponse;
 use switchyard::embedding::EmbeddingResponse;
 use switchyard::health::CheckReport;
 use switchyard::observe::{Attempt, Observer, Outcome, Overrun};
+use switchyard::propagate::Headroom;
 use switchyard::state::StateStatus;
 use switchyard::{GatewayError, Money, ProviderHealth};
 
@@ -352,6 +356,8 @@ pub struct Metrics {
     providers: Handles<String, Arc<ProviderSeries>>,
     /// Active health checks (`metrics/health.rs`).
     health: health::HealthChecks,
+    /// Series by route, key and model; in flight; upstream headroom (`metrics/usage.rs`).
+    usage: usage::Usage,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -367,21 +373,37 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    /// Empty metrics with every family registered.
+    /// Empty metrics with every family registered (no configured names: every
+    /// key-labelled series counts as `other`; see [`Metrics::with_usage_labels`]).
     #[must_use]
     pub fn new() -> Self {
+        Self::with_usage_labels(UsageLabels::default())
+    }
+
+    /// Empty metrics whose route, key and model labels name what `labels` names.
+    #[must_use]
+    pub fn with_usage_labels(labels: UsageLabels) -> Self {
         let families = Families::new();
         let mut registry = Registry::default();
         families.register(&mut registry);
         let health = health::HealthChecks::new();
         health.register(&mut registry);
+        let usage = usage::Usage::new(labels);
+        usage.register(&mut registry);
         Self {
             registry,
             families,
             routes: Handles::new(),
             providers: Handles::new(),
             health,
+            usage,
         }
+    }
+
+    /// A request began (it is in flight until its log entry is written: the request log
+    /// tells `Metrics` as one of its taps).
+    pub fn request_started(&self) {
+        self.usage.started();
     }
 
     /// The last active health check of each provider this process checked.
@@ -434,10 +456,23 @@ impl Metrics {
         log_dropped: u64,
         store: &StateStatus,
     ) -> String {
+        self.render_with(health, log_dropped, store, &Extras::default())
+    }
+
+    /// [`Metrics::render`] with `extras`: budgets left, telemetry's own drops.
+    #[must_use]
+    pub fn render_with(
+        &self,
+        health: &[ProviderHealth],
+        log_dropped: u64,
+        store: &StateStatus,
+        extras: &Extras,
+    ) -> String {
         let mut out = String::with_capacity(16 * 1024);
         // Writing to a `String` cannot fail.
         let _ = prometheus_text::encode(&mut out, &self.registry);
         let _ = prometheus_text::encode(&mut out, &scrape_registry(health, log_dropped, store));
+        let _ = prometheus_text::encode(&mut out, &extras.registry());
         out
     }
 
@@ -526,6 +561,12 @@ impl Observer for Metrics {
 
     fn on_health_check(&self, report: &CheckReport) {
         self.health.record(report);
+    }
+
+    fn on_headroom(&self, provider: &str, headroom: &Headroom) {
+        for (limit, left) in headroom.each() {
+            self.usage.headroom(provider, limit, left);
+        }
     }
 
     /// An embeddings answer's input tokens and cost, counted like a completion's.
@@ -676,6 +717,73 @@ impl HealthGauges {
             self.state_shared,
         );
         r
+    }
+}
+
+/// What a scrape reads besides the health snapshot: budgets left, and what telemetry
+/// itself dropped.
+#[derive(Debug, Clone, Default)]
+pub struct Extras {
+    /// (`route` or `key`, its name, dollars left this period) for each budget.
+    pub budgets: Vec<(&'static str, String, f64)>,
+    /// Spans the OTLP export dropped (queue full, collector failing).
+    pub spans_dropped: u64,
+    /// Spans the collector accepted.
+    pub spans_exported: u64,
+    /// Access-log lines dropped (stdout behind).
+    pub access_dropped: u64,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BudgetLabels {
+    scope: &'static str,
+    name: String,
+}
+
+impl Extras {
+    fn registry(&self) -> Registry {
+        let mut r = Registry::default();
+        let budgets = Family::<BudgetLabels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+        for (scope, name, left) in &self.budgets {
+            let labels = BudgetLabels {
+                scope,
+                name: name.clone(),
+            };
+            budgets.get_or_create(&labels).set(*left);
+        }
+        r.register(
+            "switchyard_budget_remaining_usd",
+            "Dollars left in each route's and client key's budget this period (limit less spent and reserved)",
+            budgets,
+        );
+        let counter = |n: u64| {
+            let c: Counter = Counter::default();
+            c.inc_by(n);
+            c
+        };
+        r.register(
+            "switchyard_otlp_spans_dropped",
+            "Spans not exported: the export queue was full or the collector failed",
+            counter(self.spans_dropped),
+        );
+        r.register(
+            "switchyard_otlp_spans_exported",
+            "Spans the OTLP collector accepted",
+            counter(self.spans_exported),
+        );
+        r.register(
+            "switchyard_access_log_dropped",
+            "Access-log lines dropped because stdout was behind",
+            counter(self.access_dropped),
+        );
+        r
+    }
+}
+
+impl crate::telemetry::log::LogTap for Metrics {
+    /// A finished request: out of flight, and counted by route, key and model.
+    fn record(&self, entry: &Arc<crate::telemetry::log::LogEntry>) {
+        self.usage.finished(entry);
     }
 }
 

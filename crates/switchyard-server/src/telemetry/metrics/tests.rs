@@ -1,6 +1,7 @@
 //! The metrics' exposition: names, labels and values as Prometheus reads them.
 
 use super::*;
+use crate::telemetry::log::LogEntry;
 use switchyard::breaker::SkipReason;
 use switchyard::{ErrorKind, Usage};
 
@@ -26,6 +27,7 @@ fn attempt(provider: &str, outcome: Outcome, ms: u64) -> Attempt {
         outcome,
         status: None,
         latency: Duration::from_millis(ms),
+        start: None,
     }
 }
 
@@ -288,4 +290,203 @@ fn unknown_rescue_methods_collapse_to_one_label() {
     let text = metrics.render(&[], 0, &memory_status());
     let series = r#"switchyard_attempts_total{provider="aurora",outcome="rescue",kind="other"} 3"#;
     assert_lines(&text, &[series]);
+}
+
+fn finished(route: &str, key: Option<&str>, provider: Option<&str>, status: u16) -> LogEntry {
+    LogEntry {
+        id: "req".to_owned(),
+        time_ms: 0,
+        api: "chat".into(),
+        route: route.to_owned(),
+        key: key.map(str::to_owned),
+        stream: false,
+        status,
+        provider: provider.map(str::to_owned),
+        model: Some("upstream-said-this-model".to_owned()),
+        failed_over: false,
+        attempts: Vec::new(),
+        usage: Some(Usage {
+            input_tokens: 10,
+            output_tokens: 3,
+            ..Usage::default()
+        }),
+        cost_usd: Some(0.25),
+        latency_ms: 1.0,
+        ttft_ms: None,
+        error: (status >= 400).then(|| "all_failed".to_owned()),
+        trace_id: None,
+        span_id: None,
+        parent_span_id: None,
+        sampled: false,
+    }
+}
+
+fn labelled() -> Metrics {
+    Metrics::with_usage_labels(UsageLabels {
+        routes: ["smart".to_owned()].into(),
+        keys: ["team-a".to_owned()].into(),
+        models: [("claude".to_owned(), "claude-sonnet-4-5".to_owned())].into(),
+    })
+}
+
+#[test]
+fn requests_tokens_and_cost_are_labelled_by_configured_route_key_and_model_only() {
+    use crate::telemetry::log::LogTap as _;
+    let metrics = labelled();
+    for _ in 0..3 {
+        metrics.request_started();
+    }
+    metrics.record(&Arc::new(finished(
+        "smart",
+        Some("team-a"),
+        Some("claude"),
+        200,
+    )));
+    metrics.record(&Arc::new(finished(
+        "smart",
+        Some("team-a"),
+        Some("claude"),
+        200,
+    )));
+    // a client's made-up route and an unknown key are not labels
+    metrics.record(&Arc::new(finished(
+        "gpt-made-up",
+        Some("mallory"),
+        None,
+        404,
+    )));
+    let text = metrics.render(&[], 0, &memory_status());
+    let l = r#"route="smart",key="team-a",provider="claude",model="claude-sonnet-4-5""#;
+    assert_lines(
+        &text,
+        &[
+            &format!("switchyard_key_requests_total{{{l},outcome=\"answered\"}} 2"),
+            &format!("switchyard_key_requests_total{{{l},outcome=\"failed\"}} 0"),
+            &format!("switchyard_key_tokens_total{{{l},direction=\"input\"}} 20"),
+            &format!("switchyard_key_tokens_total{{{l},direction=\"output\"}} 6"),
+            &format!("switchyard_key_cost_usd_total{{{l}}} 0.5"),
+            r#"switchyard_key_requests_total{route="other",key="other",provider="none",model="none",outcome="failed"} 1"#,
+            "switchyard_in_flight_requests 0",
+        ],
+    );
+    assert!(!text.contains("gpt-made-up") && !text.contains("mallory"));
+    assert!(!text.contains("upstream-said-this-model"), "{text}");
+}
+
+#[test]
+fn past_the_cap_new_combinations_are_other() {
+    use crate::telemetry::log::LogTap as _;
+    let routes: std::collections::HashSet<String> =
+        (0..=MAX_USAGE_SERIES).map(|i| format!("r{i}")).collect();
+    let metrics = Metrics::with_usage_labels(UsageLabels {
+        routes,
+        ..UsageLabels::default()
+    });
+    for i in 0..=MAX_USAGE_SERIES {
+        metrics.record(&Arc::new(finished(&format!("r{i}"), None, None, 200)));
+    }
+    let text = metrics.render(&[], 0, &memory_status());
+    let series = text
+        .lines()
+        .filter(|l| l.starts_with("switchyard_key_requests_total{") && l.contains("answered"))
+        .count();
+    assert_eq!(
+        series,
+        MAX_USAGE_SERIES + 1,
+        "the cap's series plus `other`"
+    );
+    assert_lines(
+        &text,
+        &[
+            r#"switchyard_key_requests_total{route="other",key="other",provider="other",model="other",outcome="answered"} 1"#,
+        ],
+    );
+}
+
+#[test]
+fn upstream_headroom_budgets_and_telemetry_drops_are_exposed() {
+    let metrics = labelled();
+    let mut h = axum::http::HeaderMap::new();
+    h.insert(
+        "anthropic-ratelimit-requests-remaining",
+        "49".parse().unwrap(),
+    );
+    h.insert(
+        "anthropic-ratelimit-output-tokens-remaining",
+        "7000".parse().unwrap(),
+    );
+    let headroom = Headroom::from_headers(&h).unwrap();
+    metrics.on_headroom("claude", &headroom);
+    let extras = Extras {
+        budgets: vec![
+            ("route", "smart".to_owned(), 12.5),
+            ("key", "team-a".to_owned(), 0.75),
+        ],
+        spans_dropped: 4,
+        spans_exported: 9,
+        access_dropped: 1,
+    };
+    let text = metrics.render_with(&[], 0, &memory_status(), &extras);
+    assert_lines(
+        &text,
+        &[
+            r#"switchyard_upstream_ratelimit_remaining{provider="claude",limit="requests"} 49"#,
+            r#"switchyard_upstream_ratelimit_remaining{provider="claude",limit="output_tokens"} 7000"#,
+            r#"switchyard_budget_remaining_usd{scope="route",name="smart"} 12.5"#,
+            r#"switchyard_budget_remaining_usd{scope="key",name="team-a"} 0.75"#,
+            "switchyard_otlp_spans_dropped_total 4",
+            "switchyard_otlp_spans_exported_total 9",
+            "switchyard_access_log_dropped_total 1",
+        ],
+    );
+}
+
+#[test]
+fn the_grafana_dashboard_queries_only_metrics_that_exist() {
+    let dashboard: serde_json::Value =
+        serde_json::from_str(include_str!("../../../../../docs/grafana-dashboard.json")).unwrap();
+    let extras = Extras {
+        budgets: vec![("route", "smart".to_owned(), 1.0)],
+        ..Extras::default()
+    };
+    // every family with a series, as a running gateway has them
+    let metrics = labelled();
+    metrics.request("smart", 200, true, Duration::from_millis(5));
+    metrics.failover("smart");
+    metrics.ttft("smart", Duration::from_millis(2));
+    metrics.overhead(Duration::from_micros(30));
+    metrics.on_attempt("smart", &attempt("claude", Outcome::Success, 3));
+    metrics.on_complete("smart", Ok(&response("claude", Some(Money::from_usd(0.5)))));
+    {
+        use crate::telemetry::log::LogTap as _;
+        metrics.record(&Arc::new(finished("smart", None, Some("claude"), 200)));
+    }
+    let mut h = axum::http::HeaderMap::new();
+    h.insert("x-ratelimit-remaining-requests", "1".parse().unwrap());
+    metrics.on_headroom("claude", &Headroom::from_headers(&h).unwrap());
+    let providers = [health("claude", "closed", 0, Some(3.0))];
+    let text = metrics.render_with(&providers, 0, &memory_status(), &extras);
+    let mut checked = 0;
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            let expr = target["expr"].as_str().unwrap();
+            for (at, _) in expr.match_indices("switchyard_") {
+                let name: String = expr[at..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                let base = ["_bucket", "_total", "_sum", "_count"]
+                    .iter()
+                    .find_map(|s| name.strip_suffix(s))
+                    .unwrap_or(&name);
+                assert!(
+                    text.contains(&format!("# TYPE {name} "))
+                        || text.contains(&format!("# TYPE {base} ")),
+                    "the dashboard queries {name}, which /metrics does not have"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 20, "{checked}");
 }

@@ -70,6 +70,7 @@ impl Run {
             outcome: Outcome::Success,
             status: None,
             latency,
+            start: None,
         });
     }
 

@@ -77,7 +77,20 @@ impl Run {
                 self.breaker(slot, Op::Renew { lease, until_ms }).await;
             }
             let started = self.gw.inner.clock.now();
-            let result = self.attempt(slot, call, limits).await;
+            let result = if self.upstream.is_empty() {
+                self.attempt(slot, call, limits).await
+            } else {
+                // the call's headers name the span of the trail entry it will become
+                let headers = self.upstream.headers(self.attempts.len());
+                let (result, headroom) =
+                    crate::propagate::scoped(headers, self.attempt(slot, call, limits)).await;
+                if let Some(h) = headroom {
+                    for o in &self.gw.inner.observers {
+                        o.on_headroom(&slot.spec.name, &h);
+                    }
+                }
+                result
+            };
             let latency = self.gw.inner.clock.now() - started;
             let err = match result {
                 Ok(answer) => return Ok((answer, latency, attempt)),

@@ -131,6 +131,8 @@ pub(super) struct Run {
     pub deadline_hit: bool,
     /// Every budget this request spends against: the route's, then the caller's.
     pub budgets: Vec<Budget>,
+    /// What every upstream call carries (request id, trace context).
+    pub upstream: crate::propagate::Upstream,
     /// The earliest moment a rate-limited candidate accepts again (its Retry-After, or the
     /// end of its cooling): what a request that met only rate limits tells its caller.
     retry_at: Option<UnixMillis>,
@@ -214,6 +216,7 @@ impl Run {
             deadline_hit: false,
             retry_at: None,
             budgets: budgets_of(route, opts),
+            upstream: opts.upstream.clone(),
             settled: false,
             fields: FieldSet::EMPTY,
             resolved,
@@ -465,7 +468,10 @@ impl Run {
     }
 
     /// Tell observers of an attempt and add it to the trail.
-    pub(super) fn record(&mut self, attempt: Attempt) {
+    pub(super) fn record(&mut self, mut attempt: Attempt) {
+        // when it began, after the run started: now less its latency (a skip: now)
+        let began = (self.gw.inner.clock.now() - self.started).saturating_sub(attempt.latency);
+        attempt.start = Some(began);
         for o in &self.gw.inner.observers {
             o.on_attempt(&self.route.name, &attempt);
         }
@@ -606,6 +612,7 @@ impl Run {
             },
             status: err.status,
             latency,
+            start: None,
         });
     }
 }

@@ -101,6 +101,7 @@ impl Live {
             },
             status: None,
             latency,
+            start: None,
         };
         self.run.record(attempt);
         self.mode = match rung {

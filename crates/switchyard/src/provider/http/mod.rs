@@ -351,9 +351,14 @@ impl HttpClient {
         body: Vec<u8>,
     ) -> Result<UpstreamResponse, ProviderError> {
         let mut request = self.request(http::Method::POST, url, headers, Bytes::from(body));
-        request
-            .headers_mut()
-            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let map = request.headers_mut();
+        map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        // the request id and trace context of the attempt in flight (`crate::propagate`)
+        crate::propagate::with_outbound(|name, value| {
+            if let Ok(value) = HeaderValue::from_str(value) {
+                map.insert(name, value);
+            }
+        });
         self.execute(request).await
     }
 
@@ -424,6 +429,7 @@ impl HttpClient {
         request: Request<Full<Bytes>>,
     ) -> Result<UpstreamResponse, ProviderError> {
         let response = self.pool.request(request).await.map_err(request_error)?;
+        crate::propagate::note_headroom(response.headers());
         Ok(UpstreamResponse {
             inner: response,
             max_body_bytes: self.max_body_bytes,

@@ -41,7 +41,9 @@ pub async fn create(State(state): State<AppState>, request: Request) -> Response
         state: state.clone(),
         armed: true,
     };
-    let outcome = handle(&state, &mut guard.ctx, request).await;
+    let span = guard.ctx.span();
+    let outcome =
+        tracing::Instrument::instrument(handle(&state, &mut guard.ctx, request), span).await;
     guard.armed = false;
     answer_with(&state, &mut guard.ctx, outcome, IntoResponse::into_response).await
 }

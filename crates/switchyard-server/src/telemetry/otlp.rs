@@ -1,0 +1,587 @@
+//! Traces over OTLP/HTTP (protobuf): each finished request's span tree, built from its
+//! request-log entry after the request is over.
+//!
+//! Owns the trace a request belongs to ([`RequestTrace`]: the client's W3C `traceparent`
+//! continued, or a new trace, and the sampling decision), and [`Traces`], the request
+//! log's tap that queues sampled entries on a bounded channel for one tracked export
+//! task. The task turns each entry into spans — the request's (SERVER kind), one per
+//! upstream call (CLIENT kind: tries, stream rescues; skips are events on the request's
+//! span) — and posts them with `opentelemetry-otlp`'s HTTP exporter over the workspace's
+//! reqwest. Attempt span ids are [`switchyard::propagate::TraceContext::attempt_span_id`]
+//! of their trail index: the ids the upstreams were sent in `traceparent`. Nothing here
+//! runs on a request's path but the queueing: a full queue or a failed export drops the
+//! spans and counts them ([`Traces::dropped`]). With no endpoint configured none of this
+//! exists and requests carry no trace work beyond forwarding a client's `traceparent`.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::http::HeaderMap;
+use opentelemetry::trace::{
+    Event, SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
+};
+use opentelemetry::{InstrumentationScope, KeyValue};
+use opentelemetry_otlp::{Protocol, WithExportConfig as _, WithHttpConfig as _};
+use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanExporter as _, SpanLinks};
+use opentelemetry_sdk::Resource;
+use switchyard::observe::{Attempt, Outcome};
+use switchyard::propagate::{TraceContext, TraceParent};
+use tokio::sync::mpsc;
+
+use crate::shutdown::Tasks;
+use crate::telemetry::log::{LogEntry, LogTap};
+
+/// Most requests' spans one export carries.
+const MAX_BATCH: usize = 256;
+/// The longest one export may take before it is given up (its spans counted as dropped).
+const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest `tracestate` forwarded (the W3C limit is 512 characters).
+const MAX_TRACESTATE: usize = 512;
+
+/// Where and how traces are exported.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtlpSettings {
+    /// The full traces URL (`.../v1/traces`).
+    pub endpoint: String,
+    /// Header name and value (from the environment).
+    pub headers: Vec<(String, String)>,
+    /// `service.name`.
+    pub service_name: String,
+    /// Share of new traces sampled.
+    pub sampling_ratio: f64,
+    /// Spans waiting for export.
+    pub queue: usize,
+}
+
+/// The trace a request belongs to: what its upstream calls carry and its log line names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestTrace {
+    /// The trace context handed to the gateway (`CallOptions::upstream`).
+    pub context: TraceContext,
+    /// The client's span the request continues, if it sent a `traceparent`.
+    pub parent: Option<[u8; 8]>,
+}
+
+impl RequestTrace {
+    /// The trace of a request with `headers`: with `traces` (export on), a span of our own
+    /// in the client's trace or a new one, sampled as the client's flag says or by the
+    /// ratio; without it, the client's `traceparent` forwarded unchanged (or nothing).
+    #[must_use]
+    pub fn of(headers: &HeaderMap, traces: Option<&Traces>) -> Option<Self> {
+        let parent = headers
+            .get("traceparent")
+            .and_then(|v| v.to_str().ok())
+            .and_then(TraceParent::parse);
+        let tracestate = parent.and_then(|_| tracestate(headers));
+        let Some(traces) = traces else {
+            let p = parent?;
+            return Some(Self {
+                context: TraceContext {
+                    trace_id: p.trace_id,
+                    span_id: p.span_id,
+                    sampled: p.flags & 1 == 1,
+                    own_spans: false,
+                    tracestate,
+                },
+                parent: None,
+            });
+        };
+        let trace_id = parent.map_or_else(new_trace_id, |p| p.trace_id);
+        let sampled = match parent {
+            Some(p) => p.flags & 1 == 1,
+            None => traces.samples(&trace_id),
+        };
+        Some(Self {
+            context: TraceContext {
+                trace_id,
+                span_id: new_span_id(),
+                sampled,
+                own_spans: true,
+                tracestate,
+            },
+            parent: parent.map(|p| p.span_id),
+        })
+    }
+}
+
+/// The client's `tracestate`, when it is printable ASCII of at most [`MAX_TRACESTATE`].
+fn tracestate(headers: &HeaderMap) -> Option<String> {
+    let v = headers.get("tracestate")?.to_str().ok()?;
+    let ok =
+        !v.is_empty() && v.len() <= MAX_TRACESTATE && v.bytes().all(|b| (0x20..0x7f).contains(&b));
+    ok.then(|| v.to_owned())
+}
+
+fn new_trace_id() -> [u8; 16] {
+    fastrand::u128(1..).to_be_bytes()
+}
+
+fn new_span_id() -> [u8; 8] {
+    fastrand::u64(1..).to_be_bytes()
+}
+
+/// What the export loses, shared by the tap and the export task.
+#[derive(Debug, Default)]
+struct Counters {
+    /// Spans not exported: the queue was full, or the collector refused or was away.
+    dropped: AtomicU64,
+    /// Spans the collector accepted.
+    exported: AtomicU64,
+}
+
+/// The request log's tap that exports sampled requests' spans (cheap to share).
+pub struct Traces {
+    tx: mpsc::Sender<Arc<LogEntry>>,
+    counters: Arc<Counters>,
+    /// Share of new traces sampled.
+    ratio: f64,
+}
+
+impl std::fmt::Debug for Traces {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Traces")
+            .field("ratio", &self.ratio)
+            .field("dropped", &self.dropped())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Traces {
+    /// Start exporting to `settings`' endpoint; `kinds` maps provider names to their
+    /// `kind` (for `gen_ai.provider.name`). The export task is tracked by `tasks` and ends
+    /// once every handle is dropped and the queue is sent.
+    ///
+    /// # Errors
+    /// The exporter cannot be built (a bad endpoint or header).
+    pub fn start(
+        settings: &OtlpSettings,
+        kinds: HashMap<String, String>,
+        tasks: &Tasks,
+    ) -> Result<Arc<Self>, String> {
+        let client = reqwest::Client::builder()
+            .timeout(EXPORT_TIMEOUT)
+            .build()
+            .map_err(|e| format!("OTLP exporter: {e}"))?;
+        let mut exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_http_client(client)
+            .with_protocol(Protocol::HttpBinary)
+            .with_endpoint(settings.endpoint.clone())
+            .with_timeout(EXPORT_TIMEOUT)
+            .with_headers(settings.headers.iter().cloned().collect())
+            .build()
+            .map_err(|e| format!("OTLP exporter for {}: {e}", settings.endpoint))?;
+        let resource = Resource::builder_empty()
+            .with_service_name(settings.service_name.clone())
+            .build();
+        exporter.set_resource(&resource);
+        let (tx, rx) = mpsc::channel(settings.queue);
+        let counters = Arc::new(Counters::default());
+        let task = Export {
+            exporter,
+            kinds,
+            scope: InstrumentationScope::builder("switchyard")
+                .with_version(env!("CARGO_PKG_VERSION"))
+                .build(),
+            counters: Arc::clone(&counters),
+        };
+        tasks.spawn(task.run(rx));
+        Ok(Arc::new(Self {
+            tx,
+            counters,
+            ratio: settings.sampling_ratio,
+        }))
+    }
+
+    /// Is a new trace with this id sampled: its low 8 bytes below the ratio's share of
+    /// the range (the same decision for the same trace on every replica).
+    fn samples(&self, trace_id: &[u8; 16]) -> bool {
+        let mut low = [0u8; 8];
+        low.copy_from_slice(&trace_id[8..]);
+        // the ratio's share of the range; `as` saturates at the ends
+        #[allow(
+            clippy::cast_precision_loss,
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss
+        )]
+        let bound = (self.ratio * u64::MAX as f64) as u64;
+        self.ratio >= 1.0 || u64::from_be_bytes(low) < bound
+    }
+
+    /// Spans not exported: the queue was full, or the collector failed or was away.
+    #[must_use]
+    pub fn dropped(&self) -> u64 {
+        self.counters.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Spans the collector accepted.
+    #[must_use]
+    pub fn exported(&self) -> u64 {
+        self.counters.exported.load(Ordering::Relaxed)
+    }
+}
+
+impl LogTap for Traces {
+    fn record(&self, entry: &Arc<LogEntry>) {
+        if !entry.sampled || entry.span_id.is_none() {
+            return;
+        }
+        if self.tx.try_send(Arc::clone(entry)).is_err() {
+            let spans = 1 + entry.attempts.iter().filter(|a| a.was_called()).count();
+            self.counters
+                .dropped
+                .fetch_add(spans as u64, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The export task's state.
+struct Export {
+    exporter: opentelemetry_otlp::SpanExporter,
+    kinds: HashMap<String, String>,
+    scope: InstrumentationScope,
+    counters: Arc<Counters>,
+}
+
+impl Export {
+    /// Take what is queued, export it, count the outcome — until every handle is gone.
+    async fn run(self, mut rx: mpsc::Receiver<Arc<LogEntry>>) {
+        let mut batch = Vec::with_capacity(MAX_BATCH);
+        let mut failing = false;
+        while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
+            let spans: Vec<SpanData> = batch
+                .drain(..)
+                .flat_map(|e| spans(&e, &self.kinds, &self.scope))
+                .collect();
+            let n = spans.len() as u64;
+            match self.exporter.export(spans).await {
+                Ok(()) => {
+                    self.counters.exported.fetch_add(n, Ordering::Relaxed);
+                    if std::mem::take(&mut failing) {
+                        tracing::info!("OTLP export succeeds again");
+                    }
+                }
+                Err(e) => {
+                    self.counters.dropped.fetch_add(n, Ordering::Relaxed);
+                    if !std::mem::replace(&mut failing, true) {
+                        tracing::warn!(error = %e, "OTLP export failed; spans are dropped and counted until it succeeds again");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Hex of `N` bytes back into bytes (the log line's ids).
+fn unhex<const N: usize>(s: &str) -> Option<[u8; N]> {
+    let mut out = [0u8; N];
+    if s.len() != 2 * N {
+        return None;
+    }
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// `gen_ai.provider.name` for a provider `kind` (the GenAI conventions' names).
+fn genai_provider(kind: &str) -> &str {
+    match kind {
+        "gemini" => "gcp.gemini",
+        "vertex" => "gcp.vertex_ai",
+        "azure" => "azure.ai.openai",
+        other => other,
+    }
+}
+
+/// `gen_ai.operation.name` for an inbound API.
+fn operation(api: &str) -> &'static str {
+    if api == "embeddings" {
+        "embeddings"
+    } else {
+        "chat"
+    }
+}
+
+/// The spans of one finished request: its own, then one per upstream call.
+fn spans(
+    e: &LogEntry,
+    kinds: &HashMap<String, String>,
+    scope: &InstrumentationScope,
+) -> Vec<SpanData> {
+    let (Some(trace_id), Some(span_id)) = (
+        e.trace_id.as_deref().and_then(unhex::<16>),
+        e.span_id.as_deref().and_then(unhex::<8>),
+    ) else {
+        return Vec::new();
+    };
+    let b = Builder {
+        ctx: TraceContext {
+            trace_id,
+            span_id,
+            sampled: true,
+            own_spans: true,
+            tracestate: None,
+        },
+        start: UNIX_EPOCH + Duration::from_millis(e.time_ms),
+        op: operation(&e.api),
+        kinds,
+        scope,
+    };
+    let mut out = vec![b.root(e)];
+    b.calls(e, &mut out);
+    out
+}
+
+/// What every span of one request shares.
+struct Builder<'a> {
+    /// The request's trace and span.
+    ctx: TraceContext,
+    /// When the request arrived.
+    start: SystemTime,
+    op: &'static str,
+    kinds: &'a HashMap<String, String>,
+    scope: &'a InstrumentationScope,
+}
+
+impl Builder<'_> {
+    /// `gen_ai.provider.name` of a configured provider.
+    fn kind_of(&self, provider: &str) -> String {
+        (self.kinds.get(provider))
+            .map_or("unknown", |k| genai_provider(k))
+            .to_owned()
+    }
+
+    fn span(&self, id: [u8; 8], kind: SpanKind, name: String, start: SystemTime) -> SpanData {
+        SpanData {
+            span_context: SpanContext::new(
+                TraceId::from_bytes(self.ctx.trace_id),
+                SpanId::from_bytes(id),
+                TraceFlags::SAMPLED,
+                false,
+                TraceState::default(),
+            ),
+            parent_span_id: SpanId::from_bytes(self.ctx.span_id),
+            parent_span_is_remote: false,
+            span_kind: kind,
+            name: Cow::Owned(name),
+            start_time: start,
+            end_time: start,
+            attributes: Vec::new(),
+            dropped_attributes_count: 0,
+            events: SpanEvents::default(),
+            links: SpanLinks::default(),
+            status: Status::Unset,
+            instrumentation_scope: self.scope.clone(),
+        }
+    }
+
+    /// The request's span: the client's span as parent, the stream commit as an event.
+    fn root(&self, e: &LogEntry) -> SpanData {
+        let name = format!("{} {}", self.op, e.route);
+        let mut root = self.span(self.ctx.span_id, SpanKind::Server, name, self.start);
+        root.end_time = self.start + Duration::from_secs_f64(e.latency_ms.max(0.0) / 1000.0);
+        root.parent_span_id = (e.parent_span_id.as_deref())
+            .and_then(unhex::<8>)
+            .map_or(SpanId::INVALID, SpanId::from_bytes);
+        root.parent_span_is_remote = root.parent_span_id != SpanId::INVALID;
+        root.attributes = request_attributes(e, self.op, &|p| self.kind_of(p));
+        if let Some(error) = &e.error {
+            root.status = Status::error(error.clone());
+        }
+        if let Some(ttft) = e.ttft_ms {
+            let at = self.start + Duration::from_secs_f64(ttft.max(0.0) / 1000.0);
+            let commit = Event::new("switchyard.stream.commit", at, Vec::new(), 0);
+            root.events.events.push(commit);
+        }
+        root
+    }
+
+    /// A span per upstream call after `out`'s request span; skips become its events.
+    fn calls(&self, e: &LogEntry, out: &mut Vec<SpanData>) {
+        let mut previous: Option<(usize, &Attempt)> = None;
+        for (i, a) in e.attempts.iter().enumerate() {
+            let at = self.start + a.start.unwrap_or_default();
+            if !a.was_called() {
+                let what = vec![
+                    KeyValue::new("switchyard.provider", a.provider.clone()),
+                    KeyValue::new("switchyard.outcome", a.outcome.label()),
+                ];
+                out[0]
+                    .events
+                    .events
+                    .push(Event::new("switchyard.skip", at, what, 0));
+                continue;
+            }
+            // a rescued stream's finish is the end of its rescue call, not another call
+            if let (Outcome::Success, Some((j, p))) = (&a.outcome, previous) {
+                if matches!(p.outcome, Outcome::Rescue { .. }) && p.provider == a.provider {
+                    out[j].end_time = at + a.latency;
+                    continue;
+                }
+            }
+            let name = format!("{} {}", self.op, a.model);
+            let mut s = self.span(self.ctx.attempt_span_id(i), SpanKind::Client, name, at);
+            s.end_time = at + a.latency;
+            s.attributes = attempt_attributes(a, self.op, &|p| self.kind_of(p));
+            if let Outcome::Failed { kind, .. } = &a.outcome {
+                s.status = Status::error(kind.to_string());
+            }
+            out.push(s);
+            previous = Some((out.len() - 1, a));
+        }
+    }
+}
+
+/// The request span's attributes (GenAI conventions, then switchyard's own).
+fn request_attributes(
+    e: &LogEntry,
+    op: &'static str,
+    kind_of: &dyn Fn(&str) -> String,
+) -> Vec<KeyValue> {
+    let mut a = vec![
+        KeyValue::new("gen_ai.operation.name", op),
+        KeyValue::new("gen_ai.request.model", e.route.clone()),
+        KeyValue::new("gen_ai.request.stream", e.stream),
+        KeyValue::new("http.response.status_code", i64::from(e.status)),
+        KeyValue::new("switchyard.request_id", e.id.clone()),
+        KeyValue::new("switchyard.api", e.api.to_string()),
+        KeyValue::new("switchyard.route", e.route.clone()),
+        KeyValue::new("switchyard.failed_over", e.failed_over),
+    ];
+    if let Some(p) = &e.provider {
+        a.push(KeyValue::new("gen_ai.provider.name", kind_of(p)));
+        a.push(KeyValue::new("switchyard.provider", p.clone()));
+    }
+    if let Some(m) = &e.model {
+        a.push(KeyValue::new("gen_ai.response.model", m.clone()));
+    }
+    if let Some(u) = &e.usage {
+        a.push(KeyValue::new(
+            "gen_ai.usage.input_tokens",
+            saturating_i64(u.input_tokens),
+        ));
+        a.push(KeyValue::new(
+            "gen_ai.usage.output_tokens",
+            saturating_i64(u.output_tokens),
+        ));
+    }
+    if let Some(cost) = e.cost_usd {
+        a.push(KeyValue::new("switchyard.cost_usd", cost));
+    }
+    if let Some(ttft) = e.ttft_ms {
+        a.push(KeyValue::new(
+            "gen_ai.response.time_to_first_chunk",
+            ttft / 1000.0,
+        ));
+    }
+    if let Some(key) = &e.key {
+        a.push(KeyValue::new("switchyard.key", key.clone()));
+    }
+    if let Some(error) = &e.error {
+        a.push(KeyValue::new("error.type", error.clone()));
+    }
+    if let Some(rung) = e.attempts.iter().find_map(|a| match &a.outcome {
+        Outcome::Rescue { method } => Some(method.clone()),
+        _ => None,
+    }) {
+        a.push(KeyValue::new("switchyard.rescue", rung));
+    }
+    a
+}
+
+/// An upstream call's attributes.
+fn attempt_attributes(
+    at: &Attempt,
+    op: &'static str,
+    kind_of: &dyn Fn(&str) -> String,
+) -> Vec<KeyValue> {
+    let mut a = vec![
+        KeyValue::new("gen_ai.operation.name", op),
+        KeyValue::new("gen_ai.provider.name", kind_of(&at.provider)),
+        KeyValue::new("gen_ai.request.model", at.model.clone()),
+        KeyValue::new("switchyard.provider", at.provider.clone()),
+        KeyValue::new("switchyard.attempt", i64::from(at.attempt)),
+        KeyValue::new("switchyard.outcome", at.outcome.label()),
+    ];
+    if let Some(status) = at.status {
+        a.push(KeyValue::new(
+            "http.response.status_code",
+            i64::from(status),
+        ));
+    }
+    match &at.outcome {
+        Outcome::Failed { kind, .. } => a.push(KeyValue::new("error.type", kind.to_string())),
+        Outcome::Rescue { method } => a.push(KeyValue::new("switchyard.rescue", method.clone())),
+        Outcome::Success | Outcome::Skipped { .. } => {}
+    }
+    a
+}
+
+fn saturating_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+    use switchyard::propagate::to_hex;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    #[test]
+    fn without_export_a_clients_traceparent_is_forwarded_as_it_came() {
+        assert_eq!(RequestTrace::of(&HeaderMap::new(), None), None);
+        let t = RequestTrace::of(
+            &headers(&[("traceparent", PARENT), ("tracestate", "k=v")]),
+            None,
+        )
+        .unwrap();
+        assert_eq!(t.context.traceparent(0), PARENT);
+        assert_eq!(t.context.tracestate.as_deref(), Some("k=v"));
+        assert_eq!(t.parent, None);
+        // garbage is not forwarded
+        assert_eq!(
+            RequestTrace::of(&headers(&[("traceparent", "00-xyz")]), None),
+            None
+        );
+    }
+
+    #[test]
+    fn ratios_sample_by_trace_id() {
+        let (tx, _rx) = mpsc::channel(1);
+        let traces = |ratio| Traces {
+            tx: tx.clone(),
+            counters: Arc::default(),
+            ratio,
+        };
+        let low = [0u8; 16];
+        let mut high = [0xffu8; 16];
+        high[0] = 1;
+        assert!(traces(1.0).samples(&high));
+        assert!(!traces(0.0).samples(&low));
+        assert!(!traces(0.0).samples(&high));
+        assert!(traces(0.5).samples(&low));
+        assert!(!traces(0.5).samples(&high));
+        // a client's sampled flag wins over the ratio
+        let t = RequestTrace::of(&headers(&[("traceparent", PARENT)]), Some(&traces(0.0))).unwrap();
+        assert!(t.context.sampled && t.context.own_spans);
+        assert_eq!(to_hex(&t.parent.unwrap()), "00f067aa0ba902b7");
+        assert_eq!(
+            to_hex(&t.context.trace_id),
+            "4bf92f3577b34da6a3ce929d0e0e4736"
+        );
+    }
+}
