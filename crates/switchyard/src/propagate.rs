@@ -172,6 +172,10 @@ impl Upstream {
     }
 }
 
+const X_REQUEST_ID: http::HeaderName = http::HeaderName::from_static("x-request-id");
+const TRACEPARENT: http::HeaderName = http::HeaderName::from_static("traceparent");
+const TRACESTATE: http::HeaderName = http::HeaderName::from_static("tracestate");
+
 /// The headers of one upstream call.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Outbound {
@@ -185,15 +189,15 @@ pub struct Outbound {
 
 impl Outbound {
     /// Each header as (name, value).
-    pub fn each(&self, mut f: impl FnMut(&'static str, &str)) {
+    pub fn each(&self, mut f: impl FnMut(&http::HeaderName, &str)) {
         if let Some(v) = &self.request_id {
-            f("x-request-id", v);
+            f(&X_REQUEST_ID, v);
         }
         if let Some(v) = &self.traceparent {
-            f("traceparent", v);
+            f(&TRACEPARENT, v);
         }
         if let Some(v) = &self.tracestate {
-            f("tracestate", v);
+            f(&TRACESTATE, v);
         }
     }
 }
@@ -217,23 +221,32 @@ impl Headroom {
     /// The headroom `headers` state; `None` when they state none.
     #[must_use]
     pub fn from_headers(headers: &http::HeaderMap) -> Option<Self> {
-        let num = |names: &[&str]| {
-            names.iter().find_map(|n| {
-                let v = headers.get(*n)?.to_str().ok()?;
-                v.trim().parse::<u64>().ok()
-            })
-        };
+        // one pass over the response's headers (a handful) rather than a lookup per name:
+        // this runs on every upstream response
+        let mut seen = [None::<u64>; 6];
+        for (name, value) in headers {
+            let name = name.as_str();
+            if !(name.starts_with("x-ratelimit-") || name.starts_with("anthropic-ratelimit-")) {
+                continue;
+            }
+            let slot = match name {
+                "x-ratelimit-remaining-requests" => 0,
+                "anthropic-ratelimit-requests-remaining" => 1,
+                "x-ratelimit-remaining-tokens" => 2,
+                "anthropic-ratelimit-tokens-remaining" => 3,
+                "anthropic-ratelimit-input-tokens-remaining" => 4,
+                "anthropic-ratelimit-output-tokens-remaining" => 5,
+                _ => continue,
+            };
+            if seen[slot].is_none() {
+                seen[slot] = value.to_str().ok().and_then(|v| v.trim().parse::<u64>().ok());
+            }
+        }
         let h = Self {
-            requests: num(&[
-                "x-ratelimit-remaining-requests",
-                "anthropic-ratelimit-requests-remaining",
-            ]),
-            tokens: num(&[
-                "x-ratelimit-remaining-tokens",
-                "anthropic-ratelimit-tokens-remaining",
-            ]),
-            input_tokens: num(&["anthropic-ratelimit-input-tokens-remaining"]),
-            output_tokens: num(&["anthropic-ratelimit-output-tokens-remaining"]),
+            requests: seen[0].or(seen[1]),
+            tokens: seen[2].or(seen[3]),
+            input_tokens: seen[4],
+            output_tokens: seen[5],
         };
         (h != Self::default()).then_some(h)
     }
@@ -282,7 +295,7 @@ pub(crate) async fn scoped<F: std::future::Future>(
 }
 
 /// Call `f` with each outbound header of the call in flight on this task, if any.
-pub(crate) fn with_outbound(f: impl FnMut(&'static str, &str)) {
+pub(crate) fn with_outbound(f: impl FnMut(&http::HeaderName, &str)) {
     let _ = CALL.try_with(|c| c.out.each(f));
 }
 

@@ -33,7 +33,9 @@ pub(crate) async fn serve<D: Dialect>(State(state): State<AppState>, request: Re
         armed: true,
     };
     let span = guard.ctx.span();
-    let outcome = handle::<D>(&state, &mut guard.ctx, request)
+    // boxed: the flow's future is large, and the span's wrapper would otherwise be one
+    // more copy of it per request (BENCHMARKS.md, "Stop 21")
+    let outcome = Box::pin(handle::<D>(&state, &mut guard.ctx, request))
         .instrument(span)
         .await;
     guard.armed = false;

@@ -82,8 +82,11 @@ impl Run {
             } else {
                 // the call's headers name the span of the trail entry it will become
                 let headers = self.upstream.headers(self.attempts.len());
+                // boxed: the task-local scope would otherwise move the attempt's whole
+                // future once more per call
                 let (result, headroom) =
-                    crate::propagate::scoped(headers, self.attempt(slot, call, limits)).await;
+                    crate::propagate::scoped(headers, Box::pin(self.attempt(slot, call, limits)))
+                        .await;
                 if let Some(h) = headroom {
                     for o in &self.gw.inner.observers {
                         o.on_headroom(&slot.spec.name, &h);

@@ -356,7 +356,7 @@ impl HttpClient {
         // the request id and trace context of the attempt in flight (`crate::propagate`)
         crate::propagate::with_outbound(|name, value| {
             if let Ok(value) = HeaderValue::from_str(value) {
-                map.insert(name, value);
+                map.insert(name.clone(), value);
             }
         });
         self.execute(request).await

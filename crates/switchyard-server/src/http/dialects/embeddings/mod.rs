@@ -43,7 +43,8 @@ pub async fn create(State(state): State<AppState>, request: Request) -> Response
     };
     let span = guard.ctx.span();
     let outcome =
-        tracing::Instrument::instrument(handle(&state, &mut guard.ctx, request), span).await;
+        tracing::Instrument::instrument(Box::pin(handle(&state, &mut guard.ctx, request)), span)
+            .await;
     guard.armed = false;
     answer_with(&state, &mut guard.ctx, outcome, IntoResponse::into_response).await
 }
