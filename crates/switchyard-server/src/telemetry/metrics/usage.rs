@@ -155,22 +155,29 @@ impl Usage {
     /// A finished request: out of flight, and counted under its labels.
     pub(super) fn finished(&self, e: &LogEntry) {
         self.in_flight.dec();
-        let labels = self.labels_of(e);
-        let key = format!("{}\0{}\0{}", labels.route, labels.key, labels.provider);
+        let l = self.labels_of(e);
+        // the series' key, built without the formatting machinery (every request)
+        let mut key = String::with_capacity(l.route.len() + l.key.len() + l.provider.len() + 2);
+        for (i, part) in [l.route, l.key, l.provider].into_iter().enumerate() {
+            if i > 0 {
+                key.push('\0');
+            }
+            key.push_str(part);
+        }
         let s = self.series.get(key.as_str(), || {
             // (under the map's write lock: count, never read the map here)
             let over_cap = self.made.fetch_add(1, Ordering::Relaxed) >= MAX_USAGE_SERIES;
             let l = if over_cap {
-                Labels {
-                    route: OTHER.to_owned(),
-                    key: OTHER.to_owned(),
-                    provider: OTHER.to_owned(),
-                    model: OTHER.to_owned(),
+                LabelRefs {
+                    route: OTHER,
+                    key: OTHER,
+                    provider: OTHER,
+                    model: OTHER,
                 }
             } else {
-                labels
+                l
             };
-            (key.clone(), self.series_for(&l))
+            (key.clone(), self.series_for(&l.owned()))
         });
         if e.error.is_none() && e.status < 400 {
             s.answered.inc();
@@ -210,30 +217,51 @@ impl Usage {
         }
     }
 
-    /// The entry's label values, each configured or `other` / `none`.
-    fn labels_of(&self, e: &LogEntry) -> Labels {
+    /// The entry's label values, each configured or `other` / `none` (borrowed: owned
+    /// copies are made once per series, not per request).
+    fn labels_of<'a>(&'a self, e: &'a LogEntry) -> LabelRefs<'a> {
         let route = if self.labels.routes.contains(&e.route) {
-            e.route.clone()
+            e.route.as_str()
         } else {
-            OTHER.to_owned()
+            OTHER
         };
         let key = match &e.key {
-            None => NONE.to_owned(),
-            Some(k) if self.labels.keys.contains(k) => k.clone(),
-            Some(_) => OTHER.to_owned(),
+            None => NONE,
+            Some(k) if self.labels.keys.contains(k) => k.as_str(),
+            Some(_) => OTHER,
         };
         let (provider, model) = match &e.provider {
-            None => (NONE.to_owned(), NONE.to_owned()),
+            None => (NONE, NONE),
             Some(p) => match self.labels.models.get(p) {
-                Some(m) => (p.clone(), m.clone()),
-                None => (OTHER.to_owned(), OTHER.to_owned()),
+                Some(m) => (p.as_str(), m.as_str()),
+                None => (OTHER, OTHER),
             },
         };
-        Labels {
+        LabelRefs {
             route,
             key,
             provider,
             model,
+        }
+    }
+}
+
+/// [`Labels`] borrowed from a request's entry and the configured names.
+#[derive(Clone, Copy)]
+struct LabelRefs<'a> {
+    route: &'a str,
+    key: &'a str,
+    provider: &'a str,
+    model: &'a str,
+}
+
+impl LabelRefs<'_> {
+    fn owned(self) -> Labels {
+        Labels {
+            route: self.route.to_owned(),
+            key: self.key.to_owned(),
+            provider: self.provider.to_owned(),
+            model: self.model.to_owned(),
         }
     }
 }
