@@ -179,10 +179,12 @@ fn check_breakpoints(req: &ChatRequest, model: &str) -> Result<(), ProviderError
     if !cannot_honour(req, model).is_empty() {
         return Err(bad_request(match caching(model) {
             Caching::Nova if req.tools.iter().any(|t| t.cache_control.is_some()) => format!(
-                "cache_control on a tool: Amazon Nova on Bedrock caches no tool definitions                  ({model:?})"
+                "cache_control on a tool: Amazon Nova on Bedrock caches no tool definitions \
+                 ({model:?})"
             ),
             _ => format!(
-                "cache_control ttl \"1h\": on Bedrock only Claude 4.5 and later models take                  a one-hour cache, not {model:?}"
+                "cache_control ttl \"1h\": on Bedrock only Claude 4.5 and later models take \
+                 a one-hour cache, not {model:?}"
             ),
         }));
     }
@@ -191,7 +193,8 @@ fn check_breakpoints(req: &ChatRequest, model: &str) -> Result<(), ProviderError
         match ttl {
             Some(CacheTtl::OneHour) if shorter_seen => {
                 return Err(bad_request(
-                    "cache_control ttl \"1h\" after a 5-minute breakpoint: Bedrock wants                      one-hour breakpoints first (tools, then system, then messages)",
+                    "cache_control ttl \"1h\" after a 5-minute breakpoint: Bedrock wants \
+                     one-hour breakpoints first (tools, then system, then messages)",
                 ))
             }
             Some(CacheTtl::OneHour) => {}
