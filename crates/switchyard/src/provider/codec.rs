@@ -70,6 +70,13 @@ pub trait Codec: std::fmt::Debug + Send + Sync + 'static {
     /// sends every field declared native or translated, and none declared otherwise.
     fn support(field: Field) -> Support;
 
+    /// How this codec's model carries `field`: the vendor's declaration
+    /// ([`Codec::support`]) unless the model takes less of it (Bedrock: prompt-cache
+    /// breakpoints only on the models that cache). What [`Provider::support`] answers.
+    fn model_support(&self, field: Field) -> Support {
+        Self::support(field)
+    }
+
     /// Fields of `req` this vendor cannot honour in combination, though it takes each
     /// alone (see [`Provider::cannot_honour`]); `encode` refuses such a request. The
     /// default: none.
@@ -482,7 +489,7 @@ impl<C: Codec> Provider for HttpProvider<C> {
     }
 
     fn support(&self, field: Field) -> Support {
-        C::support(field)
+        self.codec.model_support(field)
     }
 
     fn cannot_honour(&self, req: &ChatRequest) -> FieldSet {

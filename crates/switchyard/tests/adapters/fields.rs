@@ -7,7 +7,9 @@
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
-use switchyard::chat::{Field, Message, ReasoningEffort, Role, Support, Tool};
+use switchyard::chat::{
+    CacheControl, CachePoint, Field, Message, ReasoningEffort, Role, Support, Tool,
+};
 use switchyard::clock::Clock;
 use switchyard::ChatRequest;
 use wiremock::matchers::method;
@@ -50,6 +52,16 @@ fn using(field: Field) -> ChatRequest {
         Field::Metadata => r.metadata = json!({"team": "a"}).as_object().cloned(),
         Field::User => r.user = Some("u1".into()),
         Field::DeveloperRole => r.messages[0].role = Role::Developer,
+        Field::CacheControl => {
+            // after the system prompt, the user's text and the tool
+            for m in &mut r.messages {
+                m.cache.push(CachePoint {
+                    part: 0,
+                    control: CacheControl::default(),
+                });
+            }
+            r.tools[0].cache_control = Some(CacheControl::default());
+        }
         _ => unreachable!("not a case"),
     }
     r
@@ -303,6 +315,14 @@ async fn bedrock_sends_what_converse_has_a_place_for() {
         (Field::Metadata, vec![("/requestMetadata/team", json!("a"))]),
         (Field::User, vec![("/requestMetadata/user", json!("u1"))]),
         (Field::DeveloperRole, vec![]),
+        (
+            Field::CacheControl,
+            vec![
+                ("/system/1/cachePoint/type", json!("default")),
+                ("/messages/0/content/1/cachePoint/type", json!("default")),
+                ("/toolConfig/tools/1/cachePoint/type", json!("default")),
+            ],
+        ),
     ];
     check(
         &crate::bedrock::Harness,

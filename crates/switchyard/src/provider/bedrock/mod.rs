@@ -50,7 +50,7 @@ use super::codec::{Codec, Connection, Endpoints, Framing, HttpProvider};
 use super::http::{self, ConfigError, Endpoint, HttpFailure, HttpSettings, Transport};
 use super::secret::Secret;
 use super::sse;
-use crate::chat::{ChatRequest, Field, ProviderReply, Support};
+use crate::chat::{ChatRequest, Field, FieldSet, ProviderReply, Support};
 use crate::clock::Clock;
 use crate::error::ProviderError;
 
@@ -244,6 +244,17 @@ impl Codec for BedrockCodec {
 
     fn support(field: Field) -> Support {
         request::support(field)
+    }
+
+    /// Cache breakpoints are ignored on a model that does not cache (`request::caching`).
+    fn model_support(&self, field: Field) -> Support {
+        request::model_support(field, &self.model)
+    }
+
+    /// Breakpoints this caching model cannot take: a tool breakpoint on Nova, a `1h` TTL
+    /// before Claude 4.5 (refused, never shortened).
+    fn cannot_honour(&self, req: &ChatRequest) -> FieldSet {
+        request::cannot_honour(req, &self.model)
     }
 
     fn model(&self) -> &str {

@@ -21,18 +21,28 @@ pub(super) fn finish_reason(reason: &str) -> FinishReason {
 }
 
 /// Converse's `usage` normalised: `inputTokens` counts only the uncached prompt, so the
-/// cache reads and writes are added in (see [`Usage`]).
+/// cache reads and writes are added in (see [`Usage`]); `cacheDetails` (the writes per
+/// TTL) gives the one-hour writes, priced apart.
 pub(super) fn usage(value: &Value) -> Option<Usage> {
     let get = |name: &str| value.get(name).and_then(Value::as_u64);
     let input = get("inputTokens")?;
     let output = get("outputTokens")?;
     let read = get("cacheReadInputTokens").unwrap_or(0);
     let write = get("cacheWriteInputTokens").unwrap_or(0);
+    let write_1h = value
+        .get("cacheDetails")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|d| d.get("ttl").and_then(Value::as_str) == Some("1h"))
+        .filter_map(|d| d.get("inputTokens").and_then(Value::as_u64))
+        .fold(0u64, u64::saturating_add);
     Some(Usage {
         input_tokens: input.saturating_add(read).saturating_add(write),
         output_tokens: output,
         cached_input_tokens: read,
         cache_write_tokens: write,
+        cache_write_1h_tokens: write_1h.min(write),
         ..Usage::default()
     })
 }

@@ -23,12 +23,27 @@
 //!   models take no common reasoning field: the request is refused (a provider whose model
 //!   does not reason is marked so in the price table, or by `reasoning = false`, and never
 //!   gets the field).
+//! - cache breakpoints ([`Message::cache`], [`crate::chat::Tool::cache_control`]) are
+//!   `cachePoint` blocks (`{"cachePoint": {"type": "default"}}`, with `ttl` `5m` or `1h`
+//!   when the breakpoint names one) placed after the block they close: after the marked
+//!   text or image block of a user turn, after a tool message's `toolResult` block, after
+//!   the marked text of a system prompt or an assistant turn (each part its own block when
+//!   a message has a breakpoint), and after a tool's `toolSpec` in `toolConfig.tools`
+//!   (Bedrock's Converse API reference, `CachePointBlock`; its prompt-caching guide). Only
+//!   models that cache take them ([`caching`]): Claude 3.7 Sonnet, 3.5 Haiku and every
+//!   Claude 4 or later (tools too; a `1h` TTL from Claude 4.5 on), and Amazon Nova (system
+//!   and messages only, no `1h`). On any other model the breakpoints are not sent (the
+//!   field is ignored, named in `x-switchyard-ignored`); on a caching model, a breakpoint
+//!   it cannot take (a tool breakpoint on Nova, a `1h` TTL before Claude 4.5) makes the
+//!   field one it cannot honour for that request (never shortened or dropped), and more
+//!   than [`MAX_CACHE_BREAKPOINTS`], a `1h` breakpoint after a 5-minute one (Converse's
+//!   order is tools, system, messages) or one on an empty text part is a `BadRequest`.
 
 use serde_json::{json, Map, Value};
 
 use crate::chat::{
-    ChatRequest, ContentPart, Field, ImageSource, Message, ReasoningEffort, Role, Support,
-    ToolCall, ToolChoice,
+    CacheControl, CacheTtl, ChatRequest, ContentPart, Field, FieldSet, ImageSource, Message,
+    ReasoningEffort, Role, Support, ToolCall, ToolChoice, MAX_CACHE_BREAKPOINTS,
 };
 use crate::error::{ErrorKind, ProviderError};
 
@@ -49,9 +64,8 @@ pub(super) fn support(field: Field) -> Support {
         | Field::Passthrough => Support::Translated,
         // Converse has no service tier field this codec sends
         Field::ServiceTier => Support::Ignored,
-        // Converse's `cachePoint` blocks are not sent yet: the answer is the same, the
-        // prompt is billed uncached (named in `x-switchyard-ignored`)
-        Field::CacheControl => Support::Ignored,
+        // `cachePoint` blocks, on the models that cache (see `model_support`)
+        Field::CacheControl => Support::Translated,
         // model-specific (through `additionalModelRequestFields`, in each model family's
         // own names) or absent from Converse: not honoured for every model, so refused
         Field::ResponseFormat
@@ -64,6 +78,167 @@ pub(super) fn support(field: Field) -> Support {
         | Field::TopK
         | Field::ParallelToolCalls => Support::Unsupported,
     }
+}
+
+/// What a model takes of Bedrock's prompt caching (its prompt-caching guide's table of
+/// models and the fields each caches).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Caching {
+    /// No `cachePoint` blocks: a model that does not cache, or an id that does not say
+    /// which model it is (an application inference profile's ARN).
+    None,
+    /// Amazon Nova: system and messages, the default TTL only.
+    Nova,
+    /// Claude: system, messages and tools; `one_hour`: the `1h` TTL too (Claude 4.5 on).
+    Claude { one_hour: bool },
+}
+
+/// The prompt caching `model` (a model id, inference profile or ARN holding one) takes.
+pub(super) fn caching(model: &str) -> Caching {
+    if model.contains("amazon.nova-") {
+        return Caching::Nova;
+    }
+    let Some((_, rest)) = model.split_once("anthropic.claude-") else {
+        return Caching::None;
+    };
+    let parts: Vec<&str> = rest.split('-').collect();
+    let number = |i: usize| {
+        parts
+            .get(i)
+            .filter(|p| (1..=2).contains(&p.len()))
+            .and_then(|p| p.parse::<u32>().ok())
+    };
+    match parts.first().copied() {
+        // `claude-3-7-sonnet-…`, `claude-3-5-haiku-…`: the Claude 3 models that cache
+        Some("3") => match (number(1), parts.get(2).copied()) {
+            (Some(7), Some("sonnet")) | (Some(5), Some("haiku")) => {
+                Caching::Claude { one_hour: false }
+            }
+            _ => Caching::None,
+        },
+        // `claude-sonnet-4-5-…`, `claude-opus-4-…`: Claude 4 and later
+        Some("opus" | "sonnet" | "haiku") => match number(1) {
+            Some(major) if major >= 4 => Caching::Claude {
+                one_hour: (major, number(2).unwrap_or(0)) >= (4, 5),
+            },
+            _ => Caching::None,
+        },
+        _ => Caching::None,
+    }
+}
+
+/// `support`, for `model`: breakpoints are ignored on a model that does not cache.
+pub(super) fn model_support(field: Field, model: &str) -> Support {
+    if field == Field::CacheControl && caching(model) == Caching::None {
+        return Support::Ignored;
+    }
+    support(field)
+}
+
+/// Breakpoints of `req` a caching `model` cannot take (see the module docs): a tool
+/// breakpoint on Nova, a one-hour TTL before Claude 4.5.
+pub(super) fn cannot_honour(req: &ChatRequest, model: &str) -> FieldSet {
+    let mut set = FieldSet::EMPTY;
+    let caching = caching(model);
+    if caching == Caching::None || req.cache_breakpoints() == 0 {
+        return set;
+    }
+    let one_hour_asked = breakpoint_ttls(req).any(|t| t == Some(CacheTtl::OneHour));
+    let tool_breakpoints = req.tools.iter().any(|t| t.cache_control.is_some());
+    set.insert_if(
+        (caching == Caching::Nova && tool_breakpoints)
+            || (one_hour_asked && caching != Caching::Claude { one_hour: true }),
+        Field::CacheControl,
+    );
+    set
+}
+
+/// The request's breakpoints' TTLs in Converse's order: tools, system, messages.
+fn breakpoint_ttls(req: &ChatRequest) -> impl Iterator<Item = Option<CacheTtl>> + '_ {
+    let tools = req
+        .tools
+        .iter()
+        .filter_map(|t| t.cache_control.map(|c| c.ttl));
+    let system = req.messages.iter().filter(|m| m.is_instructions());
+    let rest = req.messages.iter().filter(|m| !m.is_instructions());
+    let marks = system
+        .chain(rest)
+        .flat_map(|m| m.cache.iter().map(|c| c.control.ttl));
+    tools.chain(marks)
+}
+
+/// Refuses breakpoints the model cannot take (what `cannot_honour` names), too many, and
+/// a `1h` TTL after a shorter one (Bedrock wants TTLs non-increasing in its order).
+fn check_breakpoints(req: &ChatRequest, model: &str) -> Result<(), ProviderError> {
+    let count = req.cache_breakpoints();
+    if count > MAX_CACHE_BREAKPOINTS {
+        return Err(bad_request(format!(
+            "{count} cache_control breakpoints: Bedrock takes at most {MAX_CACHE_BREAKPOINTS}"
+        )));
+    }
+    if !cannot_honour(req, model).is_empty() {
+        return Err(bad_request(match caching(model) {
+            Caching::Nova if req.tools.iter().any(|t| t.cache_control.is_some()) => format!(
+                "cache_control on a tool: Amazon Nova on Bedrock caches no tool definitions \
+                 ({model:?})"
+            ),
+            _ => format!(
+                "cache_control ttl \"1h\": on Bedrock only Claude 4.5 and later models take \
+                 a one-hour cache, not {model:?}"
+            ),
+        }));
+    }
+    let mut shorter_seen = false;
+    for ttl in breakpoint_ttls(req) {
+        match ttl {
+            Some(CacheTtl::OneHour) if shorter_seen => {
+                return Err(bad_request(
+                    "cache_control ttl \"1h\" after a 5-minute breakpoint: Bedrock wants \
+                     one-hour breakpoints first (tools, then system, then messages)",
+                ))
+            }
+            Some(CacheTtl::OneHour) => {}
+            Some(CacheTtl::FiveMinutes) | None => shorter_seen = true,
+        }
+    }
+    Ok(())
+}
+
+/// A `cachePoint` block for `control`.
+fn cache_point(control: CacheControl) -> Value {
+    let mut point = Map::new();
+    point.insert("type".into(), "default".into());
+    if let Some(ttl) = control.ttl {
+        point.insert("ttl".into(), ttl.as_str().into());
+    }
+    json!({ "cachePoint": point })
+}
+
+/// Text parts of `m` as text blocks, each followed by its `cachePoint` when marked
+/// (empty parts left out; a marked empty part is refused).
+fn marked_text_blocks(m: &Message) -> Result<Vec<Value>, ProviderError> {
+    let mut blocks = Vec::new();
+    for (i, part) in m.content.iter().enumerate() {
+        let ContentPart::Text { text } = part else {
+            continue;
+        };
+        let mark = m.cache_at(i);
+        if text.is_empty() {
+            if mark.is_some() {
+                return Err(empty_part_mark());
+            }
+            continue;
+        }
+        blocks.push(json!({ "text": text }));
+        blocks.extend(mark.map(cache_point));
+    }
+    Ok(blocks)
+}
+
+fn empty_part_mark() -> ProviderError {
+    bad_request(
+        "cache_control on an empty text part: Bedrock caches after a block, not after nothing",
+    )
 }
 
 fn bad_request(message: impl Into<String>) -> ProviderError {
@@ -112,24 +287,30 @@ fn thinking(req: &ChatRequest, model: &str) -> Result<Option<(Value, u32)>, Prov
 /// The Converse body for `req` (the same for Converse and ConverseStream) to `model`.
 pub(super) fn body(req: &ChatRequest, model: &str) -> Result<Value, ProviderError> {
     let thinking = thinking(req, model)?;
+    // breakpoints go only to a model that caches (else the field is ignored)
+    let cache = caching(model) != Caching::None && req.cache_breakpoints() > 0;
+    if cache {
+        check_breakpoints(req, model)?;
+    }
     let mut body = Map::new();
-    let system: Vec<Value> = req
-        .messages
-        .iter()
-        .filter(|m| m.is_instructions())
-        .map(|m| {
-            if m.content
-                .iter()
-                .any(|p| matches!(p, ContentPart::Image { .. }))
-            {
-                return Err(bad_request("Bedrock takes no images in a system prompt"));
-            }
-            Ok(m.joined_text())
-        })
-        .filter(|t| !matches!(t, Ok(t) if t.is_empty()))
-        .map(|t| t.map(|text| json!({ "text": text })))
-        .collect::<Result<_, _>>()?;
-    let messages = turns(&req.messages)?;
+    let mut system = Vec::new();
+    for m in req.messages.iter().filter(|m| m.is_instructions()) {
+        if m.content
+            .iter()
+            .any(|p| matches!(p, ContentPart::Image { .. }))
+        {
+            return Err(bad_request("Bedrock takes no images in a system prompt"));
+        }
+        if cache && !m.cache.is_empty() {
+            system.extend(marked_text_blocks(m)?);
+            continue;
+        }
+        let text = m.joined_text();
+        if !text.is_empty() {
+            system.push(json!({ "text": text }));
+        }
+    }
+    let messages = turns(&req.messages, cache)?;
     if messages.is_empty() {
         return Err(bad_request("the request has no user or assistant messages"));
     }
@@ -160,7 +341,7 @@ pub(super) fn body(req: &ChatRequest, model: &str) -> Result<Value, ProviderErro
     if !inference.is_empty() {
         body.insert("inferenceConfig".into(), Value::Object(inference));
     }
-    if let Some(config) = tool_config(req, has_tool_blocks)? {
+    if let Some(config) = tool_config(req, has_tool_blocks, cache)? {
         body.insert("toolConfig".into(), config);
     }
     if let Some(metadata) = request_metadata(req) {
@@ -177,7 +358,11 @@ pub(super) fn body(req: &ChatRequest, model: &str) -> Result<Value, ProviderErro
 }
 
 /// `toolConfig`: the tools and the choice (see the module docs for `none`).
-fn tool_config(req: &ChatRequest, has_tool_blocks: bool) -> Result<Option<Value>, ProviderError> {
+fn tool_config(
+    req: &ChatRequest,
+    has_tool_blocks: bool,
+    cache: bool,
+) -> Result<Option<Value>, ProviderError> {
     if req.tools.is_empty() {
         if has_tool_blocks {
             return Err(bad_request(
@@ -200,10 +385,9 @@ fn tool_config(req: &ChatRequest, has_tool_blocks: bool) -> Result<Option<Value>
         }
         Some(ToolChoice::None) => return Ok(None),
     };
-    let tools: Vec<Value> = req
-        .tools
-        .iter()
-        .map(|t| {
+    let mut tools = Vec::new();
+    for t in &req.tools {
+        tools.push({
             let mut spec = Map::new();
             spec.insert("name".into(), t.name.clone().into());
             if let Some(d) = t.description.as_deref().filter(|d| !d.is_empty()) {
@@ -216,8 +400,11 @@ fn tool_config(req: &ChatRequest, has_tool_blocks: bool) -> Result<Option<Value>
             };
             spec.insert("inputSchema".into(), json!({ "json": schema }));
             json!({ "toolSpec": spec })
-        })
-        .collect();
+        });
+        if cache {
+            tools.extend(t.cache_control.map(cache_point));
+        }
+    }
     let mut config = Map::new();
     config.insert("tools".into(), Value::Array(tools));
     if let Some(choice) = choice {
@@ -244,14 +431,22 @@ fn request_metadata(req: &ChatRequest) -> Option<Value> {
 }
 
 /// The conversation as alternating turns (system messages excluded).
-fn turns(messages: &[Message]) -> Result<Vec<Value>, ProviderError> {
+/// With `cache`, each breakpoint is a `cachePoint` after the block it closes.
+fn turns(messages: &[Message], cache: bool) -> Result<Vec<Value>, ProviderError> {
     let mut out: Vec<(&str, Vec<Value>)> = Vec::new();
     for m in messages {
         let (role, blocks) = match m.role {
             Role::System | Role::Developer => continue,
-            Role::User => ("user", user_blocks(m)?),
-            Role::Tool => ("user", vec![tool_result(m)?]),
-            Role::Assistant => ("assistant", assistant_blocks(m)?),
+            Role::User => ("user", user_blocks(m, cache)?),
+            Role::Tool => {
+                let mut blocks = vec![tool_result(m)?];
+                // a mark on any part closes the whole result (no cachePoint inside one)
+                if cache {
+                    blocks.extend(m.cache.last().map(|c| cache_point(c.control)));
+                }
+                ("user", blocks)
+            }
+            Role::Assistant => ("assistant", assistant_blocks(m, cache)?),
         };
         if blocks.is_empty() {
             continue;
@@ -267,18 +462,26 @@ fn turns(messages: &[Message]) -> Result<Vec<Value>, ProviderError> {
         .collect())
 }
 
-fn user_blocks(m: &Message) -> Result<Vec<Value>, ProviderError> {
-    m.content
-        .iter()
-        .filter(|p| !matches!(p, ContentPart::Text { text } if text.is_empty()))
-        .map(|p| match p {
-            ContentPart::Text { text } => Ok(json!({ "text": text })),
-            ContentPart::Image { source, .. } => image(source),
-        })
-        .collect()
+fn user_blocks(m: &Message, cache: bool) -> Result<Vec<Value>, ProviderError> {
+    let mut blocks = Vec::new();
+    for (i, part) in m.content.iter().enumerate() {
+        let mark = m.cache_at(i).filter(|_| cache);
+        match part {
+            ContentPart::Text { text } if text.is_empty() => {
+                if mark.is_some() {
+                    return Err(empty_part_mark());
+                }
+                continue;
+            }
+            ContentPart::Text { text } => blocks.push(json!({ "text": text })),
+            ContentPart::Image { source, .. } => blocks.push(image(source)?),
+        }
+        blocks.extend(mark.map(cache_point));
+    }
+    Ok(blocks)
 }
 
-fn assistant_blocks(m: &Message) -> Result<Vec<Value>, ProviderError> {
+fn assistant_blocks(m: &Message, cache: bool) -> Result<Vec<Value>, ProviderError> {
     if m.content
         .iter()
         .any(|p| matches!(p, ContentPart::Image { .. }))
@@ -302,7 +505,10 @@ fn assistant_blocks(m: &Message) -> Result<Vec<Value>, ProviderError> {
             }
         }
     }
-    if !text.is_empty() {
+    if cache && !m.cache.is_empty() {
+        // a block per part, the marked ones followed by their cachePoint
+        blocks.extend(marked_text_blocks(m)?);
+    } else if !text.is_empty() {
         blocks.push(json!({ "text": text }));
     }
     for call in &m.tool_calls {

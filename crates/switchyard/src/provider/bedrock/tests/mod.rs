@@ -1,3 +1,6 @@
+//! Codec tests (bodies, replies, streams, errors, signing, prices); `cache.rs`: prompt-cache
+//! breakpoints as `cachePoint` blocks and the cache usage they bill.
+
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::{json, Value};
@@ -557,14 +560,28 @@ fn the_shipped_prices_know_bedrock_model_ids_and_their_cache_rates() {
         assert_eq!(e.reasoning, Some(false), "{id}");
     }
     for id in [
-        "meta.llama3-3-70b-instruct-v1:0",
-        "mistral.mistral-large-2407-v1:0",
+        "mistral.mistral-large-2402-v1:0",
         "amazon.nova-pro-v1:0",
+        "us.amazon.nova-premier-v1:0",
         "us.anthropic.claude-opus-4-1-20250805-v1:0",
         "global.anthropic.claude-haiku-4-5-20251001-v1:0",
     ] {
         assert!(table.lookup(id).is_some(), "{id}");
     }
+    // rates no published page confirmed are left out (such a model follows the unpriced
+    // rules) rather than guessed
+    for id in [
+        "meta.llama3-3-70b-instruct-v1:0",
+        "us.meta.llama4-maverick-17b-instruct-v1:0",
+        "mistral.mistral-large-2407-v1:0",
+    ] {
+        assert!(table.lookup(id).is_none(), "{id}");
+    }
+    // Nova Pro: a cache read at a quarter of the input rate; a write at the input rate
+    let pro = &table.lookup("amazon.nova-pro-v1:0").unwrap().price;
+    assert_eq!(pro.input_micros_per_mtok, 800_000);
+    assert_eq!(pro.cached_input_micros_per_mtok, Some(200_000));
+    assert_eq!(pro.cache_write_micros_per_mtok, None);
 }
 
 #[test]
@@ -621,3 +638,5 @@ fn reasoning_effort_is_claude_thinking_and_refused_for_other_models() {
     assert_eq!(err.kind, ErrorKind::BadRequest);
     assert!(err.message.contains("only Claude models"), "{err}");
 }
+
+mod cache;
