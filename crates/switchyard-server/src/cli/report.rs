@@ -302,6 +302,7 @@ mod tests {
             status: None,
             latency: Duration::from_millis(10),
             start: None,
+            probe: false,
         }
     }
 

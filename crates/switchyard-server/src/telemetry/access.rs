@@ -154,6 +154,7 @@ mod tests {
                 status: Some(500),
                 latency: Duration::from_millis(3),
                 start: None,
+                probe: false,
             }],
             usage: None,
             cost_usd: Some(0.5),

@@ -415,6 +415,7 @@ mod tests {
             status: None,
             latency: Duration::from_millis(ms),
             start: None,
+            probe: false,
         }
     }
 

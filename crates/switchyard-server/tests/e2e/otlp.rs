@@ -200,6 +200,7 @@ async fn a_failed_over_request_is_one_trace_continuing_the_clients() {
     for s in &children {
         assert_eq!(s.kind, SpanKind::Client as i32);
         assert_eq!(span_attr(s, "gen_ai.provider.name"), "openai");
+        assert_eq!(span_attr(s, "switchyard.breaker.state"), "closed");
         assert!(s.start_time_unix_nano >= root.start_time_unix_nano);
         assert!(s.end_time_unix_nano <= root.end_time_unix_nano + 1_000_000);
     }
@@ -281,7 +282,7 @@ async fn a_rescued_stream_is_its_broken_call_and_its_rescue() {
         "a new trace: no parent"
     );
     assert_eq!(span_attr(root, "gen_ai.request.stream"), "true");
-    assert_eq!(span_attr(root, "switchyard.rescue"), "restart");
+    assert_eq!(span_attr(root, "switchyard.rescue.rung"), "restart");
     assert!(
         span_attr(root, "gen_ai.response.time_to_first_chunk")
             .parse::<f64>()
@@ -300,7 +301,11 @@ async fn a_rescued_stream_is_its_broken_call_and_its_rescue() {
     assert_eq!(span_attr(children[0], "switchyard.provider"), "primary");
     assert!(span_attr(children[0], "switchyard.outcome").starts_with("failed:"));
     assert_eq!(span_attr(children[1], "switchyard.provider"), "fallback");
-    assert_eq!(span_attr(children[1], "switchyard.rescue"), "restart");
+    assert_eq!(span_attr(children[1], "switchyard.rescue.rung"), "restart");
+    assert!(attr(&children[0].attributes, "switchyard.rescue.rung").is_none());
+    for child in &children {
+        assert_eq!(span_attr(child, "switchyard.breaker.state"), "closed");
+    }
 
     for (mock, child) in [(&primary, children[0]), (&fallback, children[1])] {
         let sent = calls(mock).await;

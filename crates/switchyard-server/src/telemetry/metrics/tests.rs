@@ -28,6 +28,7 @@ fn attempt(provider: &str, outcome: Outcome, ms: u64) -> Attempt {
         status: None,
         latency: Duration::from_millis(ms),
         start: None,
+        probe: false,
     }
 }
 
