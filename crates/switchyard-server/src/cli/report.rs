@@ -340,6 +340,7 @@ mod tests {
             span_id: None,
             parent_span_id: None,
             sampled: false,
+            content: None,
         }
     }
 

@@ -40,6 +40,10 @@ pub struct TelemetryToml {
     pub sampling_ratio: Option<f64>,
     /// Spans waiting for export (default 2,048); past it spans are dropped and counted.
     pub otlp_queue: Option<usize>,
+    /// Export prompt and completion content on the request span (`gen_ai.input.messages`,
+    /// `gen_ai.output.messages`, each cut to 64 KiB) (default false: content never leaves
+    /// the gateway).
+    pub capture_content: Option<bool>,
 }
 
 /// The configured log format: `server` (`[server] log_format`), else `[telemetry]
@@ -119,6 +123,7 @@ impl TelemetryToml {
                 .unwrap_or_else(|| "switchyard".to_owned()),
             sampling_ratio: self.sampling_ratio.unwrap_or(1.0),
             queue: self.otlp_queue.unwrap_or(DEFAULT_OTLP_QUEUE),
+            capture_content: self.capture_content.unwrap_or(false),
         }))
     }
 }

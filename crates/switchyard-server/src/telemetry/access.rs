@@ -165,6 +165,7 @@ mod tests {
             span_id: None,
             parent_span_id: None,
             sampled: false,
+            content: None,
         };
         log.record(&Arc::new(entry.clone()));
         log.record(&Arc::new(LogEntry {

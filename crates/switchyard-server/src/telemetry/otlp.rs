@@ -54,6 +54,8 @@ pub struct OtlpSettings {
     pub sampling_ratio: f64,
     /// Spans waiting for export.
     pub queue: usize,
+    /// Prompt and completion content go on the request span.
+    pub capture_content: bool,
 }
 
 /// The trace a request belongs to: what its upstream calls carry and its log line names.
@@ -138,6 +140,8 @@ pub struct Traces {
     counters: Arc<Counters>,
     /// Share of new traces sampled.
     ratio: f64,
+    /// Requests' content goes on their spans (`[telemetry] capture_content`).
+    capture_content: bool,
 }
 
 impl std::fmt::Debug for Traces {
@@ -193,6 +197,7 @@ impl Traces {
             tx,
             counters,
             ratio: settings.sampling_ratio,
+            capture_content: settings.capture_content,
         }))
     }
 
@@ -209,6 +214,12 @@ impl Traces {
         )]
         let bound = (self.ratio * u64::MAX as f64) as u64;
         self.ratio >= 1.0 || u64::from_be_bytes(low) < bound
+    }
+
+    /// Do requests' spans carry their prompt and completion (`capture_content`).
+    #[must_use]
+    pub fn captures_content(&self) -> bool {
+        self.capture_content
     }
 
     /// Spans not exported: the queue was full, or the collector failed or was away.
@@ -493,6 +504,15 @@ fn request_attributes(
     }) {
         a.push(KeyValue::new("switchyard.rescue.rung", rung));
     }
+    if let Some(c) = &e.content {
+        a.push(KeyValue::new("gen_ai.input.messages", c.input.to_string()));
+        if let Some(output) = &c.output {
+            a.push(KeyValue::new("gen_ai.output.messages", output.clone()));
+        }
+        if c.truncated {
+            a.push(KeyValue::new("switchyard.content.truncated", true));
+        }
+    }
     a
 }
 
@@ -574,6 +594,7 @@ mod tests {
             tx: tx.clone(),
             counters: Arc::default(),
             ratio,
+            capture_content: false,
         };
         let low = [0u8; 16];
         let mut high = [0xffu8; 16];
@@ -629,6 +650,7 @@ mod tests {
             span_id: Some("00f067aa0ba902b7".to_owned()),
             parent_span_id: None,
             sampled: true,
+            content: None,
         }
     }
 

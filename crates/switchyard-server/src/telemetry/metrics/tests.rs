@@ -319,6 +319,7 @@ fn finished(route: &str, key: Option<&str>, provider: Option<&str>, status: u16)
         span_id: None,
         parent_span_id: None,
         sampled: false,
+        content: None,
     }
 }
 
