@@ -449,10 +449,13 @@ async fn captured_content_is_on_the_request_span_cut_to_its_cap() {
     const CAP: usize = 64 * 1024;
     let collector = collector().await;
     let up = upstream(ok_completion(ANSWER)).await;
+    let streamer = upstream(ok_stream(sse(&["Paris", " (streamed)."], true))).await;
     let config = format!(
-        "{}{}{}capture_content = true\n",
+        "{}{}{}{}{}capture_content = true\n",
         openai_provider("only", &up.uri(), ""),
+        openai_provider("streamer", &streamer.uri(), ""),
         route("smart", &["only"], ""),
+        route("streamed", &["streamer"], ""),
         telemetry(&collector),
     );
     let mut server = Server::start(Scratch::new("e2e", "otlp-content"), &config, &envs());
@@ -466,6 +469,10 @@ async fn captured_content_is_on_the_request_span_cut_to_its_cap() {
         .chat(&chat_body("smart", &long))
         .await
         .expect_status(200);
+    server
+        .chat(&stream_body("streamed", "Capital? (marker-51b0)"))
+        .await
+        .expect_status(200);
     server.terminate().await;
 
     let spans = exported(&collector).await;
@@ -474,17 +481,27 @@ async fn captured_content_is_on_the_request_span_cut_to_its_cap() {
         .map(|(_, s)| s)
         .filter(|s| s.kind == SpanKind::Server as i32)
         .collect();
-    assert_eq!(roots.len(), 2, "{spans:?}");
+    assert_eq!(roots.len(), 3, "{spans:?}");
     let input_of = |root: &Span| -> (String, Value) {
         let text = span_attr(root, "gen_ai.input.messages");
         let v = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
         (text, v)
     };
-    let (small, big) = if span_attr(roots[0], "gen_ai.input.messages").contains("marker-7f3a") {
-        (roots[0], roots[1])
-    } else {
-        (roots[1], roots[0])
+    let by_marker = |marker: &str| {
+        *roots
+            .iter()
+            .find(|r| span_attr(r, "gen_ai.input.messages").contains(marker))
+            .unwrap_or_else(|| panic!("no span for {marker}"))
     };
+    let (small, big, streamed) = (
+        by_marker("marker-7f3a"),
+        by_marker("marker-9c1e"),
+        by_marker("marker-51b0"),
+    );
+    // a stream's completion: the text the gateway assembled
+    let output: Value =
+        serde_json::from_str(&span_attr(streamed, "gen_ai.output.messages")).unwrap();
+    assert_eq!(output[0]["parts"][0]["content"], "Paris (streamed).");
 
     let (_, input) = input_of(small);
     let user = input
@@ -517,7 +534,9 @@ async fn captured_content_is_on_the_request_span_cut_to_its_cap() {
     // content goes to the collector only: not to the access log on stdout
     let output = server.output();
     assert!(output.contains("\"trace_id\""), "access lines were written");
-    assert!(!output.contains("marker-7f3a") && !output.contains("marker-9c1e"));
+    for marker in ["marker-7f3a", "marker-9c1e", "marker-51b0", "(streamed)"] {
+        assert!(!output.contains(marker), "{marker} on stdout");
+    }
     assert!(!output.contains(ANSWER));
 }
 
