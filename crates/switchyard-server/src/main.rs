@@ -13,7 +13,7 @@ use switchyard_server::telemetry::trace;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // `serve` installs it once its config (and `[telemetry] log_format`) is read
+    // `serve` installs it once its config (and `[server] log_format`) is read
     if !matches!(cli.command, cli::Command::Serve(_)) {
         trace::install(cli.log_format.unwrap_or_default());
     }

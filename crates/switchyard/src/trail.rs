@@ -126,6 +126,11 @@ pub struct Attempt {
         rename = "start_ms"
     )]
     pub start: Option<Duration>,
+    /// The try was the half-open circuit's single probe (`false`: the circuit was closed
+    /// when the provider's turn was admitted). Logged only when true, so a normal
+    /// request's line does not grow.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub probe: bool,
 }
 
 impl Attempt {
@@ -143,6 +148,23 @@ impl Attempt {
             status: None,
             latency: Duration::ZERO,
             start: None,
+            probe: false,
+        }
+    }
+
+    /// The breaker state this entry met: `half_open` for a probe, `open` or `half_open`
+    /// for a skip the breaker made, `closed` for any other try; `None` for a skip the
+    /// breaker had no part in.
+    #[must_use]
+    pub fn breaker_state(&self) -> Option<&'static str> {
+        match &self.outcome {
+            Outcome::Skipped { reason, .. } => match reason {
+                SkipReason::CircuitOpen => Some("open"),
+                SkipReason::ProbeInFlight => Some("half_open"),
+                _ => None,
+            },
+            _ if self.probe => Some("half_open"),
+            _ => Some("closed"),
         }
     }
 

@@ -19,7 +19,7 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
-    /// Diagnostics on stderr as text lines or JSON objects (default: `[telemetry]
+    /// Diagnostics on stderr as text lines or JSON objects (default: `[server]
     /// log_format`, else text).
     #[arg(long, global = true, value_enum)]
     pub log_format: Option<crate::telemetry::trace::LogFormat>,

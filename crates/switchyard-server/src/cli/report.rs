@@ -302,6 +302,7 @@ mod tests {
             status: None,
             latency: Duration::from_millis(10),
             start: None,
+            probe: false,
         }
     }
 
@@ -339,6 +340,7 @@ mod tests {
             span_id: None,
             parent_span_id: None,
             sampled: false,
+            content: None,
         }
     }
 

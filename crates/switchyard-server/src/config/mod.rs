@@ -122,6 +122,11 @@ pub fn validate(config: &Config) -> Vec<String> {
     validate_state(config, &mut p);
     validate_responses(config, &mut p);
     telemetry::validate(config.telemetry.as_ref(), &mut p);
+    telemetry::validate_log_format(
+        config.server.log_format.as_deref(),
+        config.telemetry.as_ref(),
+        &mut p,
+    );
     p.0
 }
 

@@ -82,6 +82,9 @@ pub struct ServerToml {
     /// Most requests served at once (default 1,024); more get 503 with `Retry-After`.
     /// `/healthz`, `/readyz` and `/metrics` are exempt.
     pub max_in_flight: Option<usize>,
+    /// `"text"` (default) or `"json"`: the format of diagnostics on stderr (the command
+    /// line's `--log-format` wins; `[telemetry] log_format` is the older name).
+    pub log_format: Option<String>,
 }
 
 /// `[[providers]]`: one upstream.

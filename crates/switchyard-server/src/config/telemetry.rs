@@ -18,8 +18,8 @@ const MAX_OTLP_QUEUE: usize = 1 << 20;
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TelemetryToml {
-    /// `"text"` (default) or `"json"`: the format of diagnostics on stderr (the command
-    /// line's `--log-format` wins).
+    /// The older name of `[server] log_format`, still accepted (setting both differently
+    /// is an error).
     pub log_format: Option<String>,
     /// One JSON line per request on stdout (the request log's fields, without error
     /// messages), for platforms that collect stdout (default false).
@@ -40,18 +40,54 @@ pub struct TelemetryToml {
     pub sampling_ratio: Option<f64>,
     /// Spans waiting for export (default 2,048); past it spans are dropped and counted.
     pub otlp_queue: Option<usize>,
+    /// Export prompt and completion content on the request span (`gen_ai.input.messages`,
+    /// `gen_ai.output.messages`, each cut to 64 KiB) (default false: content never leaves
+    /// the gateway).
+    pub capture_content: Option<bool>,
+}
+
+/// The configured log format: `server` (`[server] log_format`), else `[telemetry]
+/// log_format`, else text (unknown names and a conflict were refused by
+/// [`validate_log_format`]).
+#[must_use]
+pub fn log_format(server: Option<&str>, telemetry: Option<&TelemetryToml>) -> LogFormat {
+    let older = telemetry.and_then(|t| t.log_format.as_deref());
+    match server.or(older) {
+        Some("json") => LogFormat::Json,
+        _ => LogFormat::Text,
+    }
+}
+
+/// `[server] log_format` and its older name `[telemetry] log_format`: each `"text"` or
+/// `"json"`, and not both set to different formats.
+pub(super) fn validate_log_format(
+    server: Option<&str>,
+    telemetry: Option<&TelemetryToml>,
+    p: &mut Problems,
+) {
+    let older = telemetry.and_then(|t| t.log_format.as_deref());
+    for (path, value) in [
+        ("server.log_format", server),
+        ("telemetry.log_format", older),
+    ] {
+        if let Some(f) = value.filter(|f| !matches!(*f, "text" | "json")) {
+            p.add(path, format!("{f:?} is not \"text\" or \"json\""));
+        }
+    }
+    if let (Some(s), Some(t)) = (server, older) {
+        if s != t {
+            p.add(
+                "server.log_format",
+                format!(
+                    "{s:?} conflicts with telemetry.log_format {t:?}; set only server.log_format \
+                     (telemetry.log_format is its older name)"
+                ),
+            );
+        }
+    }
 }
 
 impl TelemetryToml {
-    /// The configured log format (unknown names were refused by [`validate`]).
-    #[must_use]
-    pub fn log_format(&self) -> LogFormat {
-        match self.log_format.as_deref() {
-            Some("json") => LogFormat::Json,
-            _ => LogFormat::Text,
-        }
-    }
-
     /// The export settings, when traces are exported: the endpoint from the config or
     /// `env`'s standard OTLP variables; header values read from `env`.
     ///
@@ -87,6 +123,7 @@ impl TelemetryToml {
                 .unwrap_or_else(|| "switchyard".to_owned()),
             sampling_ratio: self.sampling_ratio.unwrap_or(1.0),
             queue: self.otlp_queue.unwrap_or(DEFAULT_OTLP_QUEUE),
+            capture_content: self.capture_content.unwrap_or(false),
         }))
     }
 }
@@ -104,14 +141,6 @@ fn traces_url(endpoint: &str) -> String {
 /// Every problem in `[telemetry]`.
 pub(super) fn validate(t: Option<&TelemetryToml>, p: &mut Problems) {
     let Some(t) = t else { return };
-    if let Some(f) = &t.log_format {
-        if f != "text" && f != "json" {
-            p.add(
-                "telemetry.log_format",
-                format!("{f:?} is not \"text\" or \"json\""),
-            );
-        }
-    }
     if let Some(e) = &t.otlp_endpoint {
         let uri = e.parse::<axum::http::Uri>().ok();
         let http = uri.as_ref().is_some_and(|u| {
@@ -174,7 +203,6 @@ mod tests {
     fn bad_values_are_named() {
         let (_, problems) = parsed(
             r#"
-            log_format = "yaml"
             otlp_endpoint = "collector:4318"
             sampling_ratio = 1.5
             service_name = ""
@@ -184,7 +212,6 @@ mod tests {
         );
         let all = problems.join("\n");
         for path in [
-            "telemetry.log_format",
             "telemetry.otlp_endpoint",
             "telemetry.sampling_ratio",
             "telemetry.service_name",

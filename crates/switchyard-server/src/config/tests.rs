@@ -864,3 +864,53 @@ fn reasoning_defaults_from_the_price_table_and_the_provider_overrides_it() {
     );
     assert!(bad.is_err());
 }
+
+#[test]
+fn the_log_format_is_set_under_server_and_its_older_name_still_works() {
+    use crate::config::telemetry::log_format;
+    use crate::telemetry::trace::LogFormat;
+    let with = |tables: &str| {
+        format!(
+            "{tables}\n[[providers]]\nname = \"sim\"\nkind = \"simulated\"\n\n\
+             [[routes]]\nname = \"r\"\nproviders = [\"sim\"]\n"
+        )
+    };
+    let format = |tables: &str| {
+        let config = parse(&with(tables), "test.toml").unwrap();
+        log_format(
+            config.server.log_format.as_deref(),
+            config.telemetry.as_ref(),
+        )
+    };
+    assert_eq!(format(""), LogFormat::Text);
+    assert_eq!(format("[server]\nlog_format = \"json\""), LogFormat::Json);
+    assert_eq!(
+        format("[telemetry]\nlog_format = \"json\""),
+        LogFormat::Json
+    );
+    assert_eq!(
+        format("[server]\nlog_format = \"json\"\n[telemetry]\nlog_format = \"json\""),
+        LogFormat::Json
+    );
+
+    let bad = problems(&with("[server]\nlog_format = \"yaml\""));
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(
+        bad[0].contains("server.log_format") && bad[0].contains("\"yaml\""),
+        "{bad:?}"
+    );
+    let bad = problems(&with("[telemetry]\nlog_format = \"xml\""));
+    assert!(
+        bad.iter().any(|p| p.contains("telemetry.log_format")),
+        "{bad:?}"
+    );
+
+    let both = problems(&with(
+        "[server]\nlog_format = \"json\"\n[telemetry]\nlog_format = \"text\"",
+    ));
+    assert_eq!(both.len(), 1, "{both:?}");
+    assert!(
+        both[0].contains("server.log_format") && both[0].contains("telemetry.log_format"),
+        "{both:?}"
+    );
+}

@@ -154,6 +154,7 @@ mod tests {
                 status: Some(500),
                 latency: Duration::from_millis(3),
                 start: None,
+                probe: false,
             }],
             usage: None,
             cost_usd: Some(0.5),
@@ -164,6 +165,7 @@ mod tests {
             span_id: None,
             parent_span_id: None,
             sampled: false,
+            content: None,
         };
         log.record(&Arc::new(entry.clone()));
         log.record(&Arc::new(LogEntry {

@@ -364,7 +364,16 @@ impl Observer for Insight {
 
 impl LogTap for Insight {
     fn record(&self, entry: &Arc<LogEntry>) {
-        let kept = Arc::clone(entry);
+        // the ring keeps no prompt or completion: a copy without them (only when the
+        // request carried content for its span, `capture_content`)
+        let kept = if entry.content.is_some() {
+            Arc::new(LogEntry {
+                content: None,
+                ..LogEntry::clone(entry)
+            })
+        } else {
+            Arc::clone(entry)
+        };
         let evicted = {
             let mut ring = lock(&self.requests);
             let evicted = (ring.len() >= RECENT_REQUESTS)
@@ -415,6 +424,7 @@ mod tests {
             status: None,
             latency: Duration::from_millis(ms),
             start: None,
+            probe: false,
         }
     }
 
@@ -447,6 +457,7 @@ mod tests {
             span_id: None,
             parent_span_id: None,
             sampled: false,
+            content: None,
         }
     }
 

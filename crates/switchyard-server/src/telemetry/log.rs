@@ -96,6 +96,11 @@ pub struct LogEntry {
     /// The trace is sampled: its spans are exported (`crate::telemetry::otlp`).
     #[serde(skip)]
     pub sampled: bool,
+    /// The prompt and completion, carried to the span builder only when traces are
+    /// exported with `capture_content = true` and this request is sampled; never
+    /// serialized (not in the log line, the access log or the dashboard).
+    #[serde(skip)]
+    pub content: Option<Arc<crate::telemetry::content::Content>>,
 }
 
 fn chat_api() -> std::borrow::Cow<'static, str> {
@@ -431,6 +436,7 @@ mod tests {
             span_id: None,
             parent_span_id: None,
             sampled: false,
+            content: None,
         }
     }
 

@@ -3,11 +3,13 @@
 //! Owns the Prometheus metrics (the health checks' among them), the request log (one JSON
 //! line per request), the dashboard's short memory of recent requests and transitions, the
 //! dashboard's static files, the subscriber that shows `tracing` diagnostics on stderr
-//! (text or JSON), the stdout access log, and trace export over OTLP.
+//! (text or JSON), the stdout access log, and trace export over OTLP (with prompt and
+//! completion content only when asked for).
 //! Each is a side output: it observes requests, never steers them. The routes that serve
 //! these live in `crate::http`.
 
 pub mod access;
+pub mod content;
 pub mod dashboard;
 pub mod insight;
 pub mod log;

@@ -54,6 +54,8 @@ pub struct OtlpSettings {
     pub sampling_ratio: f64,
     /// Spans waiting for export.
     pub queue: usize,
+    /// Prompt and completion content go on the request span.
+    pub capture_content: bool,
 }
 
 /// The trace a request belongs to: what its upstream calls carry and its log line names.
@@ -138,6 +140,8 @@ pub struct Traces {
     counters: Arc<Counters>,
     /// Share of new traces sampled.
     ratio: f64,
+    /// Requests' content goes on their spans (`[telemetry] capture_content`).
+    capture_content: bool,
 }
 
 impl std::fmt::Debug for Traces {
@@ -193,6 +197,7 @@ impl Traces {
             tx,
             counters,
             ratio: settings.sampling_ratio,
+            capture_content: settings.capture_content,
         }))
     }
 
@@ -209,6 +214,12 @@ impl Traces {
         )]
         let bound = (self.ratio * u64::MAX as f64) as u64;
         self.ratio >= 1.0 || u64::from_be_bytes(low) < bound
+    }
+
+    /// Do requests' spans carry their prompt and completion (`capture_content`).
+    #[must_use]
+    pub fn captures_content(&self) -> bool {
+        self.capture_content
     }
 
     /// Spans not exported: the queue was full, or the collector failed or was away.
@@ -406,10 +417,13 @@ impl Builder<'_> {
         for (i, a) in e.attempts.iter().enumerate() {
             let at = self.start + a.start.unwrap_or_default();
             if !a.was_called() {
-                let what = vec![
+                let mut what = vec![
                     KeyValue::new("switchyard.provider", a.provider.clone()),
                     KeyValue::new("switchyard.outcome", a.outcome.label()),
                 ];
+                if let Some(state) = a.breaker_state() {
+                    what.push(KeyValue::new("switchyard.breaker.state", state));
+                }
                 out[0]
                     .events
                     .events
@@ -488,7 +502,16 @@ fn request_attributes(
         Outcome::Rescue { method } => Some(method.clone()),
         _ => None,
     }) {
-        a.push(KeyValue::new("switchyard.rescue", rung));
+        a.push(KeyValue::new("switchyard.rescue.rung", rung));
+    }
+    if let Some(c) = &e.content {
+        a.push(KeyValue::new("gen_ai.input.messages", c.input.to_string()));
+        if let Some(output) = &c.output {
+            a.push(KeyValue::new("gen_ai.output.messages", output.clone()));
+        }
+        if c.truncated {
+            a.push(KeyValue::new("switchyard.content.truncated", true));
+        }
     }
     a
 }
@@ -515,8 +538,13 @@ fn attempt_attributes(
     }
     match &at.outcome {
         Outcome::Failed { kind, .. } => a.push(KeyValue::new("error.type", kind.to_string())),
-        Outcome::Rescue { method } => a.push(KeyValue::new("switchyard.rescue", method.clone())),
+        Outcome::Rescue { method } => {
+            a.push(KeyValue::new("switchyard.rescue.rung", method.clone()));
+        }
         Outcome::Success | Outcome::Skipped { .. } => {}
+    }
+    if let Some(state) = at.breaker_state() {
+        a.push(KeyValue::new("switchyard.breaker.state", state));
     }
     a
 }
@@ -566,6 +594,7 @@ mod tests {
             tx: tx.clone(),
             counters: Arc::default(),
             ratio,
+            capture_content: false,
         };
         let low = [0u8; 16];
         let mut high = [0xffu8; 16];
@@ -583,5 +612,105 @@ mod tests {
             to_hex(&t.context.trace_id),
             "4bf92f3577b34da6a3ce929d0e0e4736"
         );
+    }
+
+    fn attempt(provider: &str, outcome: Outcome, probe: bool) -> Attempt {
+        Attempt {
+            provider: provider.to_owned(),
+            model: "m".to_owned(),
+            attempt: u32::from(!matches!(outcome, Outcome::Skipped { .. })),
+            outcome,
+            status: None,
+            latency: Duration::from_millis(5),
+            start: Some(Duration::from_millis(1)),
+            probe,
+        }
+    }
+
+    /// A logged request as the request log holds it, sampled, with `attempts`.
+    fn entry(attempts: Vec<Attempt>) -> LogEntry {
+        LogEntry {
+            id: "req-1".to_owned(),
+            time_ms: 1_700_000_000_000,
+            api: "chat".into(),
+            route: "smart".to_owned(),
+            key: None,
+            stream: true,
+            status: 200,
+            provider: Some("backup".to_owned()),
+            model: Some("m".to_owned()),
+            failed_over: true,
+            attempts,
+            usage: None,
+            cost_usd: None,
+            latency_ms: 20.0,
+            ttft_ms: None,
+            error: None,
+            trace_id: Some("4bf92f3577b34da6a3ce929d0e0e4736".to_owned()),
+            span_id: Some("00f067aa0ba902b7".to_owned()),
+            parent_span_id: None,
+            sampled: true,
+            content: None,
+        }
+    }
+
+    fn value<'a>(attrs: &'a [KeyValue], key: &str) -> Option<&'a opentelemetry::Value> {
+        attrs
+            .iter()
+            .find(|kv| kv.key.as_str() == key)
+            .map(|kv| &kv.value)
+    }
+
+    /// A half-open probe that failed, a skip at an open circuit, a stream broken on a
+    /// closed circuit and rescued by a restart: each span says the breaker state it met,
+    /// the rescue its rung.
+    #[test]
+    fn attempt_spans_carry_the_breaker_state_met_and_the_rescue_rung() {
+        let failed = || Outcome::Failed {
+            kind: switchyard::ErrorKind::Timeout,
+            message: String::new(),
+        };
+        let skipped = Outcome::Skipped {
+            reason: switchyard::breaker::SkipReason::CircuitOpen,
+            fields: Vec::new(),
+        };
+        let restart = Outcome::Rescue {
+            method: "restart".to_owned(),
+        };
+        let e = entry(vec![
+            attempt("primary", failed(), true),
+            attempt("other", skipped, false),
+            attempt("backup", failed(), false),
+            attempt("spare", restart, false),
+            attempt("spare", Outcome::Success, false),
+        ]);
+        let scope = InstrumentationScope::builder("test").build();
+        let spans = spans(&e, &HashMap::new(), &scope);
+        assert_eq!(spans.len(), 4, "the request, two failed calls, the rescue");
+        let state = |i: usize| value(&spans[i].attributes, "switchyard.breaker.state");
+        assert_eq!(state(1), Some(&"half_open".into()), "the probe");
+        assert_eq!(state(2), Some(&"closed".into()));
+        assert_eq!(state(3), Some(&"closed".into()));
+        let rung = |i: usize| value(&spans[i].attributes, "switchyard.rescue.rung");
+        assert_eq!(rung(3), Some(&"restart".into()));
+        assert_eq!(rung(1), None);
+        assert_eq!(rung(0), Some(&"restart".into()), "the request says it too");
+        let skip = &spans[0].events.events[0];
+        assert_eq!(skip.name, "switchyard.skip");
+        assert_eq!(
+            value(&skip.attributes, "switchyard.breaker.state"),
+            Some(&"open".into())
+        );
+    }
+
+    /// The probe mark is logged only when set: a normal request's line does not grow.
+    #[test]
+    fn the_probe_mark_is_logged_only_on_a_probe() {
+        let plain = serde_json::to_value(attempt("p", Outcome::Success, false)).unwrap();
+        assert!(plain.get("probe").is_none(), "{plain}");
+        let probe = serde_json::to_string(&attempt("p", Outcome::Success, true)).unwrap();
+        assert!(probe.contains(r#""probe":true"#), "{probe}");
+        let back: Attempt = serde_json::from_str(&probe).unwrap();
+        assert!(back.probe);
     }
 }

@@ -188,6 +188,12 @@ async fn a_failed_over_request_is_one_trace_continuing_the_clients() {
     assert!(span_attr(root, "gen_ai.usage.input_tokens")
         .parse::<u64>()
         .is_ok());
+    // content is exported only with capture_content
+    for (_, s) in &spans {
+        for key in ["gen_ai.input.messages", "gen_ai.output.messages"] {
+            assert!(attr(&s.attributes, key).is_none(), "{key} on {}", s.name);
+        }
+    }
 
     // primary twice (max_attempts = 2), then the fallback, in time order
     let mut children = children;
@@ -200,6 +206,7 @@ async fn a_failed_over_request_is_one_trace_continuing_the_clients() {
     for s in &children {
         assert_eq!(s.kind, SpanKind::Client as i32);
         assert_eq!(span_attr(s, "gen_ai.provider.name"), "openai");
+        assert_eq!(span_attr(s, "switchyard.breaker.state"), "closed");
         assert!(s.start_time_unix_nano >= root.start_time_unix_nano);
         assert!(s.end_time_unix_nano <= root.end_time_unix_nano + 1_000_000);
     }
@@ -281,7 +288,7 @@ async fn a_rescued_stream_is_its_broken_call_and_its_rescue() {
         "a new trace: no parent"
     );
     assert_eq!(span_attr(root, "gen_ai.request.stream"), "true");
-    assert_eq!(span_attr(root, "switchyard.rescue"), "restart");
+    assert_eq!(span_attr(root, "switchyard.rescue.rung"), "restart");
     assert!(
         span_attr(root, "gen_ai.response.time_to_first_chunk")
             .parse::<f64>()
@@ -300,7 +307,11 @@ async fn a_rescued_stream_is_its_broken_call_and_its_rescue() {
     assert_eq!(span_attr(children[0], "switchyard.provider"), "primary");
     assert!(span_attr(children[0], "switchyard.outcome").starts_with("failed:"));
     assert_eq!(span_attr(children[1], "switchyard.provider"), "fallback");
-    assert_eq!(span_attr(children[1], "switchyard.rescue"), "restart");
+    assert_eq!(span_attr(children[1], "switchyard.rescue.rung"), "restart");
+    assert!(attr(&children[0].attributes, "switchyard.rescue.rung").is_none());
+    for child in &children {
+        assert_eq!(span_attr(child, "switchyard.breaker.state"), "closed");
+    }
 
     for (mock, child) in [(&primary, children[0]), (&fallback, children[1])] {
         let sent = calls(mock).await;
@@ -429,6 +440,104 @@ async fn a_collector_that_is_down_costs_dropped_spans_and_a_json_warning_not_req
         metric(&text, "switchyard_otlp_spans_exported_total", &[]),
         Some(0.0)
     );
+}
+
+/// With `capture_content = true` the request span carries the prompt and the completion
+/// (the GenAI conventions' message JSON), each cut to 64 KiB; neither reaches the access log.
+#[tokio::test]
+async fn captured_content_is_on_the_request_span_cut_to_its_cap() {
+    const CAP: usize = 64 * 1024;
+    let collector = collector().await;
+    let up = upstream(ok_completion(ANSWER)).await;
+    let streamer = upstream(ok_stream(sse(&["Paris", " (streamed)."], true))).await;
+    let config = format!(
+        "{}{}{}{}{}capture_content = true\n",
+        openai_provider("only", &up.uri(), ""),
+        openai_provider("streamer", &streamer.uri(), ""),
+        route("smart", &["only"], ""),
+        route("streamed", &["streamer"], ""),
+        telemetry(&collector),
+    );
+    let mut server = Server::start(Scratch::new("e2e", "otlp-content"), &config, &envs());
+    let short = "Capital of France? (marker-7f3a)";
+    server
+        .chat(&chat_body("smart", short))
+        .await
+        .expect_status(200);
+    let long = format!("marker-9c1e {}", "x".repeat(CAP + 4096));
+    server
+        .chat(&chat_body("smart", &long))
+        .await
+        .expect_status(200);
+    server
+        .chat(&stream_body("streamed", "Capital? (marker-51b0)"))
+        .await
+        .expect_status(200);
+    server.terminate().await;
+
+    let spans = exported(&collector).await;
+    let roots: Vec<&Span> = spans
+        .iter()
+        .map(|(_, s)| s)
+        .filter(|s| s.kind == SpanKind::Server as i32)
+        .collect();
+    assert_eq!(roots.len(), 3, "{spans:?}");
+    let input_of = |root: &Span| -> (String, Value) {
+        let text = span_attr(root, "gen_ai.input.messages");
+        let v = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        (text, v)
+    };
+    let by_marker = |marker: &str| {
+        *roots
+            .iter()
+            .find(|r| span_attr(r, "gen_ai.input.messages").contains(marker))
+            .unwrap_or_else(|| panic!("no span for {marker}"))
+    };
+    let (small, big, streamed) = (
+        by_marker("marker-7f3a"),
+        by_marker("marker-9c1e"),
+        by_marker("marker-51b0"),
+    );
+    // a stream's completion: the text the gateway assembled
+    let output: Value =
+        serde_json::from_str(&span_attr(streamed, "gen_ai.output.messages")).unwrap();
+    assert_eq!(output[0]["parts"][0]["content"], "Paris (streamed).");
+
+    let (_, input) = input_of(small);
+    let user = input
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "user")
+        .unwrap();
+    assert_eq!(
+        user["parts"][0],
+        serde_json::json!({"type": "text", "content": short})
+    );
+    let output: Value = serde_json::from_str(&span_attr(small, "gen_ai.output.messages")).unwrap();
+    assert_eq!(output[0]["role"], "assistant");
+    assert_eq!(output[0]["parts"][0]["content"], ANSWER);
+    assert_eq!(output[0]["finish_reason"], "stop");
+    assert!(attr(&small.attributes, "switchyard.content.truncated").is_none());
+
+    let (text, input) = input_of(big);
+    assert!(text.len() <= CAP, "{} bytes", text.len());
+    let cut = input.to_string();
+    assert!(
+        cut.contains("marker-9c1e") && cut.contains('…'),
+        "the prompt, cut"
+    );
+    assert_eq!(span_attr(big, "switchyard.content.truncated"), "true");
+    // the upstream got it whole
+    assert!(calls(&up).await.iter().any(|r| r.body.len() > CAP + 4096));
+
+    // content goes to the collector only: not to the access log on stdout
+    let output = server.output();
+    assert!(output.contains("\"trace_id\""), "access lines were written");
+    for marker in ["marker-7f3a", "marker-9c1e", "marker-51b0", "(streamed)"] {
+        assert!(!output.contains(marker), "{marker} on stdout");
+    }
+    assert!(!output.contains(ANSWER));
 }
 
 /// A metric's name, labels and value.

@@ -171,3 +171,32 @@ async fn an_abandoned_request_is_reported_as_cancelled_with_its_trail() {
         "one failed try before the caller left"
     );
 }
+
+/// The trail marks the try the half-open circuit admitted as its probe, and no other.
+#[tokio::test(start_paused = true)]
+async fn the_trail_marks_the_probe() {
+    let primary = Arc::new(
+        ScriptedProvider::new("p")
+            .then(Step::fail(ErrorKind::Timeout))
+            .otherwise(Step::text("recovered")),
+    );
+    let backup = Arc::new(ScriptedProvider::new("b"));
+    let gw = opened_gateway(&primary, &backup);
+    let trip = gw.complete("trip").await.unwrap();
+    assert!(
+        trip.attempts.iter().all(|a| !a.probe),
+        "{:?}",
+        trip.attempts
+    );
+    let skipped = gw.complete("while open").await.unwrap();
+    assert_eq!(skipped.attempts[0].breaker_state(), Some("open"));
+    tokio::time::advance(Duration::from_secs(30)).await;
+
+    let probe = gw.complete("probe").await.unwrap();
+    assert_eq!(probe.provider, "primary");
+    assert!(probe.attempts[0].probe, "{:?}", probe.attempts);
+    assert_eq!(probe.attempts[0].breaker_state(), Some("half_open"));
+    let closed = gw.complete("after").await.unwrap();
+    assert!(!closed.attempts[0].probe);
+    assert_eq!(closed.attempts[0].breaker_state(), Some("closed"));
+}

@@ -27,7 +27,6 @@ use switchyard::clock::Clock;
 use switchyard::state::{MemoryState, RedisConfig, RedisState, SharedState};
 
 use crate::access::keys::KeyStore;
-use crate::config::telemetry::TelemetryToml;
 use crate::config::{self, Config, Wiring, EMBEDDED_DEFAULT};
 use crate::shutdown::{self, Tasks};
 use crate::telemetry::access::AccessLog;
@@ -84,8 +83,11 @@ pub fn load(path: Option<&std::path::Path>) -> Result<(Config, String), String> 
 /// Bad config, a refused listen address, or a socket that cannot be bound.
 pub fn run(args: &ServeArgs, log_format: Option<LogFormat>) -> Result<(), String> {
     let (config, source) = load(args.config.as_deref())?;
-    let configured = config.telemetry.as_ref().map(TelemetryToml::log_format);
-    crate::telemetry::trace::install(log_format.or(configured).unwrap_or_default());
+    let configured = crate::config::telemetry::log_format(
+        config.server.log_format.as_deref(),
+        config.telemetry.as_ref(),
+    );
+    crate::telemetry::trace::install(log_format.unwrap_or(configured));
     let rt =
         runtime(config.server.workers).map_err(|e| format!("cannot start the runtime: {e}"))?;
     let result = rt.block_on(serve(args, config, source));

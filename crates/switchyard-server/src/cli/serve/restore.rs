@@ -183,6 +183,7 @@ mod tests {
             span_id: None,
             parent_span_id: None,
             sampled: false,
+            content: None,
         };
         serde_json::to_string(&entry).unwrap()
     }

@@ -3,6 +3,7 @@
 //! ([`Trail`]), the log line of an answered request, the key's token count. Used by the
 //! shared flow (`super::flow`) and the stream writer (`super::sse`).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
@@ -16,6 +17,7 @@ use crate::access::limits;
 use crate::http::bounds::{clip, MAX_NAME_CHARS};
 use crate::http::request_id::request_id;
 use crate::http::state::AppState;
+use crate::telemetry::content;
 use crate::telemetry::log::LogEntry;
 use crate::telemetry::otlp::RequestTrace;
 use switchyard::propagate::{to_hex, Upstream};
@@ -63,6 +65,10 @@ pub(crate) struct Ctx {
     /// The trace the request belongs to (a client's `traceparent`, or ours when traces
     /// are exported).
     pub trace: Option<RequestTrace>,
+    /// The request's messages as `gen_ai.input.messages` (and whether they were cut),
+    /// when its spans carry content (`capture_content`): set just before the gateway
+    /// call, else never built.
+    pub input: Option<(Arc<str>, bool)>,
 }
 
 impl Ctx {
@@ -89,6 +95,7 @@ impl Ctx {
             native_kind: None,
             fields: FieldSet::EMPTY,
             trace: RequestTrace::of(headers, state.traces.as_deref()),
+            input: None,
         }
     }
 
@@ -150,6 +157,21 @@ impl Ctx {
                 .trace
                 .as_ref()
                 .is_some_and(|t| t.context.sampled && t.context.own_spans),
+            content: self
+                .input
+                .as_ref()
+                .map(|i| Arc::new(content::input_only(i))),
+        }
+    }
+
+    /// Keep `req`'s messages for the request span, when the spans of this request are
+    /// exported with content (`[telemetry] capture_content`); otherwise nothing is built.
+    pub(crate) fn capture(&mut self, state: &AppState, req: &switchyard::ChatRequest) {
+        let on = state.traces.as_ref().is_some_and(|t| t.captures_content());
+        let sampled =
+            (self.trace.as_ref()).is_some_and(|t| t.context.sampled && t.context.own_spans);
+        if on && sampled {
+            self.input = Some(content::input_messages(req));
         }
     }
 }
@@ -178,6 +200,9 @@ pub(crate) fn completion_entry(
     entry.usage = resp.usage;
     entry.cost_usd = resp.cost.map(Money::to_usd);
     entry.ttft_ms = ttft.map(|d| d.as_secs_f64() * 1000.0);
+    if let Some(input) = &ctx.input {
+        entry.content = Some(Arc::new(content::with_output(input, resp)));
+    }
     entry
 }
 

@@ -184,6 +184,7 @@ async fn handle<D: Dialect>(
     D::prepare(state, ctx, &mut decoded).await?;
     let opts = admit_limits(state, ctx, caller.as_ref()).await?;
     let Decoded { request, extra } = decoded;
+    ctx.capture(state, &request);
     if ctx.stream {
         let stream = state
             .gateway

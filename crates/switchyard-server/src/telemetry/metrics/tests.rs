@@ -28,6 +28,7 @@ fn attempt(provider: &str, outcome: Outcome, ms: u64) -> Attempt {
         status: None,
         latency: Duration::from_millis(ms),
         start: None,
+        probe: false,
     }
 }
 
@@ -318,6 +319,7 @@ fn finished(route: &str, key: Option<&str>, provider: Option<&str>, status: u16)
         span_id: None,
         parent_span_id: None,
         sampled: false,
+        content: None,
     }
 }
 

@@ -71,6 +71,7 @@ impl Run {
             status: None,
             latency,
             start: None,
+            probe: false, // set by `record`
         });
     }
 

@@ -145,6 +145,9 @@ pub(super) struct Run {
     /// A wildcard route's template, built for the model the client named: the plan's
     /// [`RESOLVED`] entry. `None` on other routes.
     pub resolved: Option<Arc<Slot>>,
+    /// The latest turn was admitted as the half-open circuit's probe: every try recorded
+    /// from then on (its attempts, and a stream it opened when that ends) is marked so.
+    probing: bool,
     rng: fastrand::Rng,
 }
 
@@ -220,6 +223,7 @@ impl Run {
             settled: false,
             fields: FieldSet::EMPTY,
             resolved,
+            probing: false,
             rng,
         }
     }
@@ -472,6 +476,7 @@ impl Run {
         // when it began, after the run started: now less its latency (a skip: now)
         let began = (self.gw.inner.clock.now() - self.started).saturating_sub(attempt.latency);
         attempt.start = Some(began);
+        attempt.probe = self.probing && attempt.was_called();
         for o in &self.gw.inner.observers {
             o.on_attempt(&self.route.name, &attempt);
         }
@@ -538,6 +543,7 @@ impl Run {
             Admission::Admit => None,
             Admission::Probe { lease } => Some(lease),
         };
+        self.probing = lease.is_some();
         let mut probe = lease.map(|lease| {
             Guard::new(
                 self.state(),
@@ -613,6 +619,7 @@ impl Run {
             status: err.status,
             latency,
             start: None,
+            probe: false, // set by `record`
         });
     }
 }

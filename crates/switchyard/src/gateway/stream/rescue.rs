@@ -102,6 +102,7 @@ impl Live {
             status: None,
             latency,
             start: None,
+            probe: false, // set by `record`
         };
         self.run.record(attempt);
         self.mode = match rung {
