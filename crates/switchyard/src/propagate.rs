@@ -239,7 +239,10 @@ impl Headroom {
                 _ => continue,
             };
             if seen[slot].is_none() {
-                seen[slot] = value.to_str().ok().and_then(|v| v.trim().parse::<u64>().ok());
+                seen[slot] = value
+                    .to_str()
+                    .ok()
+                    .and_then(|v| v.trim().parse::<u64>().ok());
             }
         }
         let h = Self {
