@@ -250,6 +250,36 @@ async fn client_mistakes_are_400s_naming_the_field() {
     assert_eq!(f.primary.calls(), 0);
 }
 
+/// `max_tool_calls` and `truncation: "auto"` change the answer and only the Responses API
+/// has them: a route without a provider that takes the body as written refuses them by
+/// name (never ignored); `truncation: "disabled"` is the default and goes anywhere.
+#[tokio::test]
+async fn responses_only_fields_are_refused_where_no_provider_takes_them() {
+    let f = basic();
+    for (extra, param) in [
+        (json!({"max_tool_calls": 2}), "max_tool_calls"),
+        (json!({"truncation": "auto"}), "truncation"),
+    ] {
+        let mut body = json!({"model": "smart", "input": "x"});
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let resp = call(&f.state, post_responses(&body)).await;
+        assert_eq!(resp.status(), StatusCode::BAD_REQUEST, "{body}");
+        let e = json_body(resp).await;
+        assert_eq!(e["error"]["param"], param, "{e}");
+        assert!(
+            e["error"]["message"].as_str().unwrap().contains(param),
+            "{e}"
+        );
+    }
+    assert_eq!(f.primary.calls(), 0);
+    let body = json!({"model": "smart", "input": "x", "truncation": "disabled"});
+    let resp = call(&f.state, post_responses(&body)).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert!(resp.headers().get("x-switchyard-ignored").is_none());
+}
+
 #[tokio::test]
 async fn advisory_fields_are_named_in_the_ignored_header() {
     let f = basic();
@@ -1032,7 +1062,7 @@ async fn an_azure_responses_provider_gets_the_clients_body() {
     let shared = Shared::for_tests(built.gateway, KeyStore::new(&[]), Arc::new(Metrics::new()));
     let state = AppState(Arc::new(shared));
     let body = json!({"model": "smart", "input": "Any news?", "store": false,
-        "tools": [{"type": "web_search"}]});
+        "tools": [{"type": "web_search"}], "max_tool_calls": 3, "truncation": "auto"});
     let resp = call(&state, post_responses(&body)).await;
     assert_eq!(resp.status(), StatusCode::OK);
     let got = json_body(resp).await;
@@ -1045,5 +1075,7 @@ async fn an_azure_responses_provider_gets_the_clients_body() {
     assert_eq!(upstream["model"], "gpt-5-prod");
     assert_eq!(upstream["tools"], json!([{"type": "web_search"}]));
     assert_eq!(upstream["input"], "Any news?");
+    assert_eq!(upstream["max_tool_calls"], 3);
+    assert_eq!(upstream["truncation"], "auto");
     assert!(sent.headers.get("authorization").is_none());
 }

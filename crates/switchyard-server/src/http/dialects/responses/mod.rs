@@ -133,7 +133,7 @@ impl Dialect for Responses {
                 param,
                 format!(
                     "{what} needs an OpenAI provider with api = \"responses\" on route {:?}, \
-                     which has none: only such a provider takes built-in tools",
+                     which has none: only such a provider takes it",
                     crate::http::bounds::clip(&ctx.route, crate::http::bounds::ECHO_BYTES)
                 ),
             ));
@@ -290,11 +290,6 @@ fn note_ignored(w: &WireRequest, ctx: &mut Ctx) {
         ("client_metadata", set(&w.client_metadata)),
         ("context_management", set(&w.context_management)),
         (
-            "truncation",
-            w.truncation.as_deref().is_some_and(|t| t != "disabled"),
-        ),
-        ("max_tool_calls", w.max_tool_calls.is_some()),
-        (
             "text.verbosity",
             w.text.as_ref().is_some_and(|t| t.verbosity.is_some()),
         ),
@@ -314,6 +309,20 @@ fn decode_request(
 ) -> Result<Decoded<ResponsesExtra>, ApiError> {
     let mut strict = false;
     let mut native_only = Vec::new();
+    // fields only the Responses API itself honours, and that change the answer when left
+    // out: carried in the native body, never ignored for another vendor (docs/fields.md)
+    if let Some(n) = w.max_tool_calls {
+        native_only.push(("max_tool_calls".to_owned(), format!("max_tool_calls {n}")));
+    }
+    if let Some(t) = w.truncation.as_deref().filter(|t| *t != "disabled") {
+        native_only.push((
+            "truncation".to_owned(),
+            format!(
+                "truncation {:?}",
+                crate::http::bounds::clip(t, crate::http::bounds::ECHO_BYTES)
+            ),
+        ));
+    }
     let tools = match &w.tools {
         Some(t) => wire::tools(t, &mut strict, &mut native_only)?,
         None => Vec::new(),
