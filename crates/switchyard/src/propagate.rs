@@ -10,7 +10,6 @@
 //! (each attempt's span id is [`TraceContext::attempt_span_id`] of its trail index).
 //! Depends on nothing else in the crate.
 
-
 /// A W3C trace context as the gateway continues it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TraceContext {

@@ -273,13 +273,7 @@ impl Codec for AzureCodec {
     }
 
     fn parse_reply(&self, body: &[u8], choices: u32) -> Result<ProviderReply, ProviderError> {
-        let reply = self.inner.parse_reply(body, choices)?;
-        let silent =
-            reply.text.is_empty() && reply.refusal.is_empty() && reply.tool_calls.is_empty();
-        if silent && reply.finish_reason == Some(FinishReason::ContentFilter) {
-            return Err(filtered());
-        }
-        Ok(reply)
+        unless_silently_filtered(self.inner.parse_reply(body, choices)?)
     }
 
     fn encode_embeddings(&self, req: &EmbeddingRequest) -> Result<Vec<u8>, ProviderError> {
@@ -296,7 +290,7 @@ impl Codec for AzureCodec {
 
     fn events(&self, choices: u32) -> Events {
         Events {
-            said: false,
+            watch: FilterWatch::default(),
             inner: openai::Events::new(choices),
         }
     }
@@ -341,8 +335,7 @@ fn filtered() -> ProviderError {
 /// finish before anything was said.
 #[derive(Debug)]
 pub struct Events {
-    /// Some text or a tool call came already.
-    said: bool,
+    watch: FilterWatch,
     /// OpenAI's reader (it tracks the answers of an `n` > 1 stream).
     inner: openai::Events,
 }
@@ -351,13 +344,38 @@ impl StreamEvents for Events {
     fn parse_event(&mut self, event: &SseEvent) -> Result<Parsed, ProviderError> {
         let parsed = self.inner.parse_event(event)?;
         if let Parsed::Chunk(chunk) = &parsed {
-            self.said |=
-                !chunk.text.is_empty() || !chunk.refusal.is_empty() || !chunk.tool_calls.is_empty();
-            if !self.said && chunk.finish_reason == Some(FinishReason::ContentFilter) {
-                return Err(filtered());
-            }
+            self.watch.check(chunk)?;
         }
         Ok(parsed)
+    }
+}
+
+/// `reply`, unless it is Azure's silent filter: a content-filter finish with nothing said
+/// (no text, refusal or tool call), which is an error (a refusal is something said).
+fn unless_silently_filtered(reply: ProviderReply) -> Result<ProviderReply, ProviderError> {
+    let silent = reply.text.is_empty() && reply.refusal.is_empty() && reply.tool_calls.is_empty();
+    if silent && reply.finish_reason == Some(FinishReason::ContentFilter) {
+        return Err(filtered());
+    }
+    Ok(reply)
+}
+
+/// The same rule for a stream, chunk by chunk: a content-filter finish before anything
+/// was said is an error.
+#[derive(Debug, Default)]
+struct FilterWatch {
+    /// Some text, a refusal or a tool call came already.
+    said: bool,
+}
+
+impl FilterWatch {
+    fn check(&mut self, chunk: &crate::chat::ChatChunk) -> Result<(), ProviderError> {
+        self.said |=
+            !chunk.text.is_empty() || !chunk.refusal.is_empty() || !chunk.tool_calls.is_empty();
+        if !self.said && chunk.finish_reason == Some(FinishReason::ContentFilter) {
+            return Err(filtered());
+        }
+        Ok(())
     }
 }
 

@@ -11,8 +11,8 @@ use std::time::{Duration, SystemTime};
 
 use ::http::HeaderMap;
 
-use super::{build, classify, filtered, AzureConfig, Upstream};
-use crate::chat::{ChatRequest, Field, FinishReason, ProviderReply, Support};
+use super::{build, classify, unless_silently_filtered, AzureConfig, FilterWatch, Upstream};
+use crate::chat::{ChatRequest, Field, ProviderReply, Support};
 use crate::embedding::{EmbeddingReply, EmbeddingRequest};
 use crate::error::ProviderError;
 use crate::provider::codec::{Codec, HttpProvider, StreamEvents};
@@ -69,12 +69,7 @@ impl Codec for AzureResponsesCodec {
     }
 
     fn parse_reply(&self, body: &[u8], native: bool) -> Result<ProviderReply, ProviderError> {
-        let reply = self.inner.parse_reply(body, native)?;
-        let silent = reply.text.is_empty() && reply.tool_calls.is_empty();
-        if silent && reply.finish_reason == Some(FinishReason::ContentFilter) {
-            return Err(filtered());
-        }
-        Ok(reply)
+        unless_silently_filtered(self.inner.parse_reply(body, native)?)
     }
 
     fn encode_embeddings(&self, req: &EmbeddingRequest) -> Result<Vec<u8>, ProviderError> {
@@ -92,7 +87,7 @@ impl Codec for AzureResponsesCodec {
     fn events(&self, native: bool) -> Events {
         Events {
             inner: self.inner.events(native),
-            said: false,
+            watch: FilterWatch::default(),
         }
     }
 
@@ -109,14 +104,13 @@ impl Codec for AzureResponsesCodec {
 /// before anything was said.
 pub struct Events {
     inner: responses::Events,
-    /// Some text or a tool call came already.
-    said: bool,
+    watch: FilterWatch,
 }
 
 impl std::fmt::Debug for Events {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Events")
-            .field("said", &self.said)
+            .field("watch", &self.watch)
             .finish_non_exhaustive()
     }
 }
@@ -125,10 +119,7 @@ impl StreamEvents for Events {
     fn parse_event(&mut self, event: &SseEvent) -> Result<Parsed, ProviderError> {
         let parsed = self.inner.parse_event(event)?;
         if let Parsed::Chunk(chunk) = &parsed {
-            self.said |= !chunk.text.is_empty() || !chunk.tool_calls.is_empty();
-            if !self.said && chunk.finish_reason == Some(FinishReason::ContentFilter) {
-                return Err(filtered());
-            }
+            self.watch.check(chunk)?;
         }
         Ok(parsed)
     }

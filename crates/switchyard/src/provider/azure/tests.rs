@@ -205,3 +205,36 @@ fn v1_or_classic_urls() {
         );
     }
 }
+
+/// The silent-filter rule both Azure codecs (Chat Completions and Responses) share: a
+/// content-filter finish with nothing said is an error; with a refusal, text or a tool call
+/// it is the answer; a stream says so from its first chunk that said something.
+#[test]
+fn a_filter_finish_is_an_error_only_when_nothing_was_said() {
+    let filtered = |refusal: &str, text: &str| ProviderReply {
+        text: text.to_owned(),
+        refusal: refusal.to_owned(),
+        finish_reason: Some(FinishReason::ContentFilter),
+        ..ProviderReply::default()
+    };
+    let e = unless_silently_filtered(filtered("", "")).unwrap_err();
+    assert_eq!(e.kind, crate::error::ErrorKind::ContentFiltered);
+    assert!(unless_silently_filtered(filtered("I can't help with that.", "")).is_ok());
+    assert!(unless_silently_filtered(filtered("", "Partial")).is_ok());
+
+    let chunk = |refusal: &str, finish: Option<FinishReason>| crate::chat::ChatChunk {
+        refusal: refusal.to_owned(),
+        finish_reason: finish,
+        ..crate::chat::ChatChunk::default()
+    };
+    let mut watch = FilterWatch::default();
+    assert!(watch.check(&chunk("", None)).is_ok());
+    assert!(watch
+        .check(&chunk("", Some(FinishReason::ContentFilter)))
+        .is_err());
+    let mut watch = FilterWatch::default();
+    assert!(watch.check(&chunk("No.", None)).is_ok());
+    assert!(watch
+        .check(&chunk("", Some(FinishReason::ContentFilter)))
+        .is_ok());
+}
