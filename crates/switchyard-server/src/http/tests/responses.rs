@@ -280,6 +280,46 @@ async fn responses_only_fields_are_refused_where_no_provider_takes_them() {
     assert!(resp.headers().get("x-switchyard-ignored").is_none());
 }
 
+/// Keys inside input items and content parts that the shared shape does not model (a newer
+/// item field, an earlier answer's citations) are never dropped unsaid: another vendor's
+/// answer names them in `x-switchyard-ignored`, a few by name and the rest as `input.*`.
+#[tokio::test]
+async fn unmodelled_keys_inside_input_items_are_named() {
+    let f = basic();
+    let body = json!({"model": "smart", "input": [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+        {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed",
+         "phase": "final_answer", "content": [{"type": "output_text", "text": "Hello.",
+            "annotations": [{"type": "url_citation", "url": "https://example.com",
+                             "start_index": 0, "end_index": 5, "title": "x"}]}]},
+        {"type": "message", "role": "user", "content": "and?"}]});
+    let resp = call(&f.state, post_responses(&body)).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(
+        header(&resp, "x-switchyard-ignored"),
+        "input.message.phase, input.output_text.annotations"
+    );
+    // ids, statuses and empty annotations are echoes that change nothing: not named
+    let body = json!({"model": "smart", "input": [
+        {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed",
+         "content": [{"type": "output_text", "text": "Hello.", "annotations": []}]},
+        {"type": "message", "role": "user", "content": "and?"}]});
+    let resp = call(&f.state, post_responses(&body)).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert!(resp.headers().get("x-switchyard-ignored").is_none());
+    // many odd keys: a few named, the rest (and any name not plain) as input.*
+    let mut item = json!({"type": "message", "role": "user", "content": "x", "a b": 1});
+    for k in 0..12 {
+        item[format!("k{k:02}")] = json!(k);
+    }
+    let body = json!({"model": "smart", "input": [item]});
+    let resp = call(&f.state, post_responses(&body)).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let named = header(&resp, "x-switchyard-ignored").to_owned();
+    assert!(named.contains("input.*"), "{named}");
+    assert!(named.split(", ").count() <= 9, "{named}");
+}
+
 #[tokio::test]
 async fn advisory_fields_are_named_in_the_ignored_header() {
     let f = basic();

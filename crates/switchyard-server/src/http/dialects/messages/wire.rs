@@ -110,12 +110,15 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for StrOr<T> {
 
 /// A `text` block of `system` or of a mid-conversation system block.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct TextBlock {
     #[serde(rename = "type")]
     kind: String,
     text: String,
     #[serde(default)]
     cache_control: Option<IgnoredAny>,
+    #[serde(default)]
+    citations: Option<IgnoredAny>,
 }
 
 /// A turn: Anthropic's `MessageParam` has these two fields only, and refuses any other.
@@ -126,14 +129,19 @@ struct WireMessage {
     content: StrOr<Block>,
 }
 
-/// A content block of a request turn.
+/// A content block of a request turn: each kind with the fields Anthropic's reference
+/// gives it, and no other (Anthropic refuses any other key in a block, and so do we, by
+/// its path: a key we did not model would otherwise vanish when another vendor answers).
 #[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 enum Block {
     Text {
         text: String,
         #[serde(default)]
         cache_control: Option<IgnoredAny>,
+        /// Citations an earlier answer made (kept for Anthropic in the client's body).
+        #[serde(default)]
+        citations: Option<IgnoredAny>,
     },
     Image {
         source: WireImageSource,
@@ -507,6 +515,7 @@ fn system_blocks(
             ));
         }
         ignored.add_if(b.cache_control.is_some(), "cache_control");
+        ignored.add_if(b.citations.is_some(), "citations");
         out.push(Message::system(b.text));
     }
     Ok(())
@@ -664,9 +673,11 @@ impl Turns<'_> {
             Block::Text {
                 text,
                 cache_control,
+                citations,
             } => {
                 self.ignored
                     .add_if(cache_control.is_some(), "cache_control");
+                self.ignored.add_if(citations.is_some(), "citations");
                 turn.content.push(ContentPart::Text { text });
             }
             Block::Image { .. } if role == Role::Assistant => return misplaced("image"),

@@ -353,6 +353,8 @@ fn decode_request(
     if conv.foreign_reasoning {
         ctx.ignored.push("input.reasoning".to_owned());
     }
+    ctx.ignored
+        .extend(conv.unmodelled.names().map(str::to_owned));
     let mut messages = Vec::with_capacity(conv.messages.len() + 1);
     if let Some(i) = &w.instructions {
         messages.push(Message::system(i.clone()));

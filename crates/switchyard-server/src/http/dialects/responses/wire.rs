@@ -149,6 +149,79 @@ pub(super) struct Conversation {
     /// Items only a provider taking the body natively can read (a built-in tool's call
     /// from an earlier turn): (path, what), for the 400 when none can.
     pub native_only: Vec<(String, String)>,
+    /// Keys of input items and content parts the shared shape does not model, named
+    /// `input.{type}.{key}` (a few, then `input.*`): in the client's body for providers
+    /// that take it natively, named in `x-switchyard-ignored` when another vendor answers.
+    pub unmodelled: Unmodelled,
+}
+
+/// The keys of input items and content parts each type is known to have (OpenAI's
+/// reference; `id` and `status` are echoes of an earlier response that change nothing).
+fn known_keys(kind: &str) -> Option<&'static [&'static str]> {
+    Some(match kind {
+        "message" => &["type", "role", "content", "id", "status"],
+        "function_call" => &["type", "id", "call_id", "name", "arguments", "status"],
+        "function_call_output" => &["type", "id", "call_id", "output", "status"],
+        "reasoning" => &[
+            "type",
+            "id",
+            "summary",
+            "encrypted_content",
+            "content",
+            "status",
+        ],
+        "input_text" | "text" => &["type", "text"],
+        "output_text" => &["type", "text", "annotations", "logprobs"],
+        "refusal" => &["type", "refusal"],
+        "input_image" => &["type", "image_url", "file_id", "detail"],
+        _ => return None,
+    })
+}
+
+/// How many distinct unmodelled keys are named one by one; past it, `input.*`.
+const UNMODELLED_NAMED: usize = 8;
+
+/// Unmodelled keys seen in `input` (see [`Conversation::unmodelled`]).
+#[derive(Debug, Default)]
+pub(super) struct Unmodelled(std::collections::BTreeSet<String>);
+
+impl Unmodelled {
+    /// Note `obj`'s keys that a `kind` item or part does not have, and a non-empty
+    /// `annotations` list (an earlier answer's citations, which no other vendor takes).
+    fn note(&mut self, kind: &str, obj: &Map<String, Value>) {
+        let Some(known) = known_keys(kind) else {
+            return;
+        };
+        let annotated = obj
+            .get("annotations")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty());
+        let unknown = obj
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !known.contains(k));
+        for key in unknown.chain(annotated.then_some("annotations")) {
+            if self.0.len() >= UNMODELLED_NAMED {
+                self.0.insert("input.*".to_owned());
+                return;
+            }
+            let plain = key.len() <= 64
+                && key
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            let name = if plain {
+                format!("input.{kind}.{key}")
+            } else {
+                "input.*".to_owned()
+            };
+            self.0.insert(name);
+        }
+    }
+
+    /// The names noted, in order.
+    pub(super) fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(String::as_str)
+    }
 }
 
 /// `input` into messages.
@@ -183,9 +256,10 @@ impl Conversation {
             Some(Value::String(s)) => s.clone(),
             Some(_) => return Err(bad(&format!("{path}.type"), "`type` must be a string")),
         };
+        self.unmodelled.note(&kind, &obj);
         match kind.as_str() {
             "message" => {
-                let m = message(&path, &mut obj)?;
+                let m = message(&path, &mut obj, &mut self.unmodelled)?;
                 match self.messages.last_mut() {
                     // the answer whose reasoning came just before
                     Some(last) if m.role == Role::Assistant && holds_reasoning(last) => {
@@ -289,7 +363,9 @@ impl Conversation {
         let call_id = take_str(obj, path, "call_id")?;
         let content = match obj.remove("output") {
             Some(Value::String(text)) => vec![ContentPart::Text { text }],
-            Some(Value::Array(parts)) => parts_of(&format!("{path}.output"), parts)?,
+            Some(Value::Array(parts)) => {
+                parts_of(&format!("{path}.output"), parts, &mut self.unmodelled)?
+            }
             _ => {
                 return Err(bad(
                     &format!("{path}.output"),
@@ -332,7 +408,11 @@ pub(super) fn function_name(messages: &[Message], call_id: &str) -> Option<Strin
         .map(|c| c.name.clone())
 }
 
-fn message(path: &str, obj: &mut Map<String, Value>) -> Result<Message, ApiError> {
+fn message(
+    path: &str,
+    obj: &mut Map<String, Value>,
+    unmodelled: &mut Unmodelled,
+) -> Result<Message, ApiError> {
     let role = match obj.get("role").and_then(Value::as_str) {
         Some("user") => Role::User,
         Some("assistant") => Role::Assistant,
@@ -351,7 +431,7 @@ fn message(path: &str, obj: &mut Map<String, Value>) -> Result<Message, ApiError
     };
     let content = match obj.remove("content") {
         Some(Value::String(text)) => vec![ContentPart::Text { text }],
-        Some(Value::Array(parts)) => parts_of(&format!("{path}.content"), parts)?,
+        Some(Value::Array(parts)) => parts_of(&format!("{path}.content"), parts, unmodelled)?,
         _ => {
             return Err(bad(
                 &format!("{path}.content"),
@@ -370,15 +450,19 @@ fn message(path: &str, obj: &mut Map<String, Value>) -> Result<Message, ApiError
     })
 }
 
-fn parts_of(path: &str, parts: Vec<Value>) -> Result<Vec<ContentPart>, ApiError> {
+fn parts_of(
+    path: &str,
+    parts: Vec<Value>,
+    unmodelled: &mut Unmodelled,
+) -> Result<Vec<ContentPart>, ApiError> {
     parts
         .into_iter()
         .enumerate()
-        .map(|(j, p)| part(&format!("{path}[{j}]"), p))
+        .map(|(j, p)| part(&format!("{path}[{j}]"), p, unmodelled))
         .collect()
 }
 
-fn part(path: &str, p: Value) -> Result<ContentPart, ApiError> {
+fn part(path: &str, p: Value, unmodelled: &mut Unmodelled) -> Result<ContentPart, ApiError> {
     let Value::Object(mut obj) = p else {
         return Err(bad(path, "a content part must be an object"));
     };
@@ -387,6 +471,7 @@ fn part(path: &str, p: Value) -> Result<ContentPart, ApiError> {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
+    unmodelled.note(&kind, &obj);
     match kind.as_str() {
         "input_text" | "output_text" | "text" => Ok(ContentPart::Text {
             text: take_str(&mut obj, path, "text")?,
