@@ -177,7 +177,8 @@ async fn a_tool_use_loop_decodes_and_replies_in_anthropic_blocks() {
             {"role": "assistant", "content": [{"type": "text", "text": "Checking.",
                  "citations": [{"type": "char_location", "cited_text": "Paris", "document_index": 0,
                                 "start_char_index": 0, "end_char_index": 5}]},
-                {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}]},
+                {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"},
+                 "caller": {"type": "direct"}}]},
             {"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": "toolu_1", "is_error": true,
                  "content": [{"type": "text", "text": "timeout"}]},
@@ -188,7 +189,7 @@ async fn a_tool_use_loop_decodes_and_replies_in_anthropic_blocks() {
     // unsaid
     assert_eq!(
         header(&resp, "x-switchyard-ignored"),
-        "citations, tool_result.is_error"
+        "citations, tool_use.caller, tool_result.is_error"
     );
     assert_eq!(
         f.primary.requests()[0].parallel_tool_calls,

@@ -147,6 +147,8 @@ enum Block {
         source: WireImageSource,
         #[serde(default)]
         cache_control: Option<IgnoredAny>,
+        #[serde(default)]
+        transformations: Option<IgnoredAny>,
     },
     ToolUse {
         id: String,
@@ -155,6 +157,12 @@ enum Block {
         input: Value,
         #[serde(default)]
         cache_control: Option<IgnoredAny>,
+        /// Who made the call (programmatic tool calling) and the toolset it came from:
+        /// Anthropic's own bookkeeping, named when another vendor answers.
+        #[serde(default)]
+        caller: Option<IgnoredAny>,
+        #[serde(default)]
+        toolset_name: Option<IgnoredAny>,
     },
     ToolResult {
         tool_use_id: String,
@@ -164,6 +172,8 @@ enum Block {
         is_error: bool,
         #[serde(default)]
         cache_control: Option<IgnoredAny>,
+        #[serde(default)]
+        toolset_name: Option<IgnoredAny>,
     },
     Thinking {
         thinking: String,
@@ -684,9 +694,12 @@ impl Turns<'_> {
             Block::Image {
                 source,
                 cache_control,
+                transformations,
             } => {
                 self.ignored
                     .add_if(cache_control.is_some(), "cache_control");
+                self.ignored
+                    .add_if(transformations.is_some(), "image.transformations");
                 turn.content.push(image(source));
             }
             Block::ToolUse { .. } if role != Role::Assistant => return misplaced("tool_use"),
@@ -695,9 +708,14 @@ impl Turns<'_> {
                 name,
                 input,
                 cache_control,
+                caller,
+                toolset_name,
             } => {
                 self.ignored
                     .add_if(cache_control.is_some(), "cache_control");
+                self.ignored.add_if(caller.is_some(), "tool_use.caller");
+                self.ignored
+                    .add_if(toolset_name.is_some(), "tool_use.toolset_name");
                 self.names.insert(id.clone(), name.clone());
                 let arguments = if input.is_null() {
                     "{}".to_owned()
@@ -716,9 +734,12 @@ impl Turns<'_> {
                 content,
                 is_error,
                 cache_control,
+                toolset_name,
             } => {
                 self.ignored
                     .add_if(cache_control.is_some(), "cache_control");
+                self.ignored
+                    .add_if(toolset_name.is_some(), "tool_result.toolset_name");
                 self.ignored.add_if(is_error, "tool_result.is_error");
                 let result = tool_message(tool_use_id, content, &self.names, at)?;
                 self.out.push(result);
