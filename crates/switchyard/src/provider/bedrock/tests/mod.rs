@@ -570,18 +570,36 @@ fn the_shipped_prices_know_bedrock_model_ids_and_their_cache_rates() {
     }
     // rates no published page confirmed are left out (such a model follows the unpriced
     // rules) rather than guessed
-    for id in [
-        "meta.llama3-3-70b-instruct-v1:0",
-        "us.meta.llama4-maverick-17b-instruct-v1:0",
-        "mistral.mistral-large-2407-v1:0",
+    assert!(table.lookup("mistral.mistral-large-2407-v1:0").is_none());
+    // Nova: a cache read at a quarter of the input rate; a write at the input rate
+    for (id, input, cached) in [
+        ("amazon.nova-pro-v1:0", 800_000, 200_000),
+        ("us.amazon.nova-lite-v1:0", 60_000, 15_000),
+        ("amazon.nova-micro-v1:0", 35_000, 8_750),
     ] {
-        assert!(table.lookup(id).is_none(), "{id}");
+        let p = &table.lookup(id).unwrap().price;
+        assert_eq!(p.input_micros_per_mtok, input, "{id}");
+        assert_eq!(p.cached_input_micros_per_mtok, Some(cached), "{id}");
+        assert_eq!(p.cache_write_micros_per_mtok, None, "{id}");
     }
-    // Nova Pro: a cache read at a quarter of the input rate; a write at the input rate
-    let pro = &table.lookup("amazon.nova-pro-v1:0").unwrap().price;
-    assert_eq!(pro.input_micros_per_mtok, 800_000);
-    assert_eq!(pro.cached_input_micros_per_mtok, Some(200_000));
-    assert_eq!(pro.cache_write_micros_per_mtok, None);
+    // Meta Llama: the in-region id and the US profile at one rate, no caching billed, the
+    // larger published output limit (an upper bound to reserve against), never reasoning
+    for (id, input, output) in [
+        ("meta.llama3-3-70b-instruct-v1:0", 720_000, 720_000),
+        ("us.meta.llama3-3-70b-instruct-v1:0", 720_000, 720_000),
+        ("us.meta.llama3-1-8b-instruct-v1:0", 220_000, 220_000),
+        ("us.meta.llama3-2-1b-instruct-v1:0", 100_000, 100_000),
+        ("us.meta.llama4-maverick-17b-instruct-v1:0", 240_000, 970_000),
+        ("meta.llama4-scout-17b-instruct-v1:0", 170_000, 660_000),
+    ] {
+        let e = table.lookup(id).unwrap();
+        assert_eq!(e.vendor, "bedrock", "{id}");
+        assert_eq!(e.price.input_micros_per_mtok, input, "{id}");
+        assert_eq!(e.price.output_micros_per_mtok, output, "{id}");
+        assert_eq!(e.price.cached_input_micros_per_mtok, None, "{id}");
+        assert_eq!(e.max_output_tokens, Some(8_192), "{id}");
+        assert_eq!(e.reasoning, Some(false), "{id}");
+    }
 }
 
 #[test]
