@@ -129,13 +129,20 @@ pub struct Wildcard {
     /// The most distinct models the route calls its template with; a new model past that
     /// is refused (each one holds a breaker, a ledger row and metric series).
     pub max_models: usize,
+    /// Whether a model may hold `/` between well-formed segments (Together's
+    /// `meta-llama/Llama-3.3-70B-Instruct-Turbo`, OpenRouter's `anthropic/claude-sonnet-4.5`).
+    /// Only for a template that never puts its model raw into a URL path: OpenAI,
+    /// Anthropic and OpenAI-compatible servers send it in the body, Bedrock percent-encodes
+    /// it into one segment; Gemini, Vertex AI and Azure deployments do not. Off by default.
+    pub slashes: bool,
 }
 
 /// Why a wildcard route refuses the model a client named.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ModelRefusal {
-    /// Empty, too long, or holding a character outside `[A-Za-z0-9._:@+-]`, or `..`: it would
-    /// go into a URL path for some vendors (Gemini, Vertex AI, Azure).
+    /// Empty, too long, or holding a character outside `[A-Za-z0-9._:@+-]` (and `/` between
+    /// segments where the route allows it), or `..`: it would go into a URL path for some
+    /// vendors (Gemini, Vertex AI, Azure).
     Malformed,
     /// No allow-list pattern admits it.
     NotAllowed,
@@ -150,6 +157,7 @@ impl Wildcard {
             prefix: prefix.to_owned(),
             models: models.iter().map(|m| (*m).to_owned()).collect(),
             max_models: DEFAULT_MAX_MODELS,
+            slashes: false,
         })
     }
 
@@ -165,7 +173,7 @@ impl Wildcard {
     /// # Errors
     /// Why it may not.
     pub fn admit(&self, model: &str) -> Result<(), ModelRefusal> {
-        if !well_formed_model(model) {
+        if !well_formed(model, self.slashes) {
             return Err(ModelRefusal::Malformed);
         }
         if self.models.iter().any(|p| pattern_admits(p, model)) {
@@ -181,12 +189,30 @@ impl Wildcard {
 /// no `..`.
 #[must_use]
 pub fn well_formed_model(model: &str) -> bool {
-    let ok_char = |c: u8| c.is_ascii_alphanumeric() || b"._:@+-".contains(&c);
+    well_formed(model, false)
+}
+
+/// [`well_formed_model`], or with `slashes` segments of that shape joined by single `/`
+/// (none empty, so no leading, trailing or doubled `/`).
+#[must_use]
+pub fn well_formed(model: &str, slashes: bool) -> bool {
     !model.is_empty()
         && model.len() <= MAX_WILDCARD_MODEL_BYTES
-        && model.bytes().all(ok_char)
-        && !model.starts_with(['.', '-'])
         && !model.contains("..")
+        && if slashes {
+            model.split('/').all(segment)
+        } else {
+            segment(model)
+        }
+}
+
+/// One segment of a model id: non-empty `[A-Za-z0-9._:@+-]`, not starting with `.` or `-`.
+fn segment(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(model_byte) && !s.starts_with(['.', '-'])
+}
+
+fn model_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || b"._:@+-".contains(&c)
 }
 
 /// Whether allow-list `pattern` admits `model`: equal, or `pattern` ends in `*` and
@@ -199,20 +225,22 @@ pub fn pattern_admits(pattern: &str, model: &str) -> bool {
     }
 }
 
-/// Whether `pattern` is a valid allow-list entry: a well-formed model, optionally
-/// followed by one `*` (or `*` alone).
+/// Whether `pattern` is a valid allow-list entry: a well-formed model (with `/` between
+/// segments when `slashes`), optionally followed by one `*` (or `*` alone); the part before
+/// the `*` may end in `/` (`meta-llama/*`).
 #[must_use]
-pub fn valid_pattern(pattern: &str) -> bool {
+pub fn valid_pattern(pattern: &str, slashes: bool) -> bool {
     match pattern.strip_suffix('*') {
         Some("") => true,
         Some(prefix) => {
-            prefix
-                .bytes()
-                .all(|c| c.is_ascii_alphanumeric() || b"._:@+-".contains(&c))
-                && !prefix.starts_with(['.', '-'])
-                && prefix.len() < MAX_WILDCARD_MODEL_BYTES
+            let whole = prefix
+                .strip_suffix('/')
+                .filter(|_| slashes)
+                .unwrap_or(prefix);
+            // a prefix of a model: its last segment may be cut short, not empty or odd
+            prefix.len() < MAX_WILDCARD_MODEL_BYTES && well_formed(whole, slashes)
         }
-        None => well_formed_model(pattern),
+        None => well_formed(pattern, slashes),
     }
 }
 
@@ -270,6 +298,16 @@ impl Route {
     pub fn max_models(mut self, n: usize) -> Self {
         if let Some(w) = self.wildcard.as_mut() {
             w.max_models = n;
+        }
+        self
+    }
+
+    /// Builder: whether a wildcard route's models may hold `/` (see [`Wildcard::slashes`]; no
+    /// effect on other routes).
+    #[must_use]
+    pub fn model_slashes(mut self, on: bool) -> Self {
+        if let Some(w) = self.wildcard.as_mut() {
+            w.slashes = on;
         }
         self
     }
@@ -485,12 +523,67 @@ mod tests {
     }
 
     #[test]
+    fn a_route_that_allows_slashes_admits_segments_and_nothing_else() {
+        let r = Route::wildcard("together/*", &["together"], &["meta-llama/*", "Qwen/*"])
+            .unwrap()
+            .model_slashes(true);
+        let w = r.wildcard.as_ref().unwrap();
+        assert_eq!(
+            w.model_of("together/meta-llama/Llama-3.3-70B-Instruct-Turbo"),
+            Some("meta-llama/Llama-3.3-70B-Instruct-Turbo")
+        );
+        assert_eq!(w.admit("meta-llama/Llama-3.3-70B-Instruct-Turbo"), Ok(()));
+        assert_eq!(w.admit("Qwen/Qwen2.5-72B-Instruct"), Ok(()));
+        assert_eq!(
+            w.admit("mistralai/Mixtral-8x7B"),
+            Err(ModelRefusal::NotAllowed)
+        );
+        for bad in [
+            "meta-llama/../v1/files",
+            "meta-llama//x",
+            "meta-llama/",
+            "/meta-llama/x",
+            "meta-llama/.x",
+            "meta-llama/x?y",
+            "meta-llama/x%2F",
+        ] {
+            assert_eq!(w.admit(bad), Err(ModelRefusal::Malformed), "{bad:?}");
+        }
+        // the same route without slashes refuses them as before
+        let plain = Route::wildcard("together/*", &["together"], &["*"]).unwrap();
+        assert_eq!(
+            plain.wildcard.as_ref().unwrap().admit("meta-llama/x"),
+            Err(ModelRefusal::Malformed)
+        );
+        // and the builder leaves ordinary routes alone
+        assert!(Route::new("r", &["p"])
+            .model_slashes(true)
+            .wildcard
+            .is_none());
+    }
+
+    #[test]
     fn patterns_are_models_with_at_most_a_trailing_star() {
         for ok in ["*", "gpt-4.1*", "o4-mini", "claude-@*"] {
-            assert!(valid_pattern(ok), "{ok:?}");
+            assert!(valid_pattern(ok, false), "{ok:?}");
+            assert!(valid_pattern(ok, true), "{ok:?}");
         }
         for bad in ["", "gpt*4", "**", "a/*", "../*", "a?*", "*a"] {
-            assert!(!valid_pattern(bad), "{bad:?}");
+            assert!(!valid_pattern(bad, false), "{bad:?}");
+        }
+        // with slashes: segments joined by single slashes, a prefix may end in one
+        for ok in [
+            "a/*",
+            "meta-llama/*",
+            "meta-llama/Llama-3*",
+            "accounts/fireworks/models/x",
+        ] {
+            assert!(valid_pattern(ok, true), "{ok:?}");
+        }
+        for bad in [
+            "/*", "a//*", "../*", "a/../*", "a//b", "/a", "a/", "a/.x", "a/-x*",
+        ] {
+            assert!(!valid_pattern(bad, true), "{bad:?}");
         }
         assert!(pattern_admits("*", "anything"));
         assert!(!pattern_admits("gpt-4.1", "gpt-4.1-mini"));

@@ -96,7 +96,8 @@ pub fn build_gateway(
     }
     for r in &config.routes {
         let api = super::route_api(config, r).map_err(|e| format!("routes: {e}"))?;
-        builder = builder.route(route(r)?.api(api));
+        let route = route(r)?.model_slashes(super::wildcard_slashes(config, r));
+        builder = builder.route(route.api(api));
     }
     let gateway = builder.build().map_err(|e| e.to_string())?;
     warnings.extend(crate::access::keys::weak_token_warnings(&config.keys));

@@ -532,14 +532,23 @@ fn validate_wildcard(config: &Config, r: &RouteToml, at: &str, p: &mut Problems)
             "a wildcard route is a prefix followed by \"/*\" (e.g. \"openai/*\")",
         );
     }
+    let slashes = wildcard_slashes(config, r);
     match &r.models {
         None => p.add(format!("{at}.models"), "a wildcard route needs an allow-list (e.g. models = [\"gpt-4.1*\"], or [\"*\"] for any)"),
         Some(m) if m.is_empty() => p.add(format!("{at}.models"), "must list at least one pattern"),
         Some(m) => {
             for (j, pattern) in m.iter().enumerate() {
-                if !switchyard::route::valid_pattern(pattern) {
-                    p.add(format!("{at}.models[{j}]"), format!("{pattern:?} is not a model id (letters, digits, . _ : @ + -), optionally ending in *"));
+                if switchyard::route::valid_pattern(pattern, slashes) {
+                    continue;
                 }
+                let why = if slashes {
+                    "is not a model id (letters, digits, . _ : @ + -, segments joined by single /), optionally ending in *"
+                } else if switchyard::route::valid_pattern(pattern, true) {
+                    "holds a /, which this route's template cannot take (its kind puts the model into a URL path: only openai, anthropic and bedrock templates take models with /)"
+                } else {
+                    "is not a model id (letters, digits, . _ : @ + -), optionally ending in *"
+                };
+                p.add(format!("{at}.models[{j}]"), format!("{pattern:?} {why}"));
             }
         }
     }
@@ -567,6 +576,18 @@ fn validate_wildcard(config: &Config, r: &RouteToml, at: &str, p: &mut Problems)
             );
         }
     }
+}
+
+/// Whether wildcard route `r`'s models may hold `/`: its template's kind sends the model
+/// in the request body (OpenAI, Anthropic, OpenAI-compatible servers) or percent-encodes it
+/// (Bedrock), never raw into a URL path (Gemini, Vertex AI, Azure deployments).
+pub(crate) fn wildcard_slashes(config: &Config, r: &RouteToml) -> bool {
+    let template = r.providers.first();
+    config
+        .providers
+        .iter()
+        .find(|p| Some(&p.name) == template)
+        .is_some_and(|p| matches!(p.kind.as_str(), "openai" | "anthropic" | "bedrock"))
 }
 
 fn validate_retry(retry: Option<&RetryToml>, at: &str, p: &mut Problems) {

@@ -56,7 +56,9 @@ fn wildcard_routes_need_an_allow_list_of_model_patterns() {
     ));
     assert_eq!(p.len(), 3, "{p:?}");
     assert!(
-        p[0].starts_with("routes[0].models[1]: \"a/*\" is not a model id"),
+        p[0].starts_with(
+            "routes[0].models[1]: \"a/*\" holds a /, which this route's template cannot take"
+        ),
         "{p:?}"
     );
     assert!(
@@ -84,6 +86,31 @@ fn wildcard_routes_need_an_allow_list_of_model_patterns() {
     assert_eq!(p.len(), 1, "{p:?}");
     assert!(
         p[0].starts_with("providers[1].name: \"s/m\" would share names"),
+        "{p:?}"
+    );
+}
+
+#[test]
+fn wildcard_patterns_hold_slashes_where_the_template_sends_its_model_in_the_body() {
+    let route = |kind: &str, models: &str| {
+        format!("[[providers]]\nname = \"t\"\nkind = \"{kind}\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"K\"\n[[routes]]\nname = \"t/*\"\nproviders = [\"t\"]\nmodels = {models}\n")
+    };
+    for kind in ["openai", "anthropic"] {
+        let text = route(kind, r#"["meta-llama/*", "Qwen/Qwen2.5-72B-Instruct"]"#);
+        assert!(problems(&text).is_empty(), "{kind}: {:?}", problems(&text));
+        let config = parse(&text, "t.toml").unwrap();
+        let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
+        let r = built.gateway.route("t/meta-llama/x").unwrap();
+        assert!(r.wildcard.as_ref().unwrap().slashes, "{kind}");
+        // malformed even where slashes are allowed
+        let p = problems(&route(kind, r#"["meta-llama//*", "/x"]"#));
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert!(p[0].contains("segments joined by single /"), "{p:?}");
+    }
+    let p = problems(&route("gemini", r#"["tunedModels/*"]"#));
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(
+        p[0].starts_with("routes[0].models[0]: \"tunedModels/*\" holds a /"),
         "{p:?}"
     );
 }

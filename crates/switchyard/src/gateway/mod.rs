@@ -75,7 +75,7 @@ pub struct ProviderSpec {
 
 /// Builds a provider like a template but calling `model` (see [`ProviderSpec::models`]).
 /// Called once per distinct model a wildcard route admits; the model is already checked
-/// ([`crate::route::well_formed_model`]).
+/// ([`crate::route::well_formed`], with `/` where the route allows it).
 pub type ModelFactory = Arc<dyn Fn(&str) -> Result<Arc<dyn Provider>, String> + Send + Sync>;
 
 impl std::fmt::Debug for ProviderSpec {
@@ -458,7 +458,7 @@ impl GatewayBuilder {
         if w.models.is_empty() {
             problems.push(at("a wildcard route needs an allow-list of models".into()));
         }
-        for bad in w.models.iter().filter(|m| !crate::route::valid_pattern(m)) {
+        for bad in (w.models.iter()).filter(|m| !crate::route::valid_pattern(m, w.slashes)) {
             problems.push(at(format!(
                 "model pattern {bad:?} is not a model id, optionally ending in *"
             )));

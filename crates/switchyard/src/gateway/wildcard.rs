@@ -162,9 +162,14 @@ fn refused(route: &Route, model: &str, why: ModelRefusal) -> GatewayError {
         .as_ref()
         .map(|w| w.models.join(", "))
         .unwrap_or_default();
+    let slashes = route.wildcard.as_ref().is_some_and(|w| w.slashes);
     let reason = match why {
+        ModelRefusal::Malformed if slashes => format!(
+            "a model must be 1 to {} characters of letters, digits and . _ : @ + -, in segments joined by single / (none starting with . or -, no ..)",
+            crate::route::MAX_WILDCARD_MODEL_BYTES
+        ),
         ModelRefusal::Malformed => format!(
-            "a model must be 1 to {} characters of letters, digits and . _ : @ + - (not starting with . or -, no ..)",
+            "a model must be 1 to {} characters of letters, digits and . _ : @ + - (not starting with . or -, no ..; this route's provider takes no /)",
             crate::route::MAX_WILDCARD_MODEL_BYTES
         ),
         ModelRefusal::NotAllowed => format!("the route allows: {allowed}"),

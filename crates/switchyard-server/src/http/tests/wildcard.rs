@@ -34,7 +34,8 @@ fn gemini_reply() -> Value {
         "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 1}})
 }
 
-/// A gateway from config: `openai/*` (template `openai`, then `backup`) and `gem/*`.
+/// A gateway from config: `openai/*` (template `openai`, then `backup`), `gem/*`, and
+/// `together/*` (an OpenAI-compatible template whose models hold `/`).
 async fn fixture() -> (AppState, MockServer, MockServer) {
     fixture_with_keys(&[]).await
 }
@@ -75,6 +76,13 @@ base_url = "{gemini}/v1beta"
 api_key_env = "WILDCARD_KEY"
 
 [[providers]]
+name = "together"
+kind = "openai"
+model = "meta-llama/Llama-3.1-8B-Instruct-Turbo"
+base_url = "{openai}/v1"
+api_key_env = "WILDCARD_KEY"
+
+[[providers]]
 name = "backup"
 kind = "simulated"
 
@@ -87,6 +95,11 @@ models = ["gpt-4.1*", "o4-mini"]
 name = "gem/*"
 providers = ["gem"]
 models = ["gemini-*"]
+
+[[routes]]
+name = "together/*"
+providers = ["together"]
+models = ["meta-llama/*", "Qwen/Qwen2.5-72B-Instruct"]
 "#,
         openai = openai.uri(),
         gemini = gemini.uri(),
@@ -139,6 +152,58 @@ async fn a_url_vendors_model_goes_into_its_path() {
     );
 }
 
+/// An OpenAI-compatible template sends its model in the body, so a model with `/` in it
+/// (Together's, OpenRouter's ids) reaches it whole; a URL vendor's route refuses one.
+#[tokio::test]
+async fn a_body_vendors_model_may_hold_slashes() {
+    let (state, openai, gemini) = fixture().await;
+    let model = "meta-llama/Llama-3.3-70B-Instruct-Turbo";
+    let resp = call(&state, post(&chat(&format!("together/{model}")))).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(
+        resp_header(&resp, "x-switchyard-provider"),
+        format!("together/{model}")
+    );
+    assert_eq!(json_body(resp).await["model"], model);
+    assert_eq!(upstream_bodies(&openai).await[0]["model"], model);
+    let resp = call(&state, post(&chat("together/Qwen/Qwen2.5-72B-Instruct"))).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(
+        state.gateway.ledger().summary()[&format!("together/{model}")].calls,
+        1
+    );
+    // not on the allow-list: 404; malformed segments and a URL vendor's route: 400
+    let resp = call(&state, post(&chat("together/mistralai/Mixtral-8x7B"))).await;
+    assert_eq!(resp.status(), StatusCode::NOT_FOUND);
+    for hostile in [
+        "together/meta-llama//x",
+        "together/meta-llama/",
+        "together/meta-llama/../../v1/files",
+        "together/meta-llama/.x",
+        "gem/models/gemini-2.5-flash",
+    ] {
+        let resp = call(&state, post(&chat(hostile))).await;
+        assert_eq!(resp.status(), StatusCode::BAD_REQUEST, "{hostile}");
+        let body = json_body(resp).await;
+        assert_eq!(body["error"]["code"], "invalid_model", "{hostile}");
+    }
+    let resp = call(&state, post(&chat("gem/models/gemini-2.5-flash"))).await;
+    let message = json_body(resp).await["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(message.contains("takes no /"), "{message}");
+    assert_eq!(upstream_bodies(&openai).await.len(), 2);
+    assert!(gemini.received_requests().await.unwrap().is_empty());
+    // /v1/models/{id} resolves such an id too
+    let req = Request::get(format!("/v1/models/together/{model}"))
+        .body(Body::empty())
+        .unwrap();
+    let resp = call(&state, req).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(json_body(resp).await["route"], "together/*");
+}
+
 #[tokio::test]
 async fn refused_models_name_the_field_and_reach_no_upstream() {
     let (state, openai, gemini) = fixture().await;
@@ -174,7 +239,10 @@ async fn models_lists_the_allow_lists_exact_ids() {
     let ids: Vec<&str> = (body["data"].as_array().unwrap().iter())
         .map(|m| m["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["openai/o4-mini"]);
+    assert_eq!(
+        ids,
+        ["openai/o4-mini", "together/Qwen/Qwen2.5-72B-Instruct"]
+    );
     let req = Request::get("/v1/models/openai/gpt-4.1-nano")
         .body(Body::empty())
         .unwrap();
