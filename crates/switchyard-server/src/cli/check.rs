@@ -131,6 +131,14 @@ pub fn report_at(
             p.provider.model(),
             p.timeout
         );
+        let bedrock = cfg
+            .providers
+            .iter()
+            .find(|e| e.name == p.name && e.kind == "bedrock");
+        if let Some(entry) = bedrock {
+            let source = config::credentials_source(entry, env).unwrap_or_else(|e| e);
+            let _ = writeln!(out, "    credentials: {source}");
+        }
     }
     let _ = writeln!(
         out,

@@ -1,25 +1,48 @@
-//! The `bedrock` kind (AWS Bedrock): its fields' checks (`validate`, with paths) and
+//! The `bedrock` kind (AWS Bedrock): its fields' checks (`validate`, with paths), which
+//! credentials a provider signs with (`credentials`: what `switchyard check` shows) and
 //! building its provider from the environment (`build`).
 //!
-//! Credentials, in this order:
+//! Credentials:
 //! - `api_key_env`: a Bedrock API key, sent as a bearer token (no signature);
-//! - `profile`: that profile's keys in the shared credentials file
-//!   (`AWS_SHARED_CREDENTIALS_FILE`, else `$HOME/.aws/credentials`), read at start and
-//!   re-read when the file changes (at most every 10 s: temporary credentials a tool
-//!   rewrites are picked up); at start, a file that cannot be read, a profile not in it, or
-//!   one without both keys is an error (`check` fails on it, naming the file and profile,
-//!   never a value);
-//! - else the environment: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and the optional
-//!   `AWS_SESSION_TOKEN` (each name overridable: `access_key_id_env`, …); when neither key
-//!   is set, the profile `AWS_PROFILE` names (else `default`) is taken from the credentials
-//!   file if it is there, as the AWS CLI does; else a warning (calls fail as auth errors).
+//! - `credentials = "…"` names the source; without it, the AWS SDKs' default chain picks the
+//!   first that is set up: `env`, `web_identity`, `profile`, `container`, `imds`.
+//! - `env`: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and the optional `AWS_SESSION_TOKEN`
+//!   (each name overridable: `access_key_id_env`, …), read at start; naming a variable
+//!   keeps a provider on these (no fallback). One key without the other is an error.
+//! - `web_identity` (EKS IAM roles for service accounts, GitHub Actions OIDC, …):
+//!   `AWS_WEB_IDENTITY_TOKEN_FILE` and `AWS_ROLE_ARN` (and the optional
+//!   `AWS_ROLE_SESSION_NAME`) exchanged at STS (`AWS_ENDPOINT_URL_STS`, else
+//!   `https://sts.{region}.amazonaws.com`); the token file must be readable at start and the
+//!   role ARN shaped like one.
+//! - `profile`: the profile `profile` names (else `AWS_PROFILE`, else `default`) in the
+//!   shared credentials file (`AWS_SHARED_CREDENTIALS_FILE`, else `$HOME/.aws/credentials`),
+//!   read at start and re-read when the file changes; a file that cannot be read, a
+//!   profile not in it, or one without both keys is an error when the profile is asked for
+//!   (in the default chain, such a profile is passed over).
+//! - `container` (ECS task roles, EKS Pod Identity): `AWS_CONTAINER_CREDENTIALS_RELATIVE_URI`
+//!   (on `http://169.254.170.2`), else `AWS_CONTAINER_CREDENTIALS_FULL_URI` (https, or http
+//!   to a loopback, ECS or EKS address only), with the `Authorization` token from the file
+//!   `AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE` names, else `AWS_CONTAINER_AUTHORIZATION_TOKEN`.
+//! - `imds`: EC2 instance metadata, IMDSv2 (`AWS_EC2_METADATA_SERVICE_ENDPOINT`, else
+//!   `http://169.254.169.254`); off when `AWS_EC2_METADATA_DISABLED` is `true`. The default
+//!   chain ends here with a warning (off EC2, calls fail as auth errors); with IMDS off, the
+//!   provider signs nothing and warns.
 //!
-//! Keys from the environment are read when the provider is built: temporary ones (a
-//! session token) that expire need a restart with fresh ones, or a profile.
+//! The last three are fetched on the first call and refreshed before they expire
+//! (`switchyard::provider::bedrock::platform`).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use switchyard::clock::Clock;
+use switchyard::provider::bedrock::platform::container::{
+    full_uri_allowed, ContainerAuth, ContainerEndpoint,
+};
+use switchyard::provider::bedrock::platform::imds::{self, InstanceMetadata};
+use switchyard::provider::bedrock::platform::web_identity::{self, WebIdentity};
+use switchyard::provider::bedrock::platform::{
+    read_token_file, source_client, PlatformCredentials, LOCAL_CONNECT_TIMEOUT,
+};
 use switchyard::provider::bedrock::profile::{FileError, ProfileFile, DEFAULT_RECHECK};
 use switchyard::provider::bedrock::{AwsCredentials, Bedrock, BedrockConfig};
 use switchyard::provider::http::{HttpSettings, Transport, DEFAULT_CONNECT_TIMEOUT};
@@ -34,6 +57,10 @@ pub const DEFAULT_ACCESS_KEY_ID_ENV: &str = "AWS_ACCESS_KEY_ID";
 pub const DEFAULT_SECRET_ACCESS_KEY_ENV: &str = "AWS_SECRET_ACCESS_KEY";
 /// See [`DEFAULT_ACCESS_KEY_ID_ENV`].
 pub const DEFAULT_SESSION_TOKEN_ENV: &str = "AWS_SESSION_TOKEN";
+
+/// The values of `credentials`, in the default chain's order but for `profile` (after
+/// `web_identity` there).
+pub const SOURCES: [&str; 5] = ["env", "profile", "web_identity", "container", "imds"];
 
 /// Whether a `bedrock` provider's model takes `reasoning_effort` when its entry does not
 /// say: only Claude models do on Bedrock (as `thinking`), so any other model is `false`
@@ -72,12 +99,7 @@ pub(super) fn validate(prov: &ProviderToml, at: &str, p: &mut Problems) {
         }
     }
     // (`api_key_env` is checked for every kind)
-    let env_names = [
-        ("access_key_id_env", &prov.access_key_id_env),
-        ("secret_access_key_env", &prov.secret_access_key_env),
-        ("session_token_env", &prov.session_token_env),
-    ];
-    for (field, value) in env_names {
+    for (field, value) in env_fields(prov) {
         if let Some(env) = value {
             if env.trim().is_empty() || env.contains('=') {
                 p.add(
@@ -90,23 +112,340 @@ pub(super) fn validate(prov: &ProviderToml, at: &str, p: &mut Problems) {
     if prov.profile.as_deref().is_some_and(|n| n.trim().is_empty()) {
         p.add(format!("{at}.profile"), "must name a profile");
     }
-    let env_keys = prov.access_key_id_env.is_some()
-        || prov.secret_access_key_env.is_some()
-        || prov.session_token_env.is_some();
-    let ways = [prov.api_key_env.is_some(), prov.profile.is_some(), env_keys];
-    if ways.iter().filter(|w| **w).count() > 1 {
-        p.add(
-            at,
-            "give one way to authenticate: api_key_env (a Bedrock API key), profile, or the *_env key names",
-        );
+    match prov.credentials.as_deref() {
+        Some(source) => validate_source(prov, source, at, p),
+        None => {
+            let env_keys = env_fields(prov).iter().any(|(_, v)| v.is_some());
+            let ways = [prov.api_key_env.is_some(), prov.profile.is_some(), env_keys];
+            if ways.iter().filter(|w| **w).count() > 1 {
+                p.add(
+                    at,
+                    "give one way to authenticate: api_key_env (a Bedrock API key), profile, or the *_env key names",
+                );
+            }
+        }
     }
 }
 
-/// The provider of a valid `bedrock` entry, and a warning when it has no credentials.
+/// The `*_env` key-name fields and their values.
+fn env_fields(prov: &ProviderToml) -> [(&'static str, &Option<String>); 3] {
+    [
+        ("access_key_id_env", &prov.access_key_id_env),
+        ("secret_access_key_env", &prov.secret_access_key_env),
+        ("session_token_env", &prov.session_token_env),
+    ]
+}
+
+/// The problems of `credentials = source`: an unknown source, and fields of another.
+fn validate_source(prov: &ProviderToml, source: &str, at: &str, p: &mut Problems) {
+    if !SOURCES.contains(&source) {
+        p.add(
+            format!("{at}.credentials"),
+            format!("{source:?} is not one of {}", SOURCES.join(", ")),
+        );
+        return;
+    }
+    if prov.api_key_env.is_some() {
+        p.add(
+            format!("{at}.credentials"),
+            "give one way to authenticate: api_key_env (a Bedrock API key, unsigned) or credentials",
+        );
+    }
+    if prov.profile.is_some() && source != "profile" {
+        p.add(
+            format!("{at}.profile"),
+            "applies to credentials = \"profile\" only",
+        );
+    }
+    for (field, value) in env_fields(prov) {
+        if value.is_some() && source != "env" {
+            p.add(
+                format!("{at}.{field}"),
+                "applies to credentials = \"env\" only",
+            );
+        }
+    }
+}
+
+/// What a provider signs with.
+enum Choice {
+    /// A Bedrock API key from `var` (`None`: not set).
+    ApiKey(String, Option<Secret>),
+    /// Keys from the environment.
+    Env(AwsCredentials, String),
+    /// A profile of the shared credentials file.
+    Profile(Arc<ProfileFile>, String),
+    /// Issued by the platform.
+    Platform(Arc<PlatformCredentials>),
+    /// Instance metadata as the default chain's last resort (worth a warning: off EC2
+    /// every call fails).
+    LastResort(Arc<PlatformCredentials>),
+    /// Nothing; the warning says why.
+    Nothing(String),
+}
+
+impl Choice {
+    fn describe(&self) -> String {
+        match self {
+            Self::ApiKey(var, Some(_)) => format!("a Bedrock API key from {var} (unsigned)"),
+            Self::ApiKey(var, None) => format!("a Bedrock API key from {var} (not set)"),
+            Self::Env(c, vars) => format!("environment keys {vars} ({})", c.access_key_id),
+            Self::Profile(file, profile) => format!(
+                "profile {profile:?} of {} (re-read when it changes)",
+                file.path().display()
+            ),
+            Self::Platform(p) | Self::LastResort(p) => {
+                format!("{} (refreshed before expiry)", p.describe())
+            }
+            Self::Nothing(_) => "none (requests go unsigned)".to_owned(),
+        }
+    }
+}
+
+/// The environment, as the sources read it.
+struct Env<'a> {
+    lookup: KeyLookup<'a>,
+}
+
+impl Env<'_> {
+    /// A variable's value, when set and not empty.
+    fn get(&self, var: &str) -> Option<String> {
+        (self.lookup)(var).filter(|v| !v.trim().is_empty())
+    }
+}
+
+/// Which credentials `prov` signs with, read and checked now (no request is made).
 ///
 /// # Errors
-/// A credentials file that cannot be read, a profile not in it or without both keys, or
-/// a provider that cannot be built.
+/// A source that is asked for (or set up in the environment) but unusable: a missing or
+/// unreadable file, a malformed role ARN or URL, a full URI to a host not allowed. The
+/// messages name the provider, the field or variable, and never a secret.
+fn choose(
+    prov: &ProviderToml,
+    lookup: KeyLookup<'_>,
+    transport: &Transport,
+    clock: Clock,
+) -> Result<Choice, String> {
+    let name = &prov.name;
+    let env = Env { lookup };
+    if let Some(var) = &prov.api_key_env {
+        return Ok(Choice::ApiKey(var.clone(), env.get(var).map(Secret::new)));
+    }
+    let region = prov.region.as_deref().unwrap_or_default().trim();
+    let at = |source: &str| format!("provider {name:?} (credentials = \"{source}\")");
+    let explicit = prov.credentials.as_deref();
+    let source = explicit.or(prov.profile.as_ref().map(|_| "profile"));
+    match source {
+        Some("env") => from_env_keys(prov, &env).map(|c| c.unwrap_or_else(|| no_keys(prov, None))),
+        Some("profile") => {
+            let profile = profile_name(prov, &env);
+            let file = from_profile(name, &profile, &env)?;
+            Ok(Choice::Profile(file, profile))
+        }
+        Some("web_identity") => web_identity_of(&env, region, transport, clock)
+            .map_err(|e| format!("{}: {e}", at("web_identity")))?
+            .ok_or_else(|| format!("{}: AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN must both be set (EKS sets them for a service account with an IAM role)", at("web_identity"))),
+        Some("container") => container_of(&env, transport, clock)
+            .map_err(|e| format!("{}: {e}", at("container")))?
+            .ok_or_else(|| format!("{}: neither AWS_CONTAINER_CREDENTIALS_RELATIVE_URI nor AWS_CONTAINER_CREDENTIALS_FULL_URI is set (ECS and EKS Pod Identity set one)", at("container"))),
+        Some(_) => match imds_of(&env, transport, clock).map_err(|e| format!("{}: {e}", at("imds")))? {
+            Some(choice) => Ok(choice),
+            None => Err(format!("{}: AWS_EC2_METADATA_DISABLED is true", at("imds"))),
+        },
+        None => default_chain(prov, &env, region, transport, clock),
+    }
+}
+
+/// The AWS SDKs' default chain: environment keys, web identity, the shared credentials
+/// file's profile, the container endpoint, instance metadata.
+fn default_chain(
+    prov: &ProviderToml,
+    env: &Env<'_>,
+    region: &str,
+    transport: &Transport,
+    clock: Clock,
+) -> Result<Choice, String> {
+    let name = &prov.name;
+    let fail = |e: String| format!("provider {name:?}: {e}");
+    if let Some(choice) = from_env_keys(prov, env)? {
+        return Ok(choice);
+    }
+    if env_keys_named(prov) {
+        return Ok(no_keys(prov, None));
+    }
+    if let Some(choice) = web_identity_of(env, region, transport, clock).map_err(fail)? {
+        return Ok(choice);
+    }
+    let profile = profile_name(prov, env);
+    if let Ok(file) = from_profile(name, &profile, env) {
+        return Ok(Choice::Profile(file, profile));
+    }
+    if let Some(choice) = container_of(env, transport, clock).map_err(fail)? {
+        return Ok(choice);
+    }
+    match imds_of(env, transport, clock).map_err(fail)? {
+        Some(Choice::Platform(imds)) => Ok(Choice::LastResort(imds)),
+        Some(choice) => Ok(choice),
+        None => Ok(no_keys(prov, Some(&profile))),
+    }
+}
+
+/// The profile asked for: `profile`, else `AWS_PROFILE`, else `default`.
+fn profile_name(prov: &ProviderToml, env: &Env<'_>) -> String {
+    prov.profile
+        .clone()
+        .or_else(|| env.get("AWS_PROFILE"))
+        .unwrap_or_else(|| "default".to_owned())
+}
+
+/// The key variables' names: (id, secret, token).
+fn key_vars(prov: &ProviderToml) -> (&str, &str, &str) {
+    (
+        prov.access_key_id_env
+            .as_deref()
+            .unwrap_or(DEFAULT_ACCESS_KEY_ID_ENV),
+        prov.secret_access_key_env
+            .as_deref()
+            .unwrap_or(DEFAULT_SECRET_ACCESS_KEY_ENV),
+        prov.session_token_env
+            .as_deref()
+            .unwrap_or(DEFAULT_SESSION_TOKEN_ENV),
+    )
+}
+
+/// Keys from the environment, `None` when neither is set.
+fn from_env_keys(prov: &ProviderToml, env: &Env<'_>) -> Result<Option<Choice>, String> {
+    let (id_var, secret_var, token_var) = key_vars(prov);
+    match (env.get(id_var), env.get(secret_var)) {
+        (Some(id), Some(secret)) => Ok(Some(Choice::Env(
+            AwsCredentials {
+                access_key_id: id,
+                secret_access_key: Secret::new(secret),
+                session_token: env.get(token_var).map(Secret::new),
+            },
+            format!("{id_var} / {secret_var}"),
+        ))),
+        (None, None) => Ok(None),
+        _ => Err(format!("provider {:?}: only one of {id_var} and {secret_var} is set: set both (or neither, to use a profile)", prov.name)),
+    }
+}
+
+/// No credentials: the warning, naming what was looked for.
+fn no_keys(prov: &ProviderToml, profile: Option<&str>) -> Choice {
+    let (id_var, secret_var, _) = key_vars(prov);
+    let name = &prov.name;
+    let rest = match profile {
+        Some(profile) => format!(" (and no web identity, profile {profile:?} in the shared credentials file, or container endpoint; instance metadata is off)"),
+        None => String::new(),
+    };
+    Choice::Nothing(format!("provider {name:?}: no AWS credentials: environment variables {id_var} and {secret_var} are not set{rest}; calls will fail with auth errors"))
+}
+
+/// The web identity the environment sets up, `None` when it sets up none.
+fn web_identity_of(
+    env: &Env<'_>,
+    region: &str,
+    transport: &Transport,
+    clock: Clock,
+) -> Result<Option<Choice>, String> {
+    let (Some(file), Some(role)) = (
+        env.get("AWS_WEB_IDENTITY_TOKEN_FILE"),
+        env.get("AWS_ROLE_ARN"),
+    ) else {
+        return Ok(None);
+    };
+    let file = PathBuf::from(file.trim());
+    read_token_file(&file, "AWS_WEB_IDENTITY_TOKEN_FILE").map_err(|e| e.message)?;
+    let endpoint = env
+        .get("AWS_ENDPOINT_URL_STS")
+        .unwrap_or_else(|| web_identity::regional_endpoint(region));
+    let http = source_client(transport, DEFAULT_CONNECT_TIMEOUT).map_err(|e| e.0)?;
+    let issuer = WebIdentity::new(
+        file,
+        role.trim(),
+        env.get("AWS_ROLE_SESSION_NAME"),
+        &endpoint,
+        http,
+        clock,
+    )
+    .map_err(|e| format!("AWS_ROLE_ARN / AWS_ROLE_SESSION_NAME / AWS_ENDPOINT_URL_STS: {e}"))?;
+    Ok(Some(Choice::Platform(Arc::new(PlatformCredentials::new(
+        issuer, clock,
+    )))))
+}
+
+/// The container endpoint the environment sets up, `None` when it sets up none.
+fn container_of(
+    env: &Env<'_>,
+    transport: &Transport,
+    clock: Clock,
+) -> Result<Option<Choice>, String> {
+    let relative = env.get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
+    let full = env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+    if relative.is_none() && full.is_none() {
+        return Ok(None);
+    }
+    let auth = if let Some(file) = env.get("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE") {
+        let file = PathBuf::from(file.trim());
+        read_token_file(&file, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE").map_err(|e| e.message)?;
+        ContainerAuth::File(file)
+    } else if let Some(token) = env.get("AWS_CONTAINER_AUTHORIZATION_TOKEN") {
+        ContainerAuth::Token(Secret::new(token.trim()))
+    } else {
+        ContainerAuth::None
+    };
+    let http = source_client(transport, LOCAL_CONNECT_TIMEOUT).map_err(|e| e.0)?;
+    let issuer = match (relative, full) {
+        (Some(relative), _) => ContainerEndpoint::relative(relative.trim(), auth, http)
+            .map_err(|e| format!("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: {e}"))?,
+        (None, Some(full)) => {
+            if let Some(why) = full_uri_allowed(&full) {
+                return Err(format!("AWS_CONTAINER_CREDENTIALS_FULL_URI {why}"));
+            }
+            ContainerEndpoint::full(&full, auth, http)
+                .map_err(|e| format!("AWS_CONTAINER_CREDENTIALS_FULL_URI: {e}"))?
+        }
+        (None, None) => return Ok(None),
+    };
+    Ok(Some(Choice::Platform(Arc::new(PlatformCredentials::new(
+        issuer, clock,
+    )))))
+}
+
+/// Instance metadata, `None` when `AWS_EC2_METADATA_DISABLED` is `true`.
+fn imds_of(env: &Env<'_>, transport: &Transport, clock: Clock) -> Result<Option<Choice>, String> {
+    let disabled = env
+        .get("AWS_EC2_METADATA_DISABLED")
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    if disabled {
+        return Ok(None);
+    }
+    let endpoint = env
+        .get("AWS_EC2_METADATA_SERVICE_ENDPOINT")
+        .unwrap_or_else(|| imds::DEFAULT_ENDPOINT.to_owned());
+    let http = source_client(transport, LOCAL_CONNECT_TIMEOUT).map_err(|e| e.0)?;
+    let issuer = InstanceMetadata::new(&endpoint, http)
+        .map_err(|e| format!("AWS_EC2_METADATA_SERVICE_ENDPOINT: {e}"))?;
+    Ok(Some(Choice::Platform(Arc::new(PlatformCredentials::new(
+        issuer, clock,
+    )))))
+}
+
+/// Which credentials a valid `bedrock` entry signs with, in words (`switchyard check`).
+///
+/// # Errors
+/// As `build`.
+pub fn credentials_source(prov: &ProviderToml, env: KeyLookup<'_>) -> Result<String, String> {
+    let transport = Transport::default();
+    choose(prov, env, &transport, Clock::system()).map(|c| c.describe())
+}
+
+/// The provider of a valid `bedrock` entry, and a warning when it has no credentials (or
+/// falls back to instance metadata).
+///
+/// # Errors
+/// A credentials source that is asked for or set up but unusable (see `choose`), or a
+/// provider that cannot be built.
 pub(super) fn build(
     prov: &ProviderToml,
     env: KeyLookup<'_>,
@@ -114,59 +453,27 @@ pub(super) fn build(
     clock: Clock,
 ) -> Result<(Arc<dyn Provider>, Option<String>), String> {
     let name = &prov.name;
-    let from_env = |var: &str| env(var).filter(|v| !v.is_empty());
     let mut config = BedrockConfig::new(
         prov.region.clone().unwrap_or_default(),
         prov.model.clone().unwrap_or_default(),
     );
     let mut warning = None;
-    if let Some(var) = &prov.api_key_env {
-        match from_env(var) {
-            Some(key) => config.api_key = Some(Secret::new(key)),
-            None => {
+    match choose(prov, env, transport, clock)? {
+        Choice::ApiKey(var, key) => {
+            if key.is_none() {
                 warning = Some(format!("provider {name:?}: environment variable {var} is not set; calls will fail with auth errors"));
             }
+            config.api_key = key;
         }
-    } else if let Some(profile) = &prov.profile {
-        config.profile_file = Some(from_profile(name, profile, env)?);
-    } else {
-        let id_var = prov
-            .access_key_id_env
-            .as_deref()
-            .unwrap_or(DEFAULT_ACCESS_KEY_ID_ENV);
-        let secret_var = prov
-            .secret_access_key_env
-            .as_deref()
-            .unwrap_or(DEFAULT_SECRET_ACCESS_KEY_ENV);
-        let token_var = prov
-            .session_token_env
-            .as_deref()
-            .unwrap_or(DEFAULT_SESSION_TOKEN_ENV);
-        match (from_env(id_var), from_env(secret_var)) {
-            (Some(id), Some(secret)) => {
-                config.credentials = Some(AwsCredentials {
-                    access_key_id: id,
-                    secret_access_key: Secret::new(secret),
-                    session_token: from_env(token_var).map(Secret::new),
-                });
-            }
-            (None, None) => {
-                // as the AWS CLI: the profile AWS_PROFILE names, else `default`, when the
-                // credentials file is there and has it
-                let profile = from_env("AWS_PROFILE").unwrap_or_else(|| "default".to_owned());
-                match from_profile(name, &profile, env) {
-                    Ok(file) if !env_keys_named(prov) => {
-                        config.profile_file = Some(file);
-                    }
-                    _ => {
-                        warning = Some(format!("provider {name:?}: no AWS credentials: environment variables {id_var} and {secret_var} are not set (and no profile {profile:?} in the shared credentials file); calls will fail with auth errors"));
-                    }
-                }
-            }
-            (Some(_), None) | (None, Some(_)) => {
-                return Err(format!("provider {name:?}: only one of {id_var} and {secret_var} is set: set both (or neither, to use a profile)"));
-            }
+        Choice::Env(credentials, _) => config.credentials = Some(credentials),
+        Choice::Profile(file, _) => config.profile_file = Some(file),
+        Choice::Platform(platform) => config.platform = Some(platform),
+        Choice::LastResort(imds) => {
+            let (id_var, secret_var, _) = key_vars(prov);
+            warning = Some(format!("provider {name:?}: no AWS credentials: environment variables {id_var} and {secret_var} are not set, and no web identity, shared credentials profile or container endpoint is set up; signing with {} (off EC2 calls fail with auth errors; AWS_EC2_METADATA_DISABLED=true turns this off, credentials = \"imds\" says it is meant)", imds.describe()));
+            config.platform = Some(imds);
         }
+        Choice::Nothing(why) => warning = Some(why),
     }
     config.base_url.clone_from(&prov.base_url);
     config.control_url.clone_from(&prov.control_url);
@@ -184,17 +491,17 @@ pub(super) fn build(
     Ok((Arc::new(provider), warning))
 }
 
-/// The entry names its own key variables: no silent fallback to a profile then.
+/// The entry names its own key variables: no silent fallback to another source then.
 fn env_keys_named(prov: &ProviderToml) -> bool {
     prov.access_key_id_env.is_some() || prov.secret_access_key_env.is_some()
 }
 
 /// `profile` of the shared credentials file, read now (its errors name the file and the
 /// profile, never a value) and re-read by the provider when the file changes.
-fn from_profile(name: &str, profile: &str, env: KeyLookup<'_>) -> Result<Arc<ProfileFile>, String> {
-    let path = env("AWS_SHARED_CREDENTIALS_FILE")
-        .filter(|p| !p.is_empty())
-        .or_else(|| env("HOME").map(|home| format!("{home}/.aws/credentials")))
+fn from_profile(name: &str, profile: &str, env: &Env<'_>) -> Result<Arc<ProfileFile>, String> {
+    let path = env
+        .get("AWS_SHARED_CREDENTIALS_FILE")
+        .or_else(|| env.get("HOME").map(|home| format!("{home}/.aws/credentials")))
         .ok_or_else(|| {
             format!("provider {name:?}: profile {profile:?}: no credentials file (neither AWS_SHARED_CREDENTIALS_FILE nor HOME is set)")
         })?;
@@ -351,5 +658,203 @@ mod tests {
         );
         let env = HashMap::from([("BEDROCK_KEY", "k".to_owned())]);
         assert!(build(&keyed, &env).unwrap().is_empty());
+    }
+
+    /// What `check` says provider "c" of `text` signs with.
+    fn source(text: &str, env: &HashMap<&str, String>) -> Result<String, String> {
+        let config = parse(text, "test.toml").unwrap();
+        super::credentials_source(&config.providers[0], &|k| env.get(k).cloned())
+    }
+
+    #[test]
+    fn a_credentials_source_is_checked_with_paths() {
+        let p = problems("[[providers]]\nname = \"c\"\nkind = \"bedrock\"\nregion = \"us-east-1\"\nmodel = \"m\"\ncredentials = \"sso\"\n");
+        assert_eq!(
+            p,
+            ["providers[0].credentials: \"sso\" is not one of env, profile, web_identity, container, imds"]
+        );
+        let p = problems("[[providers]]\nname = \"c\"\nkind = \"bedrock\"\nregion = \"us-east-1\"\nmodel = \"m\"\ncredentials = \"imds\"\nprofile = \"work\"\naccess_key_id_env = \"K\"\napi_key_env = \"B\"\n");
+        assert_eq!(
+            p,
+            [
+                "providers[0].credentials: give one way to authenticate: api_key_env (a Bedrock API key, unsigned) or credentials",
+                "providers[0].profile: applies to credentials = \"profile\" only",
+                "providers[0].access_key_id_env: applies to credentials = \"env\" only",
+            ]
+        );
+        let p = problems("[[providers]]\nname = \"c\"\nkind = \"openai\"\nmodel = \"m\"\ncredentials = \"env\"\n");
+        assert_eq!(
+            p,
+            ["providers[0].credentials: applies to kind \"bedrock\" only"]
+        );
+        // `profile` with credentials = "profile" is the profile's name
+        let p = problems("[[providers]]\nname = \"c\"\nkind = \"bedrock\"\nregion = \"us-east-1\"\nmodel = \"m\"\ncredentials = \"profile\"\nprofile = \"work\"\n");
+        assert!(p.is_empty(), "{p:?}");
+    }
+
+    const ROLE: &str = "arn:aws:iam::123456789012:role/bedrock-gateway";
+
+    #[test]
+    fn a_web_identity_is_checked_offline_and_named() {
+        let token = temp(
+            "irsa-token",
+            "eyJhbGciOiJSUzI1NiJ9.irsa-secret-claims.sig\n",
+        );
+        let env = HashMap::from([
+            ("AWS_WEB_IDENTITY_TOKEN_FILE", token.clone()),
+            ("AWS_ROLE_ARN", ROLE.to_owned()),
+        ]);
+        assert!(build(BEDROCK, &env).unwrap().is_empty());
+        assert_eq!(
+            source(BEDROCK, &env).unwrap(),
+            format!("web identity: role {ROLE} with the token in {token}, at https://sts.eu-central-1.amazonaws.com/ (refreshed before expiry)")
+        );
+        let explicit = BEDROCK.replace("model =", "credentials = \"web_identity\"\nmodel =");
+        assert!(build(&explicit, &env).unwrap().is_empty());
+        // not set up: an error when asked for by name
+        let e = build(&explicit, &HashMap::new()).unwrap_err();
+        assert!(e.starts_with("provider \"c\" (credentials = \"web_identity\"): AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN must both be set"), "{e}");
+        // a role ARN of the wrong shape, a token file that is not there
+        let mut bad = env.clone();
+        bad.insert("AWS_ROLE_ARN", "bedrock-gateway".to_owned());
+        let e = build(&explicit, &bad).unwrap_err();
+        assert!(
+            e.contains("AWS_ROLE_ARN") && e.contains("is not an IAM role ARN"),
+            "{e}"
+        );
+        let mut gone = env.clone();
+        gone.insert(
+            "AWS_WEB_IDENTITY_TOKEN_FILE",
+            "/nonexistent/token".to_owned(),
+        );
+        let e = build(BEDROCK, &gone).unwrap_err();
+        assert!(
+            e.starts_with("provider \"c\": AWS_WEB_IDENTITY_TOKEN_FILE /nonexistent/token: "),
+            "{e}"
+        );
+        // the STS endpoint can be replaced (a VPC endpoint, a test)
+        let mut vpc = env.clone();
+        vpc.insert(
+            "AWS_ENDPOINT_URL_STS",
+            "https://sts.vpce.example".to_owned(),
+        );
+        assert!(source(BEDROCK, &vpc)
+            .unwrap()
+            .contains("at https://sts.vpce.example/"));
+        assert!(!source(BEDROCK, &env).unwrap().contains("irsa-secret"));
+    }
+
+    #[test]
+    fn a_container_endpoint_is_checked_offline_and_named() {
+        let env = HashMap::from([(
+            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+            "/v2/credentials/3f1e".to_owned(),
+        )]);
+        assert!(build(BEDROCK, &env).unwrap().is_empty());
+        assert_eq!(
+            source(BEDROCK, &env).unwrap(),
+            "container credentials endpoint http://169.254.170.2/v2/credentials/3f1e (refreshed before expiry)"
+        );
+        let token = temp("pod-identity-token", "eks-pod-identity-secret-token");
+        let eks = HashMap::from([
+            (
+                "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                "http://169.254.170.23/v1/credentials".to_owned(),
+            ),
+            ("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", token.clone()),
+        ]);
+        assert_eq!(
+            source(BEDROCK, &eks).unwrap(),
+            format!("container credentials endpoint http://169.254.170.23/v1/credentials, with the authorization token in {token} (refreshed before expiry)")
+        );
+        let mut elsewhere = eks.clone();
+        elsewhere.insert(
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+            "http://10.0.3.7/creds".to_owned(),
+        );
+        let e = build(BEDROCK, &elsewhere).unwrap_err();
+        assert!(
+            e.starts_with("provider \"c\": AWS_CONTAINER_CREDENTIALS_FULL_URI \"http://10.0.3.7/creds\": over http only"),
+            "{e}"
+        );
+        let mut no_token = eks.clone();
+        no_token.insert(
+            "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+            "/nonexistent/t".to_owned(),
+        );
+        let e = build(BEDROCK, &no_token).unwrap_err();
+        assert!(
+            e.contains("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE /nonexistent/t"),
+            "{e}"
+        );
+        let explicit = BEDROCK.replace("model =", "credentials = \"container\"\nmodel =");
+        let e = build(&explicit, &HashMap::new()).unwrap_err();
+        assert!(e.contains("(credentials = \"container\"): neither"), "{e}");
+    }
+
+    #[test]
+    fn the_default_chain_follows_the_sdks_order() {
+        let token = temp("chain-token", "chain-token");
+        let file = temp("chain-credentials", FILE);
+        let keys = [
+            ("AWS_ACCESS_KEY_ID", "AKIDCHAIN".to_owned()),
+            ("AWS_SECRET_ACCESS_KEY", "chain-secret".to_owned()),
+        ];
+        let web = [
+            ("AWS_WEB_IDENTITY_TOKEN_FILE", token),
+            ("AWS_ROLE_ARN", ROLE.to_owned()),
+        ];
+        let profile = [("AWS_SHARED_CREDENTIALS_FILE", file)];
+        let container = [(
+            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+            "/v2/credentials/x".to_owned(),
+        )];
+        let all: Vec<_> = [&keys[..], &web, &profile, &container].concat();
+        let expect = [
+            "environment keys AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (AKIDCHAIN)",
+            "web identity: role",
+            "profile \"default\" of",
+            "container credentials endpoint",
+            "EC2 instance metadata (IMDSv2) at http://169.254.169.254",
+        ];
+        for (skip, want) in expect.iter().enumerate() {
+            let skipped = [
+                0,
+                keys.len(),
+                keys.len() + web.len(),
+                keys.len() + web.len() + 1,
+                all.len(),
+            ][skip];
+            let env: HashMap<&str, String> = all[skipped..].iter().cloned().collect();
+            let said = source(BEDROCK, &env).unwrap();
+            assert!(said.starts_with(want), "{said} / {want}");
+        }
+        // the chain's end: instance metadata, with a warning; off: the old warning
+        let warnings = build(BEDROCK, &HashMap::new()).unwrap();
+        assert!(
+            warnings[0].contains("signing with EC2 instance metadata"),
+            "{warnings:?}"
+        );
+        let off = HashMap::from([("AWS_EC2_METADATA_DISABLED", "true".to_owned())]);
+        assert_eq!(
+            source(BEDROCK, &off).unwrap(),
+            "none (requests go unsigned)"
+        );
+        let warnings = build(BEDROCK, &off).unwrap();
+        assert!(
+            warnings[0].contains("instance metadata is off"),
+            "{warnings:?}"
+        );
+        let explicit = BEDROCK.replace("model =", "credentials = \"imds\"\nmodel =");
+        assert!(build(&explicit, &HashMap::new()).unwrap().is_empty());
+        let e = build(&explicit, &off).unwrap_err();
+        assert!(e.contains("AWS_EC2_METADATA_DISABLED is true"), "{e}");
+        // named key variables: no fallback past them
+        let named = BEDROCK.replace(
+            "model =",
+            "access_key_id_env = \"MY_ID\"\nsecret_access_key_env = \"MY_SECRET\"\nmodel =",
+        );
+        let env: HashMap<&str, String> = web.iter().cloned().collect();
+        assert_eq!(source(&named, &env).unwrap(), "none (requests go unsigned)");
     }
 }
