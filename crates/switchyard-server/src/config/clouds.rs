@@ -1,7 +1,7 @@
 //! The cloud kinds, `azure` (Azure OpenAI) and `vertex` (Google Vertex AI): their fields'
 //! checks (`validate`, with paths) and building their providers from the environment
 //! (`build`); which field belongs to which cloud kind (`bedrock`'s too: its own checks and
-//! build are `bedrock.rs`). The other kinds are `providers.rs`.
+//! build are `bedrock/`). The other kinds are `providers.rs`.
 //!
 //! What is read from the environment, and what happens when it is missing:
 //! - `azure`: the key (`api_key_env`) or an Entra token (`token_env`): unset is a warning

@@ -22,7 +22,7 @@
 //! Expiry is read on the provider's [`Clock`] (wall time, so a manual clock moves it in
 //! tests); the failure hold on its monotonic time. Does not read the environment: the
 //! server picks a source and passes what it needs (`switchyard-server`'s
-//! `config/bedrock.rs`).
+//! `config/bedrock/`).
 
 pub mod container;
 pub mod imds;
