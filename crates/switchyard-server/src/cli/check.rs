@@ -2,7 +2,8 @@
 //! would run.
 //!
 //! Prints where it would listen, every route with its providers in order, each provider's
-//! kind, model and price (or "unpriced"), the keys, and warnings: unpriced models, prices
+//! kind, model and price (or "unpriced") — and for Bedrock, which credentials it signs with
+//! (`config::credentials_source`) — the keys, and warnings: unpriced models, prices
 //! that lack a rate the vendor bills (cached input; Anthropic's 5-minute and 1-hour cache
 //! writes), a price table older than [`STALE_PRICES_DAYS`], keys missing from the
 //! environment, client keys anyone could guess. Exits non-zero on an
@@ -131,6 +132,14 @@ pub fn report_at(
             p.provider.model(),
             p.timeout
         );
+        let bedrock = cfg
+            .providers
+            .iter()
+            .find(|e| e.name == p.name && e.kind == "bedrock");
+        if let Some(entry) = bedrock {
+            let source = config::credentials_source(entry, env).unwrap_or_else(|e| e);
+            let _ = writeln!(out, "    credentials: {source}");
+        }
     }
     let _ = writeln!(
         out,

@@ -1,7 +1,7 @@
 //! The cloud kinds, `azure` (Azure OpenAI) and `vertex` (Google Vertex AI): their fields'
 //! checks (`validate`, with paths) and building their providers from the environment
 //! (`build`); which field belongs to which cloud kind (`bedrock`'s too: its own checks and
-//! build are `bedrock.rs`). The other kinds are `providers.rs`.
+//! build are `bedrock/`). The other kinds are `providers.rs`.
 //!
 //! What is read from the environment, and what happens when it is missing:
 //! - `azure`: the key (`api_key_env`) or an Entra token (`token_env`): unset is a warning
@@ -32,7 +32,7 @@ use super::{duration, KeyLookup, Problems, ProviderToml};
 pub const DEFAULT_CREDENTIALS_ENV: &str = "GOOGLE_APPLICATION_CREDENTIALS";
 
 /// The fields of one kind only, and whether each is set.
-fn cloud_fields(prov: &ProviderToml) -> [(&'static str, &'static str, bool); 15] {
+fn cloud_fields(prov: &ProviderToml) -> [(&'static str, &'static str, bool); 16] {
     [
         ("endpoint", "azure", prov.endpoint.is_some()),
         ("deployment", "azure", prov.deployment.is_some()),
@@ -44,6 +44,7 @@ fn cloud_fields(prov: &ProviderToml) -> [(&'static str, &'static str, bool); 15]
         ("publisher", "vertex", prov.publisher.is_some()),
         ("credentials_env", "vertex", prov.credentials_env.is_some()),
         ("region", "bedrock", prov.region.is_some()),
+        ("credentials", "bedrock", prov.credentials.is_some()),
         ("profile", "bedrock", prov.profile.is_some()),
         (
             "access_key_id_env",

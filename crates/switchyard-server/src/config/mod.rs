@@ -23,6 +23,7 @@ use std::fmt;
 use std::time::Duration;
 
 pub use apis::{route_api, serves};
+pub use bedrock::credentials_source;
 #[cfg(test)]
 pub use build::resolve_key;
 pub use build::{build_gateway, KeyLookup, Wiring};

@@ -180,6 +180,10 @@ pub struct ProviderToml {
     pub credentials_env: Option<String>,
     /// `bedrock`: the AWS region (`us-east-1`).
     pub region: Option<String>,
+    /// `bedrock`: where the signing credentials come from: `env`, `profile`,
+    /// `web_identity`, `container` or `imds` (default: the AWS SDKs' chain, in that order
+    /// but with `web_identity` before `profile`).
+    pub credentials: Option<String>,
     /// `bedrock`: a profile of the shared credentials file (`AWS_SHARED_CREDENTIALS_FILE`,
     /// else `~/.aws/credentials`) to sign with, instead of the environment's keys.
     pub profile: Option<String>,

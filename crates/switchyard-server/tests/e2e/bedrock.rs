@@ -1,7 +1,9 @@
 //! Bedrock through the proxy: a Chat Completions client, a `kind = "bedrock"` provider whose
-//! credentials come from the environment, and a mock Bedrock that recomputes every
-//! request's SigV4 signature with the test's credentials (refusing a wrong one with 403
-//! `InvalidSignatureException`) and streams real event-stream frames.
+//! credentials come from the environment (keys, or issued by a mock STS, container
+//! credentials endpoint or IMDSv2, each checking what the real one checks), and a mock
+//! Bedrock that recomputes every request's SigV4 signature with the test's credentials
+//! (refusing a wrong one with 403 `InvalidSignatureException`) and streams real
+//! event-stream frames.
 
 use aws_credential_types::Credentials;
 use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
@@ -15,7 +17,7 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::support::{
-    chat_body, route, sse_data, stream_body, streamed_text, Scratch, Server, ANSWER,
+    chat_body, route, sse_data, stream_body, streamed_text, switchyard, Scratch, Server, ANSWER,
 };
 
 const REGION: &str = "eu-west-1";
@@ -254,4 +256,173 @@ async fn a_wrong_secret_fails_as_auth_and_the_secret_is_never_shown() {
     let text = reply.everything();
     assert!(text.contains("auth"), "{text}");
     assert!(!text.contains(wrong) && !text.contains(TOKEN), "{text}");
+}
+
+const ROLE_ARN: &str = "arn:aws:iam::123456789012:role/e2e-bedrock";
+const WEB_TOKEN: &str = "eyJhbGciOiJSUzI1NiJ9.e2e-web-identity.sig";
+
+/// The ISO 8601 time an hour from now.
+fn in_an_hour() -> String {
+    #[allow(clippy::disallowed_methods)] // a test's wall clock: the server's own reads it too
+    let now = std::time::SystemTime::now();
+    humantime::format_rfc3339_seconds(now + std::time::Duration::from_secs(3600)).to_string()
+}
+
+/// STS: the test's credentials for the documented form with the token, else
+/// `InvalidIdentityToken`.
+struct Sts;
+
+impl Respond for Sts {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let form: std::collections::HashMap<String, String> =
+            url::form_urlencoded::parse(&request.body)
+                .into_owned()
+                .collect();
+        let is = |k: &str, v: &str| form.get(k).map(String::as_str) == Some(v);
+        let named = form
+            .get("RoleSessionName")
+            .is_some_and(|n| n.len() >= 2 && n.len() <= 64);
+        if !(is("Action", "AssumeRoleWithWebIdentity")
+            && is("Version", "2011-06-15")
+            && is("RoleArn", ROLE_ARN)
+            && is("WebIdentityToken", WEB_TOKEN)
+            && named)
+        {
+            return ResponseTemplate::new(400).set_body_raw(
+                "<ErrorResponse><Error><Type>Sender</Type><Code>InvalidIdentityToken</Code><Message>Incorrect token audience</Message></Error><RequestId>e2e</RequestId></ErrorResponse>",
+                "text/xml",
+            );
+        }
+        ResponseTemplate::new(200).set_body_raw(
+            format!(
+                "<AssumeRoleWithWebIdentityResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\"><AssumeRoleWithWebIdentityResult><Credentials><SessionToken>{TOKEN}</SessionToken><SecretAccessKey>{SECRET}</SecretAccessKey><Expiration>{}</Expiration><AccessKeyId>{ACCESS_KEY_ID}</AccessKeyId></Credentials></AssumeRoleWithWebIdentityResult><ResponseMetadata><RequestId>e2e</RequestId></ResponseMetadata></AssumeRoleWithWebIdentityResponse>",
+                in_an_hour()
+            ),
+            "text/xml",
+        )
+    }
+}
+
+fn config_with(uri: &str, credentials: &str) -> String {
+    config(uri).replace(
+        "base_url =",
+        &format!("credentials = \"{credentials}\"\nbase_url ="),
+    )
+}
+
+#[tokio::test]
+async fn a_web_identity_is_exchanged_at_sts_and_signs_through_the_proxy() {
+    let upstream = bedrock_upstream().await;
+    let sts = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(Sts)
+        .expect(1)
+        .mount(&sts)
+        .await;
+    let scratch = Scratch::new("e2e", "bedrock-irsa");
+    let token_file = scratch.write("token", WEB_TOKEN);
+    let config = config_with(&upstream.uri(), "web_identity");
+    let token_path = token_file.to_str().unwrap().to_owned();
+    let sts_uri = sts.uri();
+    let env = [
+        ("AWS_WEB_IDENTITY_TOKEN_FILE", token_path.as_str()),
+        ("AWS_ROLE_ARN", ROLE_ARN),
+        ("AWS_ENDPOINT_URL_STS", sts_uri.as_str()),
+    ];
+    // check names the source, offline, without the token
+    let path = scratch.write("switchyard.toml", &config);
+    let check = switchyard(
+        &["check", "--config", path.to_str().unwrap()],
+        &env,
+        &scratch.path,
+    );
+    let out = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success(), "{out}");
+    assert!(
+        out.contains(&format!(
+            "credentials: web identity: role {ROLE_ARN} with the token in {token_path}"
+        )),
+        "{out}"
+    );
+    assert!(!out.contains("e2e-web-identity"), "{out}");
+
+    let server = Server::start(scratch, &config, &env);
+    for _ in 0..2 {
+        let reply = server.chat(&chat_body("smart", "Capital of France?")).await;
+        reply.expect_status(200);
+        assert_eq!(reply.json()["choices"][0]["message"]["content"], ANSWER);
+    }
+    // one exchange for both calls (`expect(1)`), checked when the mock drops
+}
+
+#[tokio::test]
+async fn container_and_instance_metadata_credentials_sign_through_the_proxy() {
+    let upstream = bedrock_upstream().await;
+    let issued = json!({
+        "Code": "Success",
+        "AccessKeyId": ACCESS_KEY_ID,
+        "SecretAccessKey": SECRET,
+        "Token": TOKEN,
+        "Expiration": in_an_hour(),
+    });
+    // EKS Pod Identity: the agent wants the token file's content as Authorization
+    let agent = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/v1/credentials"))
+        .and(wiremock::matchers::header(
+            "authorization",
+            "e2e-pod-identity-token",
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_json(&issued))
+        .expect(1)
+        .mount(&agent)
+        .await;
+    // IMDSv2: the token PUT wants its TTL header; the GETs the token
+    let imds = MockServer::start().await;
+    Mock::given(method("PUT"))
+        .and(path("/latest/api/token"))
+        .and(wiremock::matchers::header_exists(
+            "x-aws-ec2-metadata-token-ttl-seconds",
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_string("e2e-imds-session"))
+        .mount(&imds)
+        .await;
+    let with_token = || wiremock::matchers::header("x-aws-ec2-metadata-token", "e2e-imds-session");
+    Mock::given(method("GET"))
+        .and(path("/latest/meta-data/iam/security-credentials/"))
+        .and(with_token())
+        .respond_with(ResponseTemplate::new(200).set_body_string("e2e-role"))
+        .mount(&imds)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/latest/meta-data/iam/security-credentials/e2e-role"))
+        .and(with_token())
+        .respond_with(ResponseTemplate::new(200).set_body_json(&issued))
+        .mount(&imds)
+        .await;
+
+    let scratch = Scratch::new("e2e", "bedrock-pod-identity");
+    let token_file = scratch.write("pod-token", "e2e-pod-identity-token\n");
+    let full_uri = format!("{}/v1/credentials", agent.uri());
+    let token_path = token_file.to_str().unwrap().to_owned();
+    let env = [
+        ("AWS_CONTAINER_CREDENTIALS_FULL_URI", full_uri.as_str()),
+        (
+            "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+            token_path.as_str(),
+        ),
+    ];
+    let server = Server::start(scratch, &config_with(&upstream.uri(), "container"), &env);
+    let reply = server.chat(&chat_body("smart", "Capital of France?")).await;
+    reply.expect_status(200);
+
+    let imds_uri = imds.uri();
+    let env = [("AWS_EC2_METADATA_SERVICE_ENDPOINT", imds_uri.as_str())];
+    let server = Server::start(
+        Scratch::new("e2e", "bedrock-imds"),
+        &config_with(&upstream.uri(), "imds"),
+        &env,
+    );
+    let reply = server.chat(&chat_body("smart", "Capital of France?")).await;
+    reply.expect_status(200);
 }

@@ -5,7 +5,8 @@
 //! Owns [`BedrockConfig`], [`Bedrock::new`] and [`BedrockCodec`]; the body is `request.rs`,
 //! answers `reply.rs`, stream events `stream.rs` (read from AWS's binary event stream by
 //! [`super::eventstream`]), errors `classify.rs`, credentials `credentials.rs`, signing
-//! `sigv4.rs`, the shared credentials file `profile.rs`.
+//! `sigv4.rs`, the shared credentials file `profile.rs`, credentials the platform issues
+//! (web identity, container endpoint, instance metadata) `platform/`.
 //!
 //! URLs, from the region (`base_url` / `control_url` replace the roots, for a VPC endpoint
 //! or a test's mock):
@@ -24,13 +25,15 @@
 //!   permission in the caller's IAM policy.
 //!
 //! Auth: SigV4 ([`sigv4::SigV4`], service `bedrock`) with the credentials the server
-//! resolved (environment, or a shared-credentials profile re-read when its file changes:
-//! [`profile::ProfileFile`]), or a Bedrock API key sent as
+//! resolved (environment, a shared-credentials profile re-read when its file changes:
+//! [`profile::ProfileFile`], or expiring credentials the platform issues, refreshed before
+//! they expire: [`platform::PlatformCredentials`]), or a Bedrock API key sent as
 //! `Authorization: Bearer` (the provider's key). Neither: nothing is sent (a proxy in front
 //! signs).
 
 pub mod classify;
 pub mod credentials;
+pub mod platform;
 pub mod profile;
 mod reply;
 mod request;
@@ -71,6 +74,9 @@ pub struct BedrockConfig {
     /// A credentials file's profile to sign with (re-read when the file changes), when
     /// `credentials` is `None`.
     pub profile_file: Option<Arc<profile::ProfileFile>>,
+    /// Expiring credentials the platform issues (web identity, container endpoint,
+    /// instance metadata), when neither `credentials` nor `profile_file` is set.
+    pub platform: Option<Arc<platform::PlatformCredentials>>,
     /// A Bedrock API key, sent as `Authorization: Bearer` instead of a signature.
     pub api_key: Option<Secret>,
     /// The runtime root replacing `https://bedrock-runtime.{region}.amazonaws.com`.
@@ -96,6 +102,7 @@ impl BedrockConfig {
             model: model.into(),
             credentials: None,
             profile_file: None,
+            platform: None,
             api_key: None,
             base_url: None,
             control_url: None,
@@ -202,18 +209,14 @@ impl Bedrock {
         let codec = BedrockCodec {
             model: model.to_owned(),
         };
-        let signer = match (config.credentials, config.profile_file) {
-            (Some(credentials), _) => Some(Arc::new(sigv4::SigV4::new(
-                credentials,
-                region.to_owned(),
-                config.clock,
-            ))),
-            (None, Some(file)) => Some(Arc::new(sigv4::SigV4::from_file(
-                file,
-                region.to_owned(),
-                config.clock,
-            ))),
-            (None, None) => None,
+        let region = region.to_owned();
+        let signer = match (config.credentials, config.profile_file, config.platform) {
+            (Some(credentials), _, _) => Some(sigv4::SigV4::new(credentials, region, config.clock)),
+            (None, Some(file), _) => Some(sigv4::SigV4::from_file(file, region, config.clock)),
+            (None, None, Some(platform)) => {
+                Some(sigv4::SigV4::from_platform(platform, region, config.clock))
+            }
+            (None, None, None) => None,
         };
         let connection = Connection {
             api_key: config.api_key,
@@ -224,7 +227,7 @@ impl Bedrock {
         };
         let provider = Self::assemble(codec, endpoints, connection, transport)?;
         Ok(match signer {
-            Some(signer) => provider.with_signer(signer),
+            Some(signer) => provider.with_signer(Arc::new(signer)),
             None => provider,
         })
     }

@@ -2,8 +2,9 @@
 //! its method, URL, headers and body hash, with the service name `bedrock` and the
 //! provider's region, at the provider's clock's time.
 //!
-//! Owns [`SigV4`], the [`RequestSigner`] given to the HTTP provider: with fixed credentials, or
-//! a profile file's as they are at each signature ([`ProfileFile`]). Signed: `host` (set here to
+//! Owns [`SigV4`], the [`RequestSigner`] given to the HTTP provider: with fixed credentials, a
+//! profile file's as they are at each signature ([`ProfileFile`]), or expiring ones the
+//! platform issues, refreshed before they expire ([`PlatformCredentials`]). Signed: `host` (set here to
 //! exactly what the transport sends), `x-amz-date`, `x-amz-security-token` when there is a
 //! session token, and every header the request already carries (`accept`, configured
 //! headers). The secret key and the session token are the secrets the provider scrubs from
@@ -20,6 +21,7 @@ use http::header::{HeaderName, HeaderValue, HOST};
 use http::HeaderMap;
 
 use super::credentials::AwsCredentials;
+use super::platform::PlatformCredentials;
 use super::profile::ProfileFile;
 use crate::clock::Clock;
 use crate::error::{ErrorKind, ProviderError};
@@ -29,7 +31,7 @@ use crate::provider::sign::{RequestSigner, Signable};
 /// The SigV4 service name of Bedrock (runtime and control plane alike).
 pub const SERVICE: &str = "bedrock";
 
-/// Signs requests in one region, with fixed credentials or a profile file's.
+/// Signs requests in one region, with fixed credentials, a profile file's or the platform's.
 #[derive(Debug)]
 pub struct SigV4 {
     source: Source,
@@ -47,6 +49,9 @@ enum Source {
     },
     /// A profile of a credentials file, re-read when the file changes.
     File(Arc<ProfileFile>),
+    /// Issued by the platform (web identity, container, instance metadata), refreshed
+    /// before they expire.
+    Platform(Arc<PlatformCredentials>),
 }
 
 /// `credentials` as what `aws-sigv4` signs with.
@@ -89,6 +94,21 @@ impl SigV4 {
             clock,
         }
     }
+
+    /// A signer for `region` with credentials the platform issues, refreshed before they
+    /// expire (see [`PlatformCredentials`]).
+    #[must_use]
+    pub fn from_platform(
+        credentials: Arc<PlatformCredentials>,
+        region: impl Into<String>,
+        clock: Clock,
+    ) -> Self {
+        Self {
+            source: Source::Platform(credentials),
+            region: region.into(),
+            clock,
+        }
+    }
 }
 
 fn auth_error(message: impl Into<String>) -> ProviderError {
@@ -108,6 +128,11 @@ impl RequestSigner for SigV4 {
             Source::Fixed { identity, .. } => identity,
             Source::File(file) => {
                 let credentials = file.get().map_err(|e| auth_error(e.to_string()))?;
+                from_file = identity_of(&credentials);
+                &from_file
+            }
+            Source::Platform(platform) => {
+                let credentials = platform.get().await?;
                 from_file = identity_of(&credentials);
                 &from_file
             }
@@ -159,6 +184,7 @@ impl RequestSigner for SigV4 {
                 secrets
             }
             Source::File(file) => file.secrets(),
+            Source::Platform(platform) => platform.secrets(),
         }
     }
 }

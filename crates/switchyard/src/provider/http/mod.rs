@@ -394,6 +394,20 @@ impl HttpClient {
         self.execute(request).await
     }
 
+    /// PUT to `url` with an empty body (the EC2 instance-metadata session token:
+    /// `bedrock/platform/imds.rs`). `Ok` once the headers are in.
+    ///
+    /// # Errors
+    /// As [`post_json`](Self::post_json).
+    pub async fn put_empty(
+        &self,
+        url: &Endpoint,
+        headers: &HeaderMap,
+    ) -> Result<UpstreamResponse, ProviderError> {
+        let request = self.request(http::Method::PUT, url, headers, Bytes::new());
+        self.execute(request).await
+    }
+
     /// The body cap this provider was configured with.
     #[must_use]
     pub fn max_body_bytes(&self) -> usize {
