@@ -589,7 +589,11 @@ fn the_shipped_prices_know_bedrock_model_ids_and_their_cache_rates() {
         ("us.meta.llama3-3-70b-instruct-v1:0", 720_000, 720_000),
         ("us.meta.llama3-1-8b-instruct-v1:0", 220_000, 220_000),
         ("us.meta.llama3-2-1b-instruct-v1:0", 100_000, 100_000),
-        ("us.meta.llama4-maverick-17b-instruct-v1:0", 240_000, 970_000),
+        (
+            "us.meta.llama4-maverick-17b-instruct-v1:0",
+            240_000,
+            970_000,
+        ),
         ("meta.llama4-scout-17b-instruct-v1:0", 170_000, 660_000),
     ] {
         let e = table.lookup(id).unwrap();
