@@ -201,11 +201,7 @@ impl Vertex {
                         format!("models/{}", config.model),
                     ),
                 };
-                let mut provider = HttpProvider::assemble(codec, endpoints, connection, transport)?;
-                if let Some(source) = config.credentials {
-                    provider = provider.with_bearer(source);
-                }
-                Ok(Arc::new(provider))
+                on_vertex(codec, endpoints, connection, config.credentials, transport)
             }
             "anthropic" => {
                 let endpoints = Endpoints {
@@ -220,17 +216,28 @@ impl Vertex {
                         config.structured_outputs,
                     ),
                 };
-                let mut provider = HttpProvider::assemble(codec, endpoints, connection, transport)?;
-                if let Some(source) = config.credentials {
-                    provider = provider.with_bearer(source);
-                }
-                Ok(Arc::new(provider))
+                on_vertex(codec, endpoints, connection, config.credentials, transport)
             }
             other => Err(ConfigError(format!(
                 "publisher {other:?} is not served: \"google\" (Gemini) or \"anthropic\" (Claude)"
             ))),
         }
     }
+}
+
+/// The provider running `codec` at `endpoints`, with bearer tokens from `credentials`.
+fn on_vertex<C: Codec>(
+    codec: C,
+    endpoints: Endpoints,
+    connection: Connection,
+    credentials: Option<Arc<dyn TokenSource>>,
+    transport: &Transport,
+) -> Result<Arc<dyn Provider>, ConfigError> {
+    let provider = HttpProvider::assemble(codec, endpoints, connection, transport)?;
+    Ok(match credentials {
+        Some(source) => Arc::new(provider.with_bearer(source)),
+        None => Arc::new(provider),
+    })
 }
 
 /// The Gemini API on Vertex: the Gemini codec, authenticated by bearer token only.
