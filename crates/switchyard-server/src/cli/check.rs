@@ -238,13 +238,19 @@ fn stale_prices(as_of: &str, now: SystemTime) -> Option<String> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn warns_of_unpriced_models_missing_keys_and_no_admin_key() {
-        let dir = std::env::temp_dir().join(format!("sy-check-{}", std::process::id()));
+    /// `text` written as `c.toml` in a fresh directory named by `tag`: (directory, file).
+    fn write_config(tag: &str, text: &str) -> (PathBuf, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("sy-check-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("c.toml");
-        std::fs::write(
-            &path,
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn warns_of_unpriced_models_missing_keys_and_no_admin_key() {
+        let (dir, path) = write_config(
+            "keys",
             r#"
             [[providers]]
             name = "gpt"
@@ -259,8 +265,7 @@ mod tests {
             sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
             routes = ["*"]
             "#,
-        )
-        .unwrap();
+        );
         let text = report(&path, None, &|_| None).unwrap();
         assert!(text.contains("r  api=chat order=Ordered"), "{text}");
         assert!(text.contains("SY_CHECK_TEST_KEY is not set"), "{text}");
@@ -279,11 +284,8 @@ mod tests {
 
     #[test]
     fn shows_a_wildcard_routes_template_and_allow_list() {
-        let dir = std::env::temp_dir().join(format!("sy-check-wild-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("c.toml");
-        std::fs::write(
-            &path,
+        let (dir, path) = write_config(
+            "wild",
             r#"
             [[providers]]
             name = "gpt"
@@ -295,8 +297,7 @@ mod tests {
             models = ["gpt-4.1*", "o4-mini"]
             max_models = 8
             "#,
-        )
-        .unwrap();
+        );
         let text = report(&path, None, &|_| None).unwrap();
         assert!(
             text.contains(
@@ -310,16 +311,12 @@ mod tests {
     /// `check` refuses what `serve` refuses before listening, in the same words.
     #[test]
     fn refuses_a_public_address_without_keys_and_an_unwritable_request_log() {
-        let dir = std::env::temp_dir().join(format!("sy-check-serve-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("c.toml");
-        let log = dir.join("missing/requests.jsonl");
         let routes = "[[providers]]\nname = \"s\"\nkind = \"simulated\"\n[[routes]]\nname = \"r\"\nproviders = [\"s\"]\n";
-        std::fs::write(
-            &path,
-            format!("[server]\nlisten = \"0.0.0.0:4000\"\n{routes}"),
-        )
-        .unwrap();
+        let (dir, path) = write_config(
+            "serve",
+            &format!("[server]\nlisten = \"0.0.0.0:4000\"\n{routes}"),
+        );
+        let log = dir.join("missing/requests.jsonl");
         let e = report(&path, None, &|_| None).unwrap_err();
         assert_eq!(
             e,
@@ -382,14 +379,6 @@ mod tests {
             assert!(!err.contains("hunter"), "{err}");
         }
         std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    fn write_config(tag: &str, text: &str) -> (PathBuf, PathBuf) {
-        let dir = std::env::temp_dir().join(format!("sy-check-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("c.toml");
-        std::fs::write(&path, text).unwrap();
-        (dir, path)
     }
 
     /// The shipped table's `as_of` plus `days`.

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use switchyard::clock::Clock;
 use switchyard::provider::azure::entra::{TokenFile, DEFAULT_RECHECK};
 use switchyard::provider::azure::{Azure, AzureAuth, AzureConfig, AzureResponses};
-use switchyard::provider::http::{HttpSettings, Transport, DEFAULT_CONNECT_TIMEOUT};
+use switchyard::provider::http::Transport;
 use switchyard::provider::secret::Secret;
 use switchyard::provider::token::TokenSource;
 use switchyard::provider::vertex::auth::{
@@ -26,7 +26,7 @@ use switchyard::provider::vertex::auth::{
 use switchyard::provider::vertex::{Vertex, VertexConfig};
 use switchyard::Provider;
 
-use super::{duration, KeyLookup, Problems, ProviderToml};
+use super::{KeyLookup, Problems, ProviderToml};
 
 /// The env var naming the service-account key file when `credentials_env` is not set.
 pub const DEFAULT_CREDENTIALS_ENV: &str = "GOOGLE_APPLICATION_CREDENTIALS";
@@ -190,13 +190,7 @@ pub(super) fn build(
     transport: &Transport,
     clock: Clock,
 ) -> Result<(Arc<dyn Provider>, Option<String>), String> {
-    let http = HttpSettings {
-        connect_timeout: prov
-            .connect_timeout
-            .as_deref()
-            .map_or(Ok(DEFAULT_CONNECT_TIMEOUT), duration)?,
-        ..HttpSettings::default()
-    };
+    let http = super::providers::http_settings(prov)?;
     let name = &prov.name;
     let at = |e: &dyn std::fmt::Display| format!("provider {name:?}: {e}");
     let unset = |var: &str| {

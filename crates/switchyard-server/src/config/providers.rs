@@ -27,13 +27,7 @@ pub fn remote(
     transport: &Transport,
     clock: Clock,
 ) -> Result<Arc<dyn Provider>, String> {
-    let http = HttpSettings {
-        connect_timeout: prov
-            .connect_timeout
-            .as_deref()
-            .map_or(Ok(DEFAULT_CONNECT_TIMEOUT), duration)?,
-        ..HttpSettings::default()
-    };
+    let http = http_settings(prov)?;
     let model = prov.model.clone().unwrap_or_default();
     let at = |e: &dyn std::fmt::Display| format!("provider {:?}: {e}", prov.name);
     match prov.kind.as_str() {
@@ -92,6 +86,18 @@ pub fn remote(
     }
 }
 
+/// The provider's HTTP settings: its `connect_timeout` (the default when unset).
+pub(super) fn http_settings(prov: &ProviderToml) -> Result<HttpSettings, String> {
+    Ok(HttpSettings {
+        connect_timeout: prov
+            .connect_timeout
+            .as_deref()
+            .map_or(Ok(DEFAULT_CONNECT_TIMEOUT), duration)?,
+        ..HttpSettings::default()
+    })
+}
+
+/// The provider's extra headers, in order.
 pub(super) fn headers(prov: &ProviderToml) -> Vec<(String, String)> {
     prov.headers
         .iter()

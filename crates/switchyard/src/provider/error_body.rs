@@ -36,6 +36,20 @@ pub(crate) trait ErrorBody: Default {
         }
     }
 
+    /// The error object of `value` for [`from_value`](Self::from_value) to read:
+    /// `{"error": {…}}`'s, else `value` itself (a shape without the wrapper); `Err` with
+    /// the whole reading when the error is a bare `{"error": "text"}`: that message alone.
+    ///
+    /// # Errors
+    /// The reading of a bare-text error.
+    fn error_object(value: &Value) -> Result<&Value, Self> {
+        match value.get("error") {
+            Some(Value::String(text)) => Err(Self::with_message(text.clone())),
+            Some(e @ Value::Object(_)) => Ok(e),
+            _ => Ok(value),
+        }
+    }
+
     /// Nothing but a message.
     fn with_message(message: String) -> Self {
         let mut vendor = Self::default();

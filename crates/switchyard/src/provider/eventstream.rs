@@ -1,6 +1,6 @@
 //! AWS's binary event stream (`application/vnd.amazon.eventstream`), read as events.
 //!
-//! Owns [`EventStream`], which turns a stream of body bytes into the same [`SseEvent`]s a
+//! Owns [`EventStream`] (a [`Framed`] stream of [`AwsFrames`]), which turns a stream of body bytes into the same [`SseEvent`]s a
 //! server-sent-events body gives, so a vendor whose streams use this framing (Bedrock's
 //! ConverseStream) runs under the shared completion rule of [`super::sse::into_chunks`].
 //! Frames are decoded by `aws-smithy-eventstream` ([`read_message_from`]), which checks the
@@ -17,15 +17,13 @@
 //! provider's body cap is refused from its prelude, before it is buffered.
 
 use std::collections::VecDeque;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 use aws_smithy_eventstream::frame::read_message_from;
 use aws_smithy_types::event_stream::{HeaderValue, Message};
 use bytes::{Bytes, BytesMut};
 use futures_util::Stream;
 
-use super::sse::SseEvent;
+use super::sse::{Deframe, Framed, SseEvent};
 use crate::error::{ErrorKind, ProviderError};
 
 /// The media type of an AWS event stream.
@@ -37,16 +35,10 @@ const MIN_FRAME: usize = 16;
 /// Events read from a stream of event-stream bytes.
 ///
 /// Transport errors pass through and end the stream; so does a frame that is not valid
-/// (bad CRC, bad length, a payload that is not UTF-8). Bytes left over at the end of the
-/// body (a cut frame) are dropped: the completion rule then sees a stream that ended.
-pub struct EventStream<S> {
-    bytes: Option<S>,
-    buffer: BytesMut,
-    ready: VecDeque<SseEvent>,
-    max_frame_bytes: usize,
-    /// A bad frame's error, yielded after the events before it.
-    failed: Option<ProviderError>,
-}
+/// (bad CRC, bad length, a payload that is not UTF-8), after the events decoded before it.
+/// Bytes left over at the end of the body (a cut frame) are dropped: the completion rule
+/// then sees a stream that ended.
+pub type EventStream<S> = Framed<S, AwsFrames>;
 
 impl<S> EventStream<S>
 where
@@ -55,17 +47,37 @@ where
     /// Read `bytes` as frames, refusing any frame longer than `max_frame_bytes`.
     #[must_use]
     pub fn new(bytes: S, max_frame_bytes: usize) -> Self {
-        Self {
-            bytes: Some(bytes),
-            buffer: BytesMut::new(),
-            ready: VecDeque::new(),
-            max_frame_bytes,
-            failed: None,
-        }
+        Self::with(
+            bytes,
+            AwsFrames {
+                buffer: BytesMut::new(),
+                max_frame_bytes,
+            },
+        )
     }
+}
 
-    /// Decode every whole frame in the buffer.
-    fn drain(&mut self) -> Result<(), ProviderError> {
+/// The framing of [`EventStream`]: whole frames cut from the bytes and decoded.
+#[derive(Debug)]
+pub struct AwsFrames {
+    buffer: BytesMut,
+    max_frame_bytes: usize,
+}
+
+impl Deframe for AwsFrames {
+    fn push(&mut self, bytes: &[u8], ready: &mut VecDeque<SseEvent>) -> Result<(), ProviderError> {
+        self.buffer.extend_from_slice(bytes);
+        let drained = self.drain(ready);
+        if drained.is_err() {
+            self.buffer.clear();
+        }
+        drained
+    }
+}
+
+impl AwsFrames {
+    /// Decode every whole frame in the buffer into `ready`.
+    fn drain(&mut self, ready: &mut VecDeque<SseEvent>) -> Result<(), ProviderError> {
         while self.buffer.len() >= 4 {
             let mut prelude = [0u8; 4];
             prelude.copy_from_slice(&self.buffer[..4]);
@@ -87,48 +99,9 @@ where
             let frame = self.buffer.split_to(total).freeze();
             let message = read_message_from(frame)
                 .map_err(|e| malformed(format!("invalid event-stream frame: {e}")))?;
-            self.ready.push_back(as_event(&message)?);
+            ready.push_back(as_event(&message)?);
         }
         Ok(())
-    }
-}
-
-impl<S> Stream for EventStream<S>
-where
-    S: Stream<Item = Result<Bytes, ProviderError>> + Unpin,
-{
-    type Item = Result<SseEvent, ProviderError>;
-
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = self.get_mut();
-        loop {
-            if let Some(event) = this.ready.pop_front() {
-                return Poll::Ready(Some(Ok(event)));
-            }
-            if let Some(e) = this.failed.take() {
-                return Poll::Ready(Some(Err(e)));
-            }
-            let Some(bytes) = this.bytes.as_mut() else {
-                return Poll::Ready(None);
-            };
-            match Pin::new(bytes).poll_next(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(None) => this.bytes = None,
-                Poll::Ready(Some(Err(e))) => {
-                    this.bytes = None;
-                    return Poll::Ready(Some(Err(e)));
-                }
-                Poll::Ready(Some(Ok(chunk))) => {
-                    this.buffer.extend_from_slice(&chunk);
-                    if let Err(e) = this.drain() {
-                        // the events decoded before the bad frame go first
-                        this.bytes = None;
-                        this.buffer.clear();
-                        this.failed = Some(e);
-                    }
-                }
-            }
-        }
     }
 }
 

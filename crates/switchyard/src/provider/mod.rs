@@ -3,7 +3,8 @@
 //!
 //! Owns [`Provider`] (async, object-safe: the gateway holds `Arc<dyn Provider>`), the chunk
 //! stream type, [`codec::HttpProvider`] (the one HTTP provider; each vendor folder —
-//! `openai/`, `anthropic/`, `gemini/` — is a [`codec::Codec`] it drives), the scripted
+//! `openai/`, `anthropic/`, `gemini/` — is a [`codec::Codec`] it drives; a cloud serving
+//! another vendor's API — `azure/`, `vertex/` — a [`wrapping::WrappingCodec`]), the scripted
 //! provider used by pipeline tests. Vendor codecs translate and classify; they never
 //! retry, route or log. (The tutorial's simulated provider is the server's:
 //! `switchyard-server/src/simulated/`.)
@@ -23,6 +24,7 @@ pub mod sign;
 pub mod sse;
 pub mod token;
 pub mod vertex;
+pub mod wrapping;
 
 use std::pin::Pin;
 

@@ -3,7 +3,8 @@
 //! Owns [`SseParser`], a push parser that follows the WHATWG EventSource rules
 //! (<https://html.spec.whatwg.org/multipage/server-sent-events.html>, "Interpreting an event
 //! stream"), and [`SseStream`], which turns a stream of body bytes into a stream of
-//! [`SseEvent`]s. Bytes may arrive split anywhere: inside a line, between `\r` and `\n`,
+//! [`SseEvent`]s (a [`Framed`] stream: the byte-reading loop another framing,
+//! [`super::eventstream`], shares). Bytes may arrive split anywhere: inside a line, between `\r` and `\n`,
 //! inside a UTF-8 character. The rules implemented:
 //! - lines end with `\r\n`, `\n` or `\r`; a leading UTF-8 BOM is dropped;
 //! - a blank line dispatches the event; several `data:` lines join with `\n`;
@@ -198,38 +199,45 @@ impl SseParser {
     }
 }
 
-/// A stream of [`SseEvent`]s read from a stream of body bytes.
-///
-/// Transport errors pass through and end the stream. An event that grows past
-/// `max_event_bytes` without completing ends the stream with `Malformed` (a server that
-/// never ends a line must not grow memory without bound). At the end of the bytes, an
-/// unterminated event is discarded, per the spec.
-pub struct SseStream<S> {
-    bytes: Option<S>,
-    parser: SseParser,
-    ready: VecDeque<SseEvent>,
-    max_event_bytes: usize,
+/// A framing: body bytes into events, as the bytes arrive. What [`Framed`] needs of one:
+/// [`SseFrames`] (server-sent events), [`super::eventstream::AwsFrames`].
+pub trait Deframe {
+    /// Read the next piece of the body, appending the events it completes to `ready`.
+    ///
+    /// # Errors
+    /// `Malformed` for bytes that cannot be events, or an event past the size cap: the
+    /// stream yields what is left in `ready`, then this error, and ends.
+    fn push(&mut self, bytes: &[u8], ready: &mut VecDeque<SseEvent>) -> Result<(), ProviderError>;
 }
 
-impl<S> SseStream<S>
-where
-    S: Stream<Item = Result<Bytes, ProviderError>> + Unpin,
-{
-    /// Parse `bytes` into events, refusing any single event larger than `max_event_bytes`.
-    #[must_use]
-    pub fn new(bytes: S, max_event_bytes: usize) -> Self {
+/// A stream of [`SseEvent`]s read from a stream of body bytes by the framing `D`.
+///
+/// Transport errors pass through and end the stream; so does the framing's error, after
+/// the events it let through.
+pub struct Framed<S, D> {
+    bytes: Option<S>,
+    deframe: D,
+    ready: VecDeque<SseEvent>,
+    /// The framing's error, yielded after the events before it.
+    failed: Option<ProviderError>,
+}
+
+impl<S, D> Framed<S, D> {
+    /// Read `bytes` with `deframe`.
+    pub(crate) fn with(bytes: S, deframe: D) -> Self {
         Self {
             bytes: Some(bytes),
-            parser: SseParser::new(),
+            deframe,
             ready: VecDeque::new(),
-            max_event_bytes,
+            failed: None,
         }
     }
 }
 
-impl<S> Stream for SseStream<S>
+impl<S, D> Stream for Framed<S, D>
 where
     S: Stream<Item = Result<Bytes, ProviderError>> + Unpin,
+    D: Deframe + Unpin,
 {
     type Item = Result<SseEvent, ProviderError>;
 
@@ -238,6 +246,9 @@ where
         loop {
             if let Some(event) = this.ready.pop_front() {
                 return Poll::Ready(Some(Ok(event)));
+            }
+            if let Some(e) = this.failed.take() {
+                return Poll::Ready(Some(Err(e)));
             }
             let Some(bytes) = this.bytes.as_mut() else {
                 return Poll::Ready(None);
@@ -250,21 +261,63 @@ where
                     return Poll::Ready(Some(Err(e)));
                 }
                 Poll::Ready(Some(Ok(chunk))) => {
-                    this.ready.extend(this.parser.push(&chunk));
-                    if this.parser.buffered_len() > this.max_event_bytes {
+                    if let Err(e) = this.deframe.push(&chunk, &mut this.ready) {
                         this.bytes = None;
-                        this.ready.clear();
-                        return Poll::Ready(Some(Err(ProviderError::new(
-                            ErrorKind::Malformed,
-                            format!(
-                                "server-sent event larger than {} bytes",
-                                this.max_event_bytes
-                            ),
-                        ))));
+                        this.failed = Some(e);
                     }
                 }
             }
         }
+    }
+}
+
+/// A stream of [`SseEvent`]s read from a stream of server-sent-event body bytes.
+///
+/// Transport errors pass through and end the stream. An event that grows past
+/// `max_event_bytes` without completing ends the stream with `Malformed` (a server that
+/// never ends a line must not grow memory without bound). At the end of the bytes, an
+/// unterminated event is discarded, per the spec.
+pub type SseStream<S> = Framed<S, SseFrames>;
+
+impl<S> SseStream<S>
+where
+    S: Stream<Item = Result<Bytes, ProviderError>> + Unpin,
+{
+    /// Parse `bytes` into events, refusing any single event larger than `max_event_bytes`.
+    #[must_use]
+    pub fn new(bytes: S, max_event_bytes: usize) -> Self {
+        Self::with(
+            bytes,
+            SseFrames {
+                parser: SseParser::new(),
+                max_event_bytes,
+            },
+        )
+    }
+}
+
+/// The server-sent-events framing of [`SseStream`]: [`SseParser`] under a size cap.
+#[derive(Debug)]
+pub struct SseFrames {
+    parser: SseParser,
+    max_event_bytes: usize,
+}
+
+impl Deframe for SseFrames {
+    fn push(&mut self, bytes: &[u8], ready: &mut VecDeque<SseEvent>) -> Result<(), ProviderError> {
+        ready.extend(self.parser.push(bytes));
+        if self.parser.buffered_len() > self.max_event_bytes {
+            // the events this piece completed go with it
+            ready.clear();
+            return Err(ProviderError::new(
+                ErrorKind::Malformed,
+                format!(
+                    "server-sent event larger than {} bytes",
+                    self.max_event_bytes
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -183,7 +183,7 @@ async fn handle<D: Dialect>(
     admit_route(state, ctx, caller.as_ref())?;
     D::prepare(state, ctx, &mut decoded).await?;
     let opts = admit_limits(state, ctx, caller.as_ref()).await?;
-    let Decoded { request, extra } = decoded;
+    let Decoded { request, extra, .. } = decoded;
     ctx.capture(state, &request);
     if ctx.stream {
         let stream = state

@@ -42,6 +42,9 @@ pub(crate) struct Decoded<E> {
     pub request: ChatRequest,
     /// What the dialect keeps for encoding the answer (stream options, ids, ...).
     pub extra: E,
+    /// Top-level fields the API does not define, for [`passthrough::admit`] (Responses,
+    /// Messages; Chat Completions carries its own in `ChatRequest::passthrough`).
+    pub unknown: Vec<String>,
 }
 
 /// One inbound API.

@@ -6,8 +6,7 @@
 //! trail), since it could not honour fields nobody modelled. Chat Completions passes its
 //! unknown fields through the shared shape instead (`ChatRequest::passthrough`).
 
-use switchyard::ChatRequest;
-
+use super::Decoded;
 use crate::http::bounds::{clip, ECHO_BYTES};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
@@ -24,31 +23,35 @@ pub(crate) fn route_takes_native(state: &AppState, route: &str, kind: &str) -> b
         .any(|p| route.providers.contains(&p.name) && p.provider.native_kind() == Some(kind))
 }
 
-/// Admit `unknown` fields for `route`, or refuse them: `refuse(first, list)` phrases the
-/// 400 in the dialect's terms when the route does not pass unknown fields through. When it
-/// does, the request's native body becomes required (only native providers answer).
+/// Whether `route` passes fields unknown to the gateway through (`passthrough_unknown`).
+pub(crate) fn passes_unknown(state: &AppState, route: &str) -> bool {
+    state
+        .gateway
+        .route(route)
+        .is_ok_and(|r| r.passthrough_unknown)
+}
+
+/// Admit `decoded`'s unknown fields for `route`, or refuse them: `refuse(first, list)`
+/// phrases the 400 in the dialect's terms when the route does not pass unknown fields
+/// through. When it does, the request's native body becomes required (only native
+/// providers answer).
 ///
 /// # Errors
 /// `refuse`'s 400; or a 400 naming the first field when the route passes unknown fields
 /// through but has no provider of `kind` to send them to.
-pub(crate) fn admit(
+pub(crate) fn admit<E>(
     state: &AppState,
     route: &str,
-    request: &mut ChatRequest,
-    unknown: &[String],
+    decoded: &mut Decoded<E>,
     (kind, vendor): (&str, &str),
     refuse: impl FnOnce(&str, &str) -> ApiError,
 ) -> Result<(), ApiError> {
-    let Some(first) = unknown.first() else {
+    let Some(first) = decoded.unknown.first() else {
         return Ok(());
     };
     let first = clip(first, ECHO_BYTES);
-    let list = clip(&unknown.join(", "), ECHO_BYTES).into_owned();
-    let allowed = state
-        .gateway
-        .route(route)
-        .is_ok_and(|r| r.passthrough_unknown);
-    if !allowed {
+    let list = clip(&decoded.unknown.join(", "), ECHO_BYTES).into_owned();
+    if !passes_unknown(state, route) {
         return Err(refuse(&first, &list));
     }
     if !route_takes_native(state, route, kind) {
@@ -61,7 +64,7 @@ pub(crate) fn admit(
             ),
         ));
     }
-    if let Some(native) = request.native.as_mut() {
+    if let Some(native) = decoded.request.native.as_mut() {
         native.required = true;
     }
     Ok(())

@@ -109,15 +109,9 @@ struct VendorError {
 
 impl ErrorBody for VendorError {
     fn from_value(value: &Value) -> Self {
-        let error = match value.get("error") {
-            Some(Value::String(text)) => {
-                return Self {
-                    message: text.clone(),
-                    ..Self::default()
-                }
-            }
-            Some(e @ Value::Object(_)) => e,
-            _ => value,
+        let error = match Self::error_object(value) {
+            Ok(error) => error,
+            Err(bare) => return bare,
         };
         Self {
             message: error

@@ -1,8 +1,9 @@
 //! Azure OpenAI: Chat Completions and embeddings on an Azure resource, through the OpenAI
 //! codec ([`super::openai`]) with Azure's URLs, auth, content filter and retry headers.
 //!
-//! Owns [`AzureConfig`] and [`AzureCodec`] (a wrapper over the OpenAI codec: bodies, replies,
-//! stream events and error bodies are OpenAI's); the Entra ID token file is `entra.rs`.
+//! Owns [`AzureConfig`] and [`OnAzure`] (a wrapper over an OpenAI codec, [`AzureCodec`] for
+//! Chat Completions: bodies, replies, stream events and error bodies are OpenAI's); the
+//! Entra ID token file is `entra.rs`.
 //!
 //! URLs, from the resource `endpoint` (`https://NAME.openai.azure.com`):
 //! - `api_version = "v1"`: the v1 GA API, `{endpoint}/openai/v1/chat/completions` (and
@@ -39,16 +40,14 @@ pub use responses::{AzureResponses, AzureResponsesCodec};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use ::http::HeaderMap;
-
 use super::codec::{Codec, Connection, Endpoints, HttpProvider, StreamEvents};
-use super::http::{ConfigError, Endpoint, HttpFailure, HttpSettings, Transport, UpstreamResponse};
+use super::http::{ConfigError, Endpoint, HttpFailure, HttpSettings, Transport};
 use super::openai::{self, OpenAiCodec};
 use super::secret::Secret;
 use super::sse::{self, Parsed, SseEvent};
-use crate::chat::{ChatRequest, Field, FinishReason, ProviderReply, Support};
+use super::wrapping;
+use crate::chat::{FinishReason, ProviderReply};
 use crate::clock::Clock;
-use crate::embedding::{EmbeddingReply, EmbeddingRequest};
 use crate::error::{ErrorKind, ProviderError};
 
 /// The `api_version` that selects the v1 GA path (no `api-version` query).
@@ -133,7 +132,7 @@ impl Azure {
             config,
             Upstream::ChatCompletions,
             transport,
-            |deployment, use_max, header| AzureCodec {
+            |deployment, use_max, header| OnAzure {
                 inner: OpenAiCodec::new(deployment, use_max, header),
             },
         )
@@ -246,61 +245,36 @@ fn build<C: Codec>(
     })
 }
 
-/// Chat Completions the Azure way: the OpenAI codec with Azure's auth header, content
-/// filter and retry header.
+/// An OpenAI API the Azure way: the OpenAI codec `C` with Azure's auth header, content
+/// filter and retry header; bodies, replies, stream events and native passthrough are
+/// `C`'s.
 #[derive(Debug)]
-pub struct AzureCodec {
-    inner: OpenAiCodec,
+pub struct OnAzure<C> {
+    inner: C,
 }
 
-impl Codec for AzureCodec {
+/// Chat Completions the Azure way.
+pub type AzureCodec = OnAzure<OpenAiCodec>;
+
+impl<C: Codec> wrapping::WrappingCodec for OnAzure<C> {
+    type Inner = C;
     const KIND: &'static str = "azure";
-    /// As OpenAI's: how many answers the request asks for.
-    type Call = u32;
-    type Events = Events;
+    type Events = Events<C::Events>;
 
-    /// Azure OpenAI serves OpenAI's Chat Completions: the same fields.
-    fn support(field: Field) -> Support {
-        OpenAiCodec::support(field)
+    fn inner(&self) -> &C {
+        &self.inner
     }
 
-    fn model(&self) -> &str {
-        self.inner.model()
+    fn parse_reply(&self, body: &[u8], call: C::Call) -> Result<ProviderReply, ProviderError> {
+        unless_silently_filtered(self.inner.parse_reply(body, call)?)
     }
 
-    fn encode(&self, req: &ChatRequest, stream: bool) -> Result<(Vec<u8>, u32), ProviderError> {
-        self.inner.encode(req, stream)
-    }
-
-    fn parse_reply(&self, body: &[u8], choices: u32) -> Result<ProviderReply, ProviderError> {
-        unless_silently_filtered(self.inner.parse_reply(body, choices)?)
-    }
-
-    fn encode_embeddings(&self, req: &EmbeddingRequest) -> Result<Vec<u8>, ProviderError> {
-        self.inner.encode_embeddings(req)
-    }
-
-    fn parse_embeddings(&self, body: &[u8]) -> Result<EmbeddingReply, ProviderError> {
-        self.inner.parse_embeddings(body)
-    }
-
-    fn reported_latency(&self, response: &UpstreamResponse) -> Option<Duration> {
-        self.inner.reported_latency(response)
-    }
-
-    fn events(&self, choices: u32) -> Events {
-        Events {
-            watch: FilterWatch::default(),
-            inner: openai::Events::new(choices),
-        }
+    fn events(&self, call: C::Call) -> Self::Events {
+        Events::new(self.inner.events(call))
     }
 
     fn classify(failure: &HttpFailure, now: SystemTime) -> ProviderError {
         classify(failure, now)
-    }
-
-    fn authenticate(&self, key: &Secret, headers: &mut HeaderMap) -> Result<(), ConfigError> {
-        self.inner.authenticate(key, headers)
     }
 }
 
@@ -331,16 +305,31 @@ fn filtered() -> ProviderError {
     error
 }
 
-/// A Chat Completions stream read by the OpenAI codec, watching for a content-filter
-/// finish before anything was said.
-#[derive(Debug)]
-pub struct Events {
+/// A stream read by the wrapped codec's reader `E` (OpenAI's tracks the answers of an
+/// `n` > 1 stream), watching for a content-filter finish before anything was said.
+pub struct Events<E> {
+    inner: E,
     watch: FilterWatch,
-    /// OpenAI's reader (it tracks the answers of an `n` > 1 stream).
-    inner: openai::Events,
 }
 
-impl StreamEvents for Events {
+impl<E> Events<E> {
+    fn new(inner: E) -> Self {
+        Self {
+            inner,
+            watch: FilterWatch::default(),
+        }
+    }
+}
+
+impl<E> std::fmt::Debug for Events<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Events")
+            .field("watch", &self.watch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E: StreamEvents> StreamEvents for Events<E> {
     fn parse_event(&mut self, event: &SseEvent) -> Result<Parsed, ProviderError> {
         let parsed = self.inner.parse_event(event)?;
         if let Parsed::Chunk(chunk) = &parsed {

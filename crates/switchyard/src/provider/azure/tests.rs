@@ -6,6 +6,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use ::http::HeaderMap;
 use bytes::Bytes;
 use serde_json::json;
 

@@ -128,15 +128,9 @@ impl ErrorBody for GoogleError {
             Value::Array(items) => items.first().unwrap_or(&Value::Null),
             other => other,
         };
-        let error = match value.get("error") {
-            Some(Value::String(text)) => {
-                return Self {
-                    message: text.clone(),
-                    ..Self::default()
-                }
-            }
-            Some(e @ Value::Object(_)) => e,
-            _ => value,
+        let error = match Self::error_object(value) {
+            Ok(error) => error,
+            Err(bare) => return bare,
         };
         let mut google = Self {
             message: text(error.get("message")).unwrap_or_default(),

@@ -2,7 +2,7 @@
 //! Anthropic's Claude models through the Anthropic codec ([`super::anthropic`]), on a
 //! project's regional or global endpoint, with a service account's OAuth2 token.
 //!
-//! Owns [`VertexConfig`], [`Vertex::new`] (which builds the one of the two providers the
+//! Owns [`VertexConfig`], [`Vertex::provider`] (which builds the one of the two providers the
 //! model needs) and the two wrapper codecs; the service-account token exchange is `auth.rs`.
 //!
 //! URLs: the API root is `https://{location}-aiplatform.googleapis.com/v1`, or
@@ -24,7 +24,8 @@
 //! [`auth::ServiceAccountTokens`]); the library reads no environment: the server resolves
 //! the key file's path from the env var its config names.
 //!
-//! Not served: embeddings (Vertex's `:predict` shape differs from the Gemini API's) and
+//! Not served: embeddings (Vertex's `:predict` shape differs from the Gemini API's: the
+//! providers have no embeddings endpoint, so their codecs are never asked for a body) and
 //! token counting.
 
 pub mod auth;
@@ -33,7 +34,6 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use ::http::HeaderMap;
-use bytes::Bytes;
 use serde_json::Value;
 
 use super::anthropic::{self, AnthropicCall, AnthropicCodec, EventParser};
@@ -43,7 +43,8 @@ use super::http::{ConfigError, Endpoint, HttpFailure, HttpSettings, Transport};
 use super::secret::Secret;
 use super::sse;
 use super::token::TokenSource;
-use crate::chat::{ChatRequest, Field, FieldSet, ProviderReply, Support};
+use super::wrapping;
+use crate::chat::ChatRequest;
 use crate::clock::Clock;
 use crate::error::{ErrorKind, ProviderError};
 use crate::Provider;
@@ -200,11 +201,7 @@ impl Vertex {
                         format!("models/{}", config.model),
                     ),
                 };
-                let mut provider = HttpProvider::assemble(codec, endpoints, connection, transport)?;
-                if let Some(source) = config.credentials {
-                    provider = provider.with_bearer(source);
-                }
-                Ok(Arc::new(provider))
+                on_vertex(codec, endpoints, connection, config.credentials, transport)
             }
             "anthropic" => {
                 let endpoints = Endpoints {
@@ -219,11 +216,7 @@ impl Vertex {
                         config.structured_outputs,
                     ),
                 };
-                let mut provider = HttpProvider::assemble(codec, endpoints, connection, transport)?;
-                if let Some(source) = config.credentials {
-                    provider = provider.with_bearer(source);
-                }
-                Ok(Arc::new(provider))
+                on_vertex(codec, endpoints, connection, config.credentials, transport)
             }
             other => Err(ConfigError(format!(
                 "publisher {other:?} is not served: \"google\" (Gemini) or \"anthropic\" (Claude)"
@@ -232,52 +225,42 @@ impl Vertex {
     }
 }
 
+/// The provider running `codec` at `endpoints`, with bearer tokens from `credentials`.
+fn on_vertex<C: Codec>(
+    codec: C,
+    endpoints: Endpoints,
+    connection: Connection,
+    credentials: Option<Arc<dyn TokenSource>>,
+    transport: &Transport,
+) -> Result<Arc<dyn Provider>, ConfigError> {
+    let provider = HttpProvider::assemble(codec, endpoints, connection, transport)?;
+    Ok(match credentials {
+        Some(source) => Arc::new(provider.with_bearer(source)),
+        None => Arc::new(provider),
+    })
+}
+
 /// The Gemini API on Vertex: the Gemini codec, authenticated by bearer token only.
 #[derive(Debug)]
 pub struct GeminiOnVertex {
     inner: GeminiCodec,
 }
 
-impl Codec for GeminiOnVertex {
+impl wrapping::WrappingCodec for GeminiOnVertex {
+    type Inner = GeminiCodec;
     const KIND: &'static str = "vertex";
-    /// As Gemini's: how many candidates the request asks for.
-    type Call = u32;
     type Events = StreamParser;
 
-    /// Gemini on Vertex takes what the Gemini API takes.
-    fn support(field: Field) -> Support {
-        GeminiCodec::support(field)
-    }
-
-    fn model(&self) -> &str {
-        self.inner.model()
-    }
-
-    fn encode(&self, req: &ChatRequest, stream: bool) -> Result<(Vec<u8>, u32), ProviderError> {
-        self.inner.encode(req, stream)
-    }
-
-    fn parse_reply(&self, body: &[u8], candidates: u32) -> Result<ProviderReply, ProviderError> {
-        self.inner.parse_reply(body, candidates)
+    fn inner(&self) -> &GeminiCodec {
+        &self.inner
     }
 
     fn events(&self, candidates: u32) -> StreamParser {
         self.inner.events(candidates)
     }
 
-    fn json_as_events(&self, body: &Bytes) -> Option<Bytes> {
-        self.inner.json_as_events(body)
-    }
-
-    fn classify(failure: &HttpFailure, now: SystemTime) -> ProviderError {
-        gemini::classify(failure, now)
-    }
-
-    /// Vertex takes no key: the bearer token is the provider's (`with_bearer`).
-    fn authenticate(&self, _key: &Secret, _headers: &mut HeaderMap) -> Result<(), ConfigError> {
-        Err(ConfigError(
-            "Vertex AI takes a service account's token, not an API key".to_owned(),
-        ))
+    fn authenticate(&self, key: &Secret, headers: &mut HeaderMap) -> Result<(), ConfigError> {
+        no_key(key, headers)
     }
 }
 
@@ -287,26 +270,17 @@ pub struct ClaudeOnVertex {
     inner: AnthropicCodec,
 }
 
-impl Codec for ClaudeOnVertex {
+impl wrapping::WrappingCodec for ClaudeOnVertex {
+    type Inner = AnthropicCodec;
     const KIND: &'static str = "vertex";
-    type Call = AnthropicCall;
+    /// None, where Anthropic's is `anthropic`: a request whose native Messages body must go
+    /// as written is not routed here, and the headers a native body forwards
+    /// (`anthropic-beta`) are not sent.
+    const NATIVE: Option<&'static str> = None;
     type Events = EventParser;
 
-    /// Claude on Vertex takes what the Messages API takes.
-    fn support(field: Field) -> Support {
-        AnthropicCodec::support(field)
-    }
-
-    fn cannot_honour(&self, req: &ChatRequest) -> FieldSet {
-        self.inner.cannot_honour(req)
-    }
-
-    fn model(&self) -> &str {
-        self.inner.model()
-    }
-
-    fn default_max_tokens(&self) -> Option<u32> {
-        self.inner.default_max_tokens()
+    fn inner(&self) -> &AnthropicCodec {
+        &self.inner
     }
 
     /// Anthropic's body without `model` and with `anthropic_version`.
@@ -330,14 +304,6 @@ impl Codec for ClaudeOnVertex {
         Ok((crate::provider::encode_body(&body)?, call))
     }
 
-    fn parse_reply(
-        &self,
-        body: &[u8],
-        call: AnthropicCall,
-    ) -> Result<ProviderReply, ProviderError> {
-        self.inner.parse_reply(body, call)
-    }
-
     fn events(&self, call: AnthropicCall) -> EventParser {
         self.inner.events(call)
     }
@@ -355,10 +321,20 @@ impl Codec for ClaudeOnVertex {
         }
     }
 
-    /// Vertex takes no key: the bearer token is the provider's (`with_bearer`).
-    fn authenticate(&self, _key: &Secret, _headers: &mut HeaderMap) -> Result<(), ConfigError> {
-        Err(ConfigError(
-            "Vertex AI takes a service account's token, not an API key".to_owned(),
-        ))
+    /// None, where Anthropic's is `…/count_tokens` beside the call endpoint: no route of
+    /// Vertex's (token counting is not served).
+    fn count_tokens_url(&self, _call: &Endpoint) -> Option<String> {
+        None
     }
+
+    fn authenticate(&self, key: &Secret, headers: &mut HeaderMap) -> Result<(), ConfigError> {
+        no_key(key, headers)
+    }
+}
+
+/// Vertex takes no key: the bearer token is the provider's (`with_bearer`).
+fn no_key(_key: &Secret, _headers: &mut HeaderMap) -> Result<(), ConfigError> {
+    Err(ConfigError(
+        "Vertex AI takes a service account's token, not an API key".to_owned(),
+    ))
 }

@@ -50,6 +50,7 @@ impl Dialect for Chat {
         Ok(Decoded {
             request: wire.into_chat()?,
             extra: ChatExtra { include_usage },
+            unknown: Vec::new(),
         })
     }
 
@@ -63,11 +64,7 @@ impl Dialect for Chat {
         let Some(fields) = &decoded.request.passthrough else {
             return Ok(());
         };
-        let allowed = state
-            .gateway
-            .route(&ctx.route)
-            .is_ok_and(|r| r.passthrough_unknown);
-        if allowed {
+        if super::passthrough::passes_unknown(state, &ctx.route) {
             return Ok(());
         }
         Err(refuse_passthrough(fields))

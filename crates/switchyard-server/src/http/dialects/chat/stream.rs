@@ -43,7 +43,13 @@ impl ChunkEncoder {
         }
     }
 
-    fn frame(&self, choices: Vec<ChunkChoice<'_>>, trail: Option<&Trail<'_>>) -> Bytes {
+    /// A chunk of `choices`, with `usage` and the `switchyard` trail when given.
+    fn frame(
+        &self,
+        choices: Vec<ChunkChoice<'_>>,
+        usage: Option<&WireUsage>,
+        trail: Option<&Trail<'_>>,
+    ) -> Bytes {
         data_frame(&ChunkBody {
             id: &self.id,
             object: "chat.completion.chunk",
@@ -51,7 +57,7 @@ impl ChunkEncoder {
             model: &self.model,
             system_fingerprint: self.fingerprint.as_deref(),
             choices,
-            usage: None,
+            usage,
             switchyard: trail,
         })
     }
@@ -89,21 +95,13 @@ impl ChunkEncoder {
         trail: Option<&Trail<'_>>,
         logprobs: Option<serde_json::Value>,
     ) -> Bytes {
-        data_frame(&ChunkBody {
-            id: &self.id,
-            object: "chat.completion.chunk",
-            created: self.created,
-            model: &self.model,
-            system_fingerprint: self.fingerprint.as_deref(),
-            choices: vec![ChunkChoice {
-                index: 0,
-                delta,
-                finish_reason: finish,
-                logprobs,
-            }],
-            usage,
-            switchyard: trail,
-        })
+        let choice = ChunkChoice {
+            index: 0,
+            delta,
+            finish_reason: finish,
+            logprobs,
+        };
+        self.frame(vec![choice], usage, trail)
     }
 
     /// The final usage chunk; `usage` is null when the vendor reported none.
@@ -169,7 +167,7 @@ impl StreamEncoder for ChunkEncoder {
         if choices.is_empty() {
             return Bytes::new();
         }
-        self.frame(choices, None)
+        self.frame(choices, None, None)
     }
 
     /// The finish chunk, the usage chunk (if asked for), `[DONE]`.

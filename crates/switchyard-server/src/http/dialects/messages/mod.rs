@@ -33,20 +33,13 @@ use crate::http::state::AppState;
 /// Anthropic's Messages API.
 pub(crate) struct Messages;
 
-/// What a Messages request keeps until it is admitted.
-#[derive(Debug)]
-pub(crate) struct MessagesExtra {
-    /// Top-level fields Anthropic does not define: refused, unless the route passes them
-    /// through to its Anthropic providers (`passthrough_unknown`).
-    unknown: Vec<String>,
-}
-
 impl Dialect for Messages {
     const API: &'static str = "messages";
-    type Extra = MessagesExtra;
+    /// Nothing: the encoders need only the answer.
+    type Extra = ();
     type Encoder = stream::EventEncoder;
 
-    fn decode(body: &Bytes, ctx: &mut Ctx) -> Result<Decoded<MessagesExtra>, ApiError> {
+    fn decode(body: &Bytes, ctx: &mut Ctx) -> Result<Decoded<()>, ApiError> {
         let (mut wire, unknown) = wire::parse(body)?;
         ctx.route = std::mem::take(&mut wire.model);
         ctx.stream = wire.stream;
@@ -66,7 +59,8 @@ impl Dialect for Messages {
         ctx.native_kind = Some(ANTHROPIC);
         Ok(Decoded {
             request,
-            extra: MessagesExtra { unknown },
+            extra: (),
+            unknown,
         })
     }
 
@@ -75,19 +69,13 @@ impl Dialect for Messages {
     async fn prepare(
         state: &AppState,
         ctx: &Ctx,
-        decoded: &mut Decoded<MessagesExtra>,
+        decoded: &mut Decoded<()>,
     ) -> Result<(), ApiError> {
-        super::passthrough::admit(
-            state,
-            &ctx.route,
-            &mut decoded.request,
-            &decoded.extra.unknown,
-            (ANTHROPIC, "Anthropic"),
-            wire::extra_inputs,
-        )
+        let target = (ANTHROPIC, "Anthropic");
+        super::passthrough::admit(state, &ctx.route, decoded, target, wire::extra_inputs)
     }
 
-    fn reply(ctx: &Ctx, _extra: &MessagesExtra, resp: &ChatResponse) -> Vec<u8> {
+    fn reply(ctx: &Ctx, _extra: &(), resp: &ChatResponse) -> Vec<u8> {
         let body = MessageBody::new(ctx, resp);
         let mut bytes = Vec::with_capacity(resp.text.len() + 1024);
         if serde_json::to_writer(&mut bytes, &body).is_err() {
@@ -96,7 +84,7 @@ impl Dialect for Messages {
         bytes
     }
 
-    fn encoder(ctx: &Ctx, _extra: &MessagesExtra, model: &str) -> stream::EventEncoder {
+    fn encoder(ctx: &Ctx, _extra: &(), model: &str) -> stream::EventEncoder {
         stream::EventEncoder::new(ctx, model)
     }
 

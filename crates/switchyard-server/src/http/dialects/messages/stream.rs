@@ -33,10 +33,8 @@ pub(crate) struct EventEncoder {
     open: Option<(Open, u32)>,
     /// Blocks started so far (the next block's index).
     blocks: u32,
-    /// Tool-call index → its block's index.
-    tools: Vec<(u32, u32)>,
-    /// Reasoning-block index → its block's index.
-    thinking: Vec<(u32, u32)>,
+    /// The tool calls and reasoning blocks started so far, each with its block's index.
+    started: Vec<(Open, u32)>,
 }
 
 impl EventEncoder {
@@ -46,8 +44,7 @@ impl EventEncoder {
             model: model.to_owned(),
             open: None,
             blocks: 0,
-            tools: Vec::new(),
-            thinking: Vec::new(),
+            started: Vec::new(),
         }
     }
 
@@ -68,6 +65,9 @@ impl EventEncoder {
         let index = self.blocks;
         self.blocks += 1;
         self.open = Some((kind, index));
+        if kind != Open::Text {
+            self.started.push((kind, index));
+        }
         push(
             out,
             "content_block_start",
@@ -76,45 +76,35 @@ impl EventEncoder {
         index
     }
 
+    /// The block index of a tool call or reasoning block started already.
+    fn started(&self, kind: Open) -> Option<u32> {
+        self.started
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, index)| *index)
+    }
+
     fn text(&mut self, out: &mut Vec<u8>, text: &str) {
         let index = match self.open {
             Some((Open::Text, index)) => index,
             _ => self.start_block(out, Open::Text, &json!({"type": "text", "text": ""})),
         };
-        push(
-            out,
-            "content_block_delta",
-            &json!({"type": "content_block_delta", "index": index,
-                    "delta": {"type": "text_delta", "text": text}}),
-        );
+        delta(out, index, json!({"type": "text_delta", "text": text}));
     }
 
     fn tool(&mut self, out: &mut Vec<u8>, d: &switchyard::chat::ToolCallDelta) {
-        let known = self
-            .tools
-            .iter()
-            .find(|(t, _)| *t == d.index)
-            .map(|(_, b)| *b);
-        let index = match known {
-            Some(index) => index,
-            None => {
-                let id =
-                    d.id.clone()
-                        .unwrap_or_else(|| format!("toolu_{}_{}", self.id, d.index));
-                let block = json!({"type": "tool_use", "id": id,
-                    "name": d.name.as_deref().unwrap_or_default(), "input": {}});
-                let index = self.start_block(out, Open::Tool(d.index), &block);
-                self.tools.push((d.index, index));
-                index
-            }
-        };
+        let kind = Open::Tool(d.index);
+        let index = self.started(kind).unwrap_or_else(|| {
+            let id =
+                d.id.clone()
+                    .unwrap_or_else(|| format!("toolu_{}_{}", self.id, d.index));
+            let block = json!({"type": "tool_use", "id": id,
+                "name": d.name.as_deref().unwrap_or_default(), "input": {}});
+            self.start_block(out, kind, &block)
+        });
         if !d.arguments.is_empty() {
-            push(
-                out,
-                "content_block_delta",
-                &json!({"type": "content_block_delta", "index": index,
-                        "delta": {"type": "input_json_delta", "partial_json": d.arguments}}),
-            );
+            let arguments = json!({"type": "input_json_delta", "partial_json": d.arguments});
+            delta(out, index, arguments);
         }
     }
 }
@@ -123,44 +113,34 @@ impl EventEncoder {
     /// A reasoning piece: the block's first piece starts it (a redacted block is whole in
     /// its start), text and signature pieces are `thinking_delta` and `signature_delta`.
     fn thinking(&mut self, out: &mut Vec<u8>, d: &switchyard::chat::ThinkingDelta) {
-        let known = self
-            .thinking
-            .iter()
-            .find(|(t, _)| *t == d.index)
-            .map(|(_, b)| *b);
-        let index = match known {
-            Some(index) => index,
-            None => {
-                let block = match &d.redacted {
-                    Some(data) => json!({"type": "redacted_thinking", "data": data}),
-                    None => json!({"type": "thinking", "thinking": "", "signature": ""}),
-                };
-                let index = self.start_block(out, Open::Thinking(d.index), &block);
-                self.thinking.push((d.index, index));
-                index
-            }
-        };
+        let kind = Open::Thinking(d.index);
+        let index = self.started(kind).unwrap_or_else(|| {
+            let block = match &d.redacted {
+                Some(data) => json!({"type": "redacted_thinking", "data": data}),
+                None => json!({"type": "thinking", "thinking": "", "signature": ""}),
+            };
+            self.start_block(out, kind, &block)
+        });
         if !d.text.is_empty() {
-            push(
-                out,
-                "content_block_delta",
-                &json!({"type": "content_block_delta", "index": index,
-                        "delta": {"type": "thinking_delta", "thinking": d.text}}),
-            );
+            let text = json!({"type": "thinking_delta", "thinking": d.text});
+            delta(out, index, text);
         }
         if let Some(signature) = &d.signature {
-            push(
-                out,
-                "content_block_delta",
-                &json!({"type": "content_block_delta", "index": index,
-                        "delta": {"type": "signature_delta", "signature": signature}}),
-            );
+            let signature = json!({"type": "signature_delta", "signature": signature});
+            delta(out, index, signature);
         }
     }
 }
 
 fn push(out: &mut Vec<u8>, event: &str, value: &Value) {
     out.extend_from_slice(&frame(Some(event), value));
+}
+
+/// A `content_block_delta` of the block at `index` (`delta` moved in, not copied).
+fn delta(out: &mut Vec<u8>, index: u32, delta: Value) {
+    let mut event = json!({"type": "content_block_delta", "index": index});
+    event["delta"] = delta;
+    push(out, "content_block_delta", &event);
 }
 
 impl StreamEncoder for EventEncoder {

@@ -60,9 +60,6 @@ pub(crate) struct ResponsesExtra {
     /// The input items the native body carries (the stored conversation's first), kept
     /// with a natively answered response so the next turn sends them again as they were.
     native_input: Vec<Value>,
-    /// Top-level fields OpenAI does not define: refused, unless the route passes them
-    /// through to its native providers (`passthrough_unknown`).
-    unknown: Vec<String>,
 }
 
 impl Dialect for Responses {
@@ -81,7 +78,7 @@ impl Dialect for Responses {
         let own: Value = serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(None, format!("invalid request body: {e}")))?;
         let mut decoded = decode_request(wire, ctx, own)?;
-        decoded.extra.unknown = unknown;
+        decoded.unknown = unknown;
         Ok(decoded)
     }
 
@@ -90,14 +87,10 @@ impl Dialect for Responses {
         ctx: &Ctx,
         decoded: &mut Decoded<ResponsesExtra>,
     ) -> Result<(), ApiError> {
-        super::passthrough::admit(
-            state,
-            &ctx.route,
-            &mut decoded.request,
-            &decoded.extra.unknown,
-            (NATIVE_KIND, "OpenAI provider with api = \"responses\""),
-            |first, _| wire::unknown_parameter(first),
-        )?;
+        let target = (NATIVE_KIND, "OpenAI provider with api = \"responses\"");
+        super::passthrough::admit(state, &ctx.route, decoded, target, |first, _| {
+            wire::unknown_parameter(first)
+        })?;
         let extra = &mut decoded.extra;
         let messages = &mut decoded.request.messages;
         let mut prior = Vec::new();
@@ -410,8 +403,8 @@ fn decode_request(
             conversation: Vec::new(),
             native_only,
             native_input: Vec::new(),
-            unknown: Vec::new(),
         },
+        unknown: Vec::new(),
     })
 }
 
