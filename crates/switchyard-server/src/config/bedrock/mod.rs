@@ -45,11 +45,11 @@ use switchyard::provider::bedrock::platform::{
 };
 use switchyard::provider::bedrock::profile::{FileError, ProfileFile, DEFAULT_RECHECK};
 use switchyard::provider::bedrock::{AwsCredentials, Bedrock, BedrockConfig};
-use switchyard::provider::http::{HttpSettings, Transport, DEFAULT_CONNECT_TIMEOUT};
+use switchyard::provider::http::{Transport, DEFAULT_CONNECT_TIMEOUT};
 use switchyard::provider::secret::Secret;
 use switchyard::Provider;
 
-use super::{duration, KeyLookup, Problems, ProviderToml};
+use super::{KeyLookup, Problems, ProviderToml};
 
 /// The environment variables the keys are read from by default.
 pub const DEFAULT_ACCESS_KEY_ID_ENV: &str = "AWS_ACCESS_KEY_ID";
@@ -478,13 +478,7 @@ pub(super) fn build(
     config.base_url.clone_from(&prov.base_url);
     config.control_url.clone_from(&prov.control_url);
     config.headers = super::providers::headers(prov);
-    config.http = HttpSettings {
-        connect_timeout: prov
-            .connect_timeout
-            .as_deref()
-            .map_or(Ok(DEFAULT_CONNECT_TIMEOUT), duration)?,
-        ..HttpSettings::default()
-    };
+    config.http = super::providers::http_settings(prov)?;
     config.clock = clock;
     let provider =
         Bedrock::new(config, transport).map_err(|e| format!("provider {name:?}: {e}"))?;
