@@ -177,3 +177,23 @@ fn a_chat_model_serves_no_embeddings() {
     assert_eq!(err.kind, ErrorKind::ModelNotFound);
     assert!(err.message.contains("not an embeddings model"), "{err}");
 }
+
+#[test]
+fn the_shipped_prices_know_the_embeddings_models_with_a_published_rate() {
+    let table = crate::cost::PriceTable::builtin();
+    for (id, input) in [
+        ("amazon.titan-embed-text-v1", 100_000),
+        ("cohere.embed-v4:0", 120_000),
+        ("global.cohere.embed-v4:0", 120_000),
+    ] {
+        let e = table.lookup(id).unwrap();
+        assert_eq!(e.vendor, "bedrock", "{id}");
+        assert!(e.embeddings, "{id} serves embeddings by default");
+        assert_eq!(e.price.input_micros_per_mtok, input, "{id}");
+        assert_eq!(e.price.output_micros_per_mtok, 0, "{id}");
+    }
+    // no published rate could be read for these: left out, not guessed
+    for id in ["amazon.titan-embed-text-v2:0", "cohere.embed-english-v3"] {
+        assert!(table.lookup(id).is_none(), "{id}");
+    }
+}
