@@ -12,7 +12,7 @@ fn the_example_file_parses() {
     let text = include_str!("../../../../switchyard.example.toml");
     let config = parse(text, "switchyard.example.toml").unwrap();
     assert_eq!(config.routes.len(), 4);
-    assert_eq!(config.providers.len(), 10);
+    assert_eq!(config.providers.len(), 11);
     assert_eq!(config.routes[3].name, "openai/*");
     let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
     let route = built.gateway.route("openai/gpt-4.1-mini").unwrap();
@@ -302,6 +302,7 @@ fn the_example_file_builds_every_adapter_and_warns_of_missing_keys() {
             "gemini",
             "azure",
             "vertex",
+            "bedrock",
             "bedrock"
         ]
     );

@@ -426,3 +426,117 @@ async fn container_and_instance_metadata_credentials_sign_through_the_proxy() {
     let reply = server.chat(&chat_body("smart", "Capital of France?")).await;
     reply.expect_status(200);
 }
+
+const TITAN: &str = "amazon.titan-embed-text-v2:0";
+const COHERE: &str = "cohere.embed-v4:0";
+const EMBEDDINGS_SCRIPT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../tests/python/test_bedrock_embeddings.py"
+);
+
+/// Bedrock's InvokeModel for Titan and Cohere embeddings: a call not signed with the test's
+/// credentials is refused (403); Titan answers `[len(text), dimensions]` with
+/// `inputTextTokenCount`, Cohere one `[len(text)]` per text with the count in the header.
+struct Embeddings;
+
+impl Respond for Embeddings {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        if !signed_right(request) {
+            return Bedrock {
+                answer: ResponseTemplate::new(500),
+            }
+            .respond(request);
+        }
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let invalid = |what: &str| {
+            ResponseTemplate::new(400)
+                .insert_header("x-amzn-ErrorType", "ValidationException")
+                .set_body_json(json!({"message": format!("Malformed input request: {what}")}))
+        };
+        if let Some(text) = body["inputText"].as_str() {
+            let n = text.chars().count();
+            return ResponseTemplate::new(200).set_body_json(json!({
+                "embedding": [n, body["dimensions"].as_u64().unwrap_or(1024)],
+                "inputTextTokenCount": n,
+            }));
+        }
+        let texts: Vec<&str> = (body["texts"].as_array().into_iter().flatten())
+            .filter_map(Value::as_str)
+            .collect();
+        if body["input_type"] != "search_document" || texts.is_empty() || texts.len() > 96 {
+            return invalid("texts, input_type");
+        }
+        let tokens: usize = texts.iter().map(|t| t.chars().count()).sum();
+        let floats: Vec<Value> = texts.iter().map(|t| json!([t.chars().count()])).collect();
+        ResponseTemplate::new(200)
+            .insert_header(
+                "x-amzn-bedrock-input-token-count",
+                tokens.to_string().as_str(),
+            )
+            .set_body_json(
+                json!({"response_type": "embeddings_by_type", "embeddings": {"float": floats}}),
+            )
+    }
+}
+
+#[tokio::test]
+async fn the_openai_sdk_embeds_through_signed_titan_and_cohere_invoke_calls() {
+    let mut probe = crate::support::python();
+    probe.args(["-c", "import openai"]);
+    let probed = crate::support::try_run_bounded(probe, std::time::Duration::from_secs(60));
+    assert!(
+        probed.is_ok_and(|o| o.status.success()),
+        "this test needs the official `openai` package in $SWITCHYARD_PYTHON: \
+         pip install -r tests/python/requirements.txt"
+    );
+    let upstream = MockServer::start().await;
+    for model in [TITAN, COHERE] {
+        Mock::given(method("POST"))
+            .and(path(format!("/model/{}/invoke", model.replace(':', "%3A"))))
+            .respond_with(Embeddings)
+            .mount(&upstream)
+            .await;
+    }
+    let uri = upstream.uri();
+    // Titan V2 has no shipped price (none published could be read): it says what it serves
+    // and its price; Cohere Embed v4's shipped entry makes it an embeddings model
+    let config = format!(
+        "[[providers]]\nname = \"titan\"\nkind = \"bedrock\"\nregion = \"{REGION}\"\nmodel = \"{TITAN}\"\n\
+         base_url = \"{uri}\"\nserves = [\"embeddings\"]\nprice = {{ input_per_mtok = 0.02, output_per_mtok = 0.0 }}\n\n\
+         [[providers]]\nname = \"cohere\"\nkind = \"bedrock\"\nregion = \"{REGION}\"\nmodel = \"{COHERE}\"\nbase_url = \"{uri}\"\n\n{}{}",
+        route("titan", &["titan"], ""),
+        route("cohere", &["cohere"], "")
+    );
+    let env = [
+        ("AWS_ACCESS_KEY_ID", ACCESS_KEY_ID),
+        ("AWS_SECRET_ACCESS_KEY", SECRET),
+        ("AWS_SESSION_TOKEN", TOKEN),
+    ];
+    let server = Server::start(Scratch::new("e2e", "bedrock-embeddings"), &config, &env);
+    let mut script = crate::support::python();
+    script.args([EMBEDDINGS_SCRIPT, &format!("{}/v1", server.base)]);
+    let out = crate::support::run_bounded(script, std::time::Duration::from_secs(120));
+    assert!(
+        out.status.success(),
+        "the openai SDK Bedrock embeddings script failed\n{}\n--- server\n{}",
+        crate::support::describe(&out),
+        server.output()
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("all bedrock embeddings checks passed"));
+    let received = upstream.received_requests().await.unwrap_or_default();
+    let titan_calls = received
+        .iter()
+        .filter(|r| r.url.path().contains("titan"))
+        .count();
+    assert_eq!(titan_calls, 10, "one call per input, two requests of five");
+    let mut cohere_sizes: Vec<usize> = (received.iter())
+        .filter(|r| r.url.path().contains("cohere"))
+        .map(|r| {
+            let body: Value = serde_json::from_slice(&r.body).unwrap();
+            body["texts"].as_array().map_or(0, Vec::len)
+        })
+        .collect();
+    cohere_sizes.sort_unstable();
+    assert_eq!(cohere_sizes, [4, 96], "100 inputs as calls of at most 96");
+    assert!(received.iter().all(signed_right), "every call signed");
+}

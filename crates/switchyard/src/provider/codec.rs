@@ -27,7 +27,7 @@ use super::sign::{RequestSigner, Signable};
 use super::sse::{self, Parsed, SseEvent, SseStream};
 use super::token::TokenSource;
 use super::{embeddings_unsupported, reply_as_chunk, ChunkStream, Provider};
-use crate::chat::{ChatRequest, Field, FieldSet, ProviderReply, Support};
+use crate::chat::{ChatRequest, Field, FieldSet, ProviderReply, Support, Usage};
 use crate::clock::Clock;
 use crate::embedding::{EmbeddingReply, EmbeddingRequest};
 use crate::error::{ErrorKind, ProviderError};
@@ -131,6 +131,21 @@ pub trait Codec: std::fmt::Debug + Send + Sync + 'static {
         Err(embeddings_unsupported(Self::KIND))
     }
 
+    /// The most inputs one embeddings call takes (Bedrock's Titan: one). A request with
+    /// more goes as consecutive calls of at most this many inside the one attempt, their
+    /// vectors joined in order and their usage summed; any call failing fails the
+    /// attempt. The default: no limit (one call).
+    fn embeddings_per_call(&self) -> usize {
+        usize::MAX
+    }
+
+    /// Input tokens of an embeddings call that the vendor reports in the answer's headers
+    /// rather than its body (Bedrock's `X-Amzn-Bedrock-Input-Token-Count`), used when the
+    /// body reports none. The default: none.
+    fn embeddings_usage(&self, _response: &UpstreamResponse) -> Option<Usage> {
+        None
+    }
+
     /// A non-2xx answer as an error (the only place status codes are read).
     fn classify(failure: &HttpFailure, now: SystemTime) -> ProviderError;
 
@@ -186,6 +201,10 @@ pub struct Endpoints {
     /// The free listing request of the health check.
     pub health: Endpoint,
 }
+
+/// How many of one request's embeddings calls are in flight at once, when the codec takes
+/// fewer inputs per call than the request has (see [`Codec::embeddings_per_call`]).
+pub const EMBEDDING_CALLS_AT_ONCE: usize = 4;
 
 /// What every vendor's configuration holds besides its codec.
 #[derive(Debug)]
@@ -450,6 +469,36 @@ impl<C: Codec> HttpProvider<C> {
     }
 }
 
+impl<C: Codec> HttpProvider<C> {
+    /// One embeddings call for `req`: its body posted to `url`, the answer parsed, usage
+    /// from the headers when the body reports none.
+    async fn embed_call(
+        &self,
+        url: &Endpoint,
+        req: &EmbeddingRequest,
+    ) -> Result<EmbeddingReply, ProviderError> {
+        let body = self.codec.encode_embeddings(req)?;
+        let headers = self
+            .ready(
+                "POST",
+                url,
+                std::borrow::Cow::Borrowed(&self.json_headers),
+                &body,
+            )
+            .await?;
+        let sent = self.http.post_json(url, &headers, body).await;
+        let response = self.checked(sent).await?;
+        let reported = self.codec.embeddings_usage(&response);
+        let bytes = response.body().await.map_err(|e| self.redact(e))?;
+        let mut reply = self
+            .codec
+            .parse_embeddings(&bytes)
+            .map_err(|e| self.redact(e))?;
+        reply.usage = reply.usage.or(reported);
+        Ok(reply)
+    }
+}
+
 /// `error` with every credential a provider holds scrubbed out — the key, the bearer token
 /// last handed out, the signer's secrets — before it is cut to length ([`redact_all`]).
 fn scrub_all(
@@ -543,21 +592,43 @@ impl<C: Codec> Provider for HttpProvider<C> {
         let Some(url) = &self.embeddings else {
             return Err(embeddings_unsupported(C::KIND));
         };
-        let body = self.codec.encode_embeddings(req)?;
-        let headers = self
-            .ready(
-                "POST",
-                url,
-                std::borrow::Cow::Borrowed(&self.json_headers),
-                &body,
-            )
-            .await?;
-        let sent = self.http.post_json(url, &headers, body).await;
-        let response = self.checked(sent).await?;
-        let bytes = response.body().await.map_err(|e| self.redact(e))?;
-        self.codec
-            .parse_embeddings(&bytes)
-            .map_err(|e| self.redact(e))
+        let per_call = self.codec.embeddings_per_call().max(1);
+        if req.inputs.len() <= per_call {
+            return self.embed_call(url, req).await;
+        }
+        let parts: Vec<EmbeddingRequest> = (req.inputs.chunks(per_call))
+            .map(|inputs| EmbeddingRequest {
+                inputs: inputs.to_vec(),
+                ..req.clone()
+            })
+            .collect();
+        // consecutive calls, a few in flight at once, read back in order; the first
+        // failure ends the attempt (the calls still in flight are dropped)
+        let calls: Vec<_> = (parts.iter())
+            .map(|part| async move { (part.inputs.len(), self.embed_call(url, part).await) })
+            .collect();
+        let mut replies = futures_util::stream::iter(calls).buffered(EMBEDDING_CALLS_AT_ONCE);
+        let mut whole = EmbeddingReply {
+            vectors: Vec::with_capacity(req.inputs.len()),
+            usage: Some(Usage::default()),
+            model: None,
+        };
+        while let Some((asked, reply)) = replies.next().await {
+            let reply = reply?;
+            if reply.vectors.len() != asked {
+                return Err(ProviderError::new(
+                    ErrorKind::Malformed,
+                    format!(
+                        "{} vectors for {asked} inputs in one embeddings call",
+                        reply.vectors.len()
+                    ),
+                ));
+            }
+            whole.vectors.extend(reply.vectors);
+            whole.usage = whole.usage.zip(reply.usage).map(|(a, b)| a.plus(b));
+            whole.model = whole.model.or(reply.model);
+        }
+        Ok(whole)
     }
 
     /// `POST {count_tokens_url}` with the client's body (this provider's model in it) and

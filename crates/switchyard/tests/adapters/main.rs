@@ -19,6 +19,7 @@ mod suite;
 mod anthropic;
 mod azure;
 mod bedrock;
+mod bedrock_embed;
 mod bedrock_platform;
 mod count_tokens;
 mod embeddings;

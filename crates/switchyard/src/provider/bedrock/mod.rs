@@ -1,12 +1,13 @@
 //! AWS Bedrock: any Converse-capable model (Anthropic's Claude, Meta's Llama, Mistral,
-//! Amazon Nova, …) through the Converse and ConverseStream APIs, signed with AWS Signature
-//! Version 4.
+//! Amazon Nova, …) through the Converse and ConverseStream APIs, and the Titan and Cohere
+//! text embeddings models through InvokeModel, signed with AWS Signature Version 4.
 //!
 //! Owns [`BedrockConfig`], [`Bedrock::new`] and [`BedrockCodec`]; the body is `request.rs`,
 //! answers `reply.rs`, stream events `stream.rs` (read from AWS's binary event stream by
-//! [`super::eventstream`]), errors `classify.rs`, credentials `credentials.rs`, signing
-//! `sigv4.rs`, the shared credentials file `profile.rs`, credentials the platform issues
-//! (web identity, container endpoint, instance metadata) `platform/`.
+//! [`super::eventstream`]), embeddings `embed.rs`, errors `classify.rs`, credentials
+//! `credentials.rs`, signing `sigv4.rs`, the shared credentials file `profile.rs`,
+//! credentials the platform issues (web identity, container endpoint, instance metadata)
+//! `platform/`.
 //!
 //! URLs, from the region (`base_url` / `control_url` replace the roots, for a VPC endpoint
 //! or a test's mock):
@@ -15,6 +16,8 @@
 //!   (`anthropic.claude-3-5-haiku-20241022-v1:0`, an inference profile
 //!   `us.anthropic.claude-sonnet-4-5-20250929-v1:0`, or an ARN) is percent-encoded into
 //!   one path segment, as the AWS SDKs send it.
+//! - Embeddings: `POST …/model/{modelId}/invoke` (InvokeModel; JSON in and out), one call
+//!   per Titan text and per 96 Cohere texts (`embed.rs`).
 //! - The health check (`probe = "listing"`) GETs the model on the control plane:
 //!   `https://bedrock.{region}.amazonaws.com/foundation-models/{modelId}` (GetFoundationModel)
 //!   or, for an inference profile (`us.`/`eu.`/`apac.`/`global.`… prefixed ids, or an
@@ -33,6 +36,7 @@
 
 pub mod classify;
 pub mod credentials;
+pub mod embed;
 pub mod platform;
 pub mod profile;
 mod reply;
@@ -47,14 +51,18 @@ use ::http::HeaderMap;
 
 pub use classify::classify;
 pub use credentials::AwsCredentials;
+pub use embed::Family;
 pub use stream::Events;
 
 use super::codec::{Codec, Connection, Endpoints, Framing, HttpProvider};
-use super::http::{self, ConfigError, Endpoint, HttpFailure, HttpSettings, Transport};
+use super::http::{
+    self, ConfigError, Endpoint, HttpFailure, HttpSettings, Transport, UpstreamResponse,
+};
 use super::secret::Secret;
 use super::sse;
-use crate::chat::{ChatRequest, Field, FieldSet, ProviderReply, Support};
+use crate::chat::{ChatRequest, Field, FieldSet, ProviderReply, Support, Usage};
 use crate::clock::Clock;
+use crate::embedding::{EmbeddingReply, EmbeddingRequest};
 use crate::error::ProviderError;
 
 /// The prefixes of cross-region inference profile ids (`us.anthropic.…`).
@@ -225,7 +233,9 @@ impl Bedrock {
             usage_grace: config.usage_grace,
             clock: config.clock,
         };
-        let provider = Self::assemble(codec, endpoints, connection, transport)?;
+        let embeddings = Endpoint::at(root, &format!("{model_path}/invoke"))?;
+        let provider =
+            Self::assemble(codec, endpoints, connection, transport)?.with_embeddings(embeddings);
         Ok(match signer {
             Some(signer) => provider.with_signer(Arc::new(signer)),
             None => provider,
@@ -275,6 +285,30 @@ impl Codec for BedrockCodec {
 
     fn events(&self, (): ()) -> Events {
         Events::default()
+    }
+
+    /// An embeddings family's InvokeModel body (`embed.rs`); a model of none is
+    /// `ModelNotFound`, so a route fails over past it.
+    fn encode_embeddings(&self, req: &EmbeddingRequest) -> Result<Vec<u8>, ProviderError> {
+        let family =
+            Family::of(&self.model).ok_or_else(|| embed::not_an_embeddings_model(&self.model))?;
+        embed::body(req, family)
+    }
+
+    fn parse_embeddings(&self, body: &[u8]) -> Result<EmbeddingReply, ProviderError> {
+        let family =
+            Family::of(&self.model).ok_or_else(|| embed::not_an_embeddings_model(&self.model))?;
+        embed::parse(body, family)
+    }
+
+    /// Titan takes one text per call, Cohere 96.
+    fn embeddings_per_call(&self) -> usize {
+        Family::of(&self.model).map_or(usize::MAX, Family::per_call)
+    }
+
+    /// InvokeModel's `X-Amzn-Bedrock-Input-Token-Count` (Cohere's body has no count).
+    fn embeddings_usage(&self, response: &UpstreamResponse) -> Option<Usage> {
+        embed::header_usage(response.header("x-amzn-bedrock-input-token-count"))
     }
 
     fn classify(failure: &HttpFailure, now: SystemTime) -> ProviderError {

@@ -1,5 +1,6 @@
 //! Codec tests (bodies, replies, streams, errors, signing, prices); `cache.rs`: prompt-cache
-//! breakpoints as `cachePoint` blocks and the cache usage they bill.
+//! breakpoints as `cachePoint` blocks and the cache usage they bill; `embed.rs`: embeddings
+//! through InvokeModel.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -662,3 +663,4 @@ fn reasoning_effort_is_claude_thinking_and_refused_for_other_models() {
 }
 
 mod cache;
+mod embed;
