@@ -52,6 +52,12 @@ fn bedrock(uri: &str, secret: Option<Secret>, clock: Clock) -> Bedrock {
 
 /// Why a request's signature is not the one `secret` and `token` make, or `None` when it is.
 pub fn signature_problem(request: &Request, secret: &str, token: &str) -> Option<String> {
+    verify(request, secret, token).err()
+}
+
+/// [`signature_problem`] as a `Result`: every missing or malformed piece is a problem, as
+/// it is to AWS (an unsigned request, a bearer token, a header without its `Signature=`).
+fn verify(request: &Request, secret: &str, token: &str) -> Result<(), String> {
     let header = |name: &str| {
         request
             .headers
@@ -59,8 +65,8 @@ pub fn signature_problem(request: &Request, secret: &str, token: &str) -> Option
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
     };
-    let auth = header("authorization")?;
-    let rest = auth.strip_prefix("AWS4-HMAC-SHA256 ")?;
+    let auth = header("authorization").ok_or("no Authorization header")?;
+    let rest = (auth.strip_prefix("AWS4-HMAC-SHA256 ")).ok_or("not a SigV4 Authorization")?;
     let mut credential = None;
     let mut signed_headers = None;
     let mut signature = None;
@@ -73,24 +79,28 @@ pub fn signature_problem(request: &Request, secret: &str, token: &str) -> Option
             signature = Some(v.to_owned());
         }
     }
-    let (credential, signed_headers, signature) = (credential?, signed_headers?, signature?);
-    let date = header("x-amz-date")?;
+    let (Some(credential), Some(signed_headers), Some(signature)) =
+        (credential, signed_headers, signature)
+    else {
+        return Err("Authorization lacks Credential, SignedHeaders or Signature".to_owned());
+    };
+    let date = header("x-amz-date").ok_or("no x-amz-date")?;
     let expected_scope = format!(
         "{ACCESS_KEY_ID}/{}/{REGION}/bedrock/aws4_request",
         &date[..8]
     );
     if credential != expected_scope {
-        return Some(format!("credential scope {credential}"));
+        return Err(format!("credential scope {credential}"));
     }
     for required in ["host", "x-amz-date", "x-amz-security-token"] {
         if !signed_headers.split(';').any(|h| h == required) {
-            return Some(format!("{required} is not signed"));
+            return Err(format!("{required} is not signed"));
         }
     }
     if header("x-amz-security-token").as_deref() != Some(token) {
-        return Some("wrong session token".to_owned());
+        return Err("wrong session token".to_owned());
     }
-    let time = httpdate_from_amz(&date)?;
+    let time = httpdate_from_amz(&date).ok_or("x-amz-date is not a date")?;
     let values: Vec<(String, String)> = signed_headers
         .split(';')
         .filter_map(|name| Some((name.to_owned(), header(name)?)))
@@ -114,7 +124,11 @@ pub fn signature_problem(request: &Request, secret: &str, token: &str) -> Option
     )
     .unwrap();
     let (_, computed) = sign(signable, &params).unwrap().into_parts();
-    (computed != signature).then(|| "signature mismatch".to_owned())
+    if computed == signature {
+        Ok(())
+    } else {
+        Err("signature mismatch".to_owned())
+    }
 }
 
 /// `20261129T100000Z` as a time.
