@@ -40,6 +40,21 @@ use crate::provider::{ChunkStream, Provider};
 /// The most calls of one embeddings request in flight at once.
 pub const CONCURRENT_CALLS: usize = 8;
 
+/// Whether `model` names one of Google's text embedding models on Vertex AI
+/// (`gemini-embedding-*`, `text-embedding-*`, `text-multilingual-embedding-*`,
+/// `textembedding-gecko*`): what a config that names no API serves by default.
+#[must_use]
+pub fn is_embeddings_model(model: &str) -> bool {
+    [
+        "gemini-embedding-",
+        "text-embedding-",
+        "text-multilingual-embedding-",
+        "textembedding-gecko",
+    ]
+    .iter()
+    .any(|prefix| model.starts_with(prefix))
+}
+
 /// What one `:predict` call of a model may carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -404,6 +419,25 @@ mod tests {
         let err = body(&many, Limits::of("text-multilingual-embedding-002")).unwrap_err();
         assert!(err.message.contains("251 inputs"), "{err}");
         assert!(body(&texts(&[1; 250]), Limits::of("text-embedding-005")).is_ok());
+    }
+
+    #[test]
+    fn google_s_embedding_models_are_known_by_name() {
+        for m in [
+            "gemini-embedding-001",
+            "text-embedding-005",
+            "text-multilingual-embedding-002",
+            "textembedding-gecko@003",
+        ] {
+            assert!(is_embeddings_model(m), "{m}");
+        }
+        for m in [
+            "gemini-2.5-flash",
+            "claude-sonnet-4@20250514",
+            "multimodalembedding@001",
+        ] {
+            assert!(!is_embeddings_model(m), "{m}");
+        }
     }
 
     #[test]
