@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """The official `openai` Python SDK's embeddings, unchanged, against `switchyard serve`.
 
-Usage: python test_openai_embeddings.py BASE_URL
+Usage: python test_openai_embeddings.py BASE_URL [PROVIDER]
     BASE_URL  the proxy's OpenAI root, e.g. http://127.0.0.1:4000/v1 (no client keys)
+    PROVIDER  the provider that answers: `gemini` (the default) or `vertex`
 
 The proxy must serve the embeddings route `embed` over a broken OpenAI provider and a
-Gemini provider whose mock answers each text with [len(text), 0.5, -0.25] (the Rust test
-`crates/switchyard-server/tests/e2e/embeddings.rs` starts one like this), and a chat
-route `chat`.
+Gemini (or Vertex AI) provider whose mock answers each text with [len(text), 0.5, -0.25]
+(the Rust tests in `crates/switchyard-server/tests/e2e/embeddings.rs` start them like this),
+and a chat route `chat`. A `vertex` mock reports each text's length as its token_count, and
+its model (gemini-embedding-001) is priced: the usage and the cost are checked too.
 
 Checks: `embeddings.create` with `encoding_format="float"`, with the SDK's default (it asks
 for base64 and decodes it itself) and with an explicit `"base64"` (decoded here as
@@ -35,6 +37,9 @@ except ImportError:  # pragma: no cover - the message is the point
 TEXTS = ["hello", "switchyard embeds"]
 EXPECTED = [[float(len(t)), 0.5, -0.25] for t in TEXTS]
 FAILURES = []
+PROVIDER = "gemini"
+# gemini-embedding-001's price: $0.15 per 1M input tokens
+USD_PER_TOKEN = 0.15 / 1_000_000
 
 
 def check(ok, what):
@@ -47,7 +52,7 @@ def check(ok, what):
 
 def floats(c):
     raw = c.embeddings.with_raw_response.create(model="embed", input=TEXTS, encoding_format="float")
-    check(raw.headers.get("x-switchyard-provider") == "gemini",
+    check(raw.headers.get("x-switchyard-provider") == PROVIDER,
           f"float: provider header {raw.headers.get('x-switchyard-provider')!r}")
     check(raw.headers.get("x-switchyard-failed-over") == "true",
           f"float: failed-over header {raw.headers.get('x-switchyard-failed-over')!r}")
@@ -59,12 +64,18 @@ def floats(c):
     vectors = [d.embedding for d in resp.data]
     check(vectors == EXPECTED, f"float: vectors {vectors!r}")
     extra = (resp.model_extra or {}).get("switchyard") or {}
-    check(extra.get("provider") == "gemini", f"float: switchyard object {extra!r}")
+    check(extra.get("provider") == PROVIDER, f"float: switchyard object {extra!r}")
     check(extra.get("failed_over") is True, f"float: failed_over {extra!r}")
     tried = [(a.get("provider"), a.get("outcome"), a.get("kind")) for a in extra.get("attempts", [])]
-    check(tried == [("openai-broken", "failed", "overloaded"), ("gemini", "success", None)],
+    check(tried == [("openai-broken", "failed", "overloaded"), (PROVIDER, "success", None)],
           f"float: attempts {extra.get('attempts')!r}")
     check(resp.usage is not None, "float: usage present")
+    if PROVIDER == "vertex":
+        tokens = sum(len(t) for t in TEXTS)
+        check(resp.usage.prompt_tokens == tokens, f"float: usage {resp.usage!r}")
+        cost = extra.get("cost_usd")
+        check(cost is not None and abs(cost - tokens * USD_PER_TOKEN) < 1e-12,
+              f"float: cost_usd {cost!r}")
     return vectors
 
 
@@ -109,7 +120,7 @@ def errors(c):
     for what, kwargs, exc in [
         ("chat route", {"model": "chat", "input": "x"}, openai.BadRequestError),
         ("unknown route", {"model": "nope", "input": "x"}, openai.NotFoundError),
-        ("token input to gemini", {"model": "embed", "input": [[1, 2, 3]]}, openai.BadRequestError),
+        (f"token input to {PROVIDER}", {"model": "embed", "input": [[1, 2, 3]]}, openai.BadRequestError),
     ]:
         try:
             c.embeddings.create(encoding_format="float", **kwargs)
@@ -121,8 +132,11 @@ def errors(c):
 
 
 def main():
-    if len(sys.argv) != 2:
+    global PROVIDER
+    if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
+    if len(sys.argv) == 3:
+        PROVIDER = sys.argv[2]
     c = OpenAI(base_url=sys.argv[1], api_key="unused", max_retries=0, timeout=20.0)
     want = floats(c)
     sdk_default(c, want)

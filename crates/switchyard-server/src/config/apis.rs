@@ -1,12 +1,15 @@
 //! Which API each provider and route serves (`serves` on a provider, `api` on a route).
 //!
 //! A provider serves chat unless it says otherwise, or unless its model is an embeddings
-//! model in the shipped price table (`"api": "embeddings"` there), which then serves
-//! embeddings. A route serves one API: its `api`, else the one its providers share (chat
-//! when they share both). A route whose providers share none, or a provider that does not
-//! serve its route's API, is a config error naming both; so is `embeddings` on a vendor
-//! without an embeddings API (Anthropic).
+//! model in the shipped price table (`"api": "embeddings"` there) or, on `vertex`, one of
+//! Google's text embedding models by name (`text-embedding-005`, billed per character,
+//! has no per-token price), which then serves embeddings. A route serves one API: its
+//! `api`, else the one its providers share (chat when they share both). A route whose
+//! providers share none, or a provider that does not serve its route's API, is a config
+//! error naming both; so is `embeddings` on a vendor without an embeddings API
+//! (Anthropic, and Claude on Vertex AI).
 
+use switchyard::provider::vertex;
 use switchyard::{Api, PriceTable};
 
 use super::{Config, Problems, ProviderToml, RouteToml};
@@ -29,9 +32,11 @@ pub fn serves(prov: &ProviderToml) -> Vec<Api> {
     match &prov.serves {
         Some(names) => names.iter().filter_map(|n| parse(n)).collect(),
         None => {
-            let embeddings = (prov.model.as_deref())
-                .and_then(|m| PriceTable::builtin().lookup(m))
-                .is_some_and(|e| e.embeddings);
+            let model = prov.model.as_deref().unwrap_or_default();
+            let embeddings = PriceTable::builtin()
+                .lookup(model)
+                .is_some_and(|e| e.embeddings)
+                || (prov.kind == "vertex" && vertex::embed::is_embeddings_model(model));
             vec![if embeddings {
                 Api::Embeddings
             } else {
@@ -39,6 +44,20 @@ pub fn serves(prov: &ProviderToml) -> Vec<Api> {
             }]
         }
     }
+}
+
+/// A `vertex` provider of Claude: publisher `anthropic`, or none and a `claude-*` model
+/// (the library's default, `VertexConfig::publisher`).
+fn vertex_claude(prov: &ProviderToml) -> bool {
+    let claude = prov
+        .model
+        .as_deref()
+        .is_some_and(|m| m.starts_with("claude-"));
+    prov.kind == "vertex"
+        && match prov.publisher.as_deref() {
+            Some(publisher) => publisher == "anthropic",
+            None => claude,
+        }
 }
 
 /// The API route `r` serves.
@@ -92,6 +111,10 @@ pub(super) fn validate(config: &Config, p: &mut Problems) {
                 Some(Api::Embeddings) if prov.kind == "anthropic" => p.add(
                     format!("{at}[{j}]"),
                     "anthropic providers do not serve embeddings (Anthropic has no embeddings API)",
+                ),
+                Some(Api::Embeddings) if vertex_claude(prov) => p.add(
+                    format!("{at}[{j}]"),
+                    "vertex serves embeddings on Google's models only (publisher \"google\"); Claude has no embeddings API",
                 ),
                 Some(_) => {}
             }
@@ -262,6 +285,79 @@ mod tests {
         "#,
         );
         assert!(p.is_empty(), "{p:?}");
+    }
+
+    #[test]
+    fn vertex_embeddings_models_serve_embeddings_and_claude_on_vertex_does_not() {
+        let vertex = r#"
+            [[providers]]
+            name = "v-gemini"
+            kind = "vertex"
+            project = "acme"
+            location = "us-central1"
+            model = "gemini-embedding-001"
+
+            [[providers]]
+            name = "v-text"
+            kind = "vertex"
+            project = "acme"
+            location = "global"
+            model = "text-embedding-005"
+
+            [[providers]]
+            name = "v-chat"
+            kind = "vertex"
+            project = "acme"
+            location = "us-central1"
+            model = "gemini-2.5-flash"
+        "#;
+        let text = format!(
+            "{PROVIDERS}{vertex}{}",
+            r#"
+            [[routes]]
+            name = "vectors"
+            providers = ["v-gemini", "v-text", "small"]
+
+            [[routes]]
+            name = "chat"
+            providers = ["v-chat"]
+        "#
+        );
+        let config = parse(&text, "t.toml").unwrap();
+        let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
+        assert_eq!(built.gateway.route("vectors").unwrap().api, Api::Embeddings);
+        assert_eq!(built.gateway.route("chat").unwrap().api, Api::Chat);
+
+        let p = problems(
+            r#"
+            [[routes]]
+            name = "r"
+            providers = ["gpt"]
+        "#,
+            r#"
+            [[providers]]
+            name = "v-claude"
+            kind = "vertex"
+            project = "acme"
+            location = "us-east5"
+            model = "claude-sonnet-4@20250514"
+            serves = ["embeddings"]
+
+            [[providers]]
+            name = "v-google"
+            kind = "vertex"
+            project = "acme"
+            location = "us-east5"
+            model = "gemini-2.5-flash"
+            serves = ["chat", "embeddings"]
+        "#,
+        );
+        assert_eq!(
+            p,
+            [
+                r#"providers[3].serves[0]: vertex serves embeddings on Google's models only (publisher "google"); Claude has no embeddings API"#
+            ]
+        );
     }
 
     #[test]

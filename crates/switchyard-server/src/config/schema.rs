@@ -104,7 +104,8 @@ pub struct ProviderToml {
     /// The vendor's model id.
     pub model: Option<String>,
     /// The APIs it serves: `["chat"]`, `["embeddings"]` or both (default: `["embeddings"]`
-    /// for a model the price table lists as an embeddings model, else `["chat"]`).
+    /// for a model the price table lists as an embeddings model or, on `vertex`, one of
+    /// Google's text embedding models, else `["chat"]`).
     pub serves: Option<Vec<String>>,
     /// The environment variable holding the key (never the key itself).
     pub api_key_env: Option<String>,

@@ -41,7 +41,7 @@ fn gemini(server: &MockServer) -> Arc<dyn Provider> {
     Arc::new(Gemini::new(config, &Transport::default()).unwrap())
 }
 
-fn request() -> EmbeddingRequest {
+pub(crate) fn request() -> EmbeddingRequest {
     EmbeddingRequest {
         user: Some("user-7".to_owned()),
         ..EmbeddingRequest::texts(&["first text", "second"]).dimensions(2)
@@ -211,7 +211,12 @@ async fn a_vendor_without_embeddings_refuses_without_calling() {
 
 /// Every row of the vendor's error table, answered on the embeddings endpoint, with the
 /// key echoed into the message: classified as the table says, the key never in the error.
-async fn errors_classify(provider: &dyn Provider, server: &MockServer, at: &str, vendor: &str) {
+pub(crate) async fn errors_classify(
+    provider: &dyn Provider,
+    server: &MockServer,
+    at: &str,
+    vendor: &str,
+) {
     let text = std::fs::read_to_string(format!(
         "{}/tests/fixtures/{vendor}/errors.json",
         env!("CARGO_MANIFEST_DIR")

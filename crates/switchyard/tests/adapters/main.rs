@@ -29,6 +29,7 @@ mod openai;
 mod openai_responses;
 mod raw;
 mod vertex;
+mod vertex_embeddings;
 
 adapter_suite!(anthropic_suite, crate::anthropic::Harness);
 adapter_suite!(azure_v1_suite, crate::azure::V1Harness);

@@ -28,8 +28,8 @@ use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::suite::{fixture, RequestView, VendorHarness, KEY, PROMPT};
 
-const PROJECT: &str = "acme-prod";
-const LOCATION: &str = "us-east5";
+pub(crate) const PROJECT: &str = "acme-prod";
+pub(crate) const LOCATION: &str = "us-east5";
 const EMAIL: &str = "gateway@acme-prod.iam.gserviceaccount.com";
 
 fn key_pem(name: &str) -> String {
@@ -89,7 +89,7 @@ impl Respond for TokenEndpoint {
 }
 
 /// Mount a token endpoint on `server` at `/token`; the count of tokens issued.
-async fn mount_token_endpoint(
+pub(crate) async fn mount_token_endpoint(
     server: &MockServer,
     tokens: &[&str],
     expires_in: u64,
@@ -110,7 +110,7 @@ async fn mount_token_endpoint(
 }
 
 /// A service-account key file for `token_uri` signed with the key in `pem_fixture`.
-fn key_file(token_uri: &str, pem_fixture: &str) -> PathBuf {
+pub(crate) fn key_file(token_uri: &str, pem_fixture: &str) -> PathBuf {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("switchyard-vertex-{}-{n}", std::process::id()));
@@ -125,7 +125,7 @@ fn key_file(token_uri: &str, pem_fixture: &str) -> PathBuf {
 
 /// The suite's token endpoint, on a runtime of its own (suite tests each have one and a
 /// provider is built outside async code): it issues the suite's [`KEY`] as the token.
-fn suite_token_uri() -> &'static str {
+pub(crate) fn suite_token_uri() -> &'static str {
     static URI: OnceLock<String> = OnceLock::new();
     URI.get_or_init(|| {
         let (tx, rx) = std::sync::mpsc::channel();
@@ -145,7 +145,7 @@ fn suite_token_uri() -> &'static str {
     })
 }
 
-fn tokens(key_file: &std::path::Path, clock: Clock) -> Arc<ServiceAccountTokens> {
+pub(crate) fn tokens(key_file: &std::path::Path, clock: Clock) -> Arc<ServiceAccountTokens> {
     let account = ServiceAccount::from_file(key_file).unwrap();
     let http = Transport::default()
         .client(HttpSettings::default())
@@ -158,7 +158,7 @@ fn tokens(key_file: &std::path::Path, clock: Clock) -> Arc<ServiceAccountTokens>
     ))
 }
 
-fn vertex(
+pub(crate) fn vertex(
     server_uri: &str,
     model: &str,
     credentials: Option<Arc<dyn TokenSource>>,
@@ -173,11 +173,11 @@ fn vertex(
     Vertex::provider(config, &Transport::default()).unwrap()
 }
 
-fn model_path(publisher: &str, model: &str) -> String {
+pub(crate) fn model_path(publisher: &str, model: &str) -> String {
     format!("/v1/projects/{PROJECT}/locations/{LOCATION}/publishers/{publisher}/models/{model}")
 }
 
-fn bearer(request: &Request) -> Option<String> {
+pub(crate) fn bearer(request: &Request) -> Option<String> {
     request
         .headers
         .get("authorization")

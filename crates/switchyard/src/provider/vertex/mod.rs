@@ -3,7 +3,8 @@
 //! project's regional or global endpoint, with a service account's OAuth2 token.
 //!
 //! Owns [`VertexConfig`], [`Vertex::provider`] (which builds the one of the two providers the
-//! model needs) and the two wrapper codecs; the service-account token exchange is `auth.rs`.
+//! model needs) and the two wrapper codecs; the service-account token exchange is `auth.rs`;
+//! embeddings' `:predict` shape and per-call limits are `embed.rs`.
 //!
 //! URLs: the API root is `https://{location}-aiplatform.googleapis.com/v1`, or
 //! `https://aiplatform.googleapis.com/v1` for `location = "global"`; under it the model is
@@ -17,6 +18,8 @@
 //!   body (`docs/dialects.md`) is sent the same way. Errors are classified by Google's
 //!   rules when the body is Google's (`{"error": {"status": …}}`: auth, quota), else
 //!   by Anthropic's.
+//! - Embeddings (Google's models only): `…:predict`, the Text Embeddings API's body, a
+//!   request split into calls within the model's per-call limits (`embed.rs`).
 //! - The health check GETs the publisher model (`{root}/publishers/{publisher}/models/{model}`):
 //!   free, and it proves the token.
 //!
@@ -24,11 +27,11 @@
 //! [`auth::ServiceAccountTokens`]); the library reads no environment: the server resolves
 //! the key file's path from the env var its config names.
 //!
-//! Not served: embeddings (Vertex's `:predict` shape differs from the Gemini API's: the
-//! providers have no embeddings endpoint, so their codecs are never asked for a body) and
-//! token counting.
+//! Not served: embeddings on Claude (Anthropic has none: those providers have no
+//! embeddings endpoint) and token counting.
 
 pub mod auth;
+pub mod embed;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -46,6 +49,7 @@ use super::token::TokenSource;
 use super::wrapping;
 use crate::chat::ChatRequest;
 use crate::clock::Clock;
+use crate::embedding::{EmbeddingReply, EmbeddingRequest};
 use crate::error::{ErrorKind, ProviderError};
 use crate::Provider;
 
@@ -195,13 +199,19 @@ impl Vertex {
                     )?,
                     health,
                 };
+                let limits = embed::Limits::of(&config.model);
                 let codec = GeminiOnVertex {
                     inner: GeminiCodec::new(
                         config.model.clone(),
                         format!("models/{}", config.model),
                     ),
+                    limits,
                 };
-                on_vertex(codec, endpoints, connection, config.credentials, transport)
+                let predict = Endpoint::at(root, &format!("{model_path}:predict"))?;
+                let provider =
+                    on_vertex(codec, endpoints, connection, config.credentials, transport)?
+                        .with_embeddings(predict);
+                Ok(Arc::new(embed::Batched::new(Arc::new(provider), limits)))
             }
             "anthropic" => {
                 let endpoints = Endpoints {
@@ -216,7 +226,9 @@ impl Vertex {
                         config.structured_outputs,
                     ),
                 };
-                on_vertex(codec, endpoints, connection, config.credentials, transport)
+                let provider =
+                    on_vertex(codec, endpoints, connection, config.credentials, transport)?;
+                Ok(Arc::new(provider))
             }
             other => Err(ConfigError(format!(
                 "publisher {other:?} is not served: \"google\" (Gemini) or \"anthropic\" (Claude)"
@@ -232,18 +244,21 @@ fn on_vertex<C: Codec>(
     connection: Connection,
     credentials: Option<Arc<dyn TokenSource>>,
     transport: &Transport,
-) -> Result<Arc<dyn Provider>, ConfigError> {
+) -> Result<HttpProvider<C>, ConfigError> {
     let provider = HttpProvider::assemble(codec, endpoints, connection, transport)?;
     Ok(match credentials {
-        Some(source) => Arc::new(provider.with_bearer(source)),
-        None => Arc::new(provider),
+        Some(source) => provider.with_bearer(source),
+        None => provider,
     })
 }
 
-/// The Gemini API on Vertex: the Gemini codec, authenticated by bearer token only.
+/// The Gemini API on Vertex: the Gemini codec, authenticated by bearer token only;
+/// embeddings in the Text Embeddings API's `:predict` shape (`embed.rs`).
 #[derive(Debug)]
 pub struct GeminiOnVertex {
     inner: GeminiCodec,
+    /// What one `:predict` call may carry for this model.
+    limits: embed::Limits,
 }
 
 impl wrapping::WrappingCodec for GeminiOnVertex {
@@ -257,6 +272,15 @@ impl wrapping::WrappingCodec for GeminiOnVertex {
 
     fn events(&self, candidates: u32) -> StreamParser {
         self.inner.events(candidates)
+    }
+
+    /// `:predict`'s instances, where the Gemini API's is `batchEmbedContents`' requests.
+    fn encode_embeddings(&self, req: &EmbeddingRequest) -> Result<Vec<u8>, ProviderError> {
+        embed::body(req, self.limits)
+    }
+
+    fn parse_embeddings(&self, body: &[u8]) -> Result<EmbeddingReply, ProviderError> {
+        embed::parse(body)
     }
 
     fn authenticate(&self, key: &Secret, headers: &mut HeaderMap) -> Result<(), ConfigError> {
