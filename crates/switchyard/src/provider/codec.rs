@@ -10,6 +10,7 @@
 //! request body, its reply and stream-event parsers, its error classifier and how it sends
 //! its key. Codecs do no I/O. The transport is [`super::http`].
 
+use std::ops::Range;
 use std::time::{Duration, SystemTime};
 
 use ::http::HeaderMap;
@@ -131,12 +132,20 @@ pub trait Codec: std::fmt::Debug + Send + Sync + 'static {
         Err(embeddings_unsupported(Self::KIND))
     }
 
-    /// The most inputs one embeddings call takes (Bedrock's Titan: one). A request with
-    /// more goes as consecutive calls of at most this many inside the one attempt, their
-    /// vectors joined in order and their usage summed; any call failing fails the
-    /// attempt. The default: no limit (one call).
-    fn embeddings_per_call(&self) -> usize {
-        usize::MAX
+    /// The inputs each embeddings call takes, as consecutive ranges covering `req`'s
+    /// (Bedrock's Titan: one input a call; Vertex AI: its model's instance and token
+    /// limits). More than one range: that many calls inside the one attempt, a few at once
+    /// ([`EMBEDDING_CALLS_AT_ONCE`]), their vectors joined in order and their usage summed;
+    /// any call failing fails the attempt. The default: one call.
+    ///
+    /// # Errors
+    /// `BadRequest` for a request no call could carry (token-id inputs to a vendor that
+    /// embeds text only, `dimensions` the model lacks): refused before any call is sent.
+    fn embeddings_batches(
+        &self,
+        req: &EmbeddingRequest,
+    ) -> Result<Vec<Range<usize>>, ProviderError> {
+        Ok(std::iter::once(0..req.inputs.len()).collect())
     }
 
     /// Input tokens of an embeddings call that the vendor reports in the answer's headers
@@ -203,7 +212,7 @@ pub struct Endpoints {
 }
 
 /// How many of one request's embeddings calls are in flight at once, when the codec takes
-/// fewer inputs per call than the request has (see [`Codec::embeddings_per_call`]).
+/// fewer inputs per call than the request has (see [`Codec::embeddings_batches`]).
 pub const EMBEDDING_CALLS_AT_ONCE: usize = 4;
 
 /// What every vendor's configuration holds besides its codec.
@@ -592,14 +601,15 @@ impl<C: Codec> Provider for HttpProvider<C> {
         let Some(url) = &self.embeddings else {
             return Err(embeddings_unsupported(C::KIND));
         };
-        let per_call = self.codec.embeddings_per_call().max(1);
-        if req.inputs.len() <= per_call {
+        let batches = self.codec.embeddings_batches(req)?;
+        if batches.len() <= 1 {
             return self.embed_call(url, req).await;
         }
-        let parts: Vec<EmbeddingRequest> = (req.inputs.chunks(per_call))
-            .map(|inputs| EmbeddingRequest {
-                inputs: inputs.to_vec(),
-                ..req.clone()
+        let parts: Vec<EmbeddingRequest> = (batches.into_iter())
+            .map(|range| EmbeddingRequest {
+                inputs: req.inputs[range].to_vec(),
+                dimensions: req.dimensions,
+                user: req.user.clone(),
             })
             .collect();
         // consecutive calls, a few in flight at once, read back in order; the first

@@ -132,6 +132,17 @@ pub trait WrappingCodec: std::fmt::Debug + Send + Sync + 'static {
         self.inner().parse_embeddings(body)
     }
 
+    /// [`Codec::embeddings_batches`].
+    ///
+    /// # Errors
+    /// As [`Codec::embeddings_batches`].
+    fn embeddings_batches(
+        &self,
+        req: &EmbeddingRequest,
+    ) -> Result<Vec<std::ops::Range<usize>>, ProviderError> {
+        self.inner().embeddings_batches(req)
+    }
+
     /// [`Codec::classify`].
     fn classify(failure: &HttpFailure, now: SystemTime) -> ProviderError {
         <Self::Inner as Codec>::classify(failure, now)
@@ -209,6 +220,13 @@ impl<W: WrappingCodec> Codec for W {
 
     fn parse_embeddings(&self, body: &[u8]) -> Result<EmbeddingReply, ProviderError> {
         WrappingCodec::parse_embeddings(self, body)
+    }
+
+    fn embeddings_batches(
+        &self,
+        req: &EmbeddingRequest,
+    ) -> Result<Vec<std::ops::Range<usize>>, ProviderError> {
+        WrappingCodec::embeddings_batches(self, req)
     }
 
     fn classify(failure: &HttpFailure, now: SystemTime) -> ProviderError {

@@ -21,9 +21,10 @@
 //! A request's `dimensions` that the model cannot give, and token-id inputs (no Bedrock
 //! model takes them), are refused before anything is sent (`BadRequest`). `user` has no
 //! Bedrock form and is not sent. Splitting a request into calls of at most
-//! [`Family::per_call`] inputs is the shared provider's (`Codec::embeddings_per_call`).
+//! [`Family::per_call`] inputs is the shared provider's (`Codec::embeddings_batches`, from [`batches`]).
 
 use serde::{Deserialize, Serialize};
+use std::ops::Range;
 
 use crate::chat::Usage;
 use crate::embedding::{EmbeddingInput, EmbeddingReply, EmbeddingRequest};
@@ -137,20 +138,40 @@ enum CohereEmbeddings {
     ByType { float: Vec<Vec<f32>> },
 }
 
-/// The JSON body of one InvokeModel call embedding `req`'s inputs with a `family` model.
+/// `req`'s inputs in calls of at most `family`'s [`Family::per_call`], once the request is
+/// one InvokeModel can carry (text inputs, `dimensions` the model offers).
 ///
 /// # Errors
-/// `BadRequest` for token-id inputs, `dimensions` the model does not offer, or more inputs
-/// than one call takes (the shared provider splits a request before this).
-pub fn body(req: &EmbeddingRequest, family: Family) -> Result<Vec<u8>, ProviderError> {
-    let texts = (req.inputs.iter())
+/// `BadRequest` as [`body`]'s, before any call.
+pub fn batches(req: &EmbeddingRequest, family: Family) -> Result<Vec<Range<usize>>, ProviderError> {
+    texts(req)?;
+    dimensions(req.dimensions, family)?;
+    let (n, per) = (req.inputs.len(), family.per_call().max(1));
+    Ok((0..n)
+        .step_by(per)
+        .map(|start| start..n.min(start + per))
+        .collect())
+}
+
+/// `req`'s inputs as texts.
+fn texts(req: &EmbeddingRequest) -> Result<Vec<&str>, ProviderError> {
+    (req.inputs.iter())
         .map(|input| match input {
             EmbeddingInput::Text(text) => Ok(text.as_str()),
             EmbeddingInput::Tokens(_) => Err(bad_request(
                 "input: bedrock embeds text only; token-id inputs cannot be sent to it",
             )),
         })
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect()
+}
+
+/// The JSON body of one InvokeModel call embedding `req`'s inputs with a `family` model.
+///
+/// # Errors
+/// `BadRequest` for token-id inputs, `dimensions` the model does not offer, or more inputs
+/// than one call takes (the shared provider splits a request before this).
+pub fn body(req: &EmbeddingRequest, family: Family) -> Result<Vec<u8>, ProviderError> {
+    let texts = texts(req)?;
     if texts.len() > family.per_call() {
         return Err(bad_request(format!(
             "input: {} takes at most {} per call, got {}",

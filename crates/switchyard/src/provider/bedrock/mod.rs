@@ -301,9 +301,15 @@ impl Codec for BedrockCodec {
         embed::parse(body, family)
     }
 
-    /// Titan takes one text per call, Cohere 96.
-    fn embeddings_per_call(&self) -> usize {
-        Family::of(&self.model).map_or(usize::MAX, Family::per_call)
+    /// Titan takes one text per call, Cohere 96; a request no call could carry is refused
+    /// before any is sent.
+    fn embeddings_batches(
+        &self,
+        req: &EmbeddingRequest,
+    ) -> Result<Vec<std::ops::Range<usize>>, ProviderError> {
+        let family =
+            Family::of(&self.model).ok_or_else(|| embed::not_an_embeddings_model(&self.model))?;
+        embed::batches(req, family)
     }
 
     /// InvokeModel's `X-Amzn-Bedrock-Input-Token-Count` (Cohere's body has no count).

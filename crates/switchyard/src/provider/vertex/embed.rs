@@ -1,6 +1,7 @@
 //! Vertex AI's text embeddings: `…/publishers/google/models/{model}:predict`, one call's
 //! body ([`body`]) and reply ([`parse`]), how many inputs one call may carry ([`Limits`]),
-//! and [`Batched`], the provider that splits a request into calls within them.
+//! and the split of a request into calls within them (`Codec::embeddings_batches`, run by
+//! the shared HTTP provider).
 //!
 //! The body is the Text Embeddings API's: each input is an instance `{"content": text}`;
 //! `dimensions` is `parameters.outputDimensionality`. No `task_type` is sent (OpenAI's
@@ -18,27 +19,20 @@
 //! request (a 400 past either). A request is split into consecutive calls within both: the
 //! token cap is kept by text bytes (a token is never shorter than a byte, the bound
 //! budgets use), an input longer than that going alone (Google cuts it to the model's
-//! 2,048 tokens). At most [`CONCURRENT_CALLS`] of one request's calls are in flight; the
-//! vectors are joined in input order; the first failure fails the request (its other
-//! calls are dropped).
+//! 2,048 tokens). At most `codec::EMBEDDING_CALLS_AT_ONCE` of one request's calls are in
+//! flight; the vectors are joined in input order; the first failure fails the request (its
+//! other calls are dropped).
 
 use std::ops::Range;
-use std::sync::Arc;
 
-use async_trait::async_trait;
-use futures_util::{StreamExt as _, TryStreamExt as _};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::chat::{ChatRequest, Field, FieldSet, ProviderReply, Support, Usage};
+use crate::chat::Usage;
 use crate::embedding::{EmbeddingInput, EmbeddingReply, EmbeddingRequest};
 use crate::error::{ErrorKind, ProviderError};
 use crate::provider::gemini::classify_value;
 use crate::provider::http::snippet;
-use crate::provider::{ChunkStream, Provider};
-
-/// The most calls of one embeddings request in flight at once.
-pub const CONCURRENT_CALLS: usize = 8;
 
 /// Whether `model` names one of Google's text embedding models on Vertex AI
 /// (`gemini-embedding-*`, `text-embedding-*`, `text-multilingual-embedding-*`,
@@ -167,7 +161,7 @@ pub fn refuse_tokens(req: &EmbeddingRequest) -> Result<(), ProviderError> {
 ///
 /// # Errors
 /// `BadRequest` for token-id inputs, or more inputs than `limits` lets one call carry
-/// (a [`Batched`] provider splits them first).
+/// (the shared provider splits a request by [`Limits::batches`] first).
 pub fn body(req: &EmbeddingRequest, limits: Limits) -> Result<Vec<u8>, ProviderError> {
     refuse_tokens(req)?;
     if req.inputs.len() > limits.instances {
@@ -239,128 +233,8 @@ pub fn parse(body: &[u8]) -> Result<EmbeddingReply, ProviderError> {
     })
 }
 
-/// A Vertex provider whose embeddings calls are split within its model's [`Limits`];
-/// everything else is the wrapped provider's.
-pub struct Batched {
-    inner: Arc<dyn Provider>,
-    limits: Limits,
-}
-
-impl Batched {
-    /// `inner` (one `:predict` call per [`Provider::embed`]) split within `limits`.
-    #[must_use]
-    pub fn new(inner: Arc<dyn Provider>, limits: Limits) -> Self {
-        Self { inner, limits }
-    }
-}
-
-impl std::fmt::Debug for Batched {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Batched")
-            .field("model", &self.inner.model())
-            .field("limits", &self.limits)
-            .finish_non_exhaustive()
-    }
-}
-
-#[async_trait]
-impl Provider for Batched {
-    fn kind(&self) -> &'static str {
-        self.inner.kind()
-    }
-
-    fn model(&self) -> &str {
-        self.inner.model()
-    }
-
-    fn native_kind(&self) -> Option<&'static str> {
-        self.inner.native_kind()
-    }
-
-    fn default_max_tokens(&self) -> Option<u32> {
-        self.inner.default_max_tokens()
-    }
-
-    fn support(&self, field: Field) -> Support {
-        self.inner.support(field)
-    }
-
-    fn cannot_honour(&self, req: &ChatRequest) -> FieldSet {
-        self.inner.cannot_honour(req)
-    }
-
-    async fn send(&self, req: &ChatRequest) -> Result<ProviderReply, ProviderError> {
-        self.inner.send(req).await
-    }
-
-    async fn stream(&self, req: &ChatRequest) -> Result<ChunkStream, ProviderError> {
-        self.inner.stream(req).await
-    }
-
-    /// One call per batch (at most [`CONCURRENT_CALLS`] at once), joined in input order;
-    /// usage summed (unknown if any call reports none). A call answering another number
-    /// of vectors than it was sent inputs is `Malformed`.
-    async fn embed(&self, req: &EmbeddingRequest) -> Result<EmbeddingReply, ProviderError> {
-        refuse_tokens(req)?;
-        let batches = self.limits.batches(req);
-        if batches.len() <= 1 {
-            return self.inner.embed(req).await;
-        }
-        let calls = batches.into_iter().map(|range| {
-            let sent = range.len();
-            let part = EmbeddingRequest {
-                inputs: req.inputs[range].to_vec(),
-                dimensions: req.dimensions,
-                user: req.user.clone(),
-            };
-            async move {
-                let reply = self.inner.embed(&part).await?;
-                if reply.vectors.len() == sent {
-                    Ok(reply)
-                } else {
-                    Err(ProviderError::new(
-                        ErrorKind::Malformed,
-                        format!(
-                            ":predict answered {} embeddings for {sent} instances",
-                            reply.vectors.len()
-                        ),
-                    ))
-                }
-            }
-        });
-        let replies: Vec<EmbeddingReply> = futures_util::stream::iter(calls)
-            .buffered(CONCURRENT_CALLS)
-            .try_collect()
-            .await?;
-        let mut joined = EmbeddingReply {
-            vectors: Vec::with_capacity(req.inputs.len()),
-            model: None,
-            usage: Some(Usage::default()),
-        };
-        for reply in replies {
-            joined.vectors.extend(reply.vectors);
-            joined.usage = joined.usage.zip(reply.usage).map(|(a, b)| a.plus(b));
-            joined.model = joined.model.or(reply.model);
-        }
-        Ok(joined)
-    }
-
-    async fn check_health(&self) -> Result<(), ProviderError> {
-        self.inner.check_health().await
-    }
-
-    async fn count_tokens(
-        &self,
-        body: &serde_json::Value,
-        betas: Option<&str>,
-    ) -> Result<u64, ProviderError> {
-        self.inner.count_tokens(body, betas).await
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
 
     use serde_json::json;
 
@@ -504,83 +378,5 @@ mod tests {
         }
         let err = parse(b"<html>oops</html>").unwrap_err();
         assert_eq!(err.kind, ErrorKind::Malformed);
-    }
-
-    /// An inner provider answering each call with one `[index, len]` vector per input and
-    /// one token per byte, recording each call's input count.
-    #[derive(Default)]
-    struct Echo {
-        calls: Mutex<Vec<usize>>,
-        short: bool,
-    }
-
-    #[async_trait]
-    impl Provider for Echo {
-        fn kind(&self) -> &'static str {
-            "vertex"
-        }
-
-        fn model(&self) -> &str {
-            "text-embedding-005"
-        }
-
-        async fn send(&self, _req: &ChatRequest) -> Result<ProviderReply, ProviderError> {
-            Err(ProviderError::new(ErrorKind::BadRequest, "chat"))
-        }
-
-        async fn embed(&self, req: &EmbeddingRequest) -> Result<EmbeddingReply, ProviderError> {
-            self.calls.lock().unwrap().push(req.inputs.len());
-            let skip = usize::from(self.short);
-            #[allow(clippy::cast_precision_loss)]
-            let vectors = (req.inputs.iter().skip(skip))
-                .map(|i| match i {
-                    EmbeddingInput::Text(t) => vec![t.len() as f32, 1.0],
-                    EmbeddingInput::Tokens(_) => vec![],
-                })
-                .collect();
-            Ok(EmbeddingReply {
-                vectors,
-                model: None,
-                usage: Some(Usage {
-                    input_tokens: req.input_token_bound(),
-                    ..Usage::default()
-                }),
-            })
-        }
-    }
-
-    #[tokio::test]
-    async fn batched_calls_are_joined_in_input_order_with_usage_summed() {
-        let echo = Arc::new(Echo::default());
-        let batched = Batched::new(echo.clone(), Limits::of("gemini-embedding-001"));
-        let req = texts(&[1, 2, 3, 4, 5]);
-        let reply = batched.embed(&req).await.unwrap();
-        let firsts: Vec<f32> = reply.vectors.iter().map(|v| v[0]).collect();
-        assert_eq!(firsts, [1.0, 2.0, 3.0, 4.0, 5.0]);
-        assert_eq!(reply.usage.unwrap().input_tokens, 15);
-        assert_eq!(*echo.calls.lock().unwrap(), [1, 1, 1, 1, 1]);
-
-        let echo = Arc::new(Echo::default());
-        let batched = Batched::new(echo.clone(), Limits::of("text-embedding-005"));
-        let reply = batched.embed(&texts(&[3; 600])).await.unwrap();
-        assert_eq!(reply.vectors.len(), 600);
-        assert_eq!(*echo.calls.lock().unwrap(), [250, 250, 100]);
-    }
-
-    #[tokio::test]
-    async fn a_short_answer_is_malformed_and_token_inputs_call_nothing() {
-        let echo = Arc::new(Echo {
-            short: true,
-            ..Echo::default()
-        });
-        let batched = Batched::new(echo.clone(), Limits::of("gemini-embedding-001"));
-        let err = batched.embed(&texts(&[1, 2])).await.unwrap_err();
-        assert_eq!(err.kind, ErrorKind::Malformed, "{err}");
-        let mut req = texts(&[1, 2]);
-        req.inputs.push(EmbeddingInput::Tokens(vec![7]));
-        echo.calls.lock().unwrap().clear();
-        let err = batched.embed(&req).await.unwrap_err();
-        assert_eq!(err.kind, ErrorKind::BadRequest);
-        assert!(echo.calls.lock().unwrap().is_empty());
     }
 }

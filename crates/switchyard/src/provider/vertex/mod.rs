@@ -211,7 +211,7 @@ impl Vertex {
                 let provider =
                     on_vertex(codec, endpoints, connection, config.credentials, transport)?
                         .with_embeddings(predict);
-                Ok(Arc::new(embed::Batched::new(Arc::new(provider), limits)))
+                Ok(Arc::new(provider))
             }
             "anthropic" => {
                 let endpoints = Endpoints {
@@ -281,6 +281,15 @@ impl wrapping::WrappingCodec for GeminiOnVertex {
 
     fn parse_embeddings(&self, body: &[u8]) -> Result<EmbeddingReply, ProviderError> {
         embed::parse(body)
+    }
+
+    /// Calls within the model's instance and token limits; token-id inputs refused first.
+    fn embeddings_batches(
+        &self,
+        req: &EmbeddingRequest,
+    ) -> Result<Vec<std::ops::Range<usize>>, ProviderError> {
+        embed::refuse_tokens(req)?;
+        Ok(self.limits.batches(req))
     }
 
     fn authenticate(&self, key: &Secret, headers: &mut HeaderMap) -> Result<(), ConfigError> {

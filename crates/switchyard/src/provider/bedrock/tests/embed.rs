@@ -34,11 +34,30 @@ fn model_ids_and_inference_profiles_name_their_family() {
     ] {
         assert_eq!(Family::of(model), family, "{model}");
     }
+    let texts = |n: usize| EmbeddingRequest::texts(&vec!["a"; n]);
     assert_eq!(
-        codec("amazon.titan-embed-text-v2:0").embeddings_per_call(),
-        1
+        codec("amazon.titan-embed-text-v2:0")
+            .embeddings_batches(&texts(3))
+            .unwrap(),
+        [0..1, 1..2, 2..3]
     );
-    assert_eq!(codec("cohere.embed-english-v3").embeddings_per_call(), 96);
+    assert_eq!(
+        codec("cohere.embed-english-v3")
+            .embeddings_batches(&texts(200))
+            .unwrap(),
+        [0..96, 96..192, 192..200]
+    );
+    // refused whole, before any call: a token-id input among texts, an odd dimension
+    let mut mixed = texts(3);
+    mixed.inputs.push(EmbeddingInput::Tokens(vec![1]));
+    let err = (codec("amazon.titan-embed-text-v2:0").embeddings_batches(&mixed)).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::BadRequest);
+    let odd = EmbeddingRequest {
+        dimensions: Some(300),
+        ..texts(3)
+    };
+    let err = (codec("amazon.titan-embed-text-v2:0").embeddings_batches(&odd)).unwrap_err();
+    assert!(err.message.contains("dimensions"), "{err}");
 }
 
 #[test]
