@@ -20,6 +20,7 @@ use crate::http::state::AppState;
 use crate::telemetry::content;
 use crate::telemetry::log::LogEntry;
 use crate::telemetry::otlp::RequestTrace;
+use crate::telemetry::trace;
 use switchyard::propagate::{to_hex, Upstream};
 
 /// Longest client- or upstream-given name a log line (and the dashboard's ring) keeps, in
@@ -107,15 +108,10 @@ impl Ctx {
         }
     }
 
-    /// The `tracing` span the request's diagnostics are logged in (JSON lines carry its
-    /// fields).
+    /// The `tracing` span the request's diagnostics are logged in (lines carry its
+    /// `request_id` and `trace_id`: `crate::telemetry::trace::request_span`).
     pub(crate) fn span(&self) -> tracing::Span {
-        let trace_id = self.trace.as_ref().map(|t| to_hex(&t.context.trace_id));
-        tracing::info_span!(
-            "request",
-            request_id = %self.id,
-            trace_id = trace_id.as_deref().unwrap_or_default(),
-        )
+        trace::request_span(&self.id, self.trace.as_ref().map(|t| t.context.trace_id))
     }
 
     pub(crate) fn elapsed(&self) -> Duration {
