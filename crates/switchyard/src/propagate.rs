@@ -98,14 +98,25 @@ fn hex(s: &str, out: &mut [u8]) -> bool {
 /// Lower-case hex of `bytes`.
 #[must_use]
 pub fn to_hex(bytes: &[u8]) -> String {
-    // by table, not `write!` per byte: ids are written for every traced request
+    let mut out = Vec::with_capacity(bytes.len() * 2);
+    push_hex(&mut out, bytes);
+    ascii(out)
+}
+
+/// Append the lower-case hex of `bytes` to `out`.
+fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
+    // by table into bytes, not `write!` (or `String::push`) per digit: ids are written for
+    // every traced request
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
     for &b in bytes {
-        s.push(char::from(DIGITS[usize::from(b >> 4)]));
-        s.push(char::from(DIGITS[usize::from(b & 0xf)]));
+        out.push(DIGITS[usize::from(b >> 4)]);
+        out.push(DIGITS[usize::from(b & 0xf)]);
     }
-    s
+}
+
+/// `bytes` (ASCII by construction) as a `String`.
+fn ascii(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_default()
 }
 
 impl TraceContext {
@@ -127,14 +138,19 @@ impl TraceContext {
         } else {
             self.span_id
         };
-        format!(
-            "00-{}-{}-{:02x}",
-            to_hex(&self.trace_id),
-            to_hex(&span),
-            u8::from(self.sampled)
-        )
+        // written in place (one allocation, no formatting): one per upstream call
+        let mut out = Vec::with_capacity(TRACEPARENT_LEN);
+        out.extend_from_slice(b"00-");
+        push_hex(&mut out, &self.trace_id);
+        out.push(b'-');
+        push_hex(&mut out, &span);
+        out.extend_from_slice(if self.sampled { b"-01" } else { b"-00" });
+        ascii(out)
     }
 }
+
+/// A version-00 `traceparent`'s length: `00-` 32 hex `-` 16 hex `-` 2 hex.
+const TRACEPARENT_LEN: usize = 55;
 
 const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
 
@@ -394,6 +410,14 @@ mod tests {
         assert_eq!(back.trace_id, p.trace_id);
         assert_eq!(back.span_id, ctx.attempt_span_id(3));
         assert_eq!(back.flags, 1);
+        assert_eq!(header.len(), TRACEPARENT_LEN);
+        assert_eq!(
+            header,
+            format!(
+                "00-4bf92f3577b34da6a3ce929d0e0e4736-{}-01",
+                to_hex(&ctx.attempt_span_id(3))
+            )
+        );
         // a caller without spans forwards the client's parent unchanged
         let passthrough = TraceContext {
             own_spans: false,
