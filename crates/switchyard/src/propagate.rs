@@ -98,25 +98,20 @@ fn hex(s: &str, out: &mut [u8]) -> bool {
 /// Lower-case hex of `bytes`.
 #[must_use]
 pub fn to_hex(bytes: &[u8]) -> String {
-    let mut out = Vec::with_capacity(bytes.len() * 2);
-    push_hex(&mut out, bytes);
-    ascii(out)
+    let mut out = vec![0; bytes.len() * 2];
+    write_hex(&mut out, bytes);
+    String::from_utf8(out).unwrap_or_default()
 }
 
-/// Append the lower-case hex of `bytes` to `out`.
-fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
-    // by table into bytes, not `write!` (or `String::push`) per digit: ids are written for
-    // every traced request
+/// Write the lower-case hex of `bytes` into `out` (two digits a byte).
+fn write_hex(out: &mut [u8], bytes: &[u8]) {
+    // by table into place, not `write!` or a push per digit: ids are written for every
+    // traced request
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for &b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)]);
-        out.push(DIGITS[usize::from(b & 0xf)]);
+    for (pair, &b) in out.chunks_exact_mut(2).zip(bytes) {
+        pair[0] = DIGITS[usize::from(b >> 4)];
+        pair[1] = DIGITS[usize::from(b & 0xf)];
     }
-}
-
-/// `bytes` (ASCII by construction) as a `String`.
-fn ascii(bytes: Vec<u8>) -> String {
-    String::from_utf8(bytes).unwrap_or_default()
 }
 
 impl TraceContext {
@@ -139,13 +134,14 @@ impl TraceContext {
             self.span_id
         };
         // written in place (one allocation, no formatting): one per upstream call
-        let mut out = Vec::with_capacity(TRACEPARENT_LEN);
-        out.extend_from_slice(b"00-");
-        push_hex(&mut out, &self.trace_id);
-        out.push(b'-');
-        push_hex(&mut out, &span);
-        out.extend_from_slice(if self.sampled { b"-01" } else { b"-00" });
-        ascii(out)
+        let mut out = [b'-'; TRACEPARENT_LEN];
+        out[..2].copy_from_slice(b"00");
+        write_hex(&mut out[3..35], &self.trace_id);
+        write_hex(&mut out[36..52], &span);
+        out[53..].copy_from_slice(if self.sampled { b"01" } else { b"00" });
+        std::str::from_utf8(&out)
+            .map(str::to_owned)
+            .unwrap_or_default()
     }
 }
 
