@@ -103,8 +103,9 @@ pub fn to_hex(bytes: &[u8]) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-/// Write the lower-case hex of `bytes` into `out` (two digits a byte).
-fn write_hex(out: &mut [u8], bytes: &[u8]) {
+/// Write the lower-case hex of `bytes` into `out`, two digits a byte (as far as `out`
+/// reaches: it should be twice as long as `bytes`).
+pub fn write_hex(out: &mut [u8], bytes: &[u8]) {
     // by table into place, not `write!` or a push per digit: ids are written for every
     // traced request
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
