@@ -98,14 +98,21 @@ fn hex(s: &str, out: &mut [u8]) -> bool {
 /// Lower-case hex of `bytes`.
 #[must_use]
 pub fn to_hex(bytes: &[u8]) -> String {
-    // by table, not `write!` per byte: ids are written for every traced request
+    let mut out = vec![0; bytes.len() * 2];
+    write_hex(&mut out, bytes);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Write the lower-case hex of `bytes` into `out`, two digits a byte (as far as `out`
+/// reaches: it should be twice as long as `bytes`).
+pub fn write_hex(out: &mut [u8], bytes: &[u8]) {
+    // by table into place, not `write!` or a push per digit: ids are written for every
+    // traced request
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        s.push(char::from(DIGITS[usize::from(b >> 4)]));
-        s.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    for (pair, &b) in out.chunks_exact_mut(2).zip(bytes) {
+        pair[0] = DIGITS[usize::from(b >> 4)];
+        pair[1] = DIGITS[usize::from(b & 0xf)];
     }
-    s
 }
 
 impl TraceContext {
@@ -127,14 +134,20 @@ impl TraceContext {
         } else {
             self.span_id
         };
-        format!(
-            "00-{}-{}-{:02x}",
-            to_hex(&self.trace_id),
-            to_hex(&span),
-            u8::from(self.sampled)
-        )
+        // written in place (one allocation, no formatting): one per upstream call
+        let mut out = [b'-'; TRACEPARENT_LEN];
+        out[..2].copy_from_slice(b"00");
+        write_hex(&mut out[3..35], &self.trace_id);
+        write_hex(&mut out[36..52], &span);
+        out[53..].copy_from_slice(if self.sampled { b"01" } else { b"00" });
+        std::str::from_utf8(&out)
+            .map(str::to_owned)
+            .unwrap_or_default()
     }
 }
+
+/// A version-00 `traceparent`'s length: `00-` 32 hex `-` 16 hex `-` 2 hex.
+const TRACEPARENT_LEN: usize = 55;
 
 const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
 
@@ -394,6 +407,14 @@ mod tests {
         assert_eq!(back.trace_id, p.trace_id);
         assert_eq!(back.span_id, ctx.attempt_span_id(3));
         assert_eq!(back.flags, 1);
+        assert_eq!(header.len(), TRACEPARENT_LEN);
+        assert_eq!(
+            header,
+            format!(
+                "00-4bf92f3577b34da6a3ce929d0e0e4736-{}-01",
+                to_hex(&ctx.attempt_span_id(3))
+            )
+        );
         // a caller without spans forwards the client's parent unchanged
         let passthrough = TraceContext {
             own_spans: false,

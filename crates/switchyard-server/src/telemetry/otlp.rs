@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderName};
 use opentelemetry::trace::{
     Event, SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
 };
@@ -58,6 +58,11 @@ pub struct OtlpSettings {
     pub capture_content: bool,
 }
 
+/// The W3C trace context's headers (constants: a name looked up as text is parsed on every
+/// lookup, and `traceparent` is looked up for every request).
+const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
+const TRACESTATE: HeaderName = HeaderName::from_static("tracestate");
+
 /// The trace a request belongs to: what its upstream calls carry and its log line names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestTrace {
@@ -74,7 +79,7 @@ impl RequestTrace {
     #[must_use]
     pub fn of(headers: &HeaderMap, traces: Option<&Traces>) -> Option<Self> {
         let parent = headers
-            .get("traceparent")
+            .get(TRACEPARENT)
             .and_then(|v| v.to_str().ok())
             .and_then(TraceParent::parse);
         let tracestate = parent.and_then(|_| tracestate(headers));
@@ -111,7 +116,7 @@ impl RequestTrace {
 
 /// The client's `tracestate`, when it is printable ASCII of at most [`MAX_TRACESTATE`].
 fn tracestate(headers: &HeaderMap) -> Option<String> {
-    let v = headers.get("tracestate")?.to_str().ok()?;
+    let v = headers.get(TRACESTATE)?.to_str().ok()?;
     let ok =
         !v.is_empty() && v.len() <= MAX_TRACESTATE && v.bytes().all(|b| (0x20..0x7f).contains(&b));
     ok.then(|| v.to_owned())

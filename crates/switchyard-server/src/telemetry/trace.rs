@@ -6,10 +6,21 @@
 //! the process-wide subscriber. The filter always silences [`SILENCED`]: `aws-sigv4` traces
 //! the canonical request it signs, session token included, so no `RUST_LOG` may show it. It does not own the server's own stderr lines (startup,
 //! warnings, alerts), which are printed directly, nor the request log.
+//!
+//! Also owns the request span ([`request_span`]): its fields are formatted only when a
+//! line inside it is shown ([`Deferred`]), not each time a request opens it.
 
+use switchyard::propagate::to_hex;
+use tracing::field::{display, Empty, Value};
+use tracing::span::{Id, Record};
+use tracing::{Dispatch, Event, Subscriber};
 use tracing_subscriber::filter::Directive;
+use tracing_subscriber::fmt::format::{DefaultFields, JsonFields};
+use tracing_subscriber::fmt::{FormatFields, FormattedFields};
+use tracing_subscriber::layer::{Context, SubscriberExt as _};
+use tracing_subscriber::registry::{ExtensionsMut, LookupSpan, Registry, SpanData};
 use tracing_subscriber::util::SubscriberInitExt as _;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::{EnvFilter, Layer};
 
 /// Diagnostics on stderr: text lines or JSON objects.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -74,7 +85,7 @@ pub fn install(format: LogFormat) {
 
 /// The subscriber [`install`] installs, writing to `writer`: text lines, or one JSON object
 /// per line with the fields of the span it happened in (a request's `request_id` and
-/// `trace_id`, `crate::http::dialects::ctx::Ctx::span`).
+/// `trace_id`, [`request_span`]).
 pub fn subscriber<W>(
     format: LogFormat,
     filter: EnvFilter,
@@ -83,18 +94,131 @@ pub fn subscriber<W>(
 where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(writer);
+    // the deferred fields are recorded before the fmt layer (outside it) writes a line
+    let registry = tracing_subscriber::registry().with(filter);
+    let layer = tracing_subscriber::fmt::layer().with_writer(writer);
     match format {
-        LogFormat::Text => Box::new(builder.finish()),
-        LogFormat::Json => Box::new(
-            builder
-                .json()
-                .with_current_span(true)
-                .with_span_list(false)
-                .finish(),
+        LogFormat::Text => Box::new(
+            registry
+                .with(Deferred::new(add_fields::<DefaultFields>))
+                .with(layer),
         ),
+        LogFormat::Json => Box::new(
+            registry
+                .with(Deferred::new(add_fields::<JsonFields>))
+                .with(layer.json().with_current_span(true).with_span_list(false)),
+        ),
+    }
+}
+
+/// The span a request's diagnostics are logged in: `request`, with `request_id` and
+/// `trace_id` (lower-case hex; empty when the request has no trace). Under [`subscriber`]
+/// the fields are kept aside and formatted only when a line inside the span is shown
+/// (formatting them for every request cost more than any other part of the span:
+/// BENCHMARKS.md, "Stop 22"); under any other subscriber they are recorded at once.
+pub fn request_span(request_id: &str, trace_id: Option<[u8; 16]>) -> tracing::Span {
+    let span = tracing::info_span!("request", request_id = Empty, trace_id = Empty);
+    if span.is_disabled() {
+        return span;
+    }
+    let mut fields = Some(RequestFields {
+        request_id: request_id.to_owned(),
+        trace_id,
+    });
+    span.with_subscriber(|(id, dispatch)| defer(dispatch, id, &mut fields));
+    if let Some(fields) = fields {
+        let trace_id = fields.trace_hex();
+        span.record("request_id", display(&fields.request_id));
+        span.record("trace_id", trace_id.as_str());
+    }
+    span
+}
+
+/// A request span's field values, until a line inside the span is shown.
+struct RequestFields {
+    request_id: String,
+    trace_id: Option<[u8; 16]>,
+}
+
+impl RequestFields {
+    fn trace_hex(&self) -> String {
+        self.trace_id
+            .as_ref()
+            .map(|t| to_hex(t))
+            .unwrap_or_default()
+    }
+}
+
+/// Keep `fields` (taking them) on span `id`, when `dispatch` has a [`Deferred`] layer
+/// that will record them.
+fn defer(dispatch: &Dispatch, id: &Id, fields: &mut Option<RequestFields>) {
+    if dispatch.downcast_ref::<Deferred>().is_none() {
+        return;
+    }
+    let Some(data) = dispatch
+        .downcast_ref::<Registry>()
+        .and_then(|r| r.span_data(id))
+    else {
+        return;
+    };
+    if let Some(fields) = fields.take() {
+        data.extensions_mut().insert(fields);
+    }
+}
+
+/// Records a request span's kept-aside fields ([`request_span`]) on the fmt layer's
+/// formatted fields when the first line inside the span reaches the layer: lines show
+/// exactly the fields they showed when the span formatted them on opening.
+pub struct Deferred {
+    /// Appends a record to the fmt layer's formatted fields (of its field formatter).
+    add: fn(&mut ExtensionsMut<'_>, &Record<'_>),
+}
+
+impl Deferred {
+    fn new(add: fn(&mut ExtensionsMut<'_>, &Record<'_>)) -> Self {
+        Self { add }
+    }
+}
+
+/// Append `record` to the span's fields as formatted by `N` (the fmt layer's formatter).
+fn add_fields<N>(extensions: &mut ExtensionsMut<'_>, record: &Record<'_>)
+where
+    N: for<'w> FormatFields<'w> + Default + 'static,
+{
+    if let Some(formatted) = extensions.get_mut::<FormattedFields<N>>() {
+        // as the fmt layer's own `on_record` (a failure leaves the fields as they were)
+        let _ = N::default().add_fields(formatted, record);
+    }
+}
+
+impl<S> Layer<S> for Deferred
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        let Some(scope) = ctx.event_scope(event) else {
+            return;
+        };
+        for span in scope {
+            let mut extensions = span.extensions_mut();
+            let Some(fields) = extensions.remove::<RequestFields>() else {
+                continue;
+            };
+            let set = span.metadata().fields();
+            let (Some(request_id), Some(trace_id)) =
+                (set.field("request_id"), set.field("trace_id"))
+            else {
+                continue;
+            };
+            let id = display(&fields.request_id);
+            let hex = fields.trace_hex();
+            let trace = hex.as_str();
+            let values = [
+                (&request_id, Some(&id as &dyn Value)),
+                (&trace_id, Some(&trace as &dyn Value)),
+            ];
+            (self.add)(&mut extensions, &Record::new(&set.value_set(&values)));
+        }
     }
 }
 
@@ -179,6 +303,181 @@ mod tests {
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
         }
+    }
+
+    /// `text`'s lines with their timestamps cut off.
+    fn untimed(text: &str) -> Vec<String> {
+        text.lines()
+            .map(|l| {
+                l.split_once(' ')
+                    .map_or(l, |(_, rest)| rest)
+                    .trim_start()
+                    .to_owned()
+            })
+            .collect()
+    }
+
+    /// Lines logged by `log` under `sub`.
+    fn logged(
+        sub: Box<dyn tracing::Subscriber + Send + Sync>,
+        buf: &Buffer,
+        log: impl FnOnce(),
+    ) -> String {
+        tracing::subscriber::with_default(sub, log);
+        String::from_utf8(buf.0.lock().unwrap().clone()).unwrap()
+    }
+
+    const TRACE: [u8; 16] = [
+        0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47,
+        0x36,
+    ];
+
+    /// What a request logs: a line shown, one filtered out, a line in a child span, another.
+    fn a_request(request_span: impl Fn() -> tracing::Span) {
+        let span = request_span();
+        let _in = span.enter();
+        tracing::debug!("not shown at info");
+        tracing::warn!(provider = "claude", "redis unavailable");
+        let child = tracing::info_span!("call", attempt = 1);
+        child.in_scope(|| tracing::error!("upstream refused"));
+        tracing::info!("resynced");
+    }
+
+    #[test]
+    fn text_lines_in_a_request_show_its_fields_as_when_formatted_on_opening() {
+        for trace in [Some(TRACE), None] {
+            let buf = Buffer::default();
+            let out = buf.clone();
+            let sub = subscriber(LogFormat::Text, EnvFilter::new("info"), move || out.clone());
+            let deferred = logged(sub, &buf, || a_request(|| request_span("req_abc", trace)));
+            // the span as it was: fields formatted when it opens, under fmt's own subscriber
+            let buf = Buffer::default();
+            let out = buf.clone();
+            let eager = tracing_subscriber::fmt()
+                .with_env_filter(EnvFilter::new("info"))
+                .with_writer(move || out.clone())
+                .finish();
+            let hex = trace.map(|t| to_hex(&t)).unwrap_or_default();
+            let eager = logged(Box::new(eager), &buf, || {
+                a_request(
+                    || tracing::info_span!("request", request_id = %"req_abc", trace_id = hex.as_str()),
+                );
+            });
+            assert_eq!(untimed(&deferred), untimed(&eager), "{deferred}");
+            assert_eq!(untimed(&deferred).len(), 3, "{deferred}");
+            let shown = format!("request{{request_id=req_abc trace_id=\"{hex}\"}}");
+            for line in deferred.lines() {
+                assert!(line.contains(&shown), "{line}");
+            }
+        }
+    }
+
+    #[test]
+    fn json_lines_in_a_request_carry_its_fields() {
+        let buf = Buffer::default();
+        let out = buf.clone();
+        let sub = subscriber(LogFormat::Json, EnvFilter::new("info"), move || out.clone());
+        let text = logged(sub, &buf, || {
+            a_request(|| request_span("req_abc", Some(TRACE)))
+        });
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert_eq!(lines[1]["span"]["name"], "call", "{text}");
+        for line in [&lines[0], &lines[2]] {
+            assert_eq!(
+                line["span"],
+                serde_json::json!({
+                    "name": "request",
+                    "request_id": "req_abc",
+                    "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+                }),
+                "{text}"
+            );
+        }
+        // without a trace: an empty trace id, as before
+        let buf = Buffer::default();
+        let out = buf.clone();
+        let sub = subscriber(LogFormat::Json, EnvFilter::new("info"), move || out.clone());
+        let text = logged(sub, &buf, || a_request(|| request_span("req_abc", None)));
+        let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        assert_eq!(first["span"]["request_id"], "req_abc");
+        assert_eq!(first["span"]["trace_id"], "");
+    }
+
+    /// Whether span `span` still holds its fields aside, and its fields as the fmt layer
+    /// formatted them.
+    fn held(span: &tracing::Span) -> (bool, String) {
+        span.with_subscriber(|(id, dispatch)| {
+            let data = dispatch
+                .downcast_ref::<Registry>()
+                .and_then(|r| r.span_data(id))
+                .unwrap();
+            let extensions = data.extensions();
+            let formatted = extensions.get::<FormattedFields<DefaultFields>>().unwrap();
+            (
+                extensions.get::<RequestFields>().is_some(),
+                formatted.fields.clone(),
+            )
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn the_fields_are_formatted_only_once_a_line_inside_the_span_is_shown() {
+        let buf = Buffer::default();
+        let out = buf.clone();
+        let sub = subscriber(LogFormat::Text, EnvFilter::new("info"), move || out.clone());
+        tracing::subscriber::with_default(sub, || {
+            let span = request_span("req_abc", Some(TRACE));
+            assert_eq!(held(&span), (true, String::new()));
+            span.in_scope(|| tracing::debug!("not shown at info"));
+            assert_eq!(held(&span), (true, String::new()), "a line not shown");
+            span.in_scope(|| tracing::warn!("shown"));
+            let shown = "request_id=req_abc trace_id=\"4bf92f3577b34da6a3ce929d0e0e4736\"";
+            assert_eq!(held(&span), (false, shown.to_owned()));
+            span.in_scope(|| tracing::warn!("again"));
+            assert_eq!(held(&span), (false, shown.to_owned()), "recorded once");
+        });
+        assert_eq!(
+            String::from_utf8(buf.0.lock().unwrap().clone())
+                .unwrap()
+                .lines()
+                .count(),
+            2
+        );
+    }
+
+    #[test]
+    fn another_subscriber_gets_the_fields_at_once() {
+        let buf = Buffer::default();
+        let out = buf.clone();
+        let other = tracing_subscriber::fmt()
+            .json()
+            .with_current_span(true)
+            .with_writer(move || out.clone())
+            .finish();
+        let text = logged(Box::new(other), &buf, || {
+            a_request(|| request_span("req_abc", Some(TRACE)))
+        });
+        let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        assert_eq!(first["span"]["request_id"], "req_abc");
+        assert_eq!(
+            first["span"]["trace_id"],
+            "4bf92f3577b34da6a3ce929d0e0e4736"
+        );
+    }
+
+    #[test]
+    fn a_filtered_out_request_span_is_disabled() {
+        let buf = Buffer::default();
+        let out = buf.clone();
+        let sub = subscriber(LogFormat::Json, EnvFilter::new("warn"), move || out.clone());
+        tracing::subscriber::with_default(sub, || {
+            assert!(request_span("req_abc", None).is_disabled());
+        });
     }
 
     #[test]

@@ -15,16 +15,27 @@ use tokio::time::Instant;
 
 use crate::access::limits;
 use crate::http::bounds::{clip, MAX_NAME_CHARS};
-use crate::http::request_id::request_id;
+use crate::http::request_id::{request_id, X_REQUEST_ID};
 use crate::http::state::AppState;
 use crate::telemetry::content;
 use crate::telemetry::log::LogEntry;
 use crate::telemetry::otlp::RequestTrace;
+use crate::telemetry::trace;
 use switchyard::propagate::{to_hex, Upstream};
 
 /// Longest client- or upstream-given name a log line (and the dashboard's ring) keeps, in
 /// bytes: any name of [`MAX_NAME_CHARS`] characters fits.
 const LOGGED_TEXT_BYTES: usize = 4 * MAX_NAME_CHARS;
+
+// Headers named once (a name given to `HeaderName::from_static` at run time, or looked up
+// as text, is parsed and checked against every standard header's name, per call).
+const ANTHROPIC_BETA: HeaderName = HeaderName::from_static("anthropic-beta");
+const PROVIDER: HeaderName = HeaderName::from_static("x-switchyard-provider");
+const ATTEMPTS: HeaderName = HeaderName::from_static("x-switchyard-attempts");
+const FAILED_OVER: HeaderName = HeaderName::from_static("x-switchyard-failed-over");
+const COST_USD: HeaderName = HeaderName::from_static("x-switchyard-cost-usd");
+const IGNORED: HeaderName = HeaderName::from_static("x-switchyard-ignored");
+const DROPPED: HeaderName = HeaderName::from_static("x-switchyard-dropped");
 
 /// What a request carries through its life, for headers, the log and metrics.
 #[derive(Debug, Clone)]
@@ -89,7 +100,7 @@ impl Ctx {
             line: None,
             ignored: Vec::new(),
             anthropic_beta: headers
-                .get("anthropic-beta")
+                .get(ANTHROPIC_BETA)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned),
             native_kind: None,
@@ -107,15 +118,10 @@ impl Ctx {
         }
     }
 
-    /// The `tracing` span the request's diagnostics are logged in (JSON lines carry its
-    /// fields).
+    /// The `tracing` span the request's diagnostics are logged in (lines carry its
+    /// `request_id` and `trace_id`: `crate::telemetry::trace::request_span`).
     pub(crate) fn span(&self) -> tracing::Span {
-        let trace_id = self.trace.as_ref().map(|t| to_hex(&t.context.trace_id));
-        tracing::info_span!(
-            "request",
-            request_id = %self.id,
-            trace_id = trace_id.as_deref().unwrap_or_default(),
-        )
+        trace::request_span(&self.id, self.trace.as_ref().map(|t| t.context.trace_id))
     }
 
     pub(crate) fn elapsed(&self) -> Duration {
@@ -219,17 +225,17 @@ pub(crate) fn who_answered(
     cost: Option<Option<Money>>,
 ) {
     headers.reserve(5);
-    set(headers, "x-request-id", &ctx.id);
-    set(headers, "x-switchyard-provider", provider);
-    set(headers, "x-switchyard-attempts", &attempts.to_string());
+    set(headers, X_REQUEST_ID, &ctx.id);
+    set(headers, PROVIDER, provider);
+    set(headers, ATTEMPTS, &attempts.to_string());
     headers.insert(
-        HeaderName::from_static("x-switchyard-failed-over"),
+        FAILED_OVER,
         HeaderValue::from_static(if failed_over { "true" } else { "false" }),
     );
     if let Some(cost) = cost {
         set(
             headers,
-            "x-switchyard-cost-usd",
+            COST_USD,
             &cost.map_or_else(|| "unknown".to_owned(), usd),
         );
     }
@@ -244,10 +250,10 @@ pub(crate) fn who_answered(
         }
     }
     if !names.is_empty() {
-        set(headers, "x-switchyard-ignored", &names.join(", "));
+        set(headers, IGNORED, &names.join(", "));
     }
     if !dropped.is_empty() {
-        set(headers, "x-switchyard-dropped", &dropped.names().join(", "));
+        set(headers, DROPPED, &dropped.names().join(", "));
     }
 }
 
@@ -289,9 +295,10 @@ pub(crate) fn answered_natively(state: &AppState, ctx: &Ctx, provider: &str) -> 
     state.gateway.native_kind_of(provider) == Some(Some(kind))
 }
 
-pub(crate) fn set(headers: &mut HeaderMap, name: &'static str, value: &str) {
+/// Set header `name` to `value` (left unset when `value` is not a valid header value).
+pub(crate) fn set(headers: &mut HeaderMap, name: HeaderName, value: &str) {
     if let Ok(v) = HeaderValue::from_str(value) {
-        headers.insert(HeaderName::from_static(name), v);
+        headers.insert(name, v);
     }
 }
 

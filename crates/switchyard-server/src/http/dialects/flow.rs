@@ -23,6 +23,7 @@ use super::{Decoded, Dialect};
 use crate::access::keys::Caller;
 use crate::access::limits;
 use crate::http::error::ApiError;
+use crate::http::request_id::X_REQUEST_ID;
 use crate::http::state::AppState;
 
 /// A dialect's handler: the shared flow around its codec.
@@ -72,7 +73,7 @@ pub(crate) async fn answer_with(
                 .metrics
                 .request(&ctx.route_label, status, ctx.stream, ctx.elapsed());
             let mut resp = error(err);
-            set(resp.headers_mut(), "x-request-id", &ctx.id);
+            set(resp.headers_mut(), X_REQUEST_ID, &ctx.id);
             (resp, Some(entry))
         }
     };

@@ -21,8 +21,9 @@ mod usage;
 pub use usage::{UsageLabels, MAX_USAGE_SERIES};
 
 use std::borrow::Borrow;
+use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, HashMap};
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
@@ -35,6 +36,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
+use rustc_hash::FxBuildHasher;
 use switchyard::breaker::{CircuitState, Transition};
 use switchyard::chat::ChatResponse;
 use switchyard::embedding::EmbeddingResponse;
@@ -154,14 +156,20 @@ fn ttft_histogram() -> Histogram {
 }
 
 /// Handles by key, found with a borrowed key (no allocation once a series exists).
-struct Handles<K, V> {
-    map: RwLock<HashMap<K, V>>,
+///
+/// Hashed with FxHash by default, not SipHash: these lookups run several times per request
+/// (BENCHMARKS.md, "Stop 22"), and a map whose keys are all configured names or fixed
+/// labels gives a client nothing to flood. A map that may hold a client-chosen key keeps
+/// std's keyed hasher (`S` = [`RandomState`]): provider names, since a wildcard route's
+/// slots are named after the client's model (`openai/<model>`).
+struct Handles<K, V, S = FxBuildHasher> {
+    map: RwLock<HashMap<K, V, S>>,
 }
 
-impl<K: Hash + Eq, V: Clone> Handles<K, V> {
+impl<K: Hash + Eq, V: Clone, S: BuildHasher + Default> Handles<K, V, S> {
     fn new() -> Self {
         Self {
-            map: RwLock::new(HashMap::new()),
+            map: RwLock::new(HashMap::default()),
         }
     }
 
@@ -353,7 +361,9 @@ pub struct Metrics {
     registry: Registry,
     families: Families,
     routes: Handles<String, RouteSeries>,
-    providers: Handles<String, Arc<ProviderSeries>>,
+    /// Keyed by provider name, which a wildcard route's slot takes from the client's model:
+    /// std's keyed hasher (see [`Handles`]).
+    providers: Handles<String, Arc<ProviderSeries>, RandomState>,
     /// Active health checks (`metrics/health.rs`).
     health: health::HealthChecks,
     /// Series by route, key and model; in flight; upstream headroom (`metrics/usage.rs`).

@@ -18,6 +18,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::Handles;
 use crate::telemetry::log::LogEntry;
@@ -84,7 +85,7 @@ struct Series {
 
 /// The labelled families, the in-flight gauge and the headroom gauges.
 pub(super) struct Usage {
-    labels: UsageLabels,
+    labels: Names,
     requests: Family<OutcomeLabels, Counter>,
     tokens: Family<TokenLabels, Counter>,
     cost: Family<Labels, Counter<f64, AtomicU64>>,
@@ -98,7 +99,7 @@ pub(super) struct Usage {
 impl Usage {
     pub(super) fn new(labels: UsageLabels) -> Self {
         Self {
-            labels,
+            labels: Names::of(labels),
             requests: Family::default(),
             tokens: Family::default(),
             cost: Family::default(),
@@ -242,6 +243,25 @@ impl Usage {
             key,
             provider,
             model,
+        }
+    }
+}
+
+/// [`UsageLabels`] as looked up per request: hashed with FxHash, not SipHash (the sets hold
+/// only configured names; a client-chosen name is looked up, never inserted, so it cannot
+/// make a lookup slower than the configured names' own collisions).
+struct Names {
+    routes: FxHashSet<String>,
+    keys: FxHashSet<String>,
+    models: FxHashMap<String, String>,
+}
+
+impl Names {
+    fn of(labels: UsageLabels) -> Self {
+        Self {
+            routes: labels.routes.into_iter().collect(),
+            keys: labels.keys.into_iter().collect(),
+            models: labels.models.into_iter().collect(),
         }
     }
 }
