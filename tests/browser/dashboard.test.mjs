@@ -88,6 +88,19 @@ async function stopServer(server) {
   clearTimeout(timer);
 }
 
+/**
+ * Remove a browser profile. Chromium's helper processes can still be writing into it for a
+ * moment after the context closes (ENOTEMPTY on rmdir), so removal is retried, and a profile
+ * that still cannot be removed is reported, not a test failure: it is a temp dir.
+ */
+function removeProfile(profile) {
+  try {
+    rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
+  } catch (e) {
+    console.warn(`could not remove the browser profile ${profile}: ${e.message}`);
+  }
+}
+
 /** Headless Chromium with a fresh profile (its --user-data-dir), removed on close. */
 async function openBrowser() {
   const profile = mkdtempSync(join(tmpdir(), 'switchyard-chromium-'));
@@ -102,11 +115,11 @@ async function openBrowser() {
       context,
       async close() {
         await context.close().catch(() => {});
-        rmSync(profile, { recursive: true, force: true });
+        removeProfile(profile);
       },
     };
   } catch (e) {
-    rmSync(profile, { recursive: true, force: true });
+    removeProfile(profile);
     throw e;
   }
 }
