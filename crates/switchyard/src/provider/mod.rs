@@ -5,7 +5,8 @@
 //! stream type, [`codec::HttpProvider`] (the one HTTP provider; each vendor folder —
 //! `openai/`, `anthropic/`, `gemini/` — is a [`codec::Codec`] it drives; a cloud serving
 //! another vendor's API — `azure/`, `vertex/` — a [`wrapping::WrappingCodec`]), the scripted
-//! provider used by pipeline tests. Vendor codecs translate and classify; they never
+//! provider used by pipeline tests, and a credential file re-read when it changes
+//! ([`watched::Watched`]). Vendor codecs translate and classify; they never
 //! retry, route or log. (The tutorial's simulated provider is the server's:
 //! `switchyard-server/src/simulated/`.)
 
@@ -24,6 +25,7 @@ pub mod sign;
 pub mod sse;
 pub mod token;
 pub mod vertex;
+pub mod watched;
 pub mod wrapping;
 
 use std::pin::Pin;

@@ -2,24 +2,21 @@
 //! that renews the token): [`TokenFile`] hands out the file's token and re-reads the file
 //! when it changes.
 //!
-//! Costs: a call takes a lock and clones the token. At most once per `recheck` interval
-//! (default [`DEFAULT_RECHECK`]) a call also looks at the file's modification time and
-//! length (one `stat`), and reads the file only when either changed: no per-request I/O.
-//! So a renewed token is sent at most `recheck` after it was written. A file that cannot
-//! be read for a while (being replaced) keeps the last good token in use; only a file that
-//! was never read, or holds nothing, fails the call (`Auth`). The token never appears in an
-//! error.
+//! A [`crate::provider::watched::Watched`] file (its costs and rules there): the file is
+//! looked at again at most every `recheck` (default [`DEFAULT_RECHECK`]), so a renewed
+//! token is sent at most `recheck` after it was written. A file that cannot be read for a
+//! while (being replaced) keeps the last good token in use; only a file that was never
+//! read, or holds nothing, fails the call (`Auth`). The token never appears in an error.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use async_trait::async_trait;
-use tokio::time::Instant;
 
 use crate::error::{ErrorKind, ProviderError};
 use crate::provider::secret::Secret;
 use crate::provider::token::TokenSource;
+use crate::provider::watched::{read_capped, Stamp, Watched};
 
 /// How often, at most, the file is looked at again.
 pub const DEFAULT_RECHECK: Duration = Duration::from_secs(10);
@@ -27,21 +24,10 @@ pub const DEFAULT_RECHECK: Duration = Duration::from_secs(10);
 /// The largest token file read (Entra tokens are a few kilobytes).
 const MAX_TOKEN_BYTES: u64 = 64 * 1024;
 
-/// A token file, re-read when it changes.
+/// A token file, re-read when it changes ([`crate::provider::watched::Watched`]).
 #[derive(Debug)]
 pub struct TokenFile {
-    path: PathBuf,
-    recheck: Duration,
-    state: Mutex<State>,
-}
-
-#[derive(Debug, Default)]
-struct State {
-    token: Option<Secret>,
-    /// The modification time and length the token was read at.
-    stamp: Option<(SystemTime, u64)>,
-    /// When the file was last looked at.
-    checked: Option<Instant>,
+    file: Watched<Secret>,
 }
 
 impl TokenFile {
@@ -49,16 +35,14 @@ impl TokenFile {
     #[must_use]
     pub fn new(path: impl Into<PathBuf>, recheck: Duration) -> Self {
         Self {
-            path: path.into(),
-            recheck,
-            state: Mutex::new(State::default()),
+            file: Watched::new(path, recheck),
         }
     }
 
     /// The file's path.
     #[must_use]
     pub fn path(&self) -> &Path {
-        &self.path
+        self.file.path()
     }
 
     /// The file's token now, read afresh (what `switchyard check` does once).
@@ -66,83 +50,39 @@ impl TokenFile {
     /// # Errors
     /// `Auth`: the file cannot be read, is too large, or is empty.
     pub fn read_now(&self) -> Result<Secret, ProviderError> {
-        let (token, _) = self.read()?;
+        let (token, _) = read(self.path())?;
         Ok(token)
     }
+}
 
-    fn read(&self) -> Result<(Secret, (SystemTime, u64)), ProviderError> {
-        let failed = |what: String| {
-            ProviderError::new(
-                ErrorKind::Auth,
-                format!("Entra token file {}: {what}", self.path.display()),
-            )
-        };
-        let meta = std::fs::metadata(&self.path).map_err(|e| failed(e.to_string()))?;
-        if meta.len() > MAX_TOKEN_BYTES {
-            return Err(failed(format!("larger than {MAX_TOKEN_BYTES} bytes")));
-        }
-        let stamp = (
-            meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-            meta.len(),
-        );
-        let text = std::fs::read_to_string(&self.path).map_err(|e| failed(e.to_string()))?;
-        let token = text.trim();
-        if token.is_empty() {
-            return Err(failed("empty".to_owned()));
-        }
-        Ok((Secret::new(token), stamp))
+/// The token in the file at `path`, trimmed, and the file's stamp.
+fn read(path: &Path) -> Result<(Secret, Stamp), ProviderError> {
+    let failed = |what: String| {
+        ProviderError::new(
+            ErrorKind::Auth,
+            format!("Entra token file {}: {what}", path.display()),
+        )
+    };
+    let (text, stamp) = read_capped(path, MAX_TOKEN_BYTES).map_err(failed)?;
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(failed("empty".to_owned()));
     }
-
-    fn stamp(&self) -> Option<(SystemTime, u64)> {
-        let meta = std::fs::metadata(&self.path).ok()?;
-        Some((
-            meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-            meta.len(),
-        ))
-    }
-
-    /// The token, looking at the file first when `recheck` has passed.
-    fn get(&self) -> Result<Secret, ProviderError> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = Instant::now();
-        let due = state
-            .checked
-            .is_none_or(|at| now.duration_since(at) >= self.recheck);
-        if due {
-            state.checked = Some(now);
-            let changed = state.token.is_none() || self.stamp() != state.stamp;
-            if changed {
-                match self.read() {
-                    Ok((token, stamp)) => {
-                        state.token = Some(token);
-                        state.stamp = Some(stamp);
-                    }
-                    // keep the last good token while the file is being replaced
-                    Err(e) if state.token.is_none() => return Err(e),
-                    Err(_) => {}
-                }
-            }
-        }
-        state.token.clone().ok_or_else(|| {
-            ProviderError::new(
-                ErrorKind::Auth,
-                format!("Entra token file {}: not read yet", self.path.display()),
-            )
-        })
-    }
+    Ok((Secret::new(token), stamp))
 }
 
 #[async_trait]
 impl TokenSource for TokenFile {
     async fn token(&self) -> Result<Secret, ProviderError> {
-        self.get()
+        self.file.get(read, || {
+            ProviderError::new(
+                ErrorKind::Auth,
+                format!("Entra token file {}: not read yet", self.path().display()),
+            )
+        })
     }
 
     fn current(&self) -> Option<Secret> {
-        self.state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .token
-            .clone()
+        self.file.current()
     }
 }

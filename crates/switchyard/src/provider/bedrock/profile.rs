@@ -10,19 +10,15 @@
 //!
 //! Also owns [`ProfileFile`]: one profile of a credentials file, re-read when the file
 //! changes, so temporary credentials that a tool rewrites (`aws sso`, `aws-vault`,
-//! `granted` exporting to the file) are picked up without a restart. Like the Entra token
-//! file (`azure/entra.rs`): at most every `recheck` a signature looks at the file's
-//! modification time and length (one `stat`) and re-reads it only when either changed; a
-//! file that cannot be read for a while keeps the last good credentials in use.
+//! `granted` exporting to the file) are picked up without a restart: a
+//! [`crate::provider::watched::Watched`] file, as the Entra token file (`azure/entra.rs`) is.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, SystemTime};
-
-use tokio::time::Instant;
+use std::time::Duration;
 
 use super::credentials::AwsCredentials;
 use crate::provider::secret::Secret;
+use crate::provider::watched::{read_capped, Stamp, Watched};
 
 /// How often, at most, a [`ProfileFile`] looks at its file again.
 pub const DEFAULT_RECHECK: Duration = Duration::from_secs(10);
@@ -98,25 +94,12 @@ pub fn credentials_of(text: &str, name: &str) -> Result<AwsCredentials, ProfileE
     })
 }
 
-/// One profile of a credentials file, re-read when the file changes.
+/// One profile of a credentials file, re-read when the file changes
+/// ([`crate::provider::watched::Watched`]).
 #[derive(Debug)]
 pub struct ProfileFile {
-    path: PathBuf,
+    file: Watched<AwsCredentials>,
     profile: String,
-    recheck: Duration,
-    state: Mutex<State>,
-}
-
-#[derive(Debug, Default)]
-struct State {
-    credentials: Option<AwsCredentials>,
-    /// The credentials in use before the last change (an error of a call signed with them
-    /// may still echo them).
-    previous: Option<AwsCredentials>,
-    /// The modification time and length the credentials were read at.
-    stamp: Option<(SystemTime, u64)>,
-    /// When the file was last looked at.
-    checked: Option<Instant>,
 }
 
 /// Why a profile file gave no credentials: the file, or the profile in it.
@@ -145,17 +128,15 @@ impl ProfileFile {
     #[must_use]
     pub fn new(path: impl Into<PathBuf>, profile: impl Into<String>, recheck: Duration) -> Self {
         Self {
-            path: path.into(),
+            file: Watched::new(path, recheck),
             profile: profile.into(),
-            recheck,
-            state: Mutex::new(State::default()),
         }
     }
 
     /// The file's path.
     #[must_use]
     pub fn path(&self) -> &Path {
-        &self.path
+        self.file.path()
     }
 
     /// The profile's credentials, read afresh now (and kept for the calls to come).
@@ -163,48 +144,22 @@ impl ProfileFile {
     /// # Errors
     /// The file cannot be read, or the profile is not in it or lacks a key.
     pub fn read_now(&self) -> Result<AwsCredentials, FileError> {
-        let (credentials, stamp) = self.read()?;
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.previous = state.credentials.replace(credentials.clone());
-        state.stamp = Some(stamp);
-        state.checked = Some(Instant::now());
-        Ok(credentials)
+        self.file.read_now(|path| self.read(path))
     }
 
-    fn read(&self) -> Result<(AwsCredentials, (SystemTime, u64)), FileError> {
-        use std::io::Read as _;
-        let path = self.path.display().to_string();
-        let unreadable = |reason: String| FileError::Unreadable {
-            path: path.clone(),
-            reason,
-        };
-        let file = std::fs::File::open(&self.path).map_err(|e| unreadable(e.to_string()))?;
-        let meta = file.metadata().map_err(|e| unreadable(e.to_string()))?;
-        let mut text = String::new();
-        file.take(MAX_FILE_BYTES + 1)
-            .read_to_string(&mut text)
-            .map_err(|e| unreadable(e.to_string()))?;
-        if text.len() as u64 > MAX_FILE_BYTES {
-            return Err(unreadable(format!("larger than {MAX_FILE_BYTES} bytes")));
-        }
+    fn read(&self, path: &Path) -> Result<(AwsCredentials, Stamp), FileError> {
+        let shown = || path.display().to_string();
+        let (text, stamp) =
+            read_capped(path, MAX_FILE_BYTES).map_err(|reason| FileError::Unreadable {
+                path: shown(),
+                reason,
+            })?;
         let credentials =
             credentials_of(&text, &self.profile).map_err(|error| FileError::Profile {
-                path: path.clone(),
+                path: shown(),
                 error,
             })?;
-        let stamp = (
-            meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-            meta.len(),
-        );
         Ok((credentials, stamp))
-    }
-
-    fn stamp(&self) -> Option<(SystemTime, u64)> {
-        let meta = std::fs::metadata(&self.path).ok()?;
-        Some((
-            meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-            meta.len(),
-        ))
     }
 
     /// The credentials to sign with, looking at the file first when `recheck` has passed.
@@ -212,43 +167,22 @@ impl ProfileFile {
     /// # Errors
     /// The file was never read successfully.
     pub fn get(&self) -> Result<AwsCredentials, FileError> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = Instant::now();
-        let due = state
-            .checked
-            .is_none_or(|at| now.duration_since(at) >= self.recheck);
-        if due {
-            state.checked = Some(now);
-            let changed = state.credentials.is_none() || self.stamp() != state.stamp;
-            if changed {
-                match self.read() {
-                    Ok((credentials, stamp)) => {
-                        state.previous = state.credentials.replace(credentials);
-                        state.stamp = Some(stamp);
-                    }
-                    // keep the last good credentials while the file is being replaced
-                    Err(e) if state.credentials.is_none() => return Err(e),
-                    Err(_) => {}
-                }
-            }
-        }
-        state
-            .credentials
-            .clone()
-            .ok_or_else(|| FileError::Unreadable {
-                path: self.path.display().to_string(),
+        self.file.get(
+            |path| self.read(path),
+            || FileError::Unreadable {
+                path: self.path().display().to_string(),
                 reason: "not read yet".to_owned(),
-            })
+            },
+        )
     }
 
     /// The secrets of the credentials in use and of those before them.
     #[must_use]
     pub fn secrets(&self) -> Vec<Secret> {
-        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let mut out = Vec::new();
-        for c in state.credentials.iter().chain(&state.previous) {
-            out.push(c.secret_access_key.clone());
-            out.extend(c.session_token.clone());
+        for c in self.file.current_and_previous() {
+            out.push(c.secret_access_key);
+            out.extend(c.session_token);
         }
         out
     }

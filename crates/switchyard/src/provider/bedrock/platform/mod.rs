@@ -272,17 +272,10 @@ pub(crate) async fn bounded<T>(
 /// The file cannot be read, is larger than the cap, or is empty; the message names the
 /// file (`what` says which), never its content.
 pub fn read_token_file(path: &Path, what: &str) -> Result<Secret, ProviderError> {
-    use std::io::Read as _;
     let at =
         |reason: &dyn std::fmt::Display| failed(format!("{what} {}: {reason}", path.display()));
-    let file = std::fs::File::open(path).map_err(|e| at(&e))?;
-    let mut text = String::new();
-    file.take(MAX_TOKEN_FILE_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| at(&e))?;
-    if text.len() as u64 > MAX_TOKEN_FILE_BYTES {
-        return Err(at(&format!("larger than {MAX_TOKEN_FILE_BYTES} bytes")));
-    }
+    let (text, _) =
+        crate::provider::watched::read_capped(path, MAX_TOKEN_FILE_BYTES).map_err(|e| at(&e))?;
     let token = text.trim();
     if token.is_empty() {
         return Err(at(&"empty"));
