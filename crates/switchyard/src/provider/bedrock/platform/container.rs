@@ -19,9 +19,11 @@ use std::sync::{Mutex, PoisonError};
 use async_trait::async_trait;
 use http::HeaderMap;
 
-use super::{bounded, failed, from_json, read_token_file, Issued, Issuer, LOCAL_REQUEST_TIMEOUT};
+use super::{
+    bounded, failed, from_json, read_token_file, refused, Issued, Issuer, LOCAL_REQUEST_TIMEOUT,
+};
 use crate::error::ProviderError;
-use crate::provider::http::{self as transport, snippet, ConfigError, Endpoint, HttpClient};
+use crate::provider::http::{self as transport, ConfigError, Endpoint, HttpClient};
 use crate::provider::secret::Secret;
 
 /// The ECS credentials host a relative URI is resolved against.
@@ -137,12 +139,7 @@ impl ContainerEndpoint {
         let response = self.http.get(&self.url, headers).await?;
         if !response.is_success() {
             let failure = response.into_failure().await;
-            return Err(failed(format!(
-                "refused (HTTP {}): {}",
-                failure.status,
-                snippet(&failure.body)
-            ))
-            .with_status(failure.status));
+            return Err(refused(failure.status, "", &failure.body));
         }
         let body = response.body().await?;
         from_json(&body, "the answer")

@@ -21,9 +21,9 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use http::HeaderMap;
 
-use super::{bounded, failed, from_json, Issued, Issuer, LOCAL_REQUEST_TIMEOUT};
+use super::{bounded, failed, from_json, refused, Issued, Issuer, LOCAL_REQUEST_TIMEOUT};
 use crate::error::ProviderError;
-use crate::provider::http::{self as transport, snippet, ConfigError, Endpoint, HttpClient};
+use crate::provider::http::{self as transport, ConfigError, Endpoint, HttpClient};
 use crate::provider::secret::Secret;
 
 /// The instance metadata endpoint.
@@ -85,12 +85,7 @@ impl InstanceMetadata {
                 (false, 404) => " (no IAM role is attached to the instance)",
                 _ => "",
             };
-            Err(failed(format!(
-                "refused (HTTP {}){hint}: {}",
-                failure.status,
-                snippet(&failure.body)
-            ))
-            .with_status(failure.status))
+            Err(refused(failure.status, hint, &failure.body))
         };
         bounded(LOCAL_REQUEST_TIMEOUT, what, exchange).await
     }

@@ -233,6 +233,16 @@ pub(crate) fn failed(message: impl Into<String>) -> ProviderError {
     ProviderError::new(ErrorKind::Auth, message)
 }
 
+/// A source's non-2xx answer as an `Auth` error with its status: `refused (HTTP 403)`, then
+/// `hint` (what the status means at this source, or nothing) and the start of the body.
+pub(crate) fn refused(status: u16, hint: &str, body: &[u8]) -> ProviderError {
+    failed(format!(
+        "refused (HTTP {status}){hint}: {}",
+        transport::snippet(body)
+    ))
+    .with_status(status)
+}
+
 /// An HTTP client for a source: `connect_timeout`, answers capped at [`MAX_ANSWER_BYTES`].
 ///
 /// # Errors

@@ -20,11 +20,11 @@ use async_trait::async_trait;
 use http::HeaderMap;
 use serde::Deserialize;
 
-use super::{bounded, failed, parse_expiration, read_token_file, Issued, Issuer};
+use super::{bounded, failed, parse_expiration, read_token_file, refused, Issued, Issuer};
 use crate::clock::Clock;
 use crate::error::ProviderError;
 use crate::provider::bedrock::credentials::AwsCredentials;
-use crate::provider::http::{self as transport, snippet, ConfigError, Endpoint, HttpClient};
+use crate::provider::http::{self as transport, ConfigError, Endpoint, HttpClient};
 use crate::provider::secret::Secret;
 
 /// The STS API version the request names.
@@ -255,7 +255,7 @@ pub fn refusal(status: u16, body: &[u8]) -> ProviderError {
     let parsed = std::str::from_utf8(body)
         .ok()
         .and_then(|text| quick_xml::de::from_str::<ErrorAnswer>(text).ok());
-    let error = match parsed {
+    match parsed {
         Some(ErrorAnswer {
             error:
                 XmlError {
@@ -266,8 +266,8 @@ pub fn refusal(status: u16, body: &[u8]) -> ProviderError {
             "refused (HTTP {status}) {code}: {}",
             message.unwrap_or_default()
         ))
-        .with_vendor_code(code),
-        _ => failed(format!("refused (HTTP {status}): {}", snippet(body))),
-    };
-    error.with_status(status)
+        .with_vendor_code(code)
+        .with_status(status),
+        _ => refused(status, "", body),
+    }
 }
