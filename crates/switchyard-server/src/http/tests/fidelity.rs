@@ -453,6 +453,36 @@ async fn a_streamed_n_above_one_is_served_by_calls_where_no_vendor_has_n() {
     assert_eq!(finishes, 2, "each answer finishes once");
 }
 
+/// `n` is bounded (OpenAI's 128) before anything is dispatched: a client cannot make the
+/// gateway open a hundred calls to a vendor without `n`, or ask for an absurd count.
+#[tokio::test]
+async fn n_above_128_is_refused_naming_n_before_any_call() {
+    use switchyard::provider::anthropic::AnthropicCodec;
+    use switchyard::provider::codec::Codec;
+    let claude = |m: &str| {
+        ScriptedProvider::new(m)
+            .declaring(<AnthropicCodec as Codec>::support)
+            .fanning_out()
+    };
+    let f = fixture(
+        claude("c1"),
+        claude("c2"),
+        &[],
+        Route::new("smart", &["primary", "backup"]),
+    );
+    for n in [json!(129), json!(4_294_967_296_u64), json!(-1)] {
+        for stream in [false, true] {
+            let mut body = chat("smart");
+            body["stream"] = json!(stream);
+            body["n"] = n.clone();
+            let (status, err) = status_and_error(call(&f.state, post(&body)).await).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{n}: {err}");
+            assert_eq!(err["error"]["param"], "n", "{n}: {err}");
+        }
+    }
+    assert_eq!(f.primary.calls() + f.backup.calls(), 0);
+}
+
 /// A tool setting the shared shape has no room for (Anthropic's `strict`, ...) goes to
 /// Anthropic in the client's body and is named when another vendor answers: never dropped
 /// unsaid; odd or too many names collapse into `tools.*`.
