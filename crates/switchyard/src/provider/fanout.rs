@@ -168,6 +168,7 @@ enum Event {
 
 /// The state of a merged stream.
 struct Merged {
+    /// Opens the call of one more choice.
     open: Open,
     /// Answers asked for.
     n: u32,
@@ -179,7 +180,7 @@ struct Merged {
     live: SelectAll<BoxStream<'static, Tagged>>,
     /// Calls opening or streaming.
     in_flight: usize,
-    /// Which choices have finished.
+    /// Which choices have finished, and how many.
     finished: Vec<bool>,
     done: u32,
     /// Choice 0's finish reason, held until every choice has finished.
