@@ -30,6 +30,9 @@
 //!   failing over from Anthropic upstreams to an OpenAI one (`tests/python/test_anthropic_sdk.py`);
 //! - `claude_code.rs`: real Claude Code (`claude -p`, binary from `$SWITCHYARD_CLAUDE`) failing
 //!   over from Anthropic to OpenAI;
+//! - `fanout_sdk.rs`: the `openai` Python SDK's `n=2` failing over from a down OpenAI to
+//!   Anthropic, which answers once per call, plain and streamed
+//!   (`tests/python/test_fanout_sdk.py`);
 //! - `fidelity_sdk.rs`: the `openai` Python SDK reading logprobs, refusals, the system
 //!   fingerprint and `n=2` streams back through both OpenAI dialects
 //!   (`tests/python/test_fidelity_sdk.py`);
@@ -65,6 +68,7 @@ mod edge;
 mod embeddings;
 mod errors;
 mod failover;
+mod fanout_sdk;
 mod fidelity_sdk;
 mod health;
 mod hostile;

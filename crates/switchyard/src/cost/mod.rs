@@ -202,7 +202,18 @@ impl Price {
     /// writes and output (reasoning included) each at their rate.
     #[must_use]
     pub fn cost(&self, usage: &Usage) -> Money {
-        let r = self.rates_for(usage.input_tokens);
+        self.cost_of_calls(usage, 1)
+    }
+
+    /// The exact cost of `usage` summed over `calls` calls of one prompt (the calls of a
+    /// request whose `n` answers a vendor without `n` gives one per call): each call is
+    /// billed in the tier of its own input, the sum's input over `calls` (the calls send
+    /// the same prompt, so each reports the same input), never in the tier of the sum.
+    /// Within a tier the cost is linear, so this is the sum of the calls' costs. `calls`
+    /// of 0 counts as 1.
+    #[must_use]
+    pub fn cost_of_calls(&self, usage: &Usage, calls: u32) -> Money {
+        let r = self.rates_for(usage.input_tokens / u64::from(calls.max(1)));
         let write_1h = usage.cache_write_1h_tokens.min(usage.cache_write_tokens);
         let write_5m = usage.cache_write_tokens - write_1h;
         let picos = mul(usage.uncached_input_tokens(), r.input)
@@ -219,11 +230,21 @@ impl Price {
     /// is above the long-context threshold, each rate is the dearer of the two tiers.
     #[must_use]
     pub fn worst_case(&self, input_tokens: u64, output_tokens: u64) -> Money {
+        self.worst_case_of_calls(1, input_tokens, output_tokens)
+    }
+
+    /// The most `calls` calls of `input_tokens` and `output_tokens` each can cost:
+    /// `calls` times [`Price::worst_case`] (saturating). A request whose `n` answers a
+    /// vendor without `n` serves by `n` calls reserves this, each call reading the whole
+    /// prompt.
+    #[must_use]
+    pub fn worst_case_of_calls(&self, calls: u32, input_tokens: u64, output_tokens: u64) -> Money {
         let r = match &self.long_context {
             Some(lc) if input_tokens > lc.above_input_tokens => self.base().max(lc.rates()),
             _ => self.base(),
         };
-        let picos = mul(input_tokens, r.dearest_input()) + mul(output_tokens, r.output);
+        let one = mul(input_tokens, r.dearest_input()) + mul(output_tokens, r.output);
+        let picos = one.saturating_mul(u128::from(calls));
         Money::from_picos(i64::try_from(picos).unwrap_or(i64::MAX))
     }
 
@@ -784,6 +805,34 @@ mod tests {
         // cache reads and writes count toward the threshold (the whole prompt)
         let u = usage(100_001, 100_001, 0, 0, 0);
         assert_eq!(p.cost(&u).to_string(), "$0.00500005");
+    }
+
+    /// The calls of a fanned-out request each send the whole prompt: their summed usage is
+    /// billed in the tier of one call's input, never in the tier of the sum.
+    #[test]
+    fn summed_calls_are_billed_in_the_tier_of_one_call() {
+        let p = shipped("claude-haiku-5-5");
+        let one = usage(60_000, 0, 0, 0, 1_000);
+        let two = one.plus(one); // 120k input: above the 100k threshold as a sum
+        assert_eq!(p.cost_of_calls(&two, 2), p.cost(&one) + p.cost(&one));
+        assert!(
+            p.cost(&two) > p.cost_of_calls(&two, 2),
+            "one call of 120k is long"
+        );
+        assert_eq!(
+            p.cost_of_calls(&one, 0),
+            p.cost(&one),
+            "0 calls counts as 1"
+        );
+        // reservations: n times one call's worst case, saturating
+        assert_eq!(
+            p.worst_case_of_calls(3, 60_000, 1_000),
+            Money::from_picos(3 * (60_000 * 200_000 + 1_000 * 500_000))
+        );
+        assert_eq!(
+            p.worst_case_of_calls(u32::MAX, u64::MAX / 4, u64::MAX / 4),
+            Money::from_picos(i64::MAX)
+        );
     }
 
     /// Reasoning tokens are already inside `output_tokens`: they change nothing in the sum.

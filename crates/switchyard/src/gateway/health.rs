@@ -107,6 +107,7 @@ async fn call(slot: &Slot, probe: Probe) -> Result<Option<Money>, ProviderError>
                 reply.reported_cost,
                 reply.usage.as_ref(),
                 slot.price,
+                1,
             ))
         }
     }

@@ -8,7 +8,11 @@
 //!
 //! A vendor is a [`Codec`] in its own folder (`openai/`, `anthropic/`, `gemini/`): its
 //! request body, its reply and stream-event parsers, its error classifier and how it sends
-//! its key. Codecs do no I/O. The transport is [`super::http`].
+//! its key. Codecs do no I/O. The transport is [`super::http`]. A vendor whose API has no
+//! `n` ([`Codec::ONE_ANSWER_PER_CALL`]) serves a request for several answers by that many
+//! calls, merged by [`super::fanout`]: done here, once for every vendor, so the gateway's
+//! attempt loop sees one call (one attempt, one breaker verdict, one trail entry) and its
+//! stream machinery (commit point, stall timeout, rescue rules) one stream.
 
 use std::ops::Range;
 use std::time::{Duration, SystemTime};
@@ -27,7 +31,7 @@ use super::secret::Secret;
 use super::sign::{RequestSigner, Signable};
 use super::sse::{self, Parsed, SseEvent, SseStream};
 use super::token::TokenSource;
-use super::{embeddings_unsupported, reply_as_chunk, ChunkStream, Provider};
+use super::{embeddings_unsupported, fanout, reply_as_chunk, ChunkStream, Provider};
 use crate::chat::{ChatRequest, Field, FieldSet, ProviderReply, Support, Usage};
 use crate::clock::Clock;
 use crate::embedding::{EmbeddingReply, EmbeddingRequest};
@@ -58,6 +62,12 @@ pub trait Codec: std::fmt::Debug + Send + Sync + 'static {
     /// one), or AWS's binary event stream (Bedrock's ConverseStream, read by
     /// [`super::eventstream`] into the same events).
     const FRAMING: Framing = Framing::Sse;
+
+    /// True for a vendor whose API answers once per call (no `n`: Anthropic's Messages,
+    /// Bedrock's Converse, OpenAI's Responses): the provider serves a request for `n` > 1
+    /// answers by `n` calls of one answer each ([`super::fanout`]), and the codec declares
+    /// `n` translated. `encode` then never sees `n` > 1.
+    const ONE_ANSWER_PER_CALL: bool = false;
 
     /// The model id this codec sends.
     fn model(&self) -> &str;
@@ -233,7 +243,9 @@ pub struct Connection {
 /// One upstream: a vendor codec bound to a model, endpoints and a credential.
 #[derive(Debug)]
 pub struct HttpProvider<C> {
-    codec: C,
+    /// Shared, so a fanned-out stream's calls can be opened by a clone of the provider
+    /// (see [`HttpProvider::stream`]).
+    codec: std::sync::Arc<C>,
     api_key: Option<Secret>,
     /// Classifies non-2xx answers and scrubs the key from every error.
     errors: ErrorPolicy,
@@ -253,6 +265,26 @@ pub struct HttpProvider<C> {
     /// Signs each request over its method, URL, headers and body (AWS SigV4), after every
     /// other header is in; its secrets are scrubbed from every error like the key.
     signer: Option<std::sync::Arc<dyn RequestSigner>>,
+}
+
+impl<C> Clone for HttpProvider<C> {
+    /// The same provider (the codec and credential sources shared, headers copied): what
+    /// a fanned-out stream opens its later calls with.
+    fn clone(&self) -> Self {
+        Self {
+            codec: std::sync::Arc::clone(&self.codec),
+            api_key: self.api_key.clone(),
+            errors: self.errors.clone(),
+            http: self.http.clone(),
+            endpoints: self.endpoints.clone(),
+            json_headers: self.json_headers.clone(),
+            sse_headers: self.sse_headers.clone(),
+            usage_grace: self.usage_grace,
+            embeddings: self.embeddings.clone(),
+            bearer: self.bearer.clone(),
+            signer: self.signer.clone(),
+        }
+    }
 }
 
 impl<C: Codec> HttpProvider<C> {
@@ -287,7 +319,7 @@ impl<C: Codec> HttpProvider<C> {
                 key: connection.api_key.clone(),
                 clock: connection.clock,
             },
-            codec,
+            codec: std::sync::Arc::new(codec),
             api_key: connection.api_key,
             endpoints,
             json_headers,
@@ -554,7 +586,62 @@ impl<C: Codec> Provider for HttpProvider<C> {
         self.codec.cannot_honour(req)
     }
 
+    fn calls_for(&self, req: &ChatRequest) -> u32 {
+        self.fanned_out(req).unwrap_or(1)
+    }
+
+    /// One call; `n` > 1 answers from a vendor without `n` are that many calls, merged
+    /// ([`fanout::send`]).
     async fn send(&self, req: &ChatRequest) -> Result<ProviderReply, ProviderError> {
+        let Some(n) = self.fanned_out(req) else {
+            return self.send_one(req).await;
+        };
+        let one = &fanout::single(req);
+        fanout::send(n, move || self.send_one(one)).await
+    }
+
+    /// One streamed call; `n` > 1 answers from a vendor without `n` are that many streamed
+    /// calls, merged ([`fanout::stream`]), opened by a clone of this provider (the merged
+    /// stream outlives this borrow).
+    async fn stream(&self, req: &ChatRequest) -> Result<ChunkStream, ProviderError> {
+        let Some(n) = self.fanned_out(req) else {
+            return self.stream_one(req).await;
+        };
+        let this = std::sync::Arc::new(self.clone());
+        let one = std::sync::Arc::new(fanout::single(req));
+        let open: fanout::Open = std::sync::Arc::new(move || {
+            let (this, one) = (std::sync::Arc::clone(&this), std::sync::Arc::clone(&one));
+            Box::pin(async move { this.stream_one(&one).await })
+        });
+        fanout::stream(n, open).await
+    }
+
+    async fn embed(&self, req: &EmbeddingRequest) -> Result<EmbeddingReply, ProviderError> {
+        self.embed_all(req).await
+    }
+
+    async fn count_tokens(
+        &self,
+        body: &serde_json::Value,
+        betas: Option<&str>,
+    ) -> Result<u64, ProviderError> {
+        self.count(body, betas).await
+    }
+
+    async fn check_health(&self) -> Result<(), ProviderError> {
+        self.list().await
+    }
+}
+
+impl<C: Codec> HttpProvider<C> {
+    /// The answers a request needs as that many calls: `Some(n)` for `n` > 1 on a vendor
+    /// without `n`; `None` when one call serves it.
+    fn fanned_out(&self, req: &ChatRequest) -> Option<u32> {
+        fanout::answers(req).filter(|_| C::ONE_ANSWER_PER_CALL)
+    }
+
+    /// One non-streaming call.
+    async fn send_one(&self, req: &ChatRequest) -> Result<ProviderReply, ProviderError> {
         let (body, call) = self.codec.encode(req, false)?;
         let response = self.post(req, body, false).await?;
         let latency = self.codec.reported_latency(&response);
@@ -569,7 +656,8 @@ impl<C: Codec> Provider for HttpProvider<C> {
         Ok(reply)
     }
 
-    async fn stream(&self, req: &ChatRequest) -> Result<ChunkStream, ProviderError> {
+    /// One streaming call.
+    async fn stream_one(&self, req: &ChatRequest) -> Result<ChunkStream, ProviderError> {
         let (body, call) = self.codec.encode(req, true)?;
         let response = self.post(req, body, true).await?;
         match response.media_type().as_deref() {
@@ -597,7 +685,8 @@ impl<C: Codec> Provider for HttpProvider<C> {
         })
     }
 
-    async fn embed(&self, req: &EmbeddingRequest) -> Result<EmbeddingReply, ProviderError> {
+    /// An embeddings request: one call, or the codec's batches a few at once.
+    async fn embed_all(&self, req: &EmbeddingRequest) -> Result<EmbeddingReply, ProviderError> {
         let Some(url) = &self.embeddings else {
             return Err(embeddings_unsupported(C::KIND));
         };
@@ -643,7 +732,7 @@ impl<C: Codec> Provider for HttpProvider<C> {
 
     /// `POST {count_tokens_url}` with the client's body (this provider's model in it) and
     /// its betas; the answer's `input_tokens`. Errors classified and scrubbed as any call's.
-    async fn count_tokens(
+    async fn count(
         &self,
         body: &serde_json::Value,
         betas: Option<&str>,
@@ -692,7 +781,7 @@ impl<C: Codec> Provider for HttpProvider<C> {
     }
 
     /// The vendor's free listing request: proves the key and the endpoint.
-    async fn check_health(&self) -> Result<(), ProviderError> {
+    async fn list(&self) -> Result<(), ProviderError> {
         let headers = self
             .ready(
                 "GET",

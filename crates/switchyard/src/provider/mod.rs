@@ -5,7 +5,8 @@
 //! stream type, [`codec::HttpProvider`] (the one HTTP provider; each vendor folder —
 //! `openai/`, `anthropic/`, `gemini/` — is a [`codec::Codec`] it drives; a cloud serving
 //! another vendor's API — `azure/`, `vertex/` — a [`wrapping::WrappingCodec`]), the scripted
-//! provider used by pipeline tests, and a credential file re-read when it changes
+//! provider used by pipeline tests, `n` answers from vendors without `n` as that many calls
+//! ([`fanout`]), and a credential file re-read when it changes
 //! ([`watched::Watched`]). Vendor codecs translate and classify; they never
 //! retry, route or log. (The tutorial's simulated provider is the server's:
 //! `switchyard-server/src/simulated/`.)
@@ -16,6 +17,7 @@ pub mod bedrock;
 pub mod codec;
 mod error_body;
 pub mod eventstream;
+pub mod fanout;
 pub mod gemini;
 pub mod http;
 pub mod openai;
@@ -77,6 +79,15 @@ pub trait Provider: Send + Sync {
     /// [`Support::Unsupported`] for this request. The default: none.
     fn cannot_honour(&self, _req: &ChatRequest) -> FieldSet {
         FieldSet::EMPTY
+    }
+
+    /// How many upstream calls serving `req` takes: `n` for a provider whose vendor has no
+    /// `n` and serves `n` > 1 answers by that many calls ([`fanout`]), each billed for the
+    /// whole prompt; 1 otherwise (a vendor that takes `n` reads the prompt once for every
+    /// answer). Budget reservations and the cost of a reply are sized by it. The default:
+    /// 1.
+    fn calls_for(&self, _req: &ChatRequest) -> u32 {
+        1
     }
 
     /// One non-streaming call. Errors come back classified.

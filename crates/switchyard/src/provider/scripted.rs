@@ -6,7 +6,11 @@
 //! assert on conduct) and how many calls are still in flight. Its listing health check
 //! follows a script of its own (same [`Step`]s; a reply passes), counted apart from calls.
 //! Embeddings calls take steps from the same script: a reply (of any kind) answers with
-//! [`scripted_vector`]s and one input token per input byte.
+//! [`scripted_vector`]s and one input token per input byte. Built [`fanning_out`], it
+//! stands in for a vendor without `n`: a request for `n` > 1 answers is `n` calls (each
+//! its own step) merged by [`super::fanout`], as the HTTP providers of such vendors do.
+//!
+//! [`fanning_out`]: ScriptedProvider::fanning_out
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,7 +21,7 @@ use async_trait::async_trait;
 use futures_util::StreamExt as _;
 use tokio::time::Instant;
 
-use super::{ChunkStream, Provider};
+use super::{fanout, ChunkStream, Provider};
 use crate::chat::{ChatChunk, ChatRequest, Field, FinishReason, ProviderReply, Support, Usage};
 use crate::embedding::{EmbeddingInput, EmbeddingReply, EmbeddingRequest};
 use crate::error::{ErrorKind, ProviderError};
@@ -121,11 +125,11 @@ impl Step {
 #[derive(Debug)]
 pub struct ScriptedProvider {
     model: String,
-    script: Mutex<VecDeque<Step>>,
+    /// The script and the record of calls, shared with a fanned-out stream's later calls.
+    calls: Arc<Calls>,
     otherwise: Step,
-    calls: Mutex<Vec<Instant>>,
-    in_flight: Arc<AtomicUsize>,
-    requests: Mutex<Vec<ChatRequest>>,
+    /// Serves `n` > 1 answers by `n` calls ([`ScriptedProvider::fanning_out`]).
+    fans_out: bool,
     embed_requests: Mutex<Vec<EmbeddingRequest>>,
     /// The health check's script, its step once that runs out, and when each check started.
     health: Mutex<VecDeque<Step>>,
@@ -143,11 +147,9 @@ impl ScriptedProvider {
     pub fn new(model: &str) -> Self {
         Self {
             model: model.to_owned(),
-            script: Mutex::new(VecDeque::new()),
+            calls: Arc::default(),
             otherwise: Step::text(&format!("ok from {model}")),
-            calls: Mutex::new(Vec::new()),
-            in_flight: Arc::new(AtomicUsize::new(0)),
-            requests: Mutex::new(Vec::new()),
+            fans_out: false,
             embed_requests: Mutex::new(Vec::new()),
             health: Mutex::new(VecDeque::new()),
             health_otherwise: Step::text("ok"),
@@ -162,6 +164,15 @@ impl ScriptedProvider {
     #[must_use]
     pub fn declaring(mut self, support: fn(Field) -> Support) -> Self {
         self.support = Some(support);
+        self
+    }
+
+    /// Builder: stand in for a vendor without `n`: a request for `n` > 1 answers is `n`
+    /// calls for one answer each (each takes its own step, in script order as they start),
+    /// at most [`fanout::CALLS_AT_ONCE`] at once, merged into one answer or stream.
+    #[must_use]
+    pub fn fanning_out(mut self) -> Self {
+        self.fans_out = true;
         self
     }
 
@@ -227,7 +238,7 @@ impl ScriptedProvider {
 
     /// Append a step to a live provider.
     pub fn push(&self, step: Step) {
-        if let Ok(mut s) = self.script.lock() {
+        if let Ok(mut s) = self.calls.script.lock() {
             s.push_back(step);
         }
     }
@@ -235,25 +246,29 @@ impl ScriptedProvider {
     /// How many calls were made.
     #[must_use]
     pub fn calls(&self) -> usize {
-        self.calls.lock().map(|c| c.len()).unwrap_or(0)
+        self.calls.started.lock().map(|c| c.len()).unwrap_or(0)
     }
 
     /// When each call started.
     #[must_use]
     pub fn call_times(&self) -> Vec<Instant> {
-        self.calls.lock().map(|c| c.clone()).unwrap_or_default()
+        (self.calls.started.lock())
+            .map(|c| c.clone())
+            .unwrap_or_default()
     }
 
     /// Calls started and not yet finished or cancelled.
     #[must_use]
     pub fn in_flight(&self) -> usize {
-        self.in_flight.load(Ordering::SeqCst)
+        self.calls.in_flight.load(Ordering::SeqCst)
     }
 
-    /// The requests received, in order.
+    /// The requests received, in order (a fanned-out request: each call's).
     #[must_use]
     pub fn requests(&self) -> Vec<ChatRequest> {
-        self.requests.lock().map(|r| r.clone()).unwrap_or_default()
+        (self.calls.requests.lock())
+            .map(|r| r.clone())
+            .unwrap_or_default()
     }
 
     /// The embeddings requests received, in order.
@@ -265,23 +280,49 @@ impl ScriptedProvider {
             .unwrap_or_default()
     }
 
-    fn next_step(&self, req: &ChatRequest) -> (Step, InFlight) {
-        if let Ok(mut r) = self.requests.lock() {
-            r.push(req.clone());
-        }
-        self.take_step()
+    /// The answers a request needs as that many calls (see [`Self::fanning_out`]).
+    fn fanned_out(&self, req: &ChatRequest) -> Option<u32> {
+        fanout::answers(req).filter(|_| self.fans_out)
     }
 
-    fn take_step(&self) -> (Step, InFlight) {
-        if let Ok(mut c) = self.calls.lock() {
+    /// One call's step, recorded.
+    fn next_step(&self, req: &ChatRequest) -> (Step, InFlight) {
+        self.calls.next(Some(req), &self.otherwise)
+    }
+
+    /// One non-streaming call.
+    async fn send_one(&self, req: &ChatRequest) -> Result<ProviderReply, ProviderError> {
+        let (step, _guard) = self.next_step(req);
+        match settle(step).await? {
+            Ok(reply) => Ok(reply),
+            Err(steps) => collect_stream(steps),
+        }
+    }
+}
+
+/// The script and the record of the calls made from it.
+#[derive(Debug, Default)]
+struct Calls {
+    script: Mutex<VecDeque<Step>>,
+    /// When each call started.
+    started: Mutex<Vec<Instant>>,
+    in_flight: Arc<AtomicUsize>,
+    requests: Mutex<Vec<ChatRequest>>,
+}
+
+impl Calls {
+    /// Start a call (of `req`, when it is a chat call): its step (`otherwise` once the
+    /// script is out), and the guard counting it in flight.
+    fn next(&self, req: Option<&ChatRequest>, otherwise: &Step) -> (Step, InFlight) {
+        if let (Some(req), Ok(mut r)) = (req, self.requests.lock()) {
+            r.push(req.clone());
+        }
+        if let Ok(mut c) = self.started.lock() {
             c.push(Instant::now());
         }
-        let step = self
-            .script
-            .lock()
-            .ok()
+        let step = (self.script.lock().ok())
             .and_then(|mut s| s.pop_front())
-            .unwrap_or_else(|| self.otherwise.clone());
+            .unwrap_or_else(|| otherwise.clone());
         (step, InFlight::enter(&self.in_flight))
     }
 }
@@ -301,6 +342,33 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
+}
+
+/// A streamed call playing `step` (a reply is one chunk), counted in flight by `guard`
+/// until the stream ends or is dropped.
+async fn play(step: Step, guard: InFlight) -> Result<ChunkStream, ProviderError> {
+    let steps = match settle(step).await? {
+        Ok(reply) => vec![StreamStep::Chunk(super::reply_as_chunk(reply))],
+        Err(steps) => steps,
+    };
+    let stream = futures_util::stream::unfold(
+        (steps.into_iter(), guard, false),
+        |(mut steps, guard, done)| async move {
+            if done {
+                return None;
+            }
+            loop {
+                match steps.next()? {
+                    StreamStep::Chunk(c) => return Some((Ok(c), (steps, guard, false))),
+                    StreamStep::Wait(d) => tokio::time::sleep(d).await,
+                    StreamStep::Fail(e) => return Some((Err(e), (steps, guard, true))),
+                    StreamStep::Hang => std::future::pending::<()>().await,
+                    StreamStep::End => return None,
+                }
+            }
+        },
+    );
+    Ok(stream.boxed())
 }
 
 /// Run a step up to the point where a reply, an error or a stream script is known.
@@ -337,45 +405,37 @@ impl Provider for ScriptedProvider {
         self.support.map_or(Support::Native, |s| s(field))
     }
 
+    fn calls_for(&self, req: &ChatRequest) -> u32 {
+        self.fanned_out(req).unwrap_or(1)
+    }
+
     async fn send(&self, req: &ChatRequest) -> Result<ProviderReply, ProviderError> {
-        let (step, _guard) = self.next_step(req);
-        match settle(step).await? {
-            Ok(reply) => Ok(reply),
-            Err(steps) => collect_stream(steps),
-        }
+        let Some(n) = self.fanned_out(req) else {
+            return self.send_one(req).await;
+        };
+        let one = &fanout::single(req);
+        fanout::send(n, move || self.send_one(one)).await
     }
 
     async fn stream(&self, req: &ChatRequest) -> Result<ChunkStream, ProviderError> {
-        let (step, guard) = self.next_step(req);
-        let steps = match settle(step).await? {
-            Ok(reply) => vec![StreamStep::Chunk(super::reply_as_chunk(reply))],
-            Err(steps) => steps,
+        let Some(n) = self.fanned_out(req) else {
+            let (step, guard) = self.next_step(req);
+            return play(step, guard).await;
         };
-        let stream = futures_util::stream::unfold(
-            (steps.into_iter(), guard, false),
-            |(mut steps, guard, done)| async move {
-                if done {
-                    return None;
-                }
-                loop {
-                    match steps.next()? {
-                        StreamStep::Chunk(c) => return Some((Ok(c), (steps, guard, false))),
-                        StreamStep::Wait(d) => tokio::time::sleep(d).await,
-                        StreamStep::Fail(e) => return Some((Err(e), (steps, guard, true))),
-                        StreamStep::Hang => std::future::pending::<()>().await,
-                        StreamStep::End => return None,
-                    }
-                }
-            },
-        );
-        Ok(stream.boxed())
+        let (calls, otherwise) = (Arc::clone(&self.calls), self.otherwise.clone());
+        let one = fanout::single(req);
+        let open: fanout::Open = Arc::new(move || {
+            let (step, guard) = calls.next(Some(&one), &otherwise);
+            Box::pin(play(step, guard))
+        });
+        fanout::stream(n, open).await
     }
 
     async fn embed(&self, req: &EmbeddingRequest) -> Result<EmbeddingReply, ProviderError> {
         if let Ok(mut r) = self.embed_requests.lock() {
             r.push(req.clone());
         }
-        let (step, _guard) = self.take_step();
+        let (step, _guard) = self.calls.next(None, &self.otherwise);
         let _reply = settle(step).await?;
         let dims = req.dimensions.unwrap_or(3) as usize;
         Ok(EmbeddingReply {

@@ -45,6 +45,9 @@ pub trait WrappingCodec: std::fmt::Debug + Send + Sync + 'static {
     /// [`Codec::FRAMING`].
     const FRAMING: Framing = <Self::Inner as Codec>::FRAMING;
 
+    /// [`Codec::ONE_ANSWER_PER_CALL`].
+    const ONE_ANSWER_PER_CALL: bool = <Self::Inner as Codec>::ONE_ANSWER_PER_CALL;
+
     /// [`Codec::Events`]. Rust gives an associated type no default: a wrapper that reads
     /// streams as the wrapped codec does names the wrapped codec's type here and returns
     /// its reader from [`WrappingCodec::events`].
@@ -167,6 +170,7 @@ impl<W: WrappingCodec> Codec for W {
     const NATIVE: Option<&'static str> = W::NATIVE;
     const APPENDS_NATIVE_PREFILL: bool = W::APPENDS_NATIVE_PREFILL;
     const FRAMING: Framing = W::FRAMING;
+    const ONE_ANSWER_PER_CALL: bool = W::ONE_ANSWER_PER_CALL;
     type Call = InnerCall<W>;
     type Events = W::Events;
 

@@ -23,6 +23,7 @@ mod bedrock_embed;
 mod bedrock_platform;
 mod count_tokens;
 mod embeddings;
+mod fanout;
 mod fields;
 mod gemini;
 mod openai;

@@ -413,15 +413,19 @@ async fn a_messages_stream_reads_a_refusal_as_text_deltas_with_stop_reason_refus
     assert_eq!(delta["delta"]["stop_reason"], "refusal", "{delta}");
 }
 
-/// A streamed `n` > 1 on a route of vendors without `n` (Anthropic) is the 400 naming `n`,
-/// as for a plain request: nothing is streamed, no provider called.
+/// A streamed `n` > 1 on a route of vendors without `n` (Anthropic) is served by one call
+/// per answer: each choice streams at its own index, the stream finishes once.
 #[tokio::test]
-async fn a_streamed_n_above_one_is_refused_where_no_vendor_has_n() {
+async fn a_streamed_n_above_one_is_served_by_calls_where_no_vendor_has_n() {
     use switchyard::provider::anthropic::AnthropicCodec;
     use switchyard::provider::codec::Codec;
-    let claude = |m: &str| ScriptedProvider::new(m).declaring(<AnthropicCodec as Codec>::support);
+    let claude = |m: &str| {
+        ScriptedProvider::new(m)
+            .declaring(<AnthropicCodec as Codec>::support)
+            .fanning_out()
+    };
     let f = fixture(
-        claude("c1"),
+        claude("c1").then(Step::stream_words(&["Hel", "lo"])),
         claude("c2"),
         &[],
         Route::new("smart", &["primary", "backup"]),
@@ -429,10 +433,53 @@ async fn a_streamed_n_above_one_is_refused_where_no_vendor_has_n() {
     let mut body = chat("smart");
     body["stream"] = json!(true);
     body["n"] = json!(2);
-    let (status, err) = status_and_error(call(&f.state, post(&body)).await).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(err["error"]["param"], "n", "{err}");
-    assert_eq!(err["error"]["code"], "unsupported_field");
+    let chunks = data_events(&text_body(call(&f.state, post(&body)).await).await);
+    assert_eq!(f.primary.calls(), 2, "one call per answer");
+    assert!(f.primary.requests().iter().all(|r| r.n.is_none()));
+    assert_eq!(f.backup.calls(), 0);
+    let text = |i: u64| -> String {
+        (chunks.iter())
+            .flat_map(|c| c["choices"].as_array().cloned().unwrap_or_default())
+            .filter(|c| c["index"] == i)
+            .filter_map(|c| c["delta"]["content"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert_eq!(text(0), "Hello");
+    assert_eq!(text(1), "ok from c1");
+    let finishes = (chunks.iter())
+        .flat_map(|c| c["choices"].as_array().cloned().unwrap_or_default())
+        .filter(|c| c["finish_reason"].is_string())
+        .count();
+    assert_eq!(finishes, 2, "each answer finishes once");
+}
+
+/// `n` is bounded (OpenAI's 128) before anything is dispatched: a client cannot make the
+/// gateway open a hundred calls to a vendor without `n`, or ask for an absurd count.
+#[tokio::test]
+async fn n_above_128_is_refused_naming_n_before_any_call() {
+    use switchyard::provider::anthropic::AnthropicCodec;
+    use switchyard::provider::codec::Codec;
+    let claude = |m: &str| {
+        ScriptedProvider::new(m)
+            .declaring(<AnthropicCodec as Codec>::support)
+            .fanning_out()
+    };
+    let f = fixture(
+        claude("c1"),
+        claude("c2"),
+        &[],
+        Route::new("smart", &["primary", "backup"]),
+    );
+    for n in [json!(129), json!(4_294_967_296_u64), json!(-1)] {
+        for stream in [false, true] {
+            let mut body = chat("smart");
+            body["stream"] = json!(stream);
+            body["n"] = n.clone();
+            let (status, err) = status_and_error(call(&f.state, post(&body)).await).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{n}: {err}");
+            assert_eq!(err["error"]["param"], "n", "{n}: {err}");
+        }
+    }
     assert_eq!(f.primary.calls() + f.backup.calls(), 0);
 }
 

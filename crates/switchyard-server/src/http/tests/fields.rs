@@ -66,15 +66,17 @@ async fn when_no_provider_can_honour_a_field_the_400_names_fields_and_providers(
         &[],
         Route::new("smart", &["primary", "backup"]),
     );
-    let (status, err) = error_of(call(&f.state, post(&with(json!({"n": 2})))).await).await;
+    // (`n` is served by several calls there; log probabilities Anthropic has none of)
+    let body = with(json!({"logprobs": true}));
+    let (status, err) = error_of(call(&f.state, post(&body)).await).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(err["error"]["param"], "n", "{err}");
+    assert_eq!(err["error"]["param"], "logprobs", "{err}");
     assert_eq!(err["error"]["code"], "unsupported_field");
     let message = err["error"]["message"].as_str().unwrap();
     assert!(
-        message.contains("honour n")
-            && message.contains("primary skipped:cannot_honour(n)")
-            && message.contains("backup skipped:cannot_honour(n)"),
+        message.contains("honour logprobs")
+            && message.contains("primary skipped:cannot_honour(logprobs)")
+            && message.contains("backup skipped:cannot_honour(logprobs)"),
         "{message}"
     );
     assert_eq!(f.primary.calls() + f.backup.calls(), 0);

@@ -26,7 +26,7 @@ impl Run {
         self.record_success(slot, &model, won.attempt, won.latency);
         let usage = reply.usage.as_ref();
         check_usage(gw, &self.route.name, slot, &model, won.limits, usage);
-        let cost = cost_of(reply.reported_cost, usage, slot.price);
+        let cost = cost_of(reply.reported_cost, usage, slot.price, won.limits.calls);
         if let Some(r) = won.reservation {
             r.settle(self.state().as_ref(), cost).await;
         }

@@ -1,6 +1,11 @@
 //! What a turn may spend: the output bound of the call, the worst-case reservation
 //! against every budget that applies, and (when it settles) the check of the reported
 //! usage against both, and the exact cost.
+//!
+//! A request for `n` answers is bounded for all of them (docs/design.md, "Cost and
+//! budgets"): `n` times the output allowance, and the prompt once on a vendor that takes
+//! `n` (one call reads it for every answer) or `n` times on one that serves `n` answers by
+//! `n` calls (`Provider::calls_for`), each reading the whole prompt.
 
 use super::super::hold::{Guard, Hold, RESERVATION_SLACK};
 use super::{Call, Reservation, Run};
@@ -14,14 +19,19 @@ use crate::state::Cleanup;
 /// checked against these when the call settles.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(in crate::gateway) struct Limits {
-    /// The most output tokens the call may produce: the client's `max_tokens`, else the
-    /// adapter's default, else the model's output limit, else (budgeted requests only)
-    /// the route's `default_max_tokens`. `None`: unknown, and no budget needed it.
+    /// The most output tokens the call may produce, every answer together: `n` times
+    /// the client's `max_tokens`, else the adapter's default, else the model's output
+    /// limit, else (budgeted requests only) the route's `default_max_tokens`. `None`:
+    /// unknown, and no budget needed it.
     pub output: Option<u64>,
-    /// The input-token bound the reservation was sized by; `None` when none was held.
+    /// The input-token bound the reservation was sized by, every upstream call together;
+    /// `None` when none was held.
     pub input: Option<u64>,
     /// The route's `default_max_tokens`, when the gateway set it on the request.
     pub applied: Option<u32>,
+    /// Upstream calls serving the call (`n` for a provider that fans `n` answers out; 0
+    /// and 1 mean one): their summed usage is priced a call at a time ([`cost_of`]).
+    pub calls: u32,
 }
 
 impl Run {
@@ -41,32 +51,42 @@ impl Run {
                 return (None, limits);
             }
         };
+        // every answer may use the whole allowance
+        let answers = u64::from(req.n.unwrap_or(1).max(1));
+        let calls = slot.spec.provider.calls_for(req);
         let known = req
             .max_tokens
             .or_else(|| slot.spec.provider.default_max_tokens())
             .or(slot.max_output_tokens);
         if let Some(n) = known {
             let limits = Limits {
-                output: Some(u64::from(n)),
+                output: Some(u64::from(n).saturating_mul(answers)),
+                calls,
                 ..Limits::default()
             };
             return (None, limits);
         }
         if self.budgets.is_empty() || slot.price.is_none() {
-            return (None, Limits::default());
+            let limits = Limits {
+                calls,
+                ..Limits::default()
+            };
+            return (None, limits);
         }
         let n = self.route.default_max_tokens;
         let limits = Limits {
-            output: Some(u64::from(n)),
+            output: Some(u64::from(n).saturating_mul(answers)),
             input: None,
             applied: Some(n),
+            calls,
         };
         (Some(req.clone().with_max_tokens(n)), limits)
     }
 
     /// Reserve the request's worst case (input bound at the dearest input rate, `output`
-    /// tokens at the output rate) against every budget that applies (the route's, the
-    /// caller's); all or nothing.
+    /// tokens — every answer's — at the output rate; for a provider that makes one call
+    /// per answer, each call's share of the output with the whole input, times the calls)
+    /// against every budget that applies (the route's, the caller's); all or nothing.
     pub(super) async fn reserve(
         &self,
         slot: &Slot,
@@ -76,12 +96,18 @@ impl Run {
         if self.budgets.is_empty() {
             return Ok(None);
         }
-        let input_tokens = match call {
-            Call::Send(req) | Call::Stream(req) => estimate_input_tokens(req),
-            Call::Embed(req) => req.input_token_bound(),
+        let (input_tokens, calls) = match call {
+            Call::Send(req) | Call::Stream(req) => (
+                estimate_input_tokens(req),
+                slot.spec.provider.calls_for(req).max(1),
+            ),
+            Call::Embed(req) => (req.input_token_bound(), 1),
         };
         let price = slot.price.unwrap_or_default();
-        let amount = price.worst_case(input_tokens, output.unwrap_or(0));
+        // `output` is `n` allowances and `calls` is 1 or `n`: each call's share is exact
+        let per_call = output.unwrap_or(0) / u64::from(calls);
+        let amount = price.worst_case_of_calls(calls, input_tokens, per_call);
+        let input_tokens = input_tokens.saturating_mul(u64::from(calls));
         // a lapsed reservation must not free money a live request may still spend
         let lease = self.time_left() + RESERVATION_SLACK;
         let mut holds = Vec::with_capacity(self.budgets.len());
@@ -140,12 +166,14 @@ pub(in crate::gateway) fn check_usage(
     }
 }
 
-/// The exact cost of a call: what the provider billed, else usage × price; `None` when
-/// either is unknown.
+/// The exact cost of a call: what the provider billed, else usage × price (usage summed
+/// over `calls` upstream calls priced a call at a time, [`Price::cost_of_calls`]); `None`
+/// when either is unknown.
 pub(in crate::gateway) fn cost_of(
     reported: Option<Money>,
     usage: Option<&crate::chat::Usage>,
     price: Option<Price>,
+    calls: u32,
 ) -> Option<Money> {
-    reported.or_else(|| Some(price?.cost(usage?)))
+    reported.or_else(|| Some(price?.cost_of_calls(usage?, calls)))
 }

@@ -206,7 +206,7 @@ impl Live {
             })
         });
         let billed = finished || usage.is_some();
-        let cost = cost_of(None, usage.as_ref(), self.slot().price);
+        let cost = cost_of(None, usage.as_ref(), self.slot().price, limits.calls);
         if let Some(u) = usage {
             self.usage = Some(self.usage.map_or(u, |total| total.plus(u)));
         }

@@ -265,6 +265,8 @@ impl AnthropicCodec {
 impl Codec for AnthropicCodec {
     const KIND: &'static str = "anthropic";
     const NATIVE: Option<&'static str> = Some("anthropic");
+    // Messages has no `n`: several answers are several calls (docs/fields.md)
+    const ONE_ANSWER_PER_CALL: bool = true;
     type Call = AnthropicCall;
     type Events = EventParser;
     const APPENDS_NATIVE_PREFILL: bool = true;

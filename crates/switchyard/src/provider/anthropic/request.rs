@@ -276,13 +276,14 @@ pub(super) fn support(field: Field) -> Support {
         | Field::ServiceTier
         | Field::User
         | Field::DeveloperRole => Support::Translated,
+        // no `n`: `n` answers are `n` calls (`provider/fanout.rs`)
+        Field::N => Support::Translated,
         Field::Metadata => Support::Ignored,
         Field::Seed
         | Field::PresencePenalty
         | Field::FrequencyPenalty
         | Field::Logprobs
         | Field::TopLogprobs
-        | Field::N
         | Field::Passthrough => Support::Unsupported,
     }
 }

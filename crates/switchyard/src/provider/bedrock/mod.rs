@@ -251,6 +251,8 @@ pub struct BedrockCodec {
 
 impl Codec for BedrockCodec {
     const KIND: &'static str = "bedrock";
+    // Converse has no `n`: several answers are several calls (docs/fields.md)
+    const ONE_ANSWER_PER_CALL: bool = true;
     const FRAMING: Framing = Framing::AwsEventStream;
     type Call = ();
     type Events = Events;

@@ -66,6 +66,8 @@ pub(super) fn support(field: Field) -> Support {
         Field::ServiceTier => Support::Ignored,
         // `cachePoint` blocks, on the models that cache (see `model_support`)
         Field::CacheControl => Support::Translated,
+        // no `n`: `n` answers are `n` calls (`provider/fanout.rs`)
+        Field::N => Support::Translated,
         // model-specific (through `additionalModelRequestFields`, in each model family's
         // own names) or absent from Converse: not honoured for every model, so refused
         Field::ResponseFormat
@@ -74,7 +76,6 @@ pub(super) fn support(field: Field) -> Support {
         | Field::FrequencyPenalty
         | Field::Logprobs
         | Field::TopLogprobs
-        | Field::N
         | Field::TopK
         | Field::ParallelToolCalls => Support::Unsupported,
     }

@@ -111,6 +111,8 @@ impl Codec for ResponsesCodec {
 
     const KIND: &'static str = "openai";
     const NATIVE: Option<&'static str> = Some(NATIVE_KIND);
+    // the Responses API has no `n`: several answers are several calls (docs/fields.md)
+    const ONE_ANSWER_PER_CALL: bool = true;
     /// Whether the request went as its native body (its answer is kept whole).
     type Call = bool;
     type Events = Events;

@@ -11,7 +11,8 @@ use crate::chat::{
 use crate::error::{ErrorKind, ProviderError};
 
 /// What the Responses API takes of the shared request (`docs/fields.md`): no stop
-/// sequences, seed, penalties, `n` or `top_k` exist there; `logprobs` is the `include`
+/// sequences, seed, penalties or `top_k` exist there (nor `n`: the provider makes `n`
+/// calls); `logprobs` is the `include`
 /// entry `message.output_text.logprobs`, read back from the `output_text` parts and the
 /// text deltas. A route's passthrough fields are Chat Completions fields: not for this API.
 pub(super) fn support(field: Field) -> Support {
@@ -20,10 +21,11 @@ pub(super) fn support(field: Field) -> Support {
         | Field::Seed
         | Field::PresencePenalty
         | Field::FrequencyPenalty
-        | Field::N
         | Field::TopK
         | Field::Passthrough => Support::Unsupported,
         Field::Logprobs => Support::Translated,
+        // no `n`: `n` answers are `n` calls (`provider/fanout.rs`)
+        Field::N => Support::Translated,
         // OpenAI caches prompts by itself: a breakpoint has no place there
         Field::CacheControl => Support::Ignored,
         _ => Support::Native,

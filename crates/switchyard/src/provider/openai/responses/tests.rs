@@ -301,13 +301,18 @@ fn reasoning_parallel_calls_tier_metadata_and_developer_messages_are_sent() {
         b["input"][0],
         json!({"type": "message", "role": "developer", "content": "terse"})
     );
-    for field in [Field::Seed, Field::N, Field::TopK, Field::Stop] {
+    for field in [Field::Seed, Field::TopK, Field::Stop] {
         assert_eq!(
             <ResponsesCodec as Codec>::support(field),
             Support::Unsupported,
             "{field:?}"
         );
     }
+    // no `n` either: the provider makes one call per answer
+    assert_eq!(
+        <ResponsesCodec as Codec>::support(Field::N),
+        Support::Translated
+    );
 }
 
 /// `logprobs` is the `include` entry for the output text's log probabilities (with
