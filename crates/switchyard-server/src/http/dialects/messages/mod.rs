@@ -8,6 +8,8 @@
 //! `message` object with a `switchyard` object saying who answered; a stream is Anthropic's
 //! event sequence ([`stream`]); errors are Anthropic's `{"type": "error", "error":
 //! {...}}` with its statuses ([`error_body`], mapping in `docs/dialects.md`).
+//! Message threads (`thread`, the message-threads beta) are held by the gateway
+//! ([`threads`]): a `continue` becomes the whole conversation before any provider sees it.
 //! `POST /v1/messages/count_tokens` is [`count`]. Everything around the codec (keys, limits, headers, the log line) is the
 //! shared flow's: `crate::http::dialects::flow`.
 
