@@ -59,6 +59,7 @@ contract!(
     gcra_counts_usage_added_after_the_call,
     health_checks_open_and_half_open_the_circuit,
     a_lease_has_one_holder_until_it_lapses,
+    a_lease_given_back_is_free_at_once_and_only_its_holder_gives_it_back,
     stored_values_are_read_back_replaced_and_deleted,
 );
 
@@ -118,6 +119,41 @@ async fn a_lease_has_one_holder_until_it_lapses(s: Store) {
     })
     .await;
     assert!(!s.try_lease("job", "a", ttl, clock.unix_ms()).await);
+}
+
+async fn a_lease_given_back_is_free_at_once_and_only_its_holder_gives_it_back(s: Store) {
+    let clock = Clock::system();
+    // far longer than the test: only a release frees it
+    let ttl = Duration::from_secs(600);
+    assert!(!s.release_lease("turn", "a").await, "nobody holds it");
+    assert!(s.try_lease("turn", "a", ttl, clock.unix_ms()).await);
+    assert!(!s.release_lease("turn", "b").await, "not b's to give back");
+    assert!(
+        !s.try_lease("turn", "b", ttl, clock.unix_ms()).await,
+        "still a's"
+    );
+    assert!(s.release_lease("turn", "a").await);
+    assert!(!s.release_lease("turn", "a").await, "already given back");
+    assert!(s.try_lease("turn", "b", ttl, clock.unix_ms()).await);
+    // a dropped holder gives it back through `cleanup` (queued for a fleet store); a
+    // cleanup for a holder that no longer holds it changes nothing
+    s.cleanup(Cleanup::ReleaseLease {
+        name: "turn".into(),
+        holder: "a".into(),
+    });
+    s.cleanup(Cleanup::ReleaseLease {
+        name: "turn".into(),
+        holder: "b".into(),
+    });
+    eventually(Duration::from_secs(5), "b's lease is given back", || {
+        let s = s.clone();
+        async move { s.try_lease("turn", "c", ttl, clock.unix_ms()).await }
+    })
+    .await;
+    assert!(
+        !s.try_lease("turn", "b", ttl, clock.unix_ms()).await,
+        "c's now"
+    );
 }
 
 async fn breaker_opens_after_threshold_failed_turns(s: Store) {
@@ -356,6 +392,36 @@ async fn gcra_counts_usage_added_after_the_call(s: Store) {
 
 mod fleet {
     use super::*;
+
+    /// A lease taken on one replica holds the whole fleet off until it is given back,
+    /// then another replica takes it at once (what a Messages thread's `continue` relies
+    /// on: one request at a time continues from a reply, across replicas).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lease_is_fleet_wide_and_given_back_across_replicas() {
+        let fleet = Fleet::start("lease_release", 2).await;
+        let (a, b) = (fleet.store(0), fleet.store(1));
+        let clock = Clock::system();
+        let ttl = Duration::from_secs(600);
+        assert!(a.try_lease("turn", "ra", ttl, clock.unix_ms()).await);
+        assert!(!b.try_lease("turn", "rb", ttl, clock.unix_ms()).await);
+        assert!(!b.release_lease("turn", "rb").await);
+        a.cleanup(Cleanup::ReleaseLease {
+            name: "turn".into(),
+            holder: "ra".into(),
+        });
+        eventually(
+            Duration::from_secs(5),
+            "B takes it once A gave it back",
+            || {
+                let b = b.clone();
+                async move { b.try_lease("turn", "rb", ttl, clock.unix_ms()).await }
+            },
+        )
+        .await;
+        assert!(!a.try_lease("turn", "ra", ttl, clock.unix_ms()).await);
+        assert!(b.release_lease("turn", "rb").await);
+        fleet.stop().await;
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_circuit_opened_on_one_replica_is_seen_by_another_within_100ms() {

@@ -1,7 +1,7 @@
 //! The configuration file: schema, loading, and validation.
 //!
 //! Owns the TOML contract with users (`[server]`, `[[providers]]`, `[[routes]]`,
-//! `[[keys]]`, `[state]`, names as in `switchyard.example.toml`) and turns a file into a checked [`Config`]:
+//! `[[keys]]`, `[state]`, `[responses]`, `[threads]`, `[telemetry]`, names as in `switchyard.example.toml`) and turns a file into a checked [`Config`]:
 //! unknown fields are rejected by serde; everything else (durations, references, prices,
 //! names) is checked here, and *every* problem is reported at once with its path, e.g.
 //! `routes[1].providers[2]: no provider named "gtp"`. Secrets appear only as env-var names.
@@ -17,6 +17,7 @@ pub mod presets;
 mod providers;
 mod schema;
 pub mod telemetry;
+mod threads;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -32,6 +33,7 @@ pub use preflight::{grace_period, listen_address, preflight, redis_config};
 pub use schema::{
     BreakerToml, Config, HealthCheckToml, KeyToml, ProviderToml, RetryToml, RouteToml,
 };
+pub use threads::{thread_limits, ThreadLimits, ThreadsToml};
 
 /// The config compiled into the binary: simulated providers, no keys needed.
 pub const EMBEDDED_DEFAULT: &str = include_str!("../default.toml");
@@ -122,6 +124,7 @@ pub fn validate(config: &Config) -> Vec<String> {
     validate_keys(config, &routes, &mut p);
     validate_state(config, &mut p);
     validate_responses(config, &mut p);
+    threads::validate(config.threads.as_ref(), &mut p);
     telemetry::validate(config.telemetry.as_ref(), &mut p);
     telemetry::validate_log_format(
         config.server.log_format.as_deref(),

@@ -31,6 +31,8 @@ pub struct Config {
     pub state: Option<StateToml>,
     /// `[responses]`: stored Responses API answers.
     pub responses: Option<ResponsesToml>,
+    /// `[threads]`: Anthropic message threads the gateway holds.
+    pub threads: Option<super::threads::ThreadsToml>,
     /// `[telemetry]`: log format, access log, trace export.
     pub telemetry: Option<super::telemetry::TelemetryToml>,
 }

@@ -21,6 +21,7 @@ use crate::telemetry::otlp::Traces;
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
 pub use crate::config::StoredResponses;
+pub use crate::config::ThreadLimits;
 
 /// What handlers share: small, cheap to clone.
 #[derive(Clone)]
@@ -49,6 +50,8 @@ pub struct Shared {
     pub grace_over: CancellationToken,
     /// How long stored Responses API answers live and how large one may be.
     pub stored_responses: StoredResponses,
+    /// How long Anthropic message threads live and how large one may grow.
+    pub threads: ThreadLimits,
     /// Trace export (`[telemetry] otlp_endpoint`); `None`: no spans are built, a client's
     /// `traceparent` is only forwarded upstream.
     pub traces: Option<Arc<Traces>>,
@@ -81,6 +84,7 @@ impl Shared {
             allowed_origins: AllowedOrigins::default(),
             grace_over: CancellationToken::new(),
             stored_responses: StoredResponses::default(),
+            threads: ThreadLimits::default(),
             traces: None,
             access: None,
         }

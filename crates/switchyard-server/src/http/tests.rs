@@ -28,6 +28,7 @@ mod hostile;
 mod messages;
 mod recovery;
 mod responses;
+mod threads;
 mod wildcard;
 
 struct Fixture {

@@ -28,6 +28,9 @@
 //!   collector, `traceparent` and `x-request-id` sent upstream, the stdout access log;
 //! - `anthropic_sdk.rs`: the official `anthropic` Python SDK against the Messages dialect,
 //!   failing over from Anthropic upstreams to an OpenAI one (`tests/python/test_anthropic_sdk.py`);
+//! - `anthropic_threads.rs`: the `anthropic` SDK's default `tool_runner` (a message
+//!   thread: `create`, then `continue`) completing a tool loop across a failover to OpenAI
+//!   and across two replicas sharing Redis (`tests/python/test_anthropic_threads.py`);
 //! - `claude_code.rs`: real Claude Code (`claude -p`, binary from `$SWITCHYARD_CLAUDE`) failing
 //!   over from Anthropic to OpenAI;
 //! - `fanout_sdk.rs`: the `openai` Python SDK's `n=2` failing over from a down OpenAI to
@@ -59,6 +62,7 @@ mod support;
 mod upstream;
 
 mod anthropic_sdk;
+mod anthropic_threads;
 mod bedrock;
 mod claude_code;
 mod codex;

@@ -13,6 +13,8 @@
 //! - `limits.rs`: a client key's `rpm` holds across the fleet;
 //! - `health.rs`: one health checker per provider across both replicas (a lease in
 //!   Redis), taken over by the survivor when its holder dies.
+//! - `threads.rs`: a Messages thread created on one replica continues on the other, one
+//!   `continue` at a time across both (its lease in Redis).
 //!
 //! Redis: tests that kill or freeze it start their own `redis-server` on a free port
 //! (and fail if there is none on PATH); the others share the one at 127.0.0.1:6379 under
@@ -39,3 +41,4 @@ mod budgets;
 mod health;
 mod limits;
 mod outage;
+mod threads;

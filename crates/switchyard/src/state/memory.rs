@@ -14,6 +14,9 @@ use crate::clock::UnixMillis;
 use crate::cost::{BudgetState, Money};
 use crate::ratelimit::Gcra;
 
+/// How many named leases the store holds before it first drops lapsed ones.
+const LEASES_PURGED_FROM: usize = 1024;
+
 /// The default store: this process only. Also the local half of a fleet store.
 #[derive(Debug, Default)]
 pub struct MemoryState {
@@ -164,10 +167,31 @@ impl MemoryState {
                 true
             }
             None => {
+                // leases nobody gave back (their holders renew no more) go once the map
+                // has grown to each next power of two: amortised, never per call
+                let held = leases.len();
+                if held >= LEASES_PURGED_FROM && held.is_power_of_two() {
+                    leases.retain(|_, (_, expires)| now < *expires);
+                }
                 leases.insert(name.to_owned(), (holder.to_owned(), until));
                 true
             }
         }
+    }
+
+    /// Give a named lease back if `holder` holds it (see [`SharedState::release_lease`]).
+    pub fn release_lease_local(&self, name: &str, holder: &str) -> bool {
+        let Ok(mut leases) = self.leases.lock() else {
+            return false;
+        };
+        if leases
+            .get(name)
+            .is_some_and(|(current, _)| current == holder)
+        {
+            leases.remove(name);
+            return true;
+        }
+        false
     }
 
     /// A store whose key-value part holds at most `bytes` (default
@@ -215,6 +239,9 @@ impl MemoryState {
                 actual,
                 ..
             } => self.settle_local(&scope, reserved, actual),
+            Cleanup::ReleaseLease { name, holder } => {
+                self.release_lease_local(&name, &holder);
+            }
         }
     }
 }
@@ -233,6 +260,10 @@ impl SharedState for MemoryState {
 
     async fn try_lease(&self, name: &str, holder: &str, ttl: Duration, now: UnixMillis) -> bool {
         self.lease_local(name, holder, ttl, now)
+    }
+
+    async fn release_lease(&self, name: &str, holder: &str) -> bool {
+        self.release_lease_local(name, holder)
     }
 
     async fn breaker(&self, provider: &str) -> Breaker {
@@ -303,5 +334,30 @@ impl SharedState for MemoryState {
             degraded_since_ms: None,
             last_error: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lapsed_leases_nobody_gave_back_do_not_pile_up() {
+        let s = MemoryState::new();
+        let ttl = Duration::from_millis(10);
+        // many holders that never give their lease back, each lapsing 10 ms after it
+        // was taken
+        for i in 0..(4 * LEASES_PURGED_FROM) as u64 {
+            assert!(s.lease_local(&format!("turn-{i}"), "h", ttl, i * 100));
+        }
+        let held = s.leases.lock().unwrap().len();
+        assert!(held <= LEASES_PURGED_FROM, "{held} leases kept");
+        // a live lease survives a purge
+        assert!(!s.lease_local(
+            &format!("turn-{}", 4 * LEASES_PURGED_FROM - 1),
+            "other",
+            ttl,
+            (4 * LEASES_PURGED_FROM as u64 - 1) * 100 + 5
+        ));
     }
 }

@@ -3,7 +3,7 @@
 //! Owns the narrow [`SharedState`] trait the gateway and server talk to: apply a breaker
 //! [`Op`] atomically; reserve / settle / release budget money; count against a rate-limit
 //! window; hold a named lease (one health checker per provider across a fleet); read all
-//! of it back; keep small values with an expiry (`kv_*`: e.g. stored conversations); and
+//! of it back (and give a lease back early); keep small values with an expiry (`kv_*`: e.g. stored conversations); and
 //! say whether the store is healthy. Decisions are the
 //! pure functions in `breaker`, `cost` and `ratelimit` (GCRA); a store only makes them atomic.
 //! The memory store is the default; the Redis store (fleet mode) implements the same trait
@@ -59,6 +59,13 @@ pub enum Cleanup {
         id: u64,
         /// The amount reserved.
         amount: Money,
+    },
+    /// Give a named lease back (see [`SharedState::release_lease`]).
+    ReleaseLease {
+        /// The lease.
+        name: String,
+        /// Who holds it: nothing happens if someone else does by now.
+        holder: String,
     },
 }
 
@@ -128,6 +135,13 @@ pub trait SharedState: Send + Sync {
     /// Granted when nobody holds it, its holder's lease expired, or `holder` already holds
     /// it; a holder that stops renewing loses it after `ttl`, and another takes over.
     async fn try_lease(&self, name: &str, holder: &str, ttl: Duration, now: UnixMillis) -> bool;
+
+    /// Give the lease `name` back if `holder` holds it, so that the next holder need not
+    /// wait for it to lapse: true when it was `holder`'s (a lease held by another, or by
+    /// nobody, is left as it is). Taking a lease with a holder nobody else uses, then
+    /// giving it back, is a lock across the fleet that a crashed holder cannot keep
+    /// longer than its `ttl`.
+    async fn release_lease(&self, name: &str, holder: &str) -> bool;
 
     /// Keep `value` under `key` until `ttl` after `now`, replacing what was there. False
     /// when it was not kept (larger than the store's bound on a memory store). A fleet

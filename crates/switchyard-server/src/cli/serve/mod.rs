@@ -214,6 +214,7 @@ pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result
         allowed_origins: crate::http::origins::AllowedOrigins::new(&config.server.allowed_origins),
         grace_over: CancellationToken::new(),
         stored_responses: crate::config::stored_responses(config),
+        threads: crate::config::thread_limits(config),
         traces,
         access,
     })))

@@ -309,6 +309,12 @@ impl SharedState for RedisState {
         self.inner.try_lease(name, holder, ttl, now).await
     }
 
+    /// One script (delete if ours) in Redis, and the local mirror's (a lease taken while
+    /// Redis was away).
+    async fn release_lease(&self, name: &str, holder: &str) -> bool {
+        self.inner.release_lease(name, holder).await
+    }
+
     async fn kv_put(&self, key: &str, value: Vec<u8>, ttl: Duration, now: UnixMillis) -> bool {
         self.inner.kv_put(key, value, ttl, now).await
     }
@@ -375,6 +381,13 @@ impl Inner {
                     actual,
                 })
             }
+            Cleanup::ReleaseLease {
+                ref name,
+                ref holder,
+            } => {
+                self.mirror.release_lease_local(name, holder);
+                Some(cleanup)
+            }
         }
     }
 
@@ -394,14 +407,17 @@ impl Inner {
                 self.push_or_keep(&scope, actual, budgets::remote_id(id))
                     .await;
             }
+            Cleanup::ReleaseLease { name, holder } => {
+                self.release_lease_key(&name, &holder).await;
+            }
         }
     }
 
     /// A cleanup that cannot reach Redis now: keep its budget part for the resync (a
-    /// probe lease expires by itself).
+    /// probe lease or a named lease expires by itself).
     fn cleanup_failed(&self, cleanup: Cleanup) {
         match cleanup {
-            Cleanup::ReleaseProbe { .. } => {}
+            Cleanup::ReleaseProbe { .. } | Cleanup::ReleaseLease { .. } => {}
             Cleanup::ReleaseBudget { scope, id, .. } => {
                 self.keep_pending(&scope, Money::ZERO, budgets::remote_id(id));
             }
@@ -427,6 +443,26 @@ impl Inner {
             Some(n) => n == 1,
             None => self.mirror.lease_local(name, holder, ttl, now),
         }
+    }
+
+    async fn release_lease(&self, name: &str, holder: &str) -> bool {
+        // a lease taken while Redis was away lives in the mirror only: give back both
+        let local = self.mirror.release_lease_local(name, holder);
+        let remote = self.release_lease_key(name, holder).await;
+        local || remote
+    }
+
+    /// The Redis part of giving a lease back: true when it was `holder`'s there.
+    async fn release_lease_key(&self, name: &str, holder: &str) -> bool {
+        let mut inv = scripts::LEASE_RELEASE.prepare_invoke();
+        inv.key(self.keys.lease(name)).arg(holder);
+        let released: Option<i64> = self
+            .link
+            .call("lease release", |mut c| async move {
+                inv.invoke_async(&mut c).await
+            })
+            .await;
+        released == Some(1)
     }
 
     fn now(&self) -> UnixMillis {

@@ -161,6 +161,17 @@ return 1
     )
 });
 
+/// Give the named lease back if this holder has it.
+/// KEYS: lease. ARGV: holder. Returns 1 when it was ARGV[1]'s.
+pub(super) static LEASE_RELEASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+",
+    )
+});
+
 /// Shared by the budget scripts: negate a canonical decimal integer string; drop a
 /// reservation (leaving a short-lived tombstone when it is not there yet, so a reserve
 /// whose reply was lost cannot take effect after its replica gave up on it); purge

@@ -8,11 +8,14 @@
 //! `message` object with a `switchyard` object saying who answered; a stream is Anthropic's
 //! event sequence ([`stream`]); errors are Anthropic's `{"type": "error", "error":
 //! {...}}` with its statuses ([`error_body`], mapping in `docs/dialects.md`).
+//! Message threads (`thread`, the message-threads beta) are held by the gateway
+//! ([`threads`]): a `continue` becomes the whole conversation before any provider sees it.
 //! `POST /v1/messages/count_tokens` is [`count`]. Everything around the codec (keys, limits, headers, the log line) is the
 //! shared flow's: `crate::http::dialects::flow`.
 
 pub(crate) mod count;
 mod stream;
+mod threads;
 mod wire;
 
 use axum::body::Bytes;
@@ -35,14 +38,15 @@ pub(crate) struct Messages;
 
 impl Dialect for Messages {
     const API: &'static str = "messages";
-    /// Nothing: the encoders need only the answer.
-    type Extra = ();
+    /// The request's message thread, if it is a thread's turn.
+    type Extra = threads::Turn;
     type Encoder = stream::EventEncoder;
 
-    fn decode(body: &Bytes, ctx: &mut Ctx) -> Result<Decoded<()>, ApiError> {
+    fn decode(body: &Bytes, ctx: &mut Ctx) -> Result<Decoded<threads::Turn>, ApiError> {
         let (mut wire, unknown) = wire::parse(body)?;
         ctx.route = std::mem::take(&mut wire.model);
         ctx.stream = wire.stream;
+        let turn = threads::Turn::new(wire.thread.clone());
         let mut ignored = wire::Ignored::default();
         let mut request = wire.into_chat(&mut ignored)?;
         ctx.ignored.extend(ignored.into_names());
@@ -50,33 +54,37 @@ impl Dialect for Messages {
         let own: Value = serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(None, format!("invalid request body: {e}")))?;
         let mut native = Native::new(ANTHROPIC, own);
-        if let Some(betas) = &ctx.anthropic_beta {
+        // the message-threads beta is the gateway's to serve: no provider gets it
+        let betas = ctx.anthropic_beta.as_deref().and_then(threads::other_betas);
+        if let Some(betas) = betas {
             // the betas tune how Anthropic serves a request; the shared shape has no room
             ctx.ignored.push("anthropic-beta".to_owned());
-            native = native.header("anthropic-beta", betas.as_str());
+            native = native.header("anthropic-beta", betas);
         }
         request.native = Some(native);
         ctx.native_kind = Some(ANTHROPIC);
         Ok(Decoded {
             request,
-            extra: (),
+            extra: turn,
             unknown,
         })
     }
 
     /// Unknown fields only on a route that passes them through to its Anthropic
     /// providers (and then only those answer); otherwise Anthropic's 400 naming them.
+    /// A thread's turn: a `continue` becomes the whole conversation ([`threads`]).
     async fn prepare(
         state: &AppState,
         ctx: &Ctx,
-        decoded: &mut Decoded<()>,
+        decoded: &mut Decoded<threads::Turn>,
     ) -> Result<(), ApiError> {
         let target = (ANTHROPIC, "Anthropic");
-        super::passthrough::admit(state, &ctx.route, decoded, target, wire::extra_inputs)
+        super::passthrough::admit(state, &ctx.route, decoded, target, wire::extra_inputs)?;
+        threads::prepare(state, ctx, decoded).await
     }
 
-    fn reply(ctx: &Ctx, _extra: &(), resp: &ChatResponse) -> Vec<u8> {
-        let body = MessageBody::new(ctx, resp);
+    fn reply(ctx: &Ctx, extra: &threads::Turn, resp: &ChatResponse) -> Vec<u8> {
+        let body = MessageBody::new(extra.id(ctx), resp);
         let mut bytes = Vec::with_capacity(resp.text.len() + 1024);
         if serde_json::to_writer(&mut bytes, &body).is_err() {
             bytes.clear();
@@ -84,8 +92,13 @@ impl Dialect for Messages {
         bytes
     }
 
-    fn encoder(ctx: &Ctx, _extra: &(), model: &str) -> stream::EventEncoder {
-        stream::EventEncoder::new(ctx, model)
+    /// A thread's turn is kept once its answer is complete.
+    async fn finished(state: &AppState, ctx: &Ctx, extra: &threads::Turn, resp: &ChatResponse) {
+        threads::finished(state, ctx, extra, resp).await;
+    }
+
+    fn encoder(ctx: &Ctx, extra: &threads::Turn, model: &str) -> stream::EventEncoder {
+        stream::EventEncoder::new(extra.id(ctx), model)
     }
 
     fn error(err: ApiError) -> Response {
@@ -108,7 +121,7 @@ pub(crate) fn message_id(ctx: &Ctx) -> String {
 
 /// The shared finish reason in Anthropic's words. A stop with tool calls is `tool_use`;
 /// an answer with a refusal message (OpenAI's) is `refusal`.
-fn stop_reason(resp: &ChatResponse) -> &'static str {
+pub(super) fn stop_reason(resp: &ChatResponse) -> &'static str {
     if !resp.refusal.is_empty() && resp.finish_reason != Some(FinishReason::Length) {
         return "refusal";
     }
@@ -165,24 +178,12 @@ struct MessageBody<'a> {
 }
 
 impl<'a> MessageBody<'a> {
-    fn new(ctx: &Ctx, resp: &'a ChatResponse) -> Self {
-        let mut content = Vec::with_capacity(1 + resp.thinking.len() + resp.tool_calls.len());
-        // Anthropic puts reasoning first; the client sends it back with its next turn
-        content.extend(resp.thinking.iter().map(thinking_block));
-        // Anthropic has no refusal field: a refusal message (OpenAI's) is the text
-        if !resp.text.is_empty() || !resp.refusal.is_empty() || resp.tool_calls.is_empty() {
-            let text = format!("{}{}", resp.text, resp.refusal);
-            content.push(json!({"type": "text", "text": text}));
-        }
-        for call in &resp.tool_calls {
-            content.push(json!({"type": "tool_use", "id": call.id, "name": call.name,
-                                "input": tool_input(&call.arguments)}));
-        }
+    fn new(id: String, resp: &'a ChatResponse) -> Self {
         Self {
-            id: message_id(ctx),
+            id,
             kind: "message",
             role: "assistant",
-            content,
+            content: content(resp),
             model: &resp.model,
             stop_reason: stop_reason(resp),
             stop_sequence: None,
@@ -190,6 +191,23 @@ impl<'a> MessageBody<'a> {
             switchyard: Trail::of(resp),
         }
     }
+}
+
+/// An answer's content blocks, as a reply carries them (and a thread keeps them).
+pub(super) fn content(resp: &ChatResponse) -> Vec<Value> {
+    let mut content = Vec::with_capacity(1 + resp.thinking.len() + resp.tool_calls.len());
+    // Anthropic puts reasoning first; the client sends it back with its next turn
+    content.extend(resp.thinking.iter().map(thinking_block));
+    // Anthropic has no refusal field: a refusal message (OpenAI's) is the text
+    if !resp.text.is_empty() || !resp.refusal.is_empty() || resp.tool_calls.is_empty() {
+        let text = format!("{}{}", resp.text, resp.refusal);
+        content.push(json!({"type": "text", "text": text}));
+    }
+    for call in &resp.tool_calls {
+        content.push(json!({"type": "tool_use", "id": call.id, "name": call.name,
+                            "input": tool_input(&call.arguments)}));
+    }
+    content
 }
 
 /// A reasoning block as Anthropic writes it: `redacted_thinking` with its `data`, or
@@ -250,6 +268,9 @@ pub(crate) fn error_body(err: &ApiError) -> Value {
     }
     if let Some(attempts) = openai["error"].get("attempts") {
         error["attempts"] = attempts.clone();
+    }
+    if let Some(details) = threads::details(err.code) {
+        error["details"] = details;
     }
     json!({"type": "error", "error": error})
 }

@@ -10,8 +10,8 @@ use axum::body::Bytes;
 use serde_json::{json, Value};
 use switchyard::{ChatChunk, ChatResponse};
 
-use super::{error_body, message_id, stop_reason, WireUsage};
-use crate::http::dialects::flow::{Ctx, Trail};
+use super::{error_body, stop_reason, WireUsage};
+use crate::http::dialects::flow::Trail;
 use crate::http::dialects::{frame, StreamEncoder};
 use crate::http::error::ApiError;
 
@@ -38,9 +38,10 @@ pub(crate) struct EventEncoder {
 }
 
 impl EventEncoder {
-    pub(super) fn new(ctx: &Ctx, model: &str) -> Self {
+    /// The encoder of the answer `id` from `model`.
+    pub(super) fn new(id: String, model: &str) -> Self {
         Self {
-            id: message_id(ctx),
+            id,
             model: model.to_owned(),
             open: None,
             blocks: 0,

@@ -75,6 +75,23 @@ pub(super) struct WireRequest {
     container: Option<IgnoredAny>,
     #[serde(default)]
     mcp_servers: Option<IgnoredAny>,
+    /// The message-threads beta's `thread` (`super::threads`).
+    #[serde(default)]
+    pub thread: Option<Thread>,
+}
+
+/// A request's `thread` (the message-threads beta).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub(super) enum Thread {
+    /// Keep this conversation, with its answer, under the answer's `id`. (A struct
+    /// variant: a unit one would take keys it does not define.)
+    Create {},
+    /// Continue from the answer `previous_message_id` with only the new messages.
+    Continue {
+        /// The `id` of the thread's last answer.
+        previous_message_id: String,
+    },
 }
 
 /// A string, or a list of `T` (message content, `system`, a tool result's content). Read
@@ -459,7 +476,9 @@ impl WireRequest {
         if self.max_tokens == 0 {
             return Err(bad("max_tokens", "must be at least 1"));
         }
-        if self.messages.is_empty() {
+        // a thread's `continue` sends only what is new: nothing, to resume a paused turn
+        let continues = matches!(self.thread, Some(Thread::Continue { .. }));
+        if self.messages.is_empty() && !continues {
             return Err(bad("messages", "at least one message is required"));
         }
         if self.temperature.is_some_and(|t| !(0.0..=1.0).contains(&t)) {
