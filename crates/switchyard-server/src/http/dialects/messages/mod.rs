@@ -26,7 +26,7 @@ use switchyard::{ChatResponse, Usage};
 
 use super::flow::{self, Ctx, Trail};
 use super::{Decoded, Dialect};
-use crate::http::bounds::{elide, MESSAGE_BYTES};
+use crate::http::bounds::{clip, elide, ECHO_BYTES, MESSAGE_BYTES};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
 
@@ -43,35 +43,57 @@ impl Dialect for Messages {
         let (mut wire, unknown) = wire::parse(body)?;
         ctx.route = std::mem::take(&mut wire.model);
         ctx.stream = wire.stream;
-        let mut ignored = wire::Ignored::default();
+        let betas = ctx
+            .anthropic_beta
+            .as_deref()
+            .filter(|b| !b.trim().is_empty());
+        let mut ignored = wire::Ignored::new(betas.is_some());
+        let unknown = ignored.top_level(unknown);
         let mut request = wire.into_chat(&mut ignored)?;
-        ctx.ignored.extend(ignored.into_names());
+        let (names, anthropic_only) = ignored.into_parts();
+        ctx.ignored.extend(names);
         // valid: it parsed above
         let own: Value = serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(None, format!("invalid request body: {e}")))?;
         let mut native = Native::new(ANTHROPIC, own);
-        if let Some(betas) = &ctx.anthropic_beta {
+        if let Some(betas) = betas {
             // the betas tune how Anthropic serves a request; the shared shape has no room
             ctx.ignored.push("anthropic-beta".to_owned());
-            native = native.header("anthropic-beta", betas.as_str());
+            native = native.header("anthropic-beta", betas);
         }
         request.native = Some(native);
         ctx.native_kind = Some(ANTHROPIC);
         Ok(Decoded {
             request,
             extra: (),
-            unknown,
+            // without a beta: the top-level fields Anthropic does not define; with one:
+            // what only Anthropic can serve (`prepare`)
+            unknown: if betas.is_some() {
+                anthropic_only
+            } else {
+                unknown
+            },
         })
     }
 
-    /// Unknown fields only on a route that passes them through to its Anthropic
-    /// providers (and then only those answer); otherwise Anthropic's 400 naming them.
+    /// Under a beta, what only Anthropic can serve (a field that changes the answer's
+    /// contract: `wire` keys) makes the Anthropic providers the only ones that may answer;
+    /// a route without one is a 400 saying so. Without a beta, unknown fields only on a
+    /// route that passes them through to its Anthropic providers (and then only those
+    /// answer); otherwise Anthropic's 400 naming them.
     async fn prepare(
         state: &AppState,
         ctx: &Ctx,
         decoded: &mut Decoded<()>,
     ) -> Result<(), ApiError> {
         let target = (ANTHROPIC, "Anthropic");
+        let beta = ctx
+            .anthropic_beta
+            .as_deref()
+            .is_some_and(|b| !b.trim().is_empty());
+        if beta {
+            return anthropic_only(state, &ctx.route, decoded);
+        }
         super::passthrough::admit(state, &ctx.route, decoded, target, wire::extra_inputs)
     }
 
@@ -95,6 +117,36 @@ impl Dialect for Messages {
 
 /// The provider kind a Messages body is written for.
 const ANTHROPIC: &str = "anthropic";
+
+/// Make `decoded`'s native body required when it holds what only Anthropic can serve
+/// (`decoded.unknown`, under a beta): every other provider is skipped for the request.
+///
+/// # Errors
+/// 400 naming the fields when `route` has no Anthropic provider to serve them.
+fn anthropic_only(
+    state: &AppState,
+    route: &str,
+    decoded: &mut Decoded<()>,
+) -> Result<(), ApiError> {
+    let Some(first) = decoded.unknown.first() else {
+        return Ok(());
+    };
+    if !super::passthrough::route_takes_native(state, route, ANTHROPIC) {
+        let list = clip(&decoded.unknown.join(", "), ECHO_BYTES).into_owned();
+        return Err(ApiError::bad_request(
+            Some(clip(first, ECHO_BYTES).into_owned()),
+            format!(
+                "{list}: only an Anthropic provider can serve this (it changes what the answer is), \
+                 and route {:?} has none",
+                clip(route, ECHO_BYTES)
+            ),
+        ));
+    }
+    if let Some(native) = decoded.request.native.as_mut() {
+        native.required = true;
+    }
+    Ok(())
+}
 
 /// The handler: the shared flow.
 pub async fn create(state: State<AppState>, request: Request) -> Response {
