@@ -443,3 +443,20 @@ async fn unmodelled_keys_are_bounded_and_cut() {
         "{header}"
     );
 }
+
+/// `diagnostics` (SDK 2.15's plain `create` sends it, no beta needed) is accepted: sent to
+/// Anthropic as written, named when another vendor answers.
+#[tokio::test]
+async fn diagnostics_is_accepted_without_a_beta_and_named_for_other_vendors() {
+    let mut body = request(json!([{"role": "user", "content": "hi"}]));
+    body["diagnostics"] = json!({"previous_message_id": null});
+    let f = down_then_plain();
+    let resp = call(&f.state, post_messages(&body, None)).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(ignored(&resp), ["diagnostics"]);
+    let native = f.primary.requests()[0].native.clone().unwrap();
+    assert_eq!(
+        native.body["diagnostics"],
+        json!({"previous_message_id": null})
+    );
+}

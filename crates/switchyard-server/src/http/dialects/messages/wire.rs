@@ -76,6 +76,9 @@ pub(super) struct WireRequest {
     inference_geo: Option<IgnoredAny>,
     #[serde(default)]
     speed: Option<IgnoredAny>,
+    /// Prompt-cache diagnostics against a previous message (SDK 2.15): Anthropic's alone.
+    #[serde(default)]
+    diagnostics: Option<IgnoredAny>,
     #[serde(default)]
     container: Option<IgnoredAny>,
     #[serde(default)]
@@ -518,6 +521,7 @@ impl WireRequest {
         ignored.add_if(self.context_management.is_some(), "context_management");
         ignored.add_if(self.inference_geo.is_some(), "inference_geo");
         ignored.add_if(self.speed.is_some(), "speed");
+        ignored.add_if(self.diagnostics.is_some(), "diagnostics");
         if let Some(config) = &self.output_config {
             ignored.unknown(&config.other, "output_config", "output_config")?;
         }
