@@ -179,9 +179,10 @@ impl Ignored {
         Ok(())
     }
 
-    /// Something only an Anthropic provider can serve (under a beta), by its path.
+    /// Something only an Anthropic provider can serve (under a beta), by its path (the
+    /// first [`NAMED`] kept: they name the 400 of a route without one).
     pub(super) fn anthropic_only(&mut self, path: String) {
-        if !self.anthropic_only.contains(&path) {
+        if self.anthropic_only.len() < NAMED && !self.anthropic_only.contains(&path) {
             self.anthropic_only.push(path);
         }
     }

@@ -198,5 +198,11 @@ mod tests {
             beta.into_parts().1,
             ["messages.1.content.0.tool.type".to_owned()]
         );
+        let mut many = Ignored::new(true);
+        for i in 0..1000 {
+            let at = format!("messages.{i}.content.0");
+            change(json!({"type": "tool_pattern"}), true, &at, &mut many).unwrap();
+        }
+        assert_eq!(many.into_parts().1.len(), 8, "bounded");
     }
 }
