@@ -4,7 +4,9 @@
 //! `anthropic-beta` as the request's native body: an Anthropic provider sends that as is
 //! (model, `max_tokens` and `stream` the call's), so betas, `cache_control`, thinking and
 //! thinking blocks in history reach Anthropic; `x-switchyard-ignored` names what the shared
-//! shape dropped only when another vendor answered (`docs/dialects.md`). A reply is a
+//! shape dropped only when another vendor answered (`docs/dialects.md`). With a beta,
+//! keys the dialect does not model are accepted the same way, and those that change the
+//! answer keep it to Anthropic ([`Messages::prepare`]; "Keys under a beta"). A reply is a
 //! `message` object with a `switchyard` object saying who answered; a stream is Anthropic's
 //! event sequence ([`stream`]); errors are Anthropic's `{"type": "error", "error":
 //! {...}}` with its statuses ([`error_body`], mapping in `docs/dialects.md`).
