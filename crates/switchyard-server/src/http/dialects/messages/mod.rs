@@ -6,7 +6,7 @@
 //! thinking blocks in history reach Anthropic; `x-switchyard-ignored` names what the shared
 //! shape dropped only when another vendor answered (`docs/dialects.md`). With a beta,
 //! keys the dialect does not model are accepted the same way, and those that change the
-//! answer keep it to Anthropic ([`Messages::prepare`]; "Keys under a beta"). A reply is a
+//! answer keep it to Anthropic (`Messages::prepare`; "Keys under a beta"). A reply is a
 //! `message` object with a `switchyard` object saying who answered; a stream is Anthropic's
 //! event sequence ([`stream`]); errors are Anthropic's `{"type": "error", "error":
 //! {...}}` with its statuses ([`error_body`], mapping in `docs/dialects.md`).
