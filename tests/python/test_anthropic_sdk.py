@@ -14,7 +14,7 @@ OpenAI provider answers (and whose second Anthropic provider counts tokens: 42),
 
 Checks: messages.create, messages.stream (text_stream, get_final_message), a tool-use
 loop with tool_result (and the call streamed), Claude Code's request shape (betas, adaptive thinking, effort,
-context management, cached system blocks, a system turn) streamed through the beta
+context management, cached system blocks, system turns, one with a per-turn output_config) streamed through the beta
 client, count_tokens, and the typed exceptions for the proxy's 400, 401 and 404. Prints
 every mismatch and exits 1 if there was any.
 
@@ -52,6 +52,7 @@ CLAUDE_CODE_BETAS = [
     "effort-2025-11-24",
     "context-1m-2025-08-07",
     "fine-grained-tool-streaming-2025-05-14",
+    "per-turn-control-2026-07-01",
 ]
 
 
@@ -164,6 +165,10 @@ def claude_code(c):
             {"role": "user", "content": [{"type": "text", "text": "hello", "cache_control": cached}]},
             {"role": "system", "content": "The user is in plan mode."},
             {"role": "user", "content": "Capital of France?"},
+            # Claude Code 2.1.332's per-turn statement (SDK 2.15's BetaSystemMessageParam)
+            {"role": "system", "output_config": {"effort": "high"},
+             "content": [{"type": "text", "text": "<system-reminder>env</system-reminder>",
+                          "cache_control": cached}]},
         ],
         extra_headers={"x-app": "cli"},
     )

@@ -6,16 +6,22 @@ Usage: python test_sdk_fields.py BASE_URL API_KEY
     BASE_URL  the proxy's root, e.g. http://127.0.0.1:4000 (no /v1)
     API_KEY   a client key the proxy accepts on every route
 
-The proxy must serve three routes (the Rust test `crates/switchyard-server/tests/e2e/
+The proxy must serve four routes (the Rust test `crates/switchyard-server/tests/e2e/
 sdk_fields.rs` starts one like this, and checks what each mock upstream received):
-`claude-fields` (an Anthropic provider), `gpt-fields` (an OpenAI provider) and
+`claude-fields` (an Anthropic provider), `gpt-fields` (an OpenAI provider),
+`claude-beta-gpt` (an OpenAI provider that refuses what OpenAI refuses) and
 `claude-json` (an Anthropic model without structured outputs, so JSON goes through a
 forced tool).
 
 Checks: the anthropic SDK's Messages call with every field (cache_control on system,
 blocks and tools and at the top level, thinking, tool_choice with disable_parallel_tool_use,
-metadata, stop sequences, service tier, output_config, inference_geo, speed, beta headers,
-and the sampling fields its create() no longer lists, through extra_body) answered; the openai SDK's Chat Completions call
+metadata, stop sequences, service tier, output_config, inference_geo, speed, diagnostics,
+beta headers, and the sampling fields its create() no longer lists, through extra_body)
+answered; the beta client's new fields (a system turn inside messages with clear_at,
+output_config and tool changes; output_config.task_budget, billing_policy, diagnostics,
+fallbacks, fallback_credit_token) answered by Anthropic as written and by OpenAI with what
+it cannot take named, and compaction refused where no Anthropic provider could serve it;
+the openai SDK's Chat Completions call
 with every field (seed, penalties, log probabilities, n, parallel_tool_calls,
 reasoning_effort, service_tier, metadata, user, stop, response_format, the developer role,
 cache_control parts) answered with two choices and `cache_control` named ignored (OpenAI
@@ -98,6 +104,7 @@ def anthropic_fields(base_url, api_key):
         output_config={"effort": "high"},
         inference_geo="us",
         speed="fast",
+        diagnostics={"previous_message_id": None},
         extra_headers={"anthropic-beta": "extended-cache-ttl-2025-04-11,fast-mode-2026-02-01"},
         # this SDK's create() no longer lists the sampling fields; the API still takes them
         extra_body={"temperature": 1.0, "top_k": 40, "top_p": 0.9},
@@ -117,6 +124,85 @@ def anthropic_fields(base_url, api_key):
         m.usage.cache_read_input_tokens == 1200,
         f"anthropic: cache reads came back: {m.usage!r}",
     )
+
+
+BETAS = [
+    "per-turn-control-2026-07-01",
+    "mid-conversation-tool-changes-2026-07-01",
+    "inline-tools-2026-09-15",
+    "task-budgets-2026-03-13",
+    "server-side-fallback-2026-06-01",
+    "fallback-credit-2026-06-01",
+]
+
+
+def beta_request(model):
+    """The beta client's new fields (SDK 2.15): a system turn with per-turn settings and
+    tool changes inside `messages`, and the new top-level fields."""
+    time_tool = {"name": "get_time", "description": "Local time", "input_schema": {"type": "object"}}
+    forecast = {"name": "get_forecast", "description": "Tomorrow", "input_schema": WEATHER_SCHEMA}
+    return dict(
+        model=model,
+        max_tokens=2048,
+        betas=BETAS,
+        thinking={"type": "adaptive"},
+        tools=[
+            {"name": "get_weather", "description": "Current weather", "input_schema": WEATHER_SCHEMA},
+            time_tool,
+        ],
+        messages=[
+            {"role": "user", "content": "Weather in Paris?"},
+            {
+                "role": "system",
+                "content": [
+                    {"type": "text", "text": "Answer in one word."},
+                    {"type": "tool_removal", "tool": {"type": "tool_reference", "name": "get_time"}},
+                    {"type": "tool_addition", "tool": {"type": "tool_definition", "definition": forecast}},
+                ],
+                "clear_at": "never",
+                "output_config": {"effort": "low"},
+            },
+        ],
+        output_config={"effort": "high", "task_budget": {"type": "tokens", "total": 200000}},
+        billing_policy={"type": "billing_policy", "bill_to": "self"},
+        diagnostics={"previous_message_id": "msg_e2e0"},
+        fallbacks="default",
+        fallback_credit_token={"token": "fct_e2e", "mode": "best_effort"},
+    )
+
+
+def anthropic_beta_fields(base_url, api_key):
+    """The beta client's new fields: to Anthropic as written (the Rust side checks the
+    body), and to an OpenAI model through the shared shape, the fields it cannot take
+    named; `compaction` (it changes what the answer is) only where Anthropic answers."""
+    c = anthropic.Anthropic(base_url=base_url, api_key=api_key, max_retries=0)
+    raw = c.beta.messages.with_raw_response.create(**beta_request("claude-fields"))
+    m = raw.parse()
+    check(
+        raw.headers.get("x-switchyard-provider") == "claude",
+        f"beta: answered by {raw.headers.get('x-switchyard-provider')!r}",
+    )
+    check([b.text for b in m.content if b.type == "text"] == ["Sunny."], f"beta: {m.content!r}")
+    check(raw.headers.get("x-switchyard-ignored") is None, "beta: Anthropic got every field")
+
+    raw = c.beta.messages.with_raw_response.create(**beta_request("claude-beta-gpt"))
+    m = raw.parse()
+    check(
+        raw.headers.get("x-switchyard-provider") == "gpt-strict",
+        f"beta via OpenAI: answered by {raw.headers.get('x-switchyard-provider')!r}",
+    )
+    check([b.text for b in m.content if b.type == "text"] == ["Sunny."], f"beta via OpenAI: {m.content!r}")
+    named = (raw.headers.get("x-switchyard-ignored") or "").split(", ")
+    for field in ["billing_policy", "diagnostics", "fallbacks", "fallback_credit_token",
+                  "output_config.task_budget", "anthropic-beta"]:
+        check(field in named, f"beta via OpenAI: {field} named in {named!r}")
+
+    compacting = dict(beta_request("claude-beta-gpt"), compaction={"instructions": "Keep decisions."})
+    try:
+        c.beta.messages.create(**compacting)
+        check(False, "compaction on a route without Anthropic: no error")
+    except anthropic.BadRequestError as e:
+        check("only an Anthropic provider" in str(e), f"compaction 400: {e}")
 
 
 def openai_fields(base_url, api_key):
@@ -249,6 +335,7 @@ def main():
     base_url, api_key = sys.argv[1], sys.argv[2]
     print(f"anthropic {anthropic.__version__}, openai {openai.__version__} against {base_url}")
     section("anthropic", lambda: anthropic_fields(base_url, api_key))
+    section("anthropic beta", lambda: anthropic_beta_fields(base_url, api_key))
     section("openai", lambda: openai_fields(base_url, api_key))
     section("claude-json", lambda: claude_json(base_url, api_key))
     if FAILURES:

@@ -26,6 +26,7 @@ mod fidelity;
 mod fields;
 mod hostile;
 mod messages;
+mod messages_beta;
 mod recovery;
 mod responses;
 mod threads;

@@ -2,8 +2,13 @@
 //! Messages call with every field it takes reaches a mock Anthropic natively (system,
 //! block, tool and top-level `cache_control` with its `ttl`, `thinking`, `tool_choice` with
 //! `disable_parallel_tool_use`, `metadata.user_id`, stop sequences, `service_tier`,
-//! `output_config`, `inference_geo`, `speed`, the `anthropic-beta` header, and `temperature`,
-//! `top_k`, `top_p` through `extra_body`: this SDK's `create` no longer lists them); the `openai` SDK's Chat Completions call
+//! `output_config`, `inference_geo`, `speed`, `diagnostics`, the `anthropic-beta` header,
+//! and `temperature`, `top_k`, `top_p` through `extra_body`: this SDK's `create` no longer
+//! lists them); the beta client's SDK 2.15 fields (issue 23: a system turn inside `messages`
+//! with `clear_at`, `output_config` and tool changes; `task_budget`, `billing_policy`,
+//! `fallbacks`, `fallback_credit_token`) reach Anthropic as written and an OpenAI mock that
+//! refuses what OpenAI refuses through the shared shape, `compaction` only where Anthropic
+//! can answer; the `openai` SDK's Chat Completions call
 //! with every field reaches a mock OpenAI (and its content-part `cache_control`, advisory
 //! there, does not, named in `x-switchyard-ignored`); and the `openai` SDK's `parse` with a
 //! pydantic model, plain and streamed, reaches an Anthropic model without structured
@@ -23,7 +28,7 @@ use crate::support::{
     describe, key_env, openai_provider, python, route, run_bounded, try_run_bounded, Scratch,
     Server, CHAT_PATH, KEY_ENV, UPSTREAM_KEY,
 };
-use crate::upstream::completion;
+use crate::upstream::{completion, ok_completion, openai_refuses, StrictOpenAi};
 
 const SCRIPT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -40,6 +45,13 @@ const CLAUDE_OLD: &str = "claude-sonnet-4-20250514";
 fn anthropic_provider(name: &str, model: &str, uri: &str) -> String {
     format!(
         "[[providers]]\nname = \"{name}\"\nkind = \"anthropic\"\nmodel = \"{model}\"\napi_key_env = \"{KEY_ENV}\"\nbase_url = \"{uri}\"\n\n"
+    )
+}
+
+/// An OpenAI provider serving a reasoning model (gpt-5-mini).
+fn reasoning_openai_provider(name: &str, uri: &str) -> String {
+    format!(
+        "[[providers]]\nname = \"{name}\"\nkind = \"openai\"\nmodel = \"gpt-5-mini\"\napi_key_env = \"{KEY_ENV}\"\nbase_url = \"{uri}/v1\"\n\n"
     )
 }
 
@@ -133,6 +145,18 @@ async fn gpt_fields() -> MockServer {
     server
 }
 
+/// The OpenAI upstream of `claude-beta-gpt` (a reasoning model): it refuses what OpenAI
+/// refuses, and answers "Sunny."
+async fn gpt_strict() -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT_PATH))
+        .respond_with(StrictOpenAi(|_: &Value| ok_completion("Sunny.")))
+        .mount(&server)
+        .await;
+    server
+}
+
 fn sdks_available() -> Result<(), String> {
     let mut probe = python();
     probe.args(["-c", "import anthropic, openai, pydantic"]);
@@ -166,21 +190,24 @@ async fn the_official_sdks_send_every_field_through_the_proxy() {
              then run with SWITCHYARD_PYTHON=$PWD/.venv/bin/python\n{why}"
         );
     }
-    let (fields, json_out, gpt) = (
+    let (fields, json_out, gpt, strict) = (
         claude_fields().await,
         claude_json().await,
         gpt_fields().await,
+        gpt_strict().await,
     );
     let hash = hex::encode(Sha256::digest(TOKEN.as_bytes()));
     let config = format!(
-        "{}{}{}{}{}{}[[keys]]\nname = \"sdk\"\nsha256 = \"{hash}\"\nroutes = [\"*\"]\n",
+        "{}{}{}{}{}{}{}{}[[keys]]\nname = \"sdk\"\nsha256 = \"{hash}\"\nroutes = [\"*\"]\n",
         anthropic_provider("claude", CLAUDE, &fields.uri()),
         anthropic_provider("claude-old", CLAUDE_OLD, &json_out.uri()),
         // the mock stands in for a reasoning model (gpt-4o-mini is marked as not one)
         openai_provider("gpt", &gpt.uri(), "reasoning = true"),
+        reasoning_openai_provider("gpt-strict", &strict.uri()),
         route("claude-fields", &["claude"], ""),
         route("claude-json", &["claude-old"], ""),
         route("gpt-fields", &["gpt"], ""),
+        route("claude-beta-gpt", &["gpt-strict"], ""),
     );
     let server = Server::start(Scratch::new("e2e", "sdk-fields"), &config, &key_env());
     let mut script = python();
@@ -195,9 +222,11 @@ async fn the_official_sdks_send_every_field_through_the_proxy() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("all SDK field checks passed"), "{stdout}");
 
-    // Anthropic got every Messages field as the SDK wrote it.
+    // Anthropic got every Messages field as the SDK wrote it (the plain call, then the
+    // beta client's).
     let got = bodies(&fields).await;
-    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got.len(), 2, "{got:?}");
+    beta_fields_reached_anthropic(&got[1]);
     let (request, body) = &got[0];
     assert_eq!(request.headers["x-api-key"], UPSTREAM_KEY);
     assert_eq!(
@@ -240,6 +269,24 @@ async fn the_official_sdks_send_every_field_through_the_proxy() {
         (&body["inference_geo"], &body["speed"]),
         (&json!("us"), &json!("fast"))
     );
+    assert_eq!(body["diagnostics"], json!({"previous_message_id": null}));
+
+    // OpenAI got the beta request through the shared shape: nothing OpenAI refuses, the
+    // system turn's text in place, its effort, the tool set after the tool changes
+    let got = bodies(&strict).await;
+    assert_eq!(got.len(), 1, "compaction never reached OpenAI: {got:?}");
+    let body = &got[0].1;
+    assert_eq!(openai_refuses(body), None, "{body}");
+    assert_eq!(body["reasoning_effort"], "low", "{body}");
+    assert_eq!(body["messages"][1]["role"], "system");
+    assert_eq!(body["messages"][1]["content"], "Answer in one word.");
+    let tools: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert_eq!(tools, ["get_weather", "get_forecast"]);
 
     // OpenAI got every Chat Completions field; the advisory cache_control stayed behind.
     let got = bodies(&gpt).await;
@@ -296,4 +343,25 @@ async fn the_official_sdks_send_every_field_through_the_proxy() {
         );
         assert!(body.get("output_config").is_none(), "{body}");
     }
+}
+
+/// The beta client's request as Anthropic got it: its betas, the system turn with its
+/// per-turn settings and tool changes, the new top-level fields.
+fn beta_fields_reached_anthropic((request, body): &(Request, Value)) {
+    let betas = request.headers["anthropic-beta"].to_str().unwrap();
+    assert!(betas.contains("per-turn-control-2026-07-01"), "{betas}");
+    let turn = &body["messages"][1];
+    assert_eq!(turn["role"], "system", "{body}");
+    assert_eq!(turn["clear_at"], "never");
+    assert_eq!(turn["output_config"], json!({"effort": "low"}));
+    assert_eq!(turn["content"][1]["type"], "tool_removal");
+    assert_eq!(
+        turn["content"][2]["tool"]["definition"]["name"],
+        "get_forecast"
+    );
+    assert_eq!(body["output_config"]["task_budget"]["total"], 200_000);
+    assert_eq!(body["billing_policy"]["bill_to"], "self");
+    assert_eq!(body["diagnostics"]["previous_message_id"], "msg_e2e0");
+    assert_eq!(body["fallbacks"], "default");
+    assert_eq!(body["fallback_credit_token"]["mode"], "best_effort");
 }

@@ -124,6 +124,145 @@ pub async fn calls(server: &MockServer) -> Vec<wiremock::Request> {
         .collect()
 }
 
+// ---------------------------------------------------------------- a strict OpenAI
+
+/// Chat Completions request fields OpenAI defines (its API reference); any other is its
+/// 400 `Unrecognized request argument supplied`.
+const OPENAI_FIELDS: &[&str] = &[
+    "messages",
+    "model",
+    "audio",
+    "frequency_penalty",
+    "function_call",
+    "functions",
+    "logit_bias",
+    "logprobs",
+    "max_completion_tokens",
+    "max_tokens",
+    "metadata",
+    "modalities",
+    "n",
+    "parallel_tool_calls",
+    "prediction",
+    "presence_penalty",
+    "prompt_cache_key",
+    "prompt_cache_retention",
+    "reasoning_effort",
+    "response_format",
+    "safety_identifier",
+    "seed",
+    "service_tier",
+    "stop",
+    "store",
+    "stream",
+    "stream_options",
+    "temperature",
+    "tool_choice",
+    "tools",
+    "top_logprobs",
+    "top_p",
+    "user",
+    "verbosity",
+    "web_search_options",
+];
+/// The keys of a message, of a content part and of a tool, as OpenAI defines them.
+const MESSAGE_KEYS: &[&str] = &[
+    "role",
+    "content",
+    "name",
+    "tool_calls",
+    "tool_call_id",
+    "refusal",
+    "audio",
+    "function_call",
+];
+const PART_KEYS: &[&str] = &["type", "text", "image_url", "input_audio", "file"];
+const TOOL_KEYS: &[&str] = &["type", "function"];
+const FUNCTION_KEYS: &[&str] = &["name", "description", "parameters", "strict"];
+
+/// Why OpenAI would refuse this Chat Completions body, if it would: a field or key it does
+/// not define (Anthropic's `thinking`, `output_config`, `context_management`, a
+/// `cache_control` on a part, ...), `reasoning_effort` for a model that does not reason, or
+/// more output tokens than the model can write.
+pub fn openai_refuses(body: &Value) -> Option<String> {
+    let unknown = |v: &Value, known: &[&str], at: &str| {
+        v.as_object()?
+            .keys()
+            .find(|k| !known.contains(&k.as_str()))
+            .map(|k| format!("Unrecognized request argument supplied: {at}{k}"))
+    };
+    if let Some(why) = unknown(body, OPENAI_FIELDS, "") {
+        return Some(why);
+    }
+    let model = body["model"].as_str().unwrap_or_default();
+    let reasons = model.starts_with('o') || model.starts_with("gpt-5");
+    if body.get("reasoning_effort").is_some() && !reasons {
+        return Some(
+            "Unsupported parameter: 'reasoning_effort' is not supported with this model.".into(),
+        );
+    }
+    // the completion limits OpenAI states for the models these tests stand in for
+    let limit = match model {
+        "gpt-4o-mini" => Some(16_384),
+        "gpt-4.1-mini" => Some(32_768),
+        _ => None,
+    };
+    let asked = body
+        .get("max_completion_tokens")
+        .or_else(|| body.get("max_tokens"))
+        .and_then(Value::as_u64);
+    if let (Some(asked), Some(limit)) = (asked, limit) {
+        if asked > limit {
+            return Some(format!(
+                "max_tokens is too large: {asked}. This model supports at most {limit} \
+                 completion tokens, whereas you provided {asked}."
+            ));
+        }
+    }
+    for (i, m) in body["messages"].as_array()?.iter().enumerate() {
+        if let Some(why) = unknown(m, MESSAGE_KEYS, &format!("messages[{i}].")) {
+            return Some(why);
+        }
+        for (j, part) in m["content"].as_array().into_iter().flatten().enumerate() {
+            if let Some(why) = unknown(part, PART_KEYS, &format!("messages[{i}].content[{j}].")) {
+                return Some(why);
+            }
+        }
+    }
+    for (i, t) in body["tools"].as_array().into_iter().flatten().enumerate() {
+        let at = format!("tools[{i}].");
+        if let Some(why) = unknown(t, TOOL_KEYS, &at)
+            .or_else(|| unknown(&t["function"], FUNCTION_KEYS, &format!("{at}function.")))
+        {
+            return Some(why);
+        }
+    }
+    None
+}
+
+/// A Chat Completions upstream that checks each request as OpenAI does
+/// ([`openai_refuses`]: 400 in OpenAI's shape) and answers the valid ones with `answer`.
+pub struct StrictOpenAi<F>(pub F);
+
+impl<F: Fn(&Value) -> ResponseTemplate + Send + Sync + 'static> wiremock::Respond
+    for StrictOpenAi<F>
+{
+    fn respond(&self, request: &wiremock::Request) -> ResponseTemplate {
+        let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
+            return error_response(
+                400,
+                "We could not parse the JSON body of your request.",
+                "invalid_request_error",
+                None,
+            );
+        };
+        match openai_refuses(&body) {
+            Some(why) => error_response(400, &why, "invalid_request_error", None),
+            None => (self.0)(&body),
+        }
+    }
+}
+
 // ---------------------------------------------------------------- a raw upstream
 
 /// A hand-written upstream for what wiremock cannot do: it answers every request with

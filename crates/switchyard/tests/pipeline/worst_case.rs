@@ -189,6 +189,21 @@ async fn an_unknown_limit_gets_the_routes_default_sent_upstream() {
     assert_eq!(p.seen().last(), Some(&Some(10)));
 }
 
+/// A request asking for more output than the model can write (Claude Code's 64,000 failing
+/// over to gpt-4o's 16,384) is sent with the model's limit, which the vendor accepts, budget
+/// or not; one within the limit is sent as it came.
+#[tokio::test(start_paused = true)]
+async fn a_max_tokens_above_the_models_limit_is_sent_as_the_limit() {
+    let p = Arc::new(Greedy::new("gpt-4o", 16_384));
+    let (gw, _) = gateway(&p, Route::new("main", &["p"]));
+    let big = ChatRequest::from_prompt("hi").with_max_tokens(64_000);
+    let resp = gw.chat("main", &big).await.unwrap();
+    assert_eq!(resp.usage.unwrap().output_tokens, 16_384);
+    let within = ChatRequest::from_prompt("hi").with_max_tokens(16_000);
+    gw.chat("main", &within).await.unwrap();
+    assert_eq!(p.seen(), [Some(16_384), Some(16_000)]);
+}
+
 /// Without a budget nothing needs the worst case: the request goes upstream untouched.
 #[tokio::test(start_paused = true)]
 async fn without_a_budget_the_request_is_sent_as_it_came() {

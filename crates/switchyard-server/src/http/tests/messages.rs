@@ -241,7 +241,6 @@ async fn claude_codes_request_is_accepted_and_fails_over() {
     let ignored = header(&resp, "x-switchyard-ignored").to_owned();
     for name in [
         "thinking",
-        "output_config.effort",
         "context_management",
         "cache_control",
         "anthropic-beta",
@@ -251,9 +250,15 @@ async fn claude_codes_request_is_accepted_and_fails_over() {
             "{name} in {ignored:?}"
         );
     }
+    assert!(!ignored.contains("effort"), "carried: {ignored:?}");
     let events = named_events(&text_body(resp).await);
     assert_eq!(events.last().unwrap().0, "message_stop");
     let sent = &f.backup.requests()[0];
+    // `output_config.effort: high` is the reasoning effort (over adaptive thinking's medium)
+    assert_eq!(
+        sent.reasoning_effort,
+        Some(switchyard::chat::ReasoningEffort::High)
+    );
     assert_eq!(sent.max_tokens, Some(64000));
     assert_eq!(sent.tools.len(), 24);
     let system: Vec<String> = sent

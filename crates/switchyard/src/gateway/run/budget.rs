@@ -36,10 +36,13 @@ pub(in crate::gateway) struct Limits {
 
 impl Run {
     /// The turn's output bound, and the chat request as it is sent when it differs from the
-    /// caller's: when it spends against a budget, sets no `max_tokens`, and the model's
-    /// output limit is unknown, with the route's `default_max_tokens` set (a clone; rare,
-    /// since the price table knows the limits of the models it prices). An embeddings call
-    /// produces no output tokens.
+    /// caller's: when it asks for more output than the model's known limit, with that limit
+    /// (the vendor would refuse it — OpenAI's "max_tokens is too large" — and no answer can
+    /// be longer, so nothing is lost: a request written for one vendor's model fails over
+    /// to a smaller one); when it spends against a budget, sets no `max_tokens`, and the
+    /// model's output limit is unknown, with the route's `default_max_tokens` set (a clone;
+    /// rare, since the price table knows the limits of the models it prices). An
+    /// embeddings call produces no output tokens.
     pub(super) fn bounded(&self, slot: &Slot, call: Call<'_>) -> (Option<ChatRequest>, Limits) {
         let req = match call {
             Call::Send(req) | Call::Stream(req) => req,
@@ -54,6 +57,16 @@ impl Run {
         // every answer may use the whole allowance
         let answers = u64::from(req.n.unwrap_or(1).max(1));
         let calls = slot.spec.provider.calls_for(req);
+        if let (Some(asked), Some(limit)) = (req.max_tokens, slot.max_output_tokens) {
+            if asked > limit {
+                let limits = Limits {
+                    output: Some(u64::from(limit).saturating_mul(answers)),
+                    calls,
+                    ..Limits::default()
+                };
+                return (Some(req.clone().with_max_tokens(limit)), limits);
+            }
+        }
         let known = req
             .max_tokens
             .or_else(|| slot.spec.provider.default_max_tokens())

@@ -4,7 +4,9 @@
 //! `anthropic-beta` as the request's native body: an Anthropic provider sends that as is
 //! (model, `max_tokens` and `stream` the call's), so betas, `cache_control`, thinking and
 //! thinking blocks in history reach Anthropic; `x-switchyard-ignored` names what the shared
-//! shape dropped only when another vendor answered (`docs/dialects.md`). A reply is a
+//! shape dropped only when another vendor answered (`docs/dialects.md`). With a beta,
+//! keys the dialect does not model are accepted the same way, and those that change the
+//! answer keep it to Anthropic (`Messages::prepare`; "Keys under a beta"). A reply is a
 //! `message` object with a `switchyard` object saying who answered; a stream is Anthropic's
 //! event sequence ([`stream`]); errors are Anthropic's `{"type": "error", "error":
 //! {...}}` with its statuses ([`error_body`], mapping in `docs/dialects.md`).
@@ -29,7 +31,7 @@ use switchyard::{ChatResponse, Usage};
 
 use super::flow::{self, Ctx, Trail};
 use super::{Decoded, Dialect};
-use crate::http::bounds::{elide, MESSAGE_BYTES};
+use crate::http::bounds::{clip, elide, ECHO_BYTES, MESSAGE_BYTES};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
 
@@ -47,9 +49,15 @@ impl Dialect for Messages {
         ctx.route = std::mem::take(&mut wire.model);
         ctx.stream = wire.stream;
         let turn = threads::Turn::new(wire.thread.clone());
-        let mut ignored = wire::Ignored::default();
+        let beta = ctx
+            .anthropic_beta
+            .as_deref()
+            .is_some_and(|b| !b.trim().is_empty());
+        let mut ignored = wire::Ignored::new(beta);
+        let unknown = ignored.top_level(unknown);
         let mut request = wire.into_chat(&mut ignored)?;
-        ctx.ignored.extend(ignored.into_names());
+        let (names, anthropic_only) = ignored.into_parts();
+        ctx.ignored.extend(names);
         // valid: it parsed above
         let own: Value = serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(None, format!("invalid request body: {e}")))?;
@@ -66,20 +74,33 @@ impl Dialect for Messages {
         Ok(Decoded {
             request,
             extra: turn,
-            unknown,
+            // without a beta: the top-level fields Anthropic does not define; with one:
+            // what only Anthropic can serve (`prepare`)
+            unknown: if beta { anthropic_only } else { unknown },
         })
     }
 
-    /// Unknown fields only on a route that passes them through to its Anthropic
-    /// providers (and then only those answer); otherwise Anthropic's 400 naming them.
-    /// A thread's turn: a `continue` becomes the whole conversation ([`threads`]).
+    /// Under a beta, what only Anthropic can serve (a field that changes the answer's
+    /// contract: `wire` keys) makes the Anthropic providers the only ones that may answer;
+    /// a route without one is a 400 saying so. Without a beta, unknown fields only on a
+    /// route that passes them through to its Anthropic providers (and then only those
+    /// answer); otherwise Anthropic's 400 naming them. Then a thread's turn: a `continue`
+    /// becomes the whole conversation ([`threads`]).
     async fn prepare(
         state: &AppState,
         ctx: &Ctx,
         decoded: &mut Decoded<threads::Turn>,
     ) -> Result<(), ApiError> {
         let target = (ANTHROPIC, "Anthropic");
-        super::passthrough::admit(state, &ctx.route, decoded, target, wire::extra_inputs)?;
+        let beta = ctx
+            .anthropic_beta
+            .as_deref()
+            .is_some_and(|b| !b.trim().is_empty());
+        if beta {
+            anthropic_only(state, &ctx.route, decoded)?;
+        } else {
+            super::passthrough::admit(state, &ctx.route, decoded, target, wire::extra_inputs)?;
+        }
         threads::prepare(state, ctx, decoded).await
     }
 
@@ -108,6 +129,36 @@ impl Dialect for Messages {
 
 /// The provider kind a Messages body is written for.
 const ANTHROPIC: &str = "anthropic";
+
+/// Make `decoded`'s native body required when it holds what only Anthropic can serve
+/// (`decoded.unknown`, under a beta): every other provider is skipped for the request.
+///
+/// # Errors
+/// 400 naming the fields when `route` has no Anthropic provider to serve them.
+fn anthropic_only(
+    state: &AppState,
+    route: &str,
+    decoded: &mut Decoded<threads::Turn>,
+) -> Result<(), ApiError> {
+    let Some(first) = decoded.unknown.first() else {
+        return Ok(());
+    };
+    if !super::passthrough::route_takes_native(state, route, ANTHROPIC) {
+        let list = clip(&decoded.unknown.join(", "), ECHO_BYTES).into_owned();
+        return Err(ApiError::bad_request(
+            Some(clip(first, ECHO_BYTES).into_owned()),
+            format!(
+                "{list}: only an Anthropic provider can serve this (it changes what the answer is), \
+                 and route {:?} has none",
+                clip(route, ECHO_BYTES)
+            ),
+        ));
+    }
+    if let Some(native) = decoded.request.native.as_mut() {
+        native.required = true;
+    }
+    Ok(())
+}
 
 /// The handler: the shared flow.
 pub async fn create(state: State<AppState>, request: Request) -> Response {

@@ -1,27 +1,32 @@
 //! Anthropic's Messages request JSON, as clients send it (the official SDK's
 //! `MessageCreateParams`, betas included), and its mapping into switchyard's shared shape.
 //!
-//! Unknown top-level fields are refused by name (as Anthropic does); inside blocks, fields
-//! the shape does not need are let through (the SDK adds them over time). An Anthropic
+//! Keys the dialect does not model are refused by their path (as Anthropic does), unless the
+//! request carries `anthropic-beta`: then they are accepted and named, or kept for
+//! Anthropic alone when they change the answer's contract ([`keys`]). An Anthropic
 //! provider gets the client's own body instead (`super` sets it as the native body). What
 //! the shared shape cannot carry is either named in `x-switchyard-ignored` when another
-//! vendor answers (advisory fields, and for
-//! now the output-changing ones the shape has no room for: a tool result's `is_error`,
-//! `output_config.effort`) or refused with a 400 naming
-//! the field in Anthropic's terms (`messages.1.content.0.type`): server tools,
-//! `container`, `mcp_servers`, document blocks.
+//! vendor answers (advisory fields, and for now the output-changing ones the shape has no
+//! room for: a tool result's `is_error`) or refused with a 400 naming the field in
+//! Anthropic's terms (`messages.1.content.0.type`): server tools, `container`,
+//! `mcp_servers`, document blocks. The conversation itself is [`turns`] (system turns with
+//! their per-turn settings included); mid-conversation tool changes are [`toolset`].
 
-use std::collections::HashMap;
+mod keys;
+mod toolset;
+mod turns;
+
+pub(super) use keys::Ignored;
+
+use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
-use serde::de::IgnoredAny;
-use serde::Deserialize;
+use serde::de::{Error as _, IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
-use switchyard::chat::{
-    ContentPart, ImageSource, Message, ReasoningEffort, ResponseFormat, Tool, ToolCall, ToolChoice,
-};
-use switchyard::{ChatRequest, Role};
+use switchyard::chat::{Message, ReasoningEffort, ResponseFormat, Tool, ToolChoice};
+use switchyard::ChatRequest;
 
 use crate::http::bounds::{clip, elide, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
 use crate::http::dialects::json::{self, PARSER_MESSAGE_BYTES};
@@ -71,6 +76,9 @@ pub(super) struct WireRequest {
     inference_geo: Option<IgnoredAny>,
     #[serde(default)]
     speed: Option<IgnoredAny>,
+    /// Prompt-cache diagnostics against a previous message (SDK 2.15): Anthropic's alone.
+    #[serde(default)]
+    diagnostics: Option<IgnoredAny>,
     #[serde(default)]
     container: Option<IgnoredAny>,
     #[serde(default)]
@@ -127,7 +135,6 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for StrOr<T> {
 
 /// A `text` block of `system` or of a mid-conversation system block.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct TextBlock {
     #[serde(rename = "type")]
     kind: String,
@@ -136,21 +143,78 @@ struct TextBlock {
     cache_control: Option<IgnoredAny>,
     #[serde(default)]
     citations: Option<IgnoredAny>,
+    /// Keys not modelled (the beta rule: [`keys`]).
+    #[serde(flatten)]
+    other: keys::UnknownKeys,
 }
 
-/// A turn: Anthropic's `MessageParam` has these two fields only, and refuses any other.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A turn: `role` and `content` (Anthropic's `MessageParam`), and on a system turn
+/// (SDK 2.15's `BetaSystemMessageParam`) `clear_at` and the per-turn `output_config`,
+/// where `content` may be left out. Read by hand: any other key is recorded for the beta
+/// rule ([`keys`]) without buffering the turn's content.
+#[derive(Debug)]
 struct WireMessage {
     role: String,
-    content: StrOr<Block>,
+    content: Option<StrOr<Block>>,
+    /// How long a system turn's text stays in front of the model.
+    clear_at: Option<String>,
+    output_config: Option<TurnOutput>,
+    other: keys::UnknownKeys,
+}
+
+impl<'de> Deserialize<'de> for WireMessage {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Turn;
+        impl<'de> Visitor<'de> for Turn {
+            type Value = WireMessage;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a message object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<WireMessage, A::Error> {
+                let mut role = None;
+                let mut turn = WireMessage {
+                    role: String::new(),
+                    content: None,
+                    clear_at: None,
+                    output_config: None,
+                    other: keys::UnknownKeys::default(),
+                };
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    match &*key {
+                        "role" => role = Some(map.next_value()?),
+                        "content" => turn.content = Some(map.next_value()?),
+                        "clear_at" => turn.clear_at = map.next_value()?,
+                        "output_config" => turn.output_config = map.next_value()?,
+                        other => {
+                            map.next_value::<IgnoredAny>()?;
+                            turn.other.push(other);
+                        }
+                    }
+                }
+                turn.role = role.ok_or_else(|| A::Error::missing_field("role"))?;
+                Ok(turn)
+            }
+        }
+        d.deserialize_map(Turn)
+    }
+}
+
+/// A system turn's `output_config`: settings for the turn it precedes (`format` stays
+/// top-level only).
+#[derive(Debug, Deserialize)]
+struct TurnOutput {
+    #[serde(default)]
+    effort: Option<String>,
+    #[serde(flatten)]
+    other: keys::UnknownKeys,
 }
 
 /// A content block of a request turn: each kind with the fields Anthropic's reference
-/// gives it, and no other (Anthropic refuses any other key in a block, and so do we, by
-/// its path: a key we did not model would otherwise vanish when another vendor answers).
+/// gives it; any other key is recorded (`other`) and refused by its path unless a beta
+/// lets it through ([`keys`]): a key we did not model never vanishes unsaid when another
+/// vendor answers.
 #[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(tag = "type", rename_all = "snake_case")]
 enum Block {
     Text {
         text: String,
@@ -159,6 +223,8 @@ enum Block {
         /// Citations an earlier answer made (kept for Anthropic in the client's body).
         #[serde(default)]
         citations: Option<IgnoredAny>,
+        #[serde(flatten)]
+        other: keys::UnknownKeys,
     },
     Image {
         source: WireImageSource,
@@ -166,6 +232,8 @@ enum Block {
         cache_control: Option<IgnoredAny>,
         #[serde(default)]
         transformations: Option<IgnoredAny>,
+        #[serde(flatten)]
+        other: keys::UnknownKeys,
     },
     ToolUse {
         id: String,
@@ -180,6 +248,8 @@ enum Block {
         caller: Option<IgnoredAny>,
         #[serde(default)]
         toolset_name: Option<IgnoredAny>,
+        #[serde(flatten)]
+        other: keys::UnknownKeys,
     },
     ToolResult {
         tool_use_id: String,
@@ -191,19 +261,76 @@ enum Block {
         cache_control: Option<IgnoredAny>,
         #[serde(default)]
         toolset_name: Option<IgnoredAny>,
+        #[serde(flatten)]
+        other: keys::UnknownKeys,
     },
     Thinking {
         thinking: String,
         signature: String,
+        #[serde(flatten)]
+        other: keys::UnknownKeys,
     },
     RedactedThinking {
         data: String,
+        #[serde(flatten)]
+        other: keys::UnknownKeys,
     },
     MidConvSystem {
         content: Vec<TextBlock>,
         #[serde(default)]
         cache_control: Option<IgnoredAny>,
+        #[serde(flatten)]
+        other: keys::UnknownKeys,
     },
+    /// A tool offered from here on (SDK 2.15, mid-conversation tool changes): `tool` is a
+    /// reference or a definition ([`toolset`]).
+    ToolAddition {
+        tool: Value,
+        #[serde(default)]
+        cache_control: Option<IgnoredAny>,
+        #[serde(flatten)]
+        other: keys::UnknownKeys,
+    },
+    /// A tool withdrawn from here on.
+    ToolRemoval {
+        tool: Value,
+        #[serde(default)]
+        cache_control: Option<IgnoredAny>,
+        #[serde(flatten)]
+        other: keys::UnknownKeys,
+    },
+}
+
+impl Block {
+    /// The block's `type`, as Anthropic writes it.
+    fn kind(&self) -> &'static str {
+        match self {
+            Block::Text { .. } => "text",
+            Block::Image { .. } => "image",
+            Block::ToolUse { .. } => "tool_use",
+            Block::ToolResult { .. } => "tool_result",
+            Block::Thinking { .. } => "thinking",
+            Block::RedactedThinking { .. } => "redacted_thinking",
+            Block::MidConvSystem { .. } => "mid_conv_system",
+            Block::ToolAddition { .. } => "tool_addition",
+            Block::ToolRemoval { .. } => "tool_removal",
+        }
+    }
+
+    /// The keys the block had that are not modelled.
+    fn other(&self) -> &keys::UnknownKeys {
+        match self {
+            Block::Text { other, .. }
+            | Block::Image { other, .. }
+            | Block::ToolUse { other, .. }
+            | Block::ToolResult { other, .. }
+            | Block::Thinking { other, .. }
+            | Block::RedactedThinking { other, .. }
+            | Block::MidConvSystem { other, .. }
+            | Block::ToolAddition { other, .. }
+            | Block::ToolRemoval { other, .. } => other,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -232,9 +359,6 @@ struct WireTool {
     #[serde(flatten)]
     other: serde_json::Map<String, Value>,
 }
-
-/// How many distinct unknown tool settings are named one by one; past it, `tools.*`.
-const TOOL_SETTINGS_NAMED: usize = 8;
 
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -272,9 +396,12 @@ struct Metadata {
 #[derive(Debug, Deserialize)]
 struct OutputConfig {
     #[serde(default)]
-    effort: Option<IgnoredAny>,
+    effort: Option<String>,
     #[serde(default)]
     format: Option<JsonFormat>,
+    /// Keys not modelled (`task_budget`, ...: the beta rule, [`keys`]).
+    #[serde(flatten)]
+    other: keys::UnknownKeys,
 }
 
 /// `{"type": "json_schema", "schema": {...}}`.
@@ -351,30 +478,6 @@ fn bad(param: &str, msg: impl fmt::Display) -> ApiError {
     ApiError::bad_request(Some(param.to_owned()), format!("{param}: {msg}"))
 }
 
-/// Fields the request used that the shared shape does not carry (`x-switchyard-ignored`),
-/// each named once.
-#[derive(Debug, Default)]
-pub(super) struct Ignored(Vec<String>);
-
-impl Ignored {
-    fn add(&mut self, name: &str) {
-        if !self.0.iter().any(|n| n == name) {
-            self.0.push(name.to_owned());
-        }
-    }
-
-    fn add_if(&mut self, used: bool, name: &str) {
-        if used {
-            self.add(name);
-        }
-    }
-
-    /// The names, in the order first seen.
-    pub(super) fn into_names(self) -> Vec<String> {
-        self.0
-    }
-}
-
 impl WireRequest {
     /// The shared shape, checking what serde cannot; the conversation's text is moved, not
     /// copied. Fields not carried go into `ignored`.
@@ -384,35 +487,28 @@ impl WireRequest {
     pub(super) fn into_chat(mut self, ignored: &mut Ignored) -> Result<ChatRequest, ApiError> {
         self.check_scalars()?;
         self.refuse_server_features()?;
-        self.note_ignored(ignored);
+        self.note_ignored(ignored)?;
         let format = self.response_format();
         let user = self.user(ignored);
-        let tools = tools(self.tools, ignored)?;
-        let (tool_choice, serial) = self.tool_choice.map(tool_choice).unzip();
-        let mut turns = Turns {
-            out: Vec::with_capacity(self.messages.len() + 3),
-            names: HashMap::new(),
-            ignored,
-        };
-        if let Some(system) = self.system {
-            system_messages(system, "system", &mut turns.out, turns.ignored)?;
-        }
-        for (i, m) in self.messages.into_iter().enumerate() {
-            turns.push(i, m)?;
-        }
+        let tools = tools(self.tools.take(), ignored)?;
+        let (tool_choice, serial) = self.tool_choice.take().map(tool_choice).unzip();
+        let system = self.system.take();
+        let conversation =
+            turns::conversation(system, std::mem::take(&mut self.messages), ignored)?;
+        let reasoning_effort = self.effort(conversation.effort, ignored);
         Ok(ChatRequest {
-            messages: turns.out,
+            messages: conversation.messages,
             max_tokens: Some(self.max_tokens),
             temperature: self.temperature,
             top_p: self.top_p,
             stop: self.stop_sequences.unwrap_or_default(),
-            tools,
+            tools: toolset::apply(tools, conversation.tool_changes),
             tool_choice,
             response_format: format,
             user,
             top_k: self.top_k,
             parallel_tool_calls: serial.filter(|s| *s).map(|_| false),
-            reasoning_effort: effort_of(self.thinking.as_ref()),
+            reasoning_effort,
             service_tier: self.service_tier.map(service_tier),
             ..ChatRequest::default()
         })
@@ -435,17 +531,44 @@ impl WireRequest {
         Ok(())
     }
 
-    /// The top-level fields the shared shape does not carry.
-    fn note_ignored(&self, ignored: &mut Ignored) {
+    /// The top-level fields the shared shape does not carry, and `output_config`'s keys
+    /// the dialect does not model.
+    fn note_ignored(&self, ignored: &mut Ignored) -> Result<(), ApiError> {
         ignored.add_if(self.cache_control.is_some(), "cache_control");
         ignored.add_if(self.context_management.is_some(), "context_management");
         ignored.add_if(self.inference_geo.is_some(), "inference_geo");
         ignored.add_if(self.speed.is_some(), "speed");
-        let effort = self
-            .output_config
-            .as_ref()
-            .is_some_and(|c| c.effort.is_some());
-        ignored.add_if(effort, "output_config.effort");
+        ignored.add_if(self.diagnostics.is_some(), "diagnostics");
+        if let Some(config) = &self.output_config {
+            ignored.unknown(&config.other, "output_config", "output_config")?;
+        }
+        Ok(())
+    }
+
+    /// The reasoning effort asked for: the effort a system turn set for this answer, else
+    /// `output_config.effort`, else what `thinking` says (`effort_of`). An effort the
+    /// shared shape has no word for, or one given with thinking disabled (where it tunes
+    /// only how Anthropic writes), is named instead.
+    fn effort(&self, turn: Option<String>, ignored: &mut Ignored) -> Option<ReasoningEffort> {
+        let thinking = effort_of(self.thinking.as_ref());
+        let (word, name) = match (turn, self.output_config.as_ref()) {
+            (Some(word), _) => (word, "messages.output_config.effort"),
+            (
+                None,
+                Some(OutputConfig {
+                    effort: Some(word), ..
+                }),
+            ) => (word.clone(), "output_config.effort"),
+            (None, _) => return thinking,
+        };
+        let off = matches!(self.thinking, Some(Thinking::Disabled));
+        match effort_word(&word).filter(|_| !off) {
+            Some(effort) => Some(effort),
+            None => {
+                ignored.add(name);
+                thinking
+            }
+        }
     }
 
     /// `output_config.format` (or the beta's `output_format`) as the shared JSON schema format.
@@ -527,12 +650,15 @@ fn system_messages(
     Ok(())
 }
 
+/// The text blocks of `system` (at `system`) or of a `mid_conv_system` block (at its
+/// `content`), each a system message.
 fn system_blocks(
     blocks: Vec<TextBlock>,
     at: &str,
     out: &mut Vec<Message>,
     ignored: &mut Ignored,
 ) -> Result<(), ApiError> {
+    let scope = if at == "system" { "system" } else { "text" };
     for (j, b) in blocks.into_iter().enumerate() {
         if b.kind != "text" {
             return Err(bad(
@@ -543,6 +669,7 @@ fn system_blocks(
                 ),
             ));
         }
+        ignored.unknown(&b.other, &format!("{at}.{j}"), scope)?;
         ignored.add_if(b.cache_control.is_some(), "cache_control");
         ignored.add_if(b.citations.is_some(), "citations");
         out.push(Message::system(b.text));
@@ -557,43 +684,45 @@ fn tools(tools: Option<Vec<WireTool>>, ignored: &mut Ignored) -> Result<Vec<Tool
     tools
         .into_iter()
         .enumerate()
-        .map(|(i, t)| {
-            if let Some(kind) = t.kind.as_deref().filter(|k| *k != "custom") {
-                return Err(bad(
-                    &format!("tools.{i}.type"),
-                    format!(
-                        "server tool {:?} is not supported by this gateway; only custom tools (name, description, input_schema) are",
-                        clip(kind, ECHO_BYTES)
-                    ),
-                ));
-            }
-            let name = t.name.ok_or_else(|| bad(&format!("tools.{i}.name"), "Field required"))?;
-            let schema = t
-                .input_schema
-                .ok_or_else(|| bad(&format!("tools.{i}.input_schema"), "Field required"))?;
-            if !schema.is_object() {
-                return Err(bad(&format!("tools.{i}.input_schema"), "must be a JSON Schema object"));
-            }
-            ignored.add_if(t.cache_control.is_some(), "cache_control");
-            for key in t.other.keys() {
-                // a name, as a header can carry it; anything else (or too many) is `tools.*`
-                let plain = key.len() <= 64
-                    && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-                let named = ignored.0.iter().filter(|n| n.starts_with("tools.")).count();
-                if plain && named < TOOL_SETTINGS_NAMED {
-                    ignored.add(&format!("tools.{key}"));
-                } else {
-                    ignored.add("tools.*");
-                }
-            }
-            Ok(Tool {
-                name,
-                description: t.description,
-                parameters: schema,
-                cache_control: None,
-            })
-        })
+        .map(|(i, t)| tool(t, &format!("tools.{i}"), ignored))
         .collect()
+}
+
+/// One custom tool (a `tools` entry at `at`, or a definition a tool change carries).
+fn tool(t: WireTool, at: &str, ignored: &mut Ignored) -> Result<Tool, ApiError> {
+    if let Some(kind) = t.kind.as_deref().filter(|k| *k != "custom") {
+        return Err(bad(
+            &format!("{at}.type"),
+            format!(
+                "server tool {:?} is not supported by this gateway; only custom tools (name, description, input_schema) are",
+                clip(kind, ECHO_BYTES)
+            ),
+        ));
+    }
+    let name = t
+        .name
+        .ok_or_else(|| bad(&format!("{at}.name"), "Field required"))?;
+    let schema = t
+        .input_schema
+        .ok_or_else(|| bad(&format!("{at}.input_schema"), "Field required"))?;
+    if !schema.is_object() {
+        return Err(bad(
+            &format!("{at}.input_schema"),
+            "must be a JSON Schema object",
+        ));
+    }
+    ignored.add_if(t.cache_control.is_some(), "cache_control");
+    // newer settings Anthropic takes natively (accepted without a beta: the SDK types
+    // them); named, as a header can carry them, when another vendor answers
+    for key in t.other.keys() {
+        ignored.add_key("tools", key);
+    }
+    Ok(Tool {
+        name,
+        description: t.description,
+        parameters: schema,
+        cache_control: None,
+    })
 }
 
 fn tool_choice(c: WireToolChoice) -> (ToolChoice, bool) {
@@ -629,231 +758,22 @@ fn effort_of(thinking: Option<&Thinking>) -> Option<ReasoningEffort> {
     })
 }
 
+/// Anthropic's effort words in the shared shape's: `low`, `medium`, `high`; `xhigh` and
+/// `max` are `high` (the most the shared shape says); another word has no equivalent.
+fn effort_word(word: &str) -> Option<ReasoningEffort> {
+    match word {
+        "low" => Some(ReasoningEffort::Low),
+        "medium" => Some(ReasoningEffort::Medium),
+        "high" | "xhigh" | "max" => Some(ReasoningEffort::High),
+        _ => None,
+    }
+}
+
 /// Anthropic's `service_tier` in OpenAI's words (the shared shape's): `auto` is `auto`,
 /// `standard_only` is `default`; another word is kept as sent.
 fn service_tier(tier: String) -> String {
     match tier.as_str() {
         "standard_only" => "default".to_owned(),
         _ => tier,
-    }
-}
-
-/// Tool-use ids and the names of their tools (a tool result in the shared shape names its
-/// function: Gemini needs it).
-type Names = HashMap<String, String>;
-
-/// The conversation being built, turn by turn.
-struct Turns<'i> {
-    out: Vec<Message>,
-    names: Names,
-    ignored: &'i mut Ignored,
-}
-
-impl Turns<'_> {
-    /// A turn as shared-shape messages: a system turn as system messages; a user turn's
-    /// tool results as tool messages (first), its other blocks as one user message; an
-    /// assistant turn's text and tool calls as one assistant message; a mid-conversation
-    /// system block as a system message where it stands.
-    fn push(&mut self, i: usize, m: WireMessage) -> Result<(), ApiError> {
-        let role = match m.role.as_str() {
-            "user" => Role::User,
-            "assistant" => Role::Assistant,
-            "system" => Role::System,
-            other => {
-                return Err(bad(
-                    &format!("messages.{i}.role"),
-                    format!(
-                        "{:?} is not one of user, assistant, system",
-                        clip(other, ECHO_BYTES)
-                    ),
-                ))
-            }
-        };
-        let blocks = match m.content {
-            StrOr::Str(text) => {
-                self.out.push(Message::text(role, text));
-                return Ok(());
-            }
-            StrOr::List(blocks) => blocks,
-        };
-        let mut turn = empty(role);
-        for (j, block) in blocks.into_iter().enumerate() {
-            self.block(&mut turn, block, &format!("messages.{i}.content.{j}"))?;
-        }
-        self.flush(&mut turn);
-        Ok(())
-    }
-
-    /// One block into `turn` (or, for tool results and system blocks, before it).
-    fn block(&mut self, turn: &mut Message, block: Block, at: &str) -> Result<(), ApiError> {
-        let role = turn.role;
-        let misplaced = |what: &str| {
-            let name = match role {
-                Role::User => "user",
-                Role::Assistant => "assistant",
-                Role::System | Role::Developer | Role::Tool => "system",
-            };
-            Err(bad(
-                at,
-                format!("{what} blocks are not allowed in {name} turns"),
-            ))
-        };
-        match block {
-            Block::Text {
-                text,
-                cache_control,
-                citations,
-            } => {
-                self.ignored
-                    .add_if(cache_control.is_some(), "cache_control");
-                self.ignored.add_if(citations.is_some(), "citations");
-                turn.content.push(ContentPart::Text { text });
-            }
-            Block::Image { .. } if role == Role::Assistant => return misplaced("image"),
-            Block::Image {
-                source,
-                cache_control,
-                transformations,
-            } => {
-                self.ignored
-                    .add_if(cache_control.is_some(), "cache_control");
-                self.ignored
-                    .add_if(transformations.is_some(), "image.transformations");
-                turn.content.push(image(source));
-            }
-            Block::ToolUse { .. } if role != Role::Assistant => return misplaced("tool_use"),
-            Block::ToolUse {
-                id,
-                name,
-                input,
-                cache_control,
-                caller,
-                toolset_name,
-            } => {
-                self.ignored
-                    .add_if(cache_control.is_some(), "cache_control");
-                self.ignored.add_if(caller.is_some(), "tool_use.caller");
-                self.ignored
-                    .add_if(toolset_name.is_some(), "tool_use.toolset_name");
-                self.names.insert(id.clone(), name.clone());
-                let arguments = if input.is_null() {
-                    "{}".to_owned()
-                } else {
-                    input.to_string()
-                };
-                turn.tool_calls.push(ToolCall {
-                    id,
-                    name,
-                    arguments,
-                });
-            }
-            Block::ToolResult { .. } if role != Role::User => return misplaced("tool_result"),
-            Block::ToolResult {
-                tool_use_id,
-                content,
-                is_error,
-                cache_control,
-                toolset_name,
-            } => {
-                self.ignored
-                    .add_if(cache_control.is_some(), "cache_control");
-                self.ignored
-                    .add_if(toolset_name.is_some(), "tool_result.toolset_name");
-                self.ignored.add_if(is_error, "tool_result.is_error");
-                let result = tool_message(tool_use_id, content, &self.names, at)?;
-                self.out.push(result);
-            }
-            Block::Thinking { .. } | Block::RedactedThinking { .. } if role != Role::Assistant => {
-                return misplaced("thinking");
-            }
-            Block::Thinking {
-                thinking,
-                signature,
-            } => {
-                // carried for Anthropic providers; another vendor leaves it out
-                self.ignored.add("thinking");
-                turn.thinking.push(switchyard::chat::Thinking {
-                    text: thinking,
-                    signature: Some(signature),
-                    redacted: None,
-                });
-            }
-            Block::RedactedThinking { data } => {
-                self.ignored.add("thinking");
-                turn.thinking.push(switchyard::chat::Thinking {
-                    redacted: Some(data),
-                    ..switchyard::chat::Thinking::default()
-                });
-            }
-            Block::MidConvSystem {
-                content,
-                cache_control,
-            } => {
-                self.ignored
-                    .add_if(cache_control.is_some(), "cache_control");
-                self.flush(turn);
-                system_blocks(
-                    content,
-                    &format!("{at}.content"),
-                    &mut self.out,
-                    self.ignored,
-                )?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Push `turn` if it has anything, leaving an empty one of the same role.
-    fn flush(&mut self, turn: &mut Message) {
-        if turn.content.is_empty() && turn.tool_calls.is_empty() {
-            return;
-        }
-        let next = empty(turn.role);
-        self.out.push(std::mem::replace(turn, next));
-    }
-}
-
-/// A message of `role` with nothing in it yet.
-fn empty(role: Role) -> Message {
-    let mut m = Message::text(role, "");
-    m.content.clear();
-    m
-}
-
-fn tool_message(
-    id: String,
-    content: Option<StrOr<Block>>,
-    names: &Names,
-    at: &str,
-) -> Result<Message, ApiError> {
-    let parts = match content {
-        None => Vec::new(),
-        Some(StrOr::Str(text)) => vec![ContentPart::Text { text }],
-        Some(StrOr::List(blocks)) => blocks
-            .into_iter()
-            .enumerate()
-            .map(|(k, b)| match b {
-                Block::Text { text, .. } => Ok(ContentPart::Text { text }),
-                Block::Image { source, .. } => Ok(image(source)),
-                _ => Err(bad(
-                    &format!("{at}.content.{k}.type"),
-                    "a tool result holds text and image blocks only",
-                )),
-            })
-            .collect::<Result<_, _>>()?,
-    };
-    let mut m = Message::tool_result(id.clone(), names.get(&id).cloned().unwrap_or_default(), "");
-    m.content = parts;
-    Ok(m)
-}
-
-fn image(source: WireImageSource) -> ContentPart {
-    let source = match source {
-        WireImageSource::Base64 { media_type, data } => ImageSource::Base64 { media_type, data },
-        WireImageSource::Url { url } => ImageSource::Url { url },
-    };
-    ContentPart::Image {
-        source,
-        detail: None,
     }
 }

@@ -230,7 +230,8 @@ fn whole(body: &Value) -> Result<ChatRequest, ApiError> {
         .map_err(|e| ApiError::bad_request(None, format!("invalid request body: {e}")))?;
     // unknown top-level fields are the turn's own, admitted or refused already
     let (request, _unknown) = wire::parse(&bytes)?;
-    request.into_chat(&mut wire::Ignored::default())
+    // what the thread keeps was admitted when it was sent: decoded as under a beta
+    request.into_chat(&mut wire::Ignored::new(true))
 }
 
 /// After a complete answer (plain, or a stream that reached its end): keep the turn, with
