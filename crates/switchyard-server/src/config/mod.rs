@@ -11,6 +11,7 @@ mod apis;
 mod bedrock;
 mod build;
 mod clouds;
+mod deadlines;
 mod health;
 mod preflight;
 pub mod presets;
