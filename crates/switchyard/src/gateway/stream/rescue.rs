@@ -140,9 +140,7 @@ impl Live {
         }
         true
     }
-}
 
-impl Live {
     /// Say what a rung that did not open came to, from the trail entries its turn made
     /// (from `before` on): the last of them is how the turn ended.
     fn note_unrescued(&mut self, before: usize, rung: Rung) {
