@@ -80,11 +80,33 @@ pub enum Outcome {
         /// `continuation` or `restart`.
         method: String,
     },
+    /// This provider's restart of a broken stream (its [`Rescue`](Self::Rescue) entry
+    /// comes first) did not reproduce the text the client already had, so it could not
+    /// be spliced on. The rescue's failure, not the provider's: it answered, and what it
+    /// said is a valid answer of its own. Never counted against it (breaker, failures).
+    Diverged {
+        /// Characters of the text already sent that the restart reproduced before it
+        /// differed (or ended).
+        at: u64,
+        /// Characters already sent.
+        sent: u64,
+    },
+    /// This provider refused a continuation of a broken stream, its prefill (another
+    /// provider's text) rejected with an error that blames the request (`bad_request`,
+    /// `context_length`, `content_filtered`). The rescue's failure, not the provider's:
+    /// only a rescue asks that. Never counted against it (breaker, failures).
+    Declined {
+        /// How.
+        kind: ErrorKind,
+        /// The error message (never a credential).
+        message: String,
+    },
 }
 
 impl Outcome {
     /// A short label: `success`, `failed:<kind>`, `skipped:<reason>` (with the fields of
-    /// `skipped:cannot_honour(seed,logprobs)`), `rescue:<method>`.
+    /// `skipped:cannot_honour(seed,logprobs)`), `rescue:<method>`, `diverged`,
+    /// `declined:<kind>`.
     #[must_use]
     pub fn label(&self) -> String {
         match self {
@@ -95,6 +117,8 @@ impl Outcome {
             }
             Self::Skipped { reason, .. } => format!("skipped:{}", reason.label()),
             Self::Rescue { method } => format!("rescue:{method}"),
+            Self::Diverged { .. } => "diverged".to_owned(),
+            Self::Declined { kind, .. } => format!("declined:{kind}"),
         }
     }
 }
@@ -206,5 +230,37 @@ mod opt_duration_ms_f64 {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         let ms = Option::<f64>::deserialize(d)?;
         Ok(ms.map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A rescue that came to nothing has its own outcome in the log's trail, never
+    /// `failed`: what counts failures per provider does not count it.
+    #[test]
+    fn a_diverged_or_declined_rescue_is_logged_as_itself() {
+        let mut a = Attempt::skipped("b", "m", SkipReason::Cooling);
+        a.outcome = Outcome::Diverged { at: 10, sent: 16 };
+        let v = serde_json::to_value(&a).unwrap();
+        assert_eq!(
+            (v["outcome"].as_str(), v["at"].as_u64()),
+            (Some("diverged"), Some(10))
+        );
+        assert_eq!(v["sent"], 16);
+        assert_eq!(serde_json::from_value::<Attempt>(v).unwrap(), a);
+        assert_eq!(a.outcome.label(), "diverged");
+        a.outcome = Outcome::Declined {
+            kind: ErrorKind::BadRequest,
+            message: "no prefill".to_owned(),
+        };
+        let v = serde_json::to_value(&a).unwrap();
+        assert_eq!(
+            (v["outcome"].as_str(), v["kind"].as_str()),
+            (Some("declined"), Some("bad_request"))
+        );
+        assert_eq!(a.outcome.label(), "declined:bad_request");
+        assert_eq!(a.breaker_state(), Some("closed"));
     }
 }

@@ -6,7 +6,10 @@
 //! (`config::credentials_source`) — the keys, and warnings: unpriced models, prices
 //! that lack a rate the vendor bills (cached input; Anthropic's 5-minute and 1-hour cache
 //! writes), a price table older than [`STALE_PRICES_DAYS`], keys missing from the
-//! environment, client keys anyone could guess. Exits non-zero on an
+//! environment, client keys anyone could guess, provider timeouts a route's deadline leaves
+//! no room for (the build's warnings, which `serve` writes at start-up too). A misspelt or
+//! misplaced field is an error naming the field meant, in the words `serve` refuses with
+//! (`config::parse`). Exits non-zero on an
 //! invalid config (every problem listed) and on everything `serve` would refuse before
 //! listening (`config::preflight`, in `serve`'s words: a public address without keys, a
 //! request log that cannot be read or appended to).
@@ -279,6 +282,27 @@ mod tests {
             "the hash of \"test\": {text}"
         );
         assert!(text.contains("listen: 127.0.0.1:4000"), "{text}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The deadline warning is in the list `serve` writes at start-up too (the build's).
+    #[test]
+    fn warns_of_a_timeout_the_routes_deadline_leaves_no_room_for() {
+        let text = "[[providers]]\nname = \"s\"\nkind = \"simulated\"\ntimeout = \"8s\"\n\
+                    [[routes]]\nname = \"r\"\nproviders = [\"s\"]\ndeadline = \"5s\"\n";
+        let (dir, path) = write_config("deadline", text);
+        let out = report(&path, None, &|_| None).unwrap();
+        assert!(out.contains("route \"r\": its deadline (5s) is not longer than provider \"s\"'s timeout (8s), first_token_timeout (10s, the default), stall_timeout (15s, the default): those timeouts can never fire"), "{out}");
+        let cfg = config::load(&path).unwrap();
+        let built = config::build_gateway(&cfg, &|_| None, true, config::Wiring::default());
+        assert!(
+            built
+                .unwrap()
+                .warnings
+                .iter()
+                .any(|w| out.contains(w.as_str()) && w.contains("deadline (5s)")),
+            "serve's start-up warnings hold the same words"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

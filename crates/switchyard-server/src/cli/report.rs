@@ -9,10 +9,16 @@
 //! - *served*: entries with status 200, answered by it, and no error recorded (a stream
 //!   that broke after its commit point is not counted as served; see `broken_streams`);
 //! - latency: the entry's `latency_ms` over served entries; p95 is nearest-rank;
-//! - cost: every entry it answered (a cancelled stream's partial spend included), summed
-//!   exactly in pico-dollars, converted from each entry's dollars once;
-//! - unpriced: served entries whose cost is unknown;
-//! - failures: `failed` attempts in every entry's trail, by kind;
+//! - cost: every entry it answered (a cancelled or broken stream's partial spend
+//!   included), summed exactly in pico-dollars, converted from each entry's dollars once;
+//! - unpriced: entries it answered whose cost is unknown. An unknown cost is never printed
+//!   as $0: with unpriced calls the cost is shown as at least the priced calls' sum
+//!   (`≥0.250000`; the totals line: `cost ≥ $0.25 + 1 unpriced`), or as `unknown` when
+//!   no call was priced; the JSON's `total_cost_usd` is then `null`, beside
+//!   `known_cost_usd` (the priced calls' sum) and `unpriced`;
+//! - failures: `failed` attempts in every entry's trail, by kind (a rescue that diverged
+//!   or was declined is the rescue's, not a failure of the provider asked: docs/design.md,
+//!   "Streaming");
 //! - failovers: served entries with `failed_over`.
 //!
 //! Lines that are not log entries (a last line cut short by `kill -9`, garbage) are skipped,
@@ -80,9 +86,9 @@ struct ProviderRow {
     /// `None` when it served nothing.
     avg_latency_ms: Option<f64>,
     p95_latency_ms: Option<f64>,
-    #[serde(rename = "total_cost_usd")]
-    cost: Money,
-    unpriced: u64,
+    /// Its answers' cost (`total_cost_usd`, `known_cost_usd`, `unpriced`).
+    #[serde(flatten)]
+    cost: Spend,
     /// Failed attempts by error kind label.
     failures: BTreeMap<String, u64>,
     failovers: u64,
@@ -98,17 +104,83 @@ struct Totals {
     errors: BTreeMap<u16, u64>,
     /// Status 200 (the stream had committed) but the entry records an error.
     broken_streams: u64,
-    #[serde(rename = "total_cost_usd")]
-    cost: Money,
+    /// Every entry's cost (`total_cost_usd`, `known_cost_usd`, `unpriced`).
+    #[serde(flatten)]
+    cost: Spend,
+}
+
+/// What answers cost: the exact sum of the priced ones, and how many were priced and
+/// unpriced. An unknown cost is never counted as $0: with any unpriced answer the total is
+/// unknown, and the known sum only a lower bound.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Spend {
+    known: Money,
+    priced: u64,
     unpriced: u64,
+}
+
+/// [`Spend`] as the JSON says it.
+#[derive(Serialize)]
+struct SpendJson {
+    /// The exact total; `null` when some answer's cost is unknown.
+    total_cost_usd: Option<Money>,
+    /// The priced answers' sum (the whole total when `unpriced` is 0).
+    known_cost_usd: Money,
+    /// Answers whose cost is unknown.
+    unpriced: u64,
+}
+
+impl Serialize for Spend {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        SpendJson {
+            total_cost_usd: (self.unpriced == 0).then_some(self.known),
+            known_cost_usd: self.known,
+            unpriced: self.unpriced,
+        }
+        .serialize(s)
+    }
+}
+
+impl Spend {
+    /// Count an entry: answered by a provider (`answered`), with its cost if known. An
+    /// entry nothing answered bills nothing: no cost is not an unknown cost there.
+    fn add(&mut self, answered: bool, cost_usd: Option<f64>) {
+        match cost_usd {
+            Some(usd) => {
+                self.known += Money::from_usd(usd);
+                self.priced += 1;
+            }
+            None if answered => self.unpriced += 1,
+            None => {}
+        }
+    }
+
+    /// The table's cell: the exact dollars, `≥` them when some answers are unpriced,
+    /// `unknown` when none was priced.
+    fn cell(&self) -> String {
+        match (self.unpriced, self.priced) {
+            (0, _) => usd(self.known),
+            (_, 0) => "unknown".to_owned(),
+            _ => format!("≥{}", usd(self.known)),
+        }
+    }
+
+    /// The totals line's words: `cost $1.25`, `cost ≥ $1.25 + 2 unpriced`, `cost unknown
+    /// (2 unpriced)`.
+    fn words(&self) -> String {
+        match (self.unpriced, self.priced) {
+            (0, _) => format!("cost {}", self.known),
+            (n, 0) => format!("cost unknown ({n} unpriced)"),
+            (n, _) => format!("cost ≥ {} + {n} unpriced", self.known),
+        }
+    }
 }
 
 /// One provider's running sums while reading.
 #[derive(Default)]
 struct Acc {
     latencies: Vec<f64>,
-    cost: Money,
-    unpriced: u64,
+    cost: Spend,
     failures: BTreeMap<String, u64>,
     failovers: u64,
 }
@@ -133,10 +205,9 @@ impl Report {
                 continue;
             };
             let acc = accs.entry(provider).or_default();
-            acc.cost += e.cost_usd.map_or(Money::ZERO, Money::from_usd);
+            acc.cost.add(true, e.cost_usd);
             if is_served(e) {
                 acc.latencies.push(e.latency_ms);
-                acc.unpriced += u64::from(e.cost_usd.is_none());
                 acc.failovers += u64::from(e.failed_over);
             }
         }
@@ -163,7 +234,8 @@ impl Report {
         let mut rows = vec![header.map(str::to_owned)];
         rows.extend(self.providers.iter().map(ProviderRow::cells));
         let widths: Vec<usize> = (0..header.len())
-            .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
+            // characters, not bytes: a cost may read `≥0.25…`
+            .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
             .collect();
         let mut out = String::new();
         for row in &rows {
@@ -200,7 +272,6 @@ impl Acc {
             avg_latency_ms: avg,
             p95_latency_ms: nearest_rank(&self.latencies, 95),
             cost: self.cost,
-            unpriced: self.unpriced,
             failures: self.failures,
             failovers: self.failovers,
         }
@@ -236,8 +307,8 @@ impl ProviderRow {
             self.requests_served.to_string(),
             ms(self.avg_latency_ms),
             ms(self.p95_latency_ms),
-            usd(self.cost),
-            self.unpriced.to_string(),
+            self.cost.cell(),
+            self.cost.unpriced.to_string(),
             self.failovers.to_string(),
             if failures.is_empty() {
                 "-".to_owned()
@@ -251,10 +322,9 @@ impl ProviderRow {
 impl Totals {
     fn add(&mut self, e: &LogEntry) {
         self.requests += 1;
-        self.cost += e.cost_usd.map_or(Money::ZERO, Money::from_usd);
+        self.cost.add(e.provider.is_some(), e.cost_usd);
         if is_served(e) {
             self.served += 1;
-            self.unpriced += u64::from(e.cost_usd.is_none());
             self.failed_over += u64::from(e.failed_over);
         } else if e.status == 200 {
             self.broken_streams += 1;
@@ -275,8 +345,12 @@ impl Totals {
             errors.join(" ")
         };
         format!(
-            "total: {} requests, {} served, {} failed over, errors by status: {errors}, broken streams: {}, cost {} ({} unpriced)",
-            self.requests, self.served, self.failed_over, self.broken_streams, self.cost, self.unpriced
+            "total: {} requests, {} served, {} failed over, errors by status: {errors}, broken streams: {}, {}",
+            self.requests,
+            self.served,
+            self.failed_over,
+            self.broken_streams,
+            self.cost.words()
         )
     }
 }
@@ -383,8 +457,8 @@ mod tests {
         let expect = "\
 provider  requests_served  avg_latency_ms  p95_latency_ms  total_cost_usd  unpriced  failovers  failures
 aurora                 10          55.000         100.000        1.000000         0          0  timeout:2 server:1
-borealis                1         500.000         500.000        0.250000         1          1  -
-total: 13 requests, 11 served, 1 failed over, errors by status: 502:1, broken streams: 1, cost $1.25 (1 unpriced)";
+borealis                1         500.000         500.000       ≥0.250000         1          1  -
+total: 13 requests, 11 served, 1 failed over, errors by status: 502:1, broken streams: 1, cost ≥ $1.25 + 1 unpriced";
         assert_eq!(table, expect);
     }
 
@@ -395,17 +469,21 @@ total: 13 requests, 11 served, 1 failed over, errors by status: 502:1, broken st
             v["providers"][0],
             json!({
                 "provider": "aurora", "requests_served": 10, "avg_latency_ms": 55.0,
-                "p95_latency_ms": 100.0, "total_cost_usd": 1.0, "unpriced": 0,
-                "failures": {"server": 1, "timeout": 2}, "failovers": 0,
+                "p95_latency_ms": 100.0, "total_cost_usd": 1.0, "known_cost_usd": 1.0,
+                "unpriced": 0, "failures": {"server": 1, "timeout": 2}, "failovers": 0,
             })
         );
         assert_eq!(v["providers"][1]["provider"], "borealis");
-        assert_eq!(v["providers"][1]["total_cost_usd"], 0.25);
+        // one of its answers is unpriced: the total is unknown, never its priced part
+        assert_eq!(v["providers"][1]["total_cost_usd"], json!(null));
+        assert_eq!(v["providers"][1]["known_cost_usd"], 0.25);
+        assert_eq!(v["providers"][1]["unpriced"], 1);
         assert_eq!(
             v["totals"],
             json!({
                 "requests": 13, "served": 11, "failed_over": 1, "errors": {"502": 1},
-                "broken_streams": 1, "total_cost_usd": 1.25, "unpriced": 1,
+                "broken_streams": 1, "total_cost_usd": null, "known_cost_usd": 1.25,
+                "unpriced": 1,
             })
         );
     }
@@ -416,7 +494,66 @@ total: 13 requests, 11 served, 1 failed over, errors by status: 502:1, broken st
         let naive: f64 = std::iter::repeat_n(0.1, 10).sum();
         assert_ne!(naive.to_bits(), 1.0_f64.to_bits());
         let r = Report::from_entries(&fixture());
-        assert_eq!(r.providers[0].cost, Money::from_usd(1.0));
+        assert_eq!(r.providers[0].cost.known, Money::from_usd(1.0));
+    }
+
+    /// No unknown cost is printed as $0: an unpriced model's row says `unknown`, a
+    /// broken stream of unknown cost makes its provider's total a lower bound, and the
+    /// totals line and the JSON say how many calls are unpriced.
+    #[test]
+    fn an_unknown_cost_is_never_printed_as_zero() {
+        let mut broken = entry(200, Some("aurora"), 30.0, None);
+        broken.error = Some("malformed".to_owned());
+        let entries = [
+            entry(200, Some("local"), 10.0, None),
+            entry(200, Some("local"), 20.0, None),
+            entry(200, Some("aurora"), 10.0, Some(0.5)),
+            broken,
+            entry(502, None, 5.0, None),
+        ];
+        let report = Report::from_entries(&entries);
+        let table = report.table();
+        let row = |name: &str| -> Vec<String> {
+            let line = table.lines().find(|l| l.starts_with(name)).unwrap();
+            line.split_whitespace().map(str::to_owned).collect()
+        };
+        assert_eq!(row("local")[4..6], ["unknown", "2"], "{table}");
+        assert_eq!(row("aurora")[4..6], ["≥0.500000", "1"], "{table}");
+        assert!(!table.contains("0.000000"), "{table}");
+        assert!(
+            table.ends_with("broken streams: 1, cost ≥ $0.5 + 3 unpriced"),
+            "{table}"
+        );
+        let v = serde_json::to_value(&report).unwrap();
+        let local = &v["providers"][1];
+        assert_eq!(
+            (
+                &local["total_cost_usd"],
+                &local["known_cost_usd"],
+                &local["unpriced"]
+            ),
+            (&json!(null), &json!(0.0), &json!(2))
+        );
+        assert_eq!(v["totals"]["total_cost_usd"], json!(null));
+        assert_eq!(
+            v["totals"]["unpriced"], 3,
+            "the 502 billed nothing: not unpriced"
+        );
+
+        let only_unpriced = Report::from_entries(&entries[..2]);
+        assert!(
+            only_unpriced.table().ends_with("cost unknown (2 unpriced)"),
+            "{}",
+            only_unpriced.table()
+        );
+        let all_priced = Report::from_entries(&entries[2..3]);
+        assert!(
+            all_priced.table().ends_with(", cost $0.5"),
+            "{}",
+            all_priced.table()
+        );
+        let v = serde_json::to_value(&all_priced).unwrap();
+        assert_eq!(v["totals"]["total_cost_usd"], 0.5);
     }
 
     #[test]

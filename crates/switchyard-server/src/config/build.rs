@@ -26,7 +26,8 @@ pub struct Built {
     /// The gateway.
     pub gateway: Gateway,
     /// Things that will not work as configured (missing keys, unpriced models under a
-    /// budget), and client keys anyone could guess.
+    /// budget, timeouts a route's deadline leaves no room for), and client keys anyone
+    /// could guess. `check` prints them; `serve` writes them at start-up.
     pub warnings: Vec<String>,
 }
 
@@ -102,6 +103,7 @@ pub fn build_gateway(
     let gateway = builder.build().map_err(|e| e.to_string())?;
     warnings.extend(crate::access::keys::weak_token_warnings(&config.keys));
     warnings.extend(budget_warnings(&gateway));
+    warnings.extend(super::deadlines::warnings(config, &gateway));
     Ok(Built { gateway, warnings })
 }
 

@@ -88,13 +88,8 @@ pub(super) fn validate(prov: &ProviderToml, at: &str, p: &mut Problems) {
         }
     };
     let env_name = |p: &mut Problems, field: &str, value: &Option<String>| {
-        if let Some(env) = value {
-            if env.trim().is_empty() || env.contains('=') {
-                p.add(
-                    format!("{at}.{field}"),
-                    "must be the NAME of an environment variable (never the secret itself)",
-                );
-            }
+        if let Some(why) = value.as_deref().and_then(super::env_name_problem) {
+            p.add(format!("{at}.{field}"), why);
         }
     };
     match prov.kind.as_str() {

@@ -2,20 +2,25 @@
 //!
 //! Owns the TOML contract with users (`[server]`, `[[providers]]`, `[[routes]]`,
 //! `[[keys]]`, `[state]`, `[responses]`, `[threads]`, `[telemetry]`, names as in `switchyard.example.toml`) and turns a file into a checked [`Config`]:
-//! unknown fields are rejected by serde; everything else (durations, references, prices,
+//! unknown fields are refused, each with the field meant (`suggest.rs`: `timout` → did you
+//! mean `timeout`?); everything else (durations, references, prices,
 //! names) is checked here, and *every* problem is reported at once with its path, e.g.
-//! `routes[1].providers[2]: no provider named "gtp"`. Secrets appear only as env-var names.
+//! `routes[1].providers[2]: no provider named "gtp"`. Secrets appear only as env-var names,
+//! and what looks like one is masked in every problem. Timeouts a route's deadline leaves
+//! no room for are warnings (`deadlines.rs`).
 //! Building providers and the gateway from a valid config is `build`'s job.
 
 mod apis;
 mod bedrock;
 mod build;
 mod clouds;
+mod deadlines;
 mod health;
 mod preflight;
 pub mod presets;
 mod providers;
 mod schema;
+mod suggest;
 pub mod telemetry;
 mod threads;
 
@@ -33,6 +38,7 @@ pub use preflight::{grace_period, listen_address, preflight, redis_config};
 pub use schema::{
     BreakerToml, Config, HealthCheckToml, KeyToml, ProviderToml, RetryToml, RouteToml,
 };
+pub use suggest::{looks_like_secret, mask_secrets};
 pub use threads::{thread_limits, ThreadLimits, ThreadsToml};
 
 /// The config compiled into the binary: simulated providers, no keys needed.
@@ -72,24 +78,32 @@ pub fn load(path: &std::path::Path) -> Result<Config, ConfigError> {
     parse(&text, &source)
 }
 
-/// Parse and validate config text.
+/// Parse and validate config text. `check` and `serve` both come here, so they refuse a
+/// file in the same words.
 ///
 /// # Errors
-/// TOML or schema errors (serde stops at the first), or validation problems (all).
+/// A TOML error; else every unknown field, each with the field meant
+/// (`suggest::unknown_fields`); else a schema error (serde stops at the first); else every
+/// validation problem. Whatever looks like a secret is masked in all of them.
 pub fn parse(text: &str, source: &str) -> Result<Config, ConfigError> {
-    let mut config: Config = toml::from_str(text).map_err(|e| ConfigError {
+    let refuse = |problems: Vec<String>| ConfigError {
         source: source.to_owned(),
-        problems: vec![e.to_string().trim_end().replace('\n', "\n    ")],
-    })?;
+        problems: problems.iter().map(|p| suggest::mask_secrets(p)).collect(),
+    };
+    let toml_error =
+        |e: toml::de::Error| refuse(vec![e.to_string().trim_end().replace('\n', "\n    ")]);
+    let table: toml::Table = toml::from_str(text).map_err(toml_error)?;
+    let unknown = suggest::unknown_fields(&table);
+    if !unknown.is_empty() {
+        return Err(refuse(unknown));
+    }
+    let mut config: Config = toml::from_str(text).map_err(toml_error)?;
     presets::apply(&mut config.providers);
     let problems = validate(&config);
     if problems.is_empty() {
         Ok(config)
     } else {
-        Err(ConfigError {
-            source: source.to_owned(),
-            problems,
-        })
+        Err(refuse(problems))
     }
 }
 
@@ -178,6 +192,18 @@ pub fn stored_responses(config: &Config) -> StoredResponses {
         }
     }
     out
+}
+
+/// Why `value` cannot be the name of an environment variable holding a secret (an
+/// `*_env` setting): empty, an assignment, or the secret itself (never shown).
+fn env_name_problem(value: &str) -> Option<&'static str> {
+    if suggest::looks_like_secret(value) {
+        Some("looks like a secret itself (not shown): put it in an environment variable and give that variable's NAME here")
+    } else if value.trim().is_empty() || value.contains('=') {
+        Some("must be the NAME of an environment variable (never the secret itself)")
+    } else {
+        None
+    }
 }
 
 #[derive(Default)]
@@ -314,13 +340,8 @@ fn validate_providers(config: &Config, p: &mut Problems) -> HashSet<String> {
                 );
             }
         }
-        if let Some(env) = &prov.api_key_env {
-            if env.trim().is_empty() || env.contains('=') {
-                p.add(
-                    format!("{at}.api_key_env"),
-                    "must be the NAME of an environment variable (never the key itself)",
-                );
-            }
+        if let Some(why) = prov.api_key_env.as_deref().and_then(env_name_problem) {
+            p.add(format!("{at}.api_key_env"), why);
         }
         if let Some(check) = &prov.health_check {
             health::validate(check, &format!("{at}.health_check"), p);

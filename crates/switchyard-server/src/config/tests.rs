@@ -214,6 +214,68 @@ fn unknown_fields_are_rejected_with_their_name() {
     assert!(p[0].contains("unknown field `failure_rat`"), "{p:?}");
 }
 
+/// Every unknown field at once, each with the field meant, before any other problem;
+/// nothing of a secret written where its variable's name goes is shown.
+#[test]
+fn unknown_fields_are_all_named_with_the_field_meant() {
+    let secret = "sk-proj-Qz8vT1xLm0RkP4wN";
+    let text = format!(
+        "[[providers]]\nname = \"gpt\"\nkind = \"openai\"\nmodel = \"gpt-4.1-mini\"\n\
+         api_key = \"{secret}\"\ntimout = \"5s\"\ndeadline = \"20s\"\n\
+         [[routes]]\nname = \"r\"\nproviders = [\"nope\"]\n"
+    );
+    let p = problems(&text);
+    assert_eq!(p.len(), 3, "unknown fields first, every one: {p:?}");
+    assert!(
+        p[0].starts_with(
+            "providers[0].api_key: unknown field `api_key`: did you mean `api_key_env`?"
+        ),
+        "{p:?}"
+    );
+    assert_eq!(
+        p[1],
+        "providers[0].deadline: unknown field `deadline`: `deadline` is a setting of a route ([[routes]]), not of a provider ([[providers]])"
+    );
+    assert_eq!(
+        p[2],
+        "providers[0].timout: unknown field `timout`: did you mean `timeout`?"
+    );
+    let said = parse(&text, "c.toml").unwrap_err().to_string();
+    assert!(!said.contains("Qz8v"), "{said}");
+}
+
+/// What a TOML error quotes of the file, and what validation echoes, has secrets masked.
+#[test]
+fn a_secret_in_the_file_is_never_echoed() {
+    let secret = "sk-ant-api03-Hq2Zr7LmX0vB9tKc";
+    // unquoted: a TOML syntax error whose snippet is the line itself
+    let p = problems(&format!(
+        "[[providers]]\nname = \"c\"\napi_key_env = {secret}\n"
+    ));
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(p[0].contains("TOML parse error at line 3"), "{p:?}");
+    assert!(p[0].contains("api_key_env = ***"), "{p:?}");
+    assert!(!p[0].contains("Hq2Z"), "{p:?}");
+    // the secret itself as the variable's name: refused, not shown
+    let p = problems(&format!(
+        "[[providers]]\nname = \"c\"\nkind = \"anthropic\"\nmodel = \"claude-haiku-5-5\"\n\
+         api_key_env = \"{secret}\"\n[[routes]]\nname = \"r\"\nproviders = [\"c\"]\n"
+    ));
+    assert_eq!(
+        p,
+        ["providers[0].api_key_env: looks like a secret itself (not shown): put it in an environment variable and give that variable's NAME here"]
+    );
+    // a schema error quoting the value
+    let p = problems(&format!(
+        "[[providers]]\nname = \"c\"\nsupports_prefill = \"{secret}\"\n"
+    ));
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(
+        p[0].contains("supports_prefill") && !p[0].contains("Hq2Z"),
+        "{p:?}"
+    );
+}
+
 #[test]
 fn secrets_are_env_var_names_and_never_sent_to_a_custom_base_url() {
     let mut prov = ProviderToml {

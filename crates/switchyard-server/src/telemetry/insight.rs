@@ -320,7 +320,12 @@ impl Observer for Insight {
                 book.latency
                     .push(now, attempt.latency.as_secs_f64() * 1000.0);
             }
-            Outcome::Failed { .. } | Outcome::Rescue { .. } => book.counts.attempts += 1,
+            // a declined continuation is a try (the rescue's failure, not the provider's);
+            // a divergence ends the rescue call its `Rescue` entry counted
+            Outcome::Failed { .. } | Outcome::Rescue { .. } | Outcome::Declined { .. } => {
+                book.counts.attempts += 1;
+            }
+            Outcome::Diverged { .. } => {}
         }
     }
 

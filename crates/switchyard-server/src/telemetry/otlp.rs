@@ -435,10 +435,18 @@ impl Builder<'_> {
                     .push(Event::new("switchyard.skip", at, what, 0));
                 continue;
             }
-            // a rescued stream's finish is the end of its rescue call, not another call
-            if let (Outcome::Success, Some((j, p))) = (&a.outcome, previous) {
+            // a rescued stream's finish (or its divergence) is the end of its rescue call,
+            // not another call
+            if let (Outcome::Success | Outcome::Diverged { .. }, Some((j, p))) =
+                (&a.outcome, previous)
+            {
                 if matches!(p.outcome, Outcome::Rescue { .. }) && p.provider == a.provider {
                     out[j].end_time = at + a.latency;
+                    if let Outcome::Diverged { at, .. } = a.outcome {
+                        let at = i64::try_from(at).unwrap_or(i64::MAX);
+                        (out[j].attributes)
+                            .push(KeyValue::new("switchyard.rescue.diverged_at", at));
+                    }
                     continue;
                 }
             }
@@ -546,7 +554,13 @@ fn attempt_attributes(
         Outcome::Rescue { method } => {
             a.push(KeyValue::new("switchyard.rescue.rung", method.clone()));
         }
-        Outcome::Success | Outcome::Skipped { .. } => {}
+        Outcome::Declined { kind, .. } => {
+            a.push(KeyValue::new(
+                "switchyard.rescue.declined",
+                kind.to_string(),
+            ));
+        }
+        Outcome::Success | Outcome::Skipped { .. } | Outcome::Diverged { .. } => {}
     }
     if let Some(state) = at.breaker_state() {
         a.push(KeyValue::new("switchyard.breaker.state", state));
@@ -706,6 +720,31 @@ mod tests {
             value(&skip.attributes, "switchyard.breaker.state"),
             Some(&"open".into())
         );
+    }
+
+    /// A restart that diverged ends its rescue call: one span, not an error, saying where
+    /// it parted from the text sent; the cut call before it is the error.
+    #[test]
+    fn a_diverged_restart_ends_its_rescue_span_without_an_error() {
+        let cut = Outcome::Failed {
+            kind: switchyard::ErrorKind::Malformed,
+            message: String::new(),
+        };
+        let restart = Outcome::Rescue {
+            method: "restart".to_owned(),
+        };
+        let e = entry(vec![
+            attempt("primary", cut, false),
+            attempt("backup", restart, false),
+            attempt("backup", Outcome::Diverged { at: 10, sent: 16 }, false),
+        ]);
+        let scope = InstrumentationScope::builder("test").build();
+        let spans = spans(&e, &HashMap::new(), &scope);
+        assert_eq!(spans.len(), 3, "the request, the cut call, the rescue");
+        assert_eq!(spans[1].status, Status::error("malformed"));
+        assert_eq!(spans[2].status, Status::Unset);
+        let at = value(&spans[2].attributes, "switchyard.rescue.diverged_at");
+        assert_eq!(at, Some(&10_i64.into()));
     }
 
     /// The probe mark is logged only when set: a normal request's line does not grow.

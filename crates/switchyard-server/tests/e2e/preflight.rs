@@ -79,6 +79,37 @@ fn check_refuses_a_request_log_in_a_missing_directory_as_serve_does() {
     assert!(!log.exists(), "check creates no request log");
 }
 
+/// A misspelt or misplaced field: `check` and `serve` both refuse it naming the field
+/// meant, in the same words, and neither shows the secret written where its variable's
+/// name goes.
+#[test]
+fn check_and_serve_name_the_field_meant_in_the_same_words() {
+    let scratch = Scratch::new("e2e", "check-suggest");
+    let config = format!(
+        "{}[[routes]]\nname = \"quick\"\nproviders = [\"sim\"]\ntimout = \"5s\"\n\n\
+         [[providers]]\nname = \"gpt\"\nkind = \"openai\"\nmodel = \"gpt-4.1-mini\"\n\
+         api_key = \"sk-proj-Wq3rT9zLx0Vn5KpA\"\ndeadline = \"5s\"\n",
+        routes()
+    );
+    let (check, serve) = check_and_serve(&scratch, &config);
+    assert!(!check.status.success(), "{}", describe(&check));
+    assert!(!serve.status.success(), "{}", describe(&serve));
+    let said = String::from_utf8_lossy(&serve.stderr);
+    for line in [
+        "providers[1].api_key: unknown field `api_key`: did you mean `api_key_env`?",
+        "providers[1].deadline: unknown field `deadline`: `deadline` is a setting of a route ([[routes]]), not of a provider ([[providers]])",
+        "routes[1].timout: unknown field `timout`: did you mean `timeout` (a setting of a provider ([[providers]]))?",
+    ] {
+        assert!(said.contains(line), "{line}\n{said}");
+    }
+    assert!(!said.contains("Wq3r"), "{said}");
+    assert_eq!(
+        String::from_utf8_lossy(&check.stderr),
+        said,
+        "the same words"
+    );
+}
+
 #[test]
 fn check_warns_of_a_key_anyone_could_guess_but_not_of_the_example_placeholders() {
     let scratch = Scratch::new("e2e", "check-weak");

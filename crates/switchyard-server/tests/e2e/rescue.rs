@@ -2,11 +2,11 @@
 //! signal and no `[DONE]`): rescued by restart-and-splice when the fallback reproduces the
 //! same text, else ended with an explicit `error` event and no `[DONE]`.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::support::{
-    key_env, openai_provider, route, sse_data, stream_body, streamed_text, Reply, Scratch, Server,
-    ANSWER, UPSTREAM_KEY,
+    describe, key_env, metric, openai_provider, route, sse_data, stream_body, streamed_text,
+    switchyard, Reply, Scratch, Server, ANSWER, UPSTREAM_KEY,
 };
 use crate::upstream::{calls, ok_stream, sse, upstream, RawUpstream};
 
@@ -15,6 +15,12 @@ const SENT: &str = "The capital of France is Paris";
 
 /// A route of a primary that cuts its stream and a fallback answering `fallback_pieces`.
 async fn cut_then(fallback_pieces: &[&str], tag: &str) -> (Server, Reply) {
+    cut_then_in(Scratch::new("e2e", tag), fallback_pieces, "").await
+}
+
+/// [`cut_then`] serving from `scratch`, with `head` at the top of the config (a
+/// `[server]` section).
+async fn cut_then_in(scratch: Scratch, fallback_pieces: &[&str], head: &str) -> (Server, Reply) {
     let primary = upstream(ok_stream(sse(
         &["The capital of France", " is Paris"],
         false,
@@ -23,12 +29,12 @@ async fn cut_then(fallback_pieces: &[&str], tag: &str) -> (Server, Reply) {
     let fallback = upstream(ok_stream(sse(fallback_pieces, true))).await;
     let retry = "retry = { max_attempts = 1 }";
     let config = format!(
-        "{}{}{}",
+        "{head}{}{}{}",
         openai_provider("primary", &primary.uri(), ""),
         openai_provider("fallback", &fallback.uri(), ""),
         route("smart", &["primary", "fallback"], retry)
     );
-    let server = Server::start(Scratch::new("e2e", tag), &config, &key_env());
+    let server = Server::start(scratch, &config, &key_env());
     let reply = server
         .chat(&stream_body("smart", "Capital of France?"))
         .await;
@@ -120,10 +126,16 @@ async fn unrescuable_cut_ends_with_an_error_event_and_no_done() {
     let error = &last["error"];
     assert!(error.is_object(), "the last event is an error: {last}");
     let message = error["message"].as_str().unwrap();
-    assert!(!message.is_empty(), "{error}");
+    // the primary's cut, laid at its door, and what the rescue came to
     assert!(
-        !message.contains("diverged"),
+        message.starts_with("primary: malformed: "),
         "the client hears the original failure, not the rescue's: {message}"
+    );
+    assert!(
+        message.ends_with(
+            "; no honest rescue: fallback's restart diverged at character 0 of the 30 already sent"
+        ),
+        "{message}"
     );
     let chunks = chunks(&events);
     assert!(
@@ -186,4 +198,96 @@ async fn stalled_stream_is_rescued_by_restart_and_splice() {
     assert_eq!(stalled["kind"], "timeout", "{stalled}");
     assert_eq!(primary.hits(), 1);
     assert_eq!(calls(&fallback).await.len(), 1);
+}
+
+/// A restart that diverged is the rescue's failure, not the fallback's: nothing that
+/// counts failures per provider counts it against the fallback — its breaker, the metrics,
+/// the dashboard's card, `switchyard report` — while the cut primary's failure is counted.
+#[tokio::test]
+async fn a_diverging_rescue_is_not_counted_against_the_fallback() {
+    let scratch = Scratch::new("e2e", "blame");
+    let log = scratch.file("requests.jsonl");
+    let head = format!("[server]\nrequest_log = {:?}\n\n", log.to_str().unwrap());
+    let (server, reply) = cut_then_in(scratch, &["Lyon is", " lovely in spring."], &head).await;
+    reply.expect_status(200);
+
+    let metrics = server.get("/metrics", &[]).await.text;
+    let fallback = [("provider", "fallback")];
+    assert_eq!(
+        metric(
+            &metrics,
+            "switchyard_attempts_total",
+            &[fallback[0], ("outcome", "failed")]
+        ),
+        None,
+        "no failed attempt of the fallback:\n{metrics}"
+    );
+    assert_eq!(
+        metric(
+            &metrics,
+            "switchyard_attempts_total",
+            &[fallback[0], ("outcome", "diverged")]
+        ),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert_eq!(
+        metric(
+            &metrics,
+            "switchyard_attempts_total",
+            &[("provider", "primary"), ("outcome", "failed")]
+        ),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert_eq!(
+        metric(
+            &metrics,
+            "switchyard_breaker_consecutive_failures",
+            &fallback
+        ),
+        Some(0.0),
+        "{metrics}"
+    );
+
+    let overview = server.get("/admin/overview", &[]).await.json();
+    let card = |name: &str| {
+        overview["providers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("a card for {name}: {overview}"))
+    };
+    let fb = card("fallback");
+    assert_eq!(fb["errors"], json!({}), "{fb}");
+    assert_eq!(fb["errors_total"], 0, "{fb}");
+    assert_eq!(fb["circuit"]["last_error"], Value::Null, "{fb}");
+    assert_eq!(fb["failovers_from"], 0, "{fb}");
+    assert_eq!(card("primary")["errors"], json!({"malformed": 1}));
+
+    let out = switchyard(
+        &["report", "--json", log.to_str().unwrap()],
+        &[],
+        &std::env::temp_dir(),
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = |name: &str| {
+        report["providers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["provider"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("a row for {name}: {report}"))
+    };
+    assert_eq!(row("fallback")["failures"], json!({}), "{report}");
+    assert_eq!(
+        row("primary")["failures"],
+        json!({"malformed": 1}),
+        "{report}"
+    );
+    assert_eq!(report["totals"]["broken_streams"], 1, "{report}");
 }

@@ -6,6 +6,7 @@
     missing_docs
 )]
 
+mod blame;
 mod budget;
 mod deadline;
 mod embed;

@@ -206,7 +206,7 @@ async fn rejected_prefill_falls_back_to_restart_and_never_becomes_the_error() {
         labels,
         [
             "failed:malformed",
-            "failed:bad_request",
+            "declined:bad_request",
             "rescue:restart",
             "success"
         ]
@@ -233,9 +233,16 @@ async fn diverging_restart_ends_with_the_original_error_and_no_done() {
     else {
         panic!()
     };
-    assert_eq!(provider, "backup");
+    assert_eq!(
+        provider, "primary",
+        "the provider that was cut, not the rescuer"
+    );
     assert_eq!(error.kind, ErrorKind::Malformed);
-    assert_eq!(error.message, "stream closed before the finish signal");
+    assert_eq!(
+        error.message,
+        "stream closed before the finish signal; no honest rescue: \
+         backup's restart diverged at character 0 of the 16 already sent"
+    );
 }
 
 #[tokio::test(start_paused = true)]

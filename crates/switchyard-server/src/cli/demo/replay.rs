@@ -210,6 +210,8 @@ fn outcome_label(a: &Attempt) -> String {
         } => "skipped_open_circuit".to_owned(),
         Outcome::Skipped { reason, .. } => format!("skipped_{}", reason.label()),
         Outcome::Rescue { method } => format!("rescue_{method}"),
+        Outcome::Diverged { .. } => "rescue_diverged".to_owned(),
+        Outcome::Declined { .. } => "rescue_declined".to_owned(),
     }
 }
 

@@ -100,13 +100,8 @@ pub(super) fn validate(prov: &ProviderToml, at: &str, p: &mut Problems) {
     }
     // (`api_key_env` is checked for every kind)
     for (field, value) in env_fields(prov) {
-        if let Some(env) = value {
-            if env.trim().is_empty() || env.contains('=') {
-                p.add(
-                    format!("{at}.{field}"),
-                    "must be the NAME of an environment variable (never the secret itself)",
-                );
-            }
+        if let Some(why) = value.as_deref().and_then(super::env_name_problem) {
+            p.add(format!("{at}.{field}"), why);
         }
     }
     if prov.profile.as_deref().is_some_and(|n| n.trim().is_empty()) {

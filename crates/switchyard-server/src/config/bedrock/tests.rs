@@ -23,7 +23,7 @@ fn bedrock_fields_are_checked_with_paths() {
     assert_eq!(
         p,
         [
-            "providers[0].api_key_env: must be the NAME of an environment variable (never the key itself)",
+            "providers[0].api_key_env: must be the NAME of an environment variable (never the secret itself)",
             "providers[0].project: applies to kind \"vertex\" only",
             "providers[0].region: \"US East\" is not an AWS region (like \"us-east-1\")",
             "providers[0].control_url: \"bedrock.local\" must start with https:// (or http://)",

@@ -429,14 +429,20 @@
 
   // ---- recent requests ----
 
+  /** A rescue that diverged or was declined is the rescue's failure, not the provider's. */
+  const RESCUE_OUTCOMES = ['rescue', 'diverged', 'declined'];
+
   function outcomeClass(a) {
-    return a.outcome === 'success' ? 'success' : a.outcome === 'skipped' ? 'skipped' : a.outcome === 'rescue' ? 'rescue' : 'failed';
+    if (RESCUE_OUTCOMES.includes(a.outcome)) return 'rescue';
+    return a.outcome === 'success' ? 'success' : a.outcome === 'skipped' ? 'skipped' : 'failed';
   }
 
   function outcomeText(a) {
     if (a.outcome === 'failed') return `failed: ${kindText(a.kind)}`;
     if (a.outcome === 'skipped') return `skipped: ${kindText(a.reason)}`;
     if (a.outcome === 'rescue') return `rescue: ${a.method}`;
+    if (a.outcome === 'diverged') return `restart diverged at character ${a.at} of ${a.sent}: not spliced`;
+    if (a.outcome === 'declined') return `continuation declined: ${kindText(a.kind)}`;
     return 'success';
   }
 

@@ -526,6 +526,9 @@ fn attempt_labels(outcome: &Outcome) -> (&'static str, &'static str) {
                 _ => "other",
             },
         ),
+        // a rescue that came to nothing: counted apart from failures, never as one
+        Outcome::Diverged { .. } => ("diverged", "restart"),
+        Outcome::Declined { kind, .. } => ("declined", kind.label()),
     }
 }
 

@@ -108,7 +108,9 @@ impl Run {
                 retry_after: err.retry_after,
                 lease,
             };
-            self.breaker(slot, op).await;
+            if !self.declines(&err) {
+                self.breaker(slot, op).await; // a declined continuation is not its failure
+            }
             let wait = backoff.next().unwrap_or_default();
             let (retry, left) = (&self.route.retry, self.time_left());
             match retry::decide(&policy, retry, max_attempts, attempt, &err, wait, left) {

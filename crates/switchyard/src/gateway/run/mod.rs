@@ -148,6 +148,10 @@ pub(super) struct Run {
     /// The latest turn was admitted as the half-open circuit's probe: every try recorded
     /// from then on (its attempts, and a stream it opened when that ends) is marked so.
     probing: bool,
+    /// A committed stream's continuation is taking its turn: its request carries another
+    /// provider's text as a prefill, so a refusal that blames the request is the rescue's
+    /// failure, not this provider's ([`Run::declines`]). Set by `stream/rescue.rs`.
+    pub continuing: bool,
     rng: fastrand::Rng,
 }
 
@@ -224,6 +228,7 @@ impl Run {
             fields: FieldSet::EMPTY,
             resolved,
             probing: false,
+            continuing: false,
             rng,
         }
     }
@@ -355,7 +360,10 @@ impl Run {
         let only = self.attempts.iter().all(|a| match &a.outcome {
             Outcome::Failed { kind, .. } => *kind == ErrorKind::RateLimited,
             Outcome::Skipped { reason, .. } => *reason == SkipReason::Cooling,
-            Outcome::Success | Outcome::Rescue { .. } => false,
+            Outcome::Success
+            | Outcome::Rescue { .. }
+            | Outcome::Diverged { .. }
+            | Outcome::Declined { .. } => false,
         });
         let every = (self.plan.iter()).all(|&i| {
             let name = &self.slot_at(i).spec.name;
@@ -579,7 +587,7 @@ impl Run {
                 if let Some(mut r) = reservation {
                     r.release_now();
                 }
-                let effect = self.route.policy_for(err.kind).breaker;
+                let effect = self.breaker_effect(&err);
                 let op = Op::TurnFailed {
                     kind: err.kind,
                     effect,
@@ -588,6 +596,24 @@ impl Run {
                 self.breaker(slot, op).await;
                 TurnEnd::Failed(err)
             }
+        }
+    }
+
+    /// A continuation's prefill refused for what it asked (an error blaming the request):
+    /// the rescue's failure, recorded as declined and kept from the provider's breaker,
+    /// failures and the request's errors. Any other failure of a continuation (a 5xx, a
+    /// timeout, a bad key) is the provider's own, as on any call.
+    pub(super) fn declines(&self, err: &ProviderError) -> bool {
+        self.continuing && err.kind.blame() == crate::error::Blame::Client
+    }
+
+    /// What `err` does to the provider's breaker: the route's policy, or nothing for a
+    /// declined continuation.
+    pub(super) fn breaker_effect(&self, err: &ProviderError) -> crate::error::BreakerEffect {
+        if self.declines(err) {
+            crate::error::BreakerEffect::Ignore
+        } else {
+            self.route.policy_for(err.kind).breaker
         }
     }
 
@@ -600,6 +626,22 @@ impl Run {
         err: &ProviderError,
         latency: Duration,
     ) {
+        if self.declines(err) {
+            let outcome = Outcome::Declined {
+                kind: err.kind,
+                message: err.message.clone(),
+            };
+            return self.record(Attempt {
+                provider: slot.spec.name.clone(),
+                model: model.to_owned(),
+                attempt,
+                outcome,
+                status: err.status,
+                latency,
+                start: None,
+                probe: false, // set by `record`
+            });
+        }
         if err.kind == ErrorKind::RateLimited {
             let wait = err.retry_after.map_or(0, crate::clock::duration_ms);
             self.note_retry_at(self.now().saturating_add(wait));

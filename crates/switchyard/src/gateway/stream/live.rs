@@ -11,10 +11,10 @@ use super::{CancelSlot, ChatStream, Diverged, Kept, Live, Mode, Rung, Segment, S
 use crate::breaker::Op;
 use crate::chat::{ChatChunk, ChatRequest, ChatResponse, Usage};
 use crate::cost::Money;
-use crate::error::{ErrorKind, GatewayError, ProviderError};
+use crate::error::{AttemptError, ErrorKind, GatewayError, ProviderError};
 use crate::gateway::run::{check_usage, cost_of, failed_over, Completion, Run, Won};
 use crate::gateway::Slot;
-use crate::observe::Outcome;
+use crate::observe::{Attempt, Outcome};
 
 impl Live {
     /// Take over a run whose turn at `pos` reached the commit point. The run stays
@@ -38,6 +38,7 @@ impl Live {
             model,
             finish: None,
             cause: None,
+            unrescued: Vec::new(),
             next: (pos + 1, Rung::Continuation),
             cancelled: CancelSlot::default(),
         };
@@ -80,8 +81,8 @@ impl Live {
             let upstream = self.segment.upstream.as_mut()?;
             match tokio::time::timeout(stall, upstream.next()).await {
                 Ok(Some(Ok(chunk))) => {
-                    if self.take(chunk).is_err() {
-                        self.diverged();
+                    if let Err(d) = self.take(chunk) {
+                        self.diverged(&d);
                         self.rescue().await;
                     }
                 }
@@ -124,7 +125,7 @@ impl Live {
             got.push_str(&chunk.text);
             if got.len() < expect.len() {
                 if !expect.starts_with(got.as_str()) || chunk.finish_reason.is_some() {
-                    return Err(Diverged);
+                    return Err(Diverged::between(expect, got));
                 }
                 chunk.text.clear(); // held back: the client already has it
                 if chunk.tool_calls.is_empty() {
@@ -132,7 +133,7 @@ impl Live {
                 }
             } else {
                 if !got.starts_with(expect.as_str()) {
-                    return Err(Diverged);
+                    return Err(Diverged::between(expect, got));
                 }
                 chunk.text = got[expect.len()..].to_owned();
                 self.mode = Mode::Pass;
@@ -244,7 +245,11 @@ impl Live {
             self.run.breaker(self.slot(), op).await;
         }
         self.close_segment(false);
-        self.cause.get_or_insert(err);
+        let provider = self.slot().spec.name.clone();
+        self.cause.get_or_insert(AttemptError {
+            provider,
+            error: err,
+        });
         self.rescue().await;
     }
 
@@ -269,15 +274,33 @@ impl Live {
         self.queue.push_back(StreamEvent::Failed(Box::new(err)));
     }
 
-    /// A restart produced different text than was sent: it cannot be spliced. Not the
-    /// provider's fault, so the breaker is not told.
-    pub(super) fn diverged(&mut self) {
+    /// A restart produced different text than was sent: it cannot be spliced. That is
+    /// the rescue's failure, not the provider's (it answered; its answer is simply another
+    /// one): the trail records the divergence, never a failure, and neither the breaker
+    /// nor the request's errors hear of it.
+    pub(super) fn diverged(&mut self, d: &Diverged) {
         self.segment.upstream = None;
-        let err = ProviderError::new(
-            ErrorKind::Malformed,
-            "restart diverged from the text already sent; cannot splice",
+        let slot = self.slot();
+        let (provider, model) = (
+            slot.spec.name.clone(),
+            slot.spec.provider.model().to_owned(),
         );
-        self.record_failed(&err);
+        let sent = u64::try_from(self.kept.text.chars().count()).unwrap_or(u64::MAX);
+        self.unrescued.push(format!(
+            "{provider}'s restart diverged at character {} of the {sent} already sent",
+            d.at
+        ));
+        let attempt = Attempt {
+            model,
+            attempt: self.tries_on_current(),
+            outcome: Outcome::Diverged { at: d.at, sent },
+            status: None,
+            latency: self.run.gw.inner.clock.now() - self.segment.started,
+            start: None,
+            probe: false, // set by `record`
+            provider,
+        };
+        self.run.record(attempt);
         self.close_segment(false);
         self.mode = Mode::Pass;
     }

@@ -12,7 +12,13 @@
 //!    until it has reproduced exactly what was sent, then the rest streams on (a restart
 //!    that diverges cannot be spliced);
 //! 3. otherwise the stream ends with [`StreamEvent::Failed`] carrying the original
-//!    failure — never a rescue's own error (such as a prefill rejection).
+//!    failure, laid at the door of the provider that broke the stream — never a rescue's
+//!    own error (such as a prefill rejection), though its message says what each rescue
+//!    came to.
+//!
+//! A rescue that comes to nothing through no fault of the rescuer (a restart that
+//! diverged, a continuation whose prefill it refused) is the rescue's failure: the trail
+//! records it as `diverged` / `declined`, and the rescuer's breaker never hears of it.
 //!
 //! What was delivered is kept for those rescues only up to the gateway's rescue buffer
 //! limit ([`GatewayBuilder::rescue_buffer_bytes`](super::GatewayBuilder::rescue_buffer_bytes)):
@@ -42,7 +48,7 @@ use super::run::{Answer, Call, Limits, Reservation, Run, Won};
 use super::Gateway;
 use crate::chat::{ChatChunk, ChatRequest, ChatResponse, FinishReason, Usage};
 use crate::cost::Money;
-use crate::error::{GatewayError, ProviderError};
+use crate::error::{AttemptError, GatewayError};
 use crate::observe::Attempt;
 use crate::provider::ChunkStream;
 use crate::route::Route;
@@ -186,8 +192,22 @@ enum Mode {
     Splice { expect: String, got: String },
 }
 
-/// The restart did not reproduce what was sent.
-struct Diverged;
+/// The restart did not reproduce what was sent: it matched the first `at` characters.
+struct Diverged {
+    at: u64,
+}
+
+impl Diverged {
+    /// Where `got` (a restart's text) parts from `sent`, or ends short of it.
+    fn between(sent: &str, got: &str) -> Self {
+        let at = (sent.chars().zip(got.chars()))
+            .take_while(|(a, b)| a == b)
+            .count();
+        Self {
+            at: u64::try_from(at).unwrap_or(u64::MAX),
+        }
+    }
+}
 
 /// Which rung of the rescue ladder to try next on a candidate.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -251,9 +271,13 @@ struct Live {
     /// reported.
     model: String,
     finish: Option<FinishReason>,
-    /// The failure that broke the committed stream first: what the client hears if no
-    /// rescue works.
-    cause: Option<ProviderError>,
+    /// The failure that broke the committed stream first, and whose it was: what the
+    /// client hears if no rescue works.
+    cause: Option<AttemptError>,
+    /// What each rescue tried came to, in words (`backup's restart diverged at character
+    /// 16 of the 16 already sent`): added to the cause the client hears. One per rung
+    /// tried at most, so bounded by the route's providers.
+    unrescued: Vec<String>,
     /// Next rescue candidate (position in the plan) and rung.
     next: (usize, Rung),
     cancelled: CancelSlot,

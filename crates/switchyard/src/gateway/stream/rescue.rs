@@ -5,7 +5,7 @@
 use super::{Live, Mode, Rung, Segment, StreamEvent};
 use crate::breaker::SkipReason;
 use crate::chat::{ChatRequest, Message, ResponseFormat};
-use crate::error::{ErrorKind, GatewayError, ProviderError};
+use crate::error::{AttemptError, ErrorKind, GatewayError, ProviderError};
 use crate::gateway::run::Call;
 use crate::observe::{Attempt, Outcome};
 
@@ -24,17 +24,34 @@ impl Live {
                 }
             }
         }
-        let cause = self
-            .cause
-            .clone()
-            .unwrap_or_else(|| ProviderError::new(ErrorKind::Malformed, "stream broke"));
-        let err = GatewayError::Provider {
-            provider: self.slot().spec.name.clone(),
-            error: cause,
-            attempts: self.run.attempts.clone(),
-        };
+        let err = self.unrescued_error();
         self.report(Err(&err));
         self.queue.push_back(StreamEvent::Failed(Box::new(err)));
+    }
+
+    /// The error a stream no rescue finished ends with: the failure that broke it, laid
+    /// at the door of the provider that failed (never a rescuer's), with what each rescue
+    /// came to added to its message.
+    fn unrescued_error(&self) -> GatewayError {
+        let AttemptError {
+            provider,
+            mut error,
+        } = self.cause.clone().unwrap_or_else(|| AttemptError {
+            provider: self.slot().spec.name.clone(),
+            error: ProviderError::new(ErrorKind::Malformed, "stream broke"),
+        });
+        if !self.unrescued.is_empty() {
+            error.message = format!(
+                "{}; no honest rescue: {}",
+                error.message,
+                self.unrescued.join("; ")
+            );
+        }
+        GatewayError::Provider {
+            provider,
+            error,
+            attempts: self.run.attempts.clone(),
+        }
     }
 
     /// The stream cannot be rescued (it passed the rescue buffer limit, or it answers
@@ -80,18 +97,21 @@ impl Live {
             Rung::Continuation => continuation_of(&self.req, &self.kept.text),
             Rung::Restart => ChatRequest::clone(&self.req),
         };
+        let before = self.run.attempts.len();
+        // a refusal of the prefill is the continuation's failure, not the provider's
+        self.run.continuing = rung == Rung::Continuation;
         let turn = self.run.candidate(self.run.plan[pos], Call::Stream(&req));
-        let Ok(Some(won)) = turn.await else {
+        let turn = turn.await;
+        self.run.continuing = false;
+        let Ok(Some(won)) = turn else {
+            self.note_unrescued(before, rung);
             return false;
         };
         let (latency, attempt) = (won.latency, won.attempt);
         let (segment, head) = Segment::opened(won, self.run.gw.inner.clock.now());
         self.pos = pos;
         self.segment = segment;
-        let method = match rung {
-            Rung::Continuation => "continuation",
-            Rung::Restart => "restart",
-        };
+        let method = rung_name(rung);
         let attempt = Attempt {
             provider: self.slot().spec.name.clone(),
             model: self.slot().spec.provider.model().to_owned(),
@@ -113,12 +133,35 @@ impl Live {
             },
         };
         for chunk in head {
-            if self.take(chunk).is_err() {
-                self.diverged();
+            if let Err(d) = self.take(chunk) {
+                self.diverged(&d);
                 return false;
             }
         }
         true
+    }
+
+    /// Say what a rung that did not open came to, from the trail entries its turn made
+    /// (from `before` on): the last of them is how the turn ended.
+    fn note_unrescued(&mut self, before: usize, rung: Rung) {
+        let Some(last) = self.run.attempts.get(before..).and_then(<[Attempt]>::last) else {
+            return; // no time was left to ask anyone
+        };
+        let method = rung_name(rung);
+        let what = match &last.outcome {
+            Outcome::Failed { kind, .. } => format!("'s {method} failed ({kind})"),
+            Outcome::Declined { kind, .. } => format!("'s {method} was declined ({kind})"),
+            Outcome::Skipped { reason, .. } => format!(" was skipped ({})", reason.label()),
+            _ => return,
+        };
+        self.unrescued.push(format!("{}{what}", last.provider));
+    }
+}
+
+fn rung_name(rung: Rung) -> &'static str {
+    match rung {
+        Rung::Continuation => "continuation",
+        Rung::Restart => "restart",
     }
 }
 
