@@ -10,6 +10,7 @@ mod budget;
 mod deadline;
 mod embed;
 mod errors;
+mod fields;
 mod health;
 mod native;
 mod probe;
