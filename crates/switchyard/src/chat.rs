@@ -564,6 +564,19 @@ impl ChatRequest {
         self.messages.iter().map(|m| m.cache.len()).sum::<usize>() + tools.count()
     }
 
+    /// True when a cache breakpoint marks an empty text part: no vendor caches after
+    /// nothing (Anthropic and Bedrock refuse it), so a codec cannot honour
+    /// `cache_control` for such a request.
+    #[must_use]
+    pub fn marks_empty_part(&self) -> bool {
+        self.messages.iter().any(|m| {
+            m.cache.iter().any(|c| {
+                let part = usize::try_from(c.part).ok().and_then(|i| m.content.get(i));
+                matches!(part, Some(ContentPart::Text { text }) if text.is_empty())
+            })
+        })
+    }
+
     /// The same request without `fields` (what a provider cannot honour, dropped). A
     /// developer message becomes a system message.
     #[must_use]

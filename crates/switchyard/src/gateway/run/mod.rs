@@ -1,7 +1,9 @@
 //! One request's journey through a route: the attempt loop every request runs, plain or
 //! streamed.
 //!
-//! For each planned candidate: budget-unpriced check → breaker admission → the output
+//! For each planned candidate: budget-unpriced check → the request's fields
+//! (`fields_for`: a degradable field it cannot honour dropped, a contract one a skip, by
+//! the route's `unsupported_fields`; `docs/fields.md`) → breaker admission → the output
 //! bound (the route's default `max_tokens` is set when a budgeted request's worst case is
 //! otherwise unknown) → reservation of the worst case (`budget.rs`) → the retry loop under
 //! the deadline (`attempt.rs`) → breaker verdict → settle or release (and an overrun alert

@@ -283,10 +283,11 @@ impl Codec for AnthropicCodec {
 
     /// Fields this request cannot have together here (see the module docs): a JSON
     /// response format this model would carry through a forced tool, with the client's
-    /// own tools, a forcing `tool_choice` or thinking; and `reasoning_effort` when
-    /// `max_tokens` leaves no room for Anthropic's smallest thinking budget. The gateway
-    /// drops a degradable one (thinking) or tries the route's next provider. A native
-    /// body is the client's own: Anthropic judges it.
+    /// own tools, a forcing `tool_choice` or thinking; `reasoning_effort` when
+    /// `max_tokens` leaves no room for Anthropic's smallest thinking budget; and
+    /// `cache_control` on an empty text part (Anthropic caches no empty block). The
+    /// gateway drops a degradable one (thinking, breakpoints) or tries the route's next
+    /// provider. A native body is the client's own: Anthropic judges it.
     fn cannot_honour(&self, req: &ChatRequest) -> FieldSet {
         if req.native_continuing(Self::KIND).is_some() {
             return FieldSet::EMPTY;
@@ -297,6 +298,7 @@ impl Codec for AnthropicCodec {
             !request::thinking_fits(req.reasoning_effort, max_tokens),
             Field::ReasoningEffort,
         );
+        set.insert_if(req.marks_empty_part(), Field::CacheControl);
         set
     }
 

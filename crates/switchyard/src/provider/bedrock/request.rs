@@ -162,7 +162,7 @@ pub(super) fn cannot_honour(req: &ChatRequest, model: &str) -> FieldSet {
 }
 
 /// Breakpoints of `req` a caching `model` cannot take: a tool breakpoint on Nova, a
-/// one-hour TTL before Claude 4.5.
+/// one-hour TTL before Claude 4.5 or after a shorter one, one on an empty text part.
 fn cache_clash(req: &ChatRequest, model: &str) -> bool {
     let caching = caching(model);
     if caching == Caching::None || req.cache_breakpoints() == 0 {
@@ -172,6 +172,22 @@ fn cache_clash(req: &ChatRequest, model: &str) -> bool {
     let tool_breakpoints = req.tools.iter().any(|t| t.cache_control.is_some());
     (caching == Caching::Nova && tool_breakpoints)
         || (one_hour_asked && caching != Caching::Claude { one_hour: true })
+        || one_hour_after_shorter(req)
+        || req.marks_empty_part()
+}
+
+/// A `1h` breakpoint after a shorter one in Converse's order (Bedrock wants TTLs
+/// non-increasing).
+fn one_hour_after_shorter(req: &ChatRequest) -> bool {
+    let mut shorter_seen = false;
+    for ttl in breakpoint_ttls(req) {
+        match ttl {
+            Some(CacheTtl::OneHour) if shorter_seen => return true,
+            Some(CacheTtl::OneHour) => {}
+            Some(CacheTtl::FiveMinutes) | None => shorter_seen = true,
+        }
+    }
+    false
 }
 
 /// The request's breakpoints' TTLs in Converse's order: tools, system, messages.
@@ -197,6 +213,15 @@ fn check_breakpoints(req: &ChatRequest, model: &str) -> Result<(), ProviderError
             "{count} cache_control breakpoints: Bedrock takes at most {MAX_CACHE_BREAKPOINTS}"
         )));
     }
+    if one_hour_after_shorter(req) {
+        return Err(bad_request(
+            "cache_control ttl \"1h\" after a 5-minute breakpoint: Bedrock wants \
+             one-hour breakpoints first (tools, then system, then messages)",
+        ));
+    }
+    if req.marks_empty_part() {
+        return Err(empty_part_mark());
+    }
     if cache_clash(req, model) {
         return Err(bad_request(match caching(model) {
             Caching::Nova if req.tools.iter().any(|t| t.cache_control.is_some()) => format!(
@@ -208,19 +233,6 @@ fn check_breakpoints(req: &ChatRequest, model: &str) -> Result<(), ProviderError
                  a one-hour cache, not {model:?}"
             ),
         }));
-    }
-    let mut shorter_seen = false;
-    for ttl in breakpoint_ttls(req) {
-        match ttl {
-            Some(CacheTtl::OneHour) if shorter_seen => {
-                return Err(bad_request(
-                    "cache_control ttl \"1h\" after a 5-minute breakpoint: Bedrock wants \
-                     one-hour breakpoints first (tools, then system, then messages)",
-                ))
-            }
-            Some(CacheTtl::OneHour) => {}
-            Some(CacheTtl::FiveMinutes) | None => shorter_seen = true,
-        }
     }
     Ok(())
 }

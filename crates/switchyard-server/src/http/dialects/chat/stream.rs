@@ -5,7 +5,8 @@
 //! `error` event and no `[DONE]`. With `n` > 1, the later answers' pieces are choices of
 //! their own `index` (a role on each one's first piece, its finish reason when it ends);
 //! answer 0 finishes last. The upstream's `system_fingerprint` is on every chunk once
-//! seen.
+//! seen, and what OpenAI streams for its own contract fields (`audio`, `function_call`,
+//! `annotations`) is in the deltas as it sent them.
 
 use axum::body::Bytes;
 use serde::Serialize;

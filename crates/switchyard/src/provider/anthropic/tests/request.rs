@@ -449,6 +449,17 @@ fn thinking_that_does_not_fit_max_tokens_cannot_be_honoured() {
         p.codec().cannot_honour(&req).is_empty(),
         "thinking off always fits"
     );
+    let mut marked = ChatRequest::from_prompt("hi");
+    marked.messages.insert(0, Message::system(""));
+    marked.messages[0].cache.push(crate::chat::CachePoint {
+        part: 0,
+        control: crate::chat::CacheControl::default(),
+    });
+    assert_eq!(
+        p.codec().cannot_honour(&marked).names(),
+        ["cache_control"],
+        "Anthropic caches no empty block"
+    );
     req.reasoning_effort = Some(ReasoningEffort::High);
     req.native = Some(crate::chat::Native::new(
         "anthropic",
