@@ -3,7 +3,9 @@
 //! Owns [`GatewayError`], which carries the attempt trail (`trail`) and, for a cancelled
 //! stream, the partial reply (`chat`). The classification of a single upstream failure
 //! lives one layer down in `fault` and is re-exported here, so `error::ErrorKind`,
-//! `error::ProviderError` and the rest keep their paths. Errors never log themselves.
+//! `error::ProviderError` and the rest keep their paths. Errors never log themselves. An
+//! error's message names every provider that failed and every one that was skipped, with
+//! why (`anthropic skipped: cannot honour logprobs`).
 
 use std::time::Duration;
 
