@@ -15,7 +15,7 @@ use crate::money::Money;
 use crate::trail::Attempt;
 
 mod fields;
-pub use fields::{Field, FieldSet, ReasoningEffort, Support};
+pub use fields::{Class, Field, FieldSet, ReasoningEffort, Support, Verbosity};
 
 /// The most prompt-cache breakpoints one request may set: Anthropic's limit (its API
 /// refuses a fifth), enforced by the dialects with a 400 naming the fifth.
@@ -367,6 +367,45 @@ pub struct ChatRequest {
     /// The client's key-value tags for the request (OpenAI's `metadata`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<serde_json::Map<String, Value>>,
+    /// Token ids made more or less likely (OpenAI's `logit_bias`: a token id, as text, to
+    /// a bias from -100 to 100), as the client wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logit_bias: Option<serde_json::Map<String, Value>>,
+    /// A shorter or longer answer (OpenAI's `verbosity`; the Responses API's
+    /// `text.verbosity`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verbosity: Option<Verbosity>,
+    /// Predicted output (OpenAI's `prediction` object, as the client wrote it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prediction: Option<Value>,
+    /// Whether the vendor keeps the completion (OpenAI's `store`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<bool>,
+    /// A key grouping requests for the vendor's prompt cache (OpenAI's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cache_key: Option<String>,
+    /// How long the vendor keeps a cached prefix (OpenAI's `in-memory` or `24h`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cache_retention: Option<String>,
+    /// An end-user id for the vendor's abuse detection (OpenAI's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safety_identifier: Option<String>,
+    /// Spoken output settings (OpenAI's `audio`: voice and format), as the client wrote
+    /// them. Its answer (`message.audio`) comes back in [`ProviderReply::native`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio: Option<Value>,
+    /// Output modalities beyond text (OpenAI's `["text", "audio"]`); empty: text only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modalities: Vec<String>,
+    /// OpenAI's `web_search_options` (its search models), as the client wrote them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub web_search_options: Option<Value>,
+    /// The deprecated `functions` list, as the client wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub functions: Option<Value>,
+    /// The deprecated `function_call` choice, as the client wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function_call: Option<Value>,
     /// Top-level fields the gateway does not model, sent verbatim to providers of the
     /// dialect they were written for (a route's `passthrough_unknown`; see
     /// [`Field::Passthrough`]). Never serialized.
@@ -403,6 +442,9 @@ pub struct Native {
     /// built-in tools). Every other provider is skipped for the request (the trail says
     /// `needs_native`), and a broken stream is not continued in the shared shape.
     pub required: bool,
+    /// What makes the body [`Native::required`], by the client's names (`max_tool_calls`,
+    /// `tools[1].type`): a skipped provider's trail entry names them.
+    pub required_by: Vec<String>,
     /// Text the gateway already streamed to the client, for a rescue's continuation: the
     /// codec appends it to the body as the assistant's prefill, so the vendor continues
     /// from it.
@@ -418,6 +460,7 @@ impl Native {
             body: Arc::new(body),
             headers: Vec::new(),
             required: false,
+            required_by: Vec::new(),
             prefill: None,
         }
     }
@@ -427,6 +470,15 @@ impl Native {
     #[must_use]
     pub fn required(mut self, required: bool) -> Self {
         self.required = required;
+        self
+    }
+
+    /// Builder: only providers that take this body natively may answer, because of
+    /// `fields` (named by the client's names; none: not required).
+    #[must_use]
+    pub fn required_by(mut self, fields: Vec<String>) -> Self {
+        self.required = !fields.is_empty();
+        self.required_by = fields;
         self
     }
 
@@ -485,6 +537,23 @@ impl ChatRequest {
         set.insert_if(self.cache_breakpoints() > 0, Field::CacheControl);
         let developer = self.messages.iter().any(|m| m.role == Role::Developer);
         set.insert_if(developer, Field::DeveloperRole);
+        set.insert_if(self.logit_bias.is_some(), Field::LogitBias);
+        set.insert_if(self.verbosity.is_some(), Field::Verbosity);
+        set.insert_if(self.prediction.is_some(), Field::Prediction);
+        set.insert_if(self.store.is_some(), Field::Store);
+        set.insert_if(self.prompt_cache_key.is_some(), Field::PromptCacheKey);
+        set.insert_if(
+            self.prompt_cache_retention.is_some(),
+            Field::PromptCacheRetention,
+        );
+        set.insert_if(self.safety_identifier.is_some(), Field::SafetyIdentifier);
+        set.insert_if(self.audio.is_some(), Field::Audio);
+        set.insert_if(!self.modalities.is_empty(), Field::Modalities);
+        set.insert_if(self.web_search_options.is_some(), Field::WebSearchOptions);
+        set.insert_if(
+            self.functions.is_some() || self.function_call.is_some(),
+            Field::Functions,
+        );
         set
     }
 
@@ -495,8 +564,21 @@ impl ChatRequest {
         self.messages.iter().map(|m| m.cache.len()).sum::<usize>() + tools.count()
     }
 
-    /// The same request without `fields` (a route that drops what a provider cannot
-    /// honour). A developer message becomes a system message.
+    /// True when a cache breakpoint marks an empty text part: no vendor caches after
+    /// nothing (Anthropic and Bedrock refuse it), so a codec cannot honour
+    /// `cache_control` for such a request.
+    #[must_use]
+    pub fn marks_empty_part(&self) -> bool {
+        self.messages.iter().any(|m| {
+            m.cache.iter().any(|c| {
+                let part = usize::try_from(c.part).ok().and_then(|i| m.content.get(i));
+                matches!(part, Some(ContentPart::Text { text }) if text.is_empty())
+            })
+        })
+    }
+
+    /// The same request without `fields` (what a provider cannot honour, dropped). A
+    /// developer message becomes a system message.
     #[must_use]
     pub fn without(&self, fields: FieldSet) -> ChatRequest {
         let mut r = self.clone();
@@ -537,6 +619,20 @@ impl ChatRequest {
                         m.role = Role::System;
                     }
                 }
+            }
+            Field::LogitBias => self.logit_bias = None,
+            Field::Verbosity => self.verbosity = None,
+            Field::Prediction => self.prediction = None,
+            Field::Store => self.store = None,
+            Field::PromptCacheKey => self.prompt_cache_key = None,
+            Field::PromptCacheRetention => self.prompt_cache_retention = None,
+            Field::SafetyIdentifier => self.safety_identifier = None,
+            Field::Audio => self.audio = None,
+            Field::Modalities => self.modalities.clear(),
+            Field::WebSearchOptions => self.web_search_options = None,
+            Field::Functions => {
+                self.functions = None;
+                self.function_call = None;
             }
         }
     }

@@ -244,17 +244,37 @@ pub fn valid_pattern(pattern: &str, slashes: bool) -> bool {
     }
 }
 
-/// What a route does with a request field a provider cannot honour.
+/// What a route does with a request field a provider cannot honour (`docs/fields.md`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum UnsupportedFields {
-    /// The provider is skipped for the request (the default); when every provider is, the
-    /// request is refused naming the fields.
+    /// The default: a [degradable](crate::chat::Class::Degradable) field is cleared for
+    /// that provider and named as dropped in the answer, so it never makes a provider
+    /// skip; for a [contract](crate::chat::Class::Contract) field the provider is skipped,
+    /// and when every provider is, the request is refused naming the fields.
     #[default]
-    Skip,
-    /// The field is cleared for that provider and named in the answer (LiteLLM's
-    /// `drop_params`).
+    Degrade,
+    /// Every field is a contract: the provider is skipped for any field it cannot honour
+    /// (and when every provider is, the request is refused naming the fields). Read from
+    /// `"skip"` too, its name before degradable fields existed.
+    #[serde(alias = "skip")]
+    Strict,
+    /// Any field the provider cannot honour, contract fields too, is cleared for it and
+    /// named in the answer (LiteLLM's `drop_params`). Fields it cannot honour together
+    /// with the rest of the request still skip it unless a degradable one can go.
     Drop,
+}
+
+impl UnsupportedFields {
+    /// The word config uses.
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Degrade => "degrade",
+            Self::Strict => "strict",
+            Self::Drop => "drop",
+        }
+    }
 }
 
 impl Route {
@@ -274,7 +294,7 @@ impl Route {
             allow_unpriced: false,
             default_max_tokens: DEFAULT_MAX_TOKENS,
             policies: BTreeMap::new(),
-            unsupported_fields: UnsupportedFields::Skip,
+            unsupported_fields: UnsupportedFields::Degrade,
             passthrough_unknown: false,
             wildcard: None,
         }
@@ -599,5 +619,20 @@ mod tests {
             r.policy_for(ErrorKind::Server),
             ErrorKind::Server.default_policy()
         );
+    }
+
+    #[test]
+    fn routes_degrade_by_default_and_skip_reads_as_strict() {
+        assert_eq!(
+            Route::new("r", &["p"]).unsupported_fields,
+            UnsupportedFields::Degrade
+        );
+        let read = |word: &str| serde_json::from_value::<UnsupportedFields>(word.into());
+        assert_eq!(read("skip").unwrap(), UnsupportedFields::Strict);
+        assert_eq!(read("strict").unwrap(), UnsupportedFields::Strict);
+        assert_eq!(read("degrade").unwrap(), UnsupportedFields::Degrade);
+        assert_eq!(read("drop").unwrap(), UnsupportedFields::Drop);
+        assert!(read("ignore").is_err());
+        assert_eq!(UnsupportedFields::Strict.label(), "strict");
     }
 }

@@ -71,7 +71,8 @@ pub enum Outcome {
     Skipped {
         /// Why.
         reason: SkipReason,
-        /// For [`SkipReason::CannotHonour`]: the fields it cannot honour.
+        /// For [`SkipReason::CannotHonour`]: the fields it cannot honour; for
+        /// [`SkipReason::NeedsNative`]: what only a native provider serves, when known.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         fields: Vec<String>,
     },

@@ -1,5 +1,6 @@
-//! `docs/fields.md`'s matrix is the vendor codecs' declarations: this test renders it from
-//! `Codec::support` and fails when the file's copy is stale. Rewrite it with
+//! `docs/fields.md`'s matrix is the fields' classes and the vendor codecs' declarations:
+//! this test renders it from `Field::class` and `Codec::support` and fails when the file's
+//! copy is stale. Rewrite it with
 //! `SWITCHYARD_WRITE_DOCS=1 cargo test -p switchyard --test fields_doc`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -26,16 +27,17 @@ fn matrix() -> String {
         ("Gemini", <GeminiCodec as Codec>::support),
         ("Bedrock", <BedrockCodec as Codec>::support),
     ];
-    let mut out = String::from("| field | advisory |");
+    let mut out = String::from("| field | class | advisory |");
     for (name, _) in &vendors {
         out.push_str(&format!(" {name} |"));
     }
-    out.push_str("\n|---|---|");
+    out.push_str("\n|---|---|---|");
     out.push_str(&"---|".repeat(vendors.len()));
     out.push('\n');
     for field in Field::ALL {
         let advisory = if field.is_advisory() { "yes" } else { "" };
-        out.push_str(&format!("| `{}` | {advisory} |", field.name()));
+        let class = field.class().label();
+        out.push_str(&format!("| `{}` | {class} | {advisory} |", field.name()));
         for (_, support) in &vendors {
             out.push_str(&format!(" {} |", support(field).label()));
         }
@@ -67,8 +69,10 @@ fn the_field_matrix_in_the_docs_is_the_codecs_declarations() {
 fn only_advisory_fields_are_ever_declared_ignored() {
     for support in [
         <OpenAiCodec as Codec>::support,
+        <ResponsesCodec as Codec>::support,
         <AnthropicCodec as Codec>::support,
         <GeminiCodec as Codec>::support,
+        <BedrockCodec as Codec>::support,
     ] {
         for field in Field::ALL {
             if support(field) == Support::Ignored {

@@ -410,6 +410,7 @@ mod tests {
             latency_ms,
             ttft_ms: None,
             error: (status != 200).then(|| "all_failed".to_owned()),
+            dropped: Vec::new(),
             trace_id: None,
             span_id: None,
             parent_span_id: None,

@@ -133,9 +133,9 @@ pub struct ProviderToml {
     /// Whether the model takes reasoning controls (`reasoning_effort`, and Anthropic's
     /// `thinking` translated to it). Default: `false` for a model the shipped price table
     /// marks as not reasoning (gpt-4o, gpt-4.1, ...) and for a `bedrock` model that is not
-    /// Claude, else `true`. A provider whose model
-    /// does not reason is skipped for a request asking for reasoning, or answers without
-    /// it on a route with `unsupported_fields = "drop"` (docs/fields.md).
+    /// Claude, else `true`. A provider whose model does not reason answers a request
+    /// asking for reasoning without it (named in `x-switchyard-dropped`), or is skipped
+    /// for it on a route with `unsupported_fields = "strict"` (docs/fields.md).
     pub reasoning: Option<bool>,
     /// Extra HTTP headers sent with every call (no secrets: use `api_key_env`).
     #[serde(default)]
@@ -346,8 +346,10 @@ pub struct RouteToml {
     /// Per-error-kind overrides, e.g. `policy.content_filtered = { fail_over = true }`.
     #[serde(default)]
     pub policy: BTreeMap<String, PolicyToml>,
-    /// A request field a provider cannot honour: `"skip"` the provider (default) or
-    /// `"drop"` the field for it, named in `x-switchyard-dropped` (`docs/fields.md`).
+    /// A request field a provider cannot honour (`docs/fields.md`): `"degrade"` (default:
+    /// a degradable field is dropped for it, named in `x-switchyard-dropped`; a contract
+    /// field skips it), `"strict"` (any field skips it; `"skip"` is read as this) or
+    /// `"drop"` (any field is dropped for it, contract ones too).
     pub unsupported_fields: Option<switchyard::route::UnsupportedFields>,
     /// Send fields the dialect does not model verbatim to same-dialect providers
     /// (`docs/fields.md`; default false: they are refused with a 400 naming them).

@@ -956,6 +956,38 @@ fn reasoning_defaults_from_the_price_table_and_the_provider_overrides_it() {
 }
 
 #[test]
+fn routes_degrade_by_default_and_read_skip_as_strict() {
+    use switchyard::route::UnsupportedFields;
+    let text = |setting: &str| {
+        format!(
+            "[[providers]]\nname = \"p\"\nkind = \"openai\"\nmodel = \"gpt-4o\"\n\
+             base_url = \"http://127.0.0.1:8000/v1\"\n\n[[routes]]\nname = \"r\"\n\
+             providers = [\"p\"]\n{setting}\n"
+        )
+    };
+    let mode = |setting: &str| {
+        let config = parse(&text(setting), "t.toml").unwrap();
+        let built = build_gateway(&config, &|_| None, false, Wiring::default()).unwrap();
+        built.gateway.route("r").unwrap().unsupported_fields
+    };
+    assert_eq!(mode(""), UnsupportedFields::Degrade);
+    assert_eq!(
+        mode("unsupported_fields = \"skip\""),
+        UnsupportedFields::Strict
+    );
+    assert_eq!(
+        mode("unsupported_fields = \"strict\""),
+        UnsupportedFields::Strict
+    );
+    assert_eq!(
+        mode("unsupported_fields = \"drop\""),
+        UnsupportedFields::Drop
+    );
+    let err = parse(&text("unsupported_fields = \"ignore\""), "t.toml").unwrap_err();
+    assert!(err.to_string().contains("degrade"), "{err}");
+}
+
+#[test]
 fn the_log_format_is_set_under_server_and_its_older_name_still_works() {
     use crate::config::telemetry::log_format;
     use crate::telemetry::trace::LogFormat;

@@ -161,6 +161,7 @@ mod tests {
             latency_ms: 4.0,
             ttft_ms: None,
             error: None,
+            dropped: Vec::new(),
             trace_id: Some("4bf92f3577b34da6a3ce929d0e0e4736".to_owned()),
             span_id: None,
             parent_span_id: None,

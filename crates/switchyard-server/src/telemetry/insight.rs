@@ -458,6 +458,7 @@ mod tests {
             latency_ms: 1.0,
             ttft_ms: None,
             error: None,
+            dropped: Vec::new(),
             trace_id: None,
             span_id: None,
             parent_span_id: None,

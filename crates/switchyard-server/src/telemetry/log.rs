@@ -83,6 +83,10 @@ pub struct LogEntry {
     pub ttft_ms: Option<f64>,
     /// Error label for failures (`all_failed`, `budget_exceeded`, ...).
     pub error: Option<String>,
+    /// Request fields the answering provider was called without (`docs/fields.md`):
+    /// the `x-switchyard-dropped` header's names. Absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<String>,
     /// The W3C trace id (hex): the client's, or the trace started for the request when
     /// traces are exported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -432,6 +436,7 @@ mod tests {
             latency_ms: 1.0,
             ttft_ms: None,
             error: None,
+            dropped: Vec::new(),
             trace_id: None,
             span_id: None,
             parent_span_id: None,

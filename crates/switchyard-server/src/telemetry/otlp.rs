@@ -511,6 +511,9 @@ fn request_attributes(
     if let Some(error) = &e.error {
         a.push(KeyValue::new("error.type", error.clone()));
     }
+    if !e.dropped.is_empty() {
+        a.push(KeyValue::new("switchyard.dropped", e.dropped.join(",")));
+    }
     if let Some(rung) = e.attempts.iter().find_map(|a| match &a.outcome {
         Outcome::Rescue { method } => Some(method.clone()),
         _ => None,
@@ -665,6 +668,7 @@ mod tests {
             latency_ms: 20.0,
             ttft_ms: None,
             error: None,
+            dropped: Vec::new(),
             trace_id: Some("4bf92f3577b34da6a3ce929d0e0e4736".to_owned()),
             span_id: Some("00f067aa0ba902b7".to_owned()),
             parent_span_id: None,
@@ -745,6 +749,21 @@ mod tests {
         assert_eq!(spans[2].status, Status::Unset);
         let at = value(&spans[2].attributes, "switchyard.rescue.diverged_at");
         assert_eq!(at, Some(&10_i64.into()));
+    }
+
+    /// Fields the answering provider was called without are on the request span.
+    #[test]
+    fn the_request_span_names_the_dropped_fields() {
+        let scope = InstrumentationScope::builder("test").build();
+        let mut e = entry(vec![attempt("backup", Outcome::Success, false)]);
+        let plain = spans(&e, &HashMap::new(), &scope);
+        assert_eq!(value(&plain[0].attributes, "switchyard.dropped"), None);
+        e.dropped = vec!["seed".to_owned(), "presence_penalty".to_owned()];
+        let spans = spans(&e, &HashMap::new(), &scope);
+        assert_eq!(
+            value(&spans[0].attributes, "switchyard.dropped"),
+            Some(&"seed,presence_penalty".into())
+        );
     }
 
     /// The probe mark is logged only when set: a normal request's line does not grow.

@@ -44,6 +44,10 @@
 //! - `sdk_fields.rs`: the official `anthropic` and `openai` SDKs sending every request field
 //!   they support, checked at mock Anthropic and OpenAI upstreams
 //!   (`tests/python/test_sdk_fields.py`).
+//! - `degrade_sdk.rs`: the `openai` SDK's `seed`, penalties, `logprobs` and a thinking
+//!   budget that cannot fit, on routes with no field settings, failing over from a down
+//!   OpenAI to a mock Anthropic that refuses what Anthropic refuses
+//!   (`tests/python/test_degrade_sdk.py`).
 //!
 //! `support.rs` is the harness, `upstream.rs` the mock upstreams. Run with
 //! `SWITCHYARD_PYTHON=.venv/bin/python cargo test -p switchyard-server --test e2e`.
@@ -66,6 +70,7 @@ mod anthropic_threads;
 mod bedrock;
 mod claude_code;
 mod codex;
+mod degrade_sdk;
 mod diagnostics;
 mod durability;
 mod edge;

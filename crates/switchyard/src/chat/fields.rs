@@ -1,10 +1,13 @@
-//! Field fidelity: the request fields a vendor codec must carry, translate or refuse, and
-//! how one vendor supports each ([`Field`], [`Support`], [`FieldSet`]).
+//! Field fidelity: the request fields a vendor codec must carry, translate or refuse, how
+//! one vendor supports each ([`Field`], [`Support`], [`FieldSet`]), and what leaving one
+//! out costs the client ([`Class`]).
 //!
-//! A vendor codec declares a [`Support`] per [`Field`]; the gateway skips a provider that
-//! cannot honour a field the request uses (`ChatRequest::fields_used`), or clears the field
-//! for it when the route says `unsupported_fields = "drop"`. `docs/fields.md` is the matrix
-//! of those declarations. Does not know any vendor.
+//! A vendor codec declares a [`Support`] per [`Field`]; each field has one [`Class`]
+//! ([`Field::class`]). For a provider that cannot honour a field the request uses
+//! (`ChatRequest::fields_used`), the gateway clears a *degradable* field and names it as
+//! dropped, and skips the provider for a *contract* field (a route's `unsupported_fields`
+//! changes that: `docs/fields.md`). `docs/fields.md` is the matrix of those declarations.
+//! Does not know any vendor.
 
 use std::fmt;
 
@@ -55,11 +58,58 @@ pub enum Field {
     /// Prompt-cache breakpoints (`cache_control` on content parts and tools): what to
     /// cache, for a vendor whose caching is explicit (Anthropic); advisory elsewhere.
     CacheControl,
+    /// `logit_bias`: token ids made more or less likely (OpenAI's).
+    LogitBias,
+    /// `verbosity` (Chat Completions) / `text.verbosity` (Responses): a shorter or longer
+    /// answer.
+    Verbosity,
+    /// `prediction`: predicted output content, to answer faster (OpenAI's).
+    Prediction,
+    /// `store`: the vendor keeps the completion for its own evals and distillation.
+    Store,
+    /// `prompt_cache_key`: a key grouping requests for the vendor's prompt cache.
+    PromptCacheKey,
+    /// `prompt_cache_retention`: how long the vendor keeps a cached prefix.
+    PromptCacheRetention,
+    /// `safety_identifier`: an end-user id for the vendor's abuse detection.
+    SafetyIdentifier,
+    /// `audio`: spoken output (voice and format), with `modalities` asking for it.
+    Audio,
+    /// `modalities` other than `["text"]` (audio output).
+    Modalities,
+    /// `web_search_options`: OpenAI's search models search the web before answering.
+    WebSearchOptions,
+    /// The deprecated `functions` / `function_call` (answered with `function_call`).
+    Functions,
+}
+
+/// What leaving a field out costs a client that asked for it: the test is whether the
+/// client still gets a valid, useful answer without it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Class {
+    /// A hint about how to produce the answer (sampling, effort, caching, tags): an answer
+    /// without it is still the answer asked for. A provider that cannot honour it gets the
+    /// request without it, and the answer names it as dropped.
+    Degradable,
+    /// The answer's shape or meaning depends on it (tools, formats, log probabilities,
+    /// several answers, audio): a provider that cannot honour it is skipped.
+    Contract,
+}
+
+impl Class {
+    /// The word `docs/fields.md` uses.
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Degradable => "degradable",
+            Self::Contract => "contract",
+        }
+    }
 }
 
 impl Field {
     /// Every field, in declaration order (the order of `docs/fields.md`).
-    pub const ALL: [Field; 21] = [
+    pub const ALL: [Field; 32] = [
         Self::Temperature,
         Self::TopP,
         Self::Stop,
@@ -81,6 +131,17 @@ impl Field {
         Self::DeveloperRole,
         Self::Passthrough,
         Self::CacheControl,
+        Self::LogitBias,
+        Self::Verbosity,
+        Self::Prediction,
+        Self::Store,
+        Self::PromptCacheKey,
+        Self::PromptCacheRetention,
+        Self::SafetyIdentifier,
+        Self::Audio,
+        Self::Modalities,
+        Self::WebSearchOptions,
+        Self::Functions,
     ];
 
     /// The field's name in OpenAI's Chat Completions terms (what errors and headers say).
@@ -108,7 +169,73 @@ impl Field {
             Self::DeveloperRole => "developer_role",
             Self::Passthrough => "passthrough",
             Self::CacheControl => "cache_control",
+            Self::LogitBias => "logit_bias",
+            Self::Verbosity => "verbosity",
+            Self::Prediction => "prediction",
+            Self::Store => "store",
+            Self::PromptCacheKey => "prompt_cache_key",
+            Self::PromptCacheRetention => "prompt_cache_retention",
+            Self::SafetyIdentifier => "safety_identifier",
+            Self::Audio => "audio",
+            Self::Modalities => "modalities",
+            Self::WebSearchOptions => "web_search_options",
+            Self::Functions => "functions",
         }
+    }
+
+    /// The field's [`Class`], by the test "does a client that asked for it still get a
+    /// valid, useful answer without it?" (`docs/fields.md`, "Classes", says why for the
+    /// borderline ones):
+    /// - sampling and effort hints, caching, tags and ids are degradable; so are
+    ///   `parallel_tool_calls: false` (the client reads a list of tool calls either way)
+    ///   and a `developer` message (dropped, it becomes a system message: the instruction
+    ///   stays);
+    /// - `stop` is a contract: a client that stops the model at a delimiter parses what
+    ///   comes before it, and text past it is not the answer it asked for;
+    /// - `passthrough` is a contract: the gateway does not know what an unmodelled field
+    ///   does, so it cannot say an answer without it is still the one asked for.
+    #[must_use]
+    pub fn class(self) -> Class {
+        match self {
+            Self::Stop
+            | Self::Tools
+            | Self::ToolChoice
+            | Self::ResponseFormat
+            | Self::Logprobs
+            | Self::TopLogprobs
+            | Self::N
+            | Self::Passthrough
+            | Self::Audio
+            | Self::Modalities
+            | Self::WebSearchOptions
+            | Self::Functions => Class::Contract,
+            Self::Temperature
+            | Self::TopP
+            | Self::Seed
+            | Self::PresencePenalty
+            | Self::FrequencyPenalty
+            | Self::TopK
+            | Self::ParallelToolCalls
+            | Self::ServiceTier
+            | Self::ReasoningEffort
+            | Self::Metadata
+            | Self::User
+            | Self::DeveloperRole
+            | Self::CacheControl
+            | Self::LogitBias
+            | Self::Verbosity
+            | Self::Prediction
+            | Self::Store
+            | Self::PromptCacheKey
+            | Self::PromptCacheRetention
+            | Self::SafetyIdentifier => Class::Degradable,
+        }
+    }
+
+    /// True for a [`Class::Degradable`] field.
+    #[must_use]
+    pub fn is_degradable(self) -> bool {
+        self.class() == Class::Degradable
     }
 
     /// True for fields that only tune how one vendor serves a request: leaving one out
@@ -118,11 +245,18 @@ impl Field {
     pub fn is_advisory(self) -> bool {
         matches!(
             self,
-            Self::ServiceTier | Self::Metadata | Self::User | Self::CacheControl
+            Self::ServiceTier
+                | Self::Metadata
+                | Self::User
+                | Self::CacheControl
+                | Self::Store
+                | Self::PromptCacheKey
+                | Self::PromptCacheRetention
+                | Self::SafetyIdentifier
         )
     }
 
-    fn bit(self) -> u32 {
+    fn bit(self) -> u64 {
         1 << (self as u8)
     }
 }
@@ -143,8 +277,8 @@ pub enum Support {
     /// An advisory field the vendor has no place for: not sent, and named in
     /// `x-switchyard-ignored`; the provider is not skipped.
     Ignored,
-    /// The vendor cannot honour it: the provider is skipped for a request using it (or
-    /// the field is cleared and named, on a route that drops unsupported fields).
+    /// The vendor cannot honour it: a degradable field is cleared for the provider and
+    /// named as dropped; for a contract one the provider is skipped (see [`Class`]).
     Unsupported,
 }
 
@@ -163,7 +297,7 @@ impl Support {
 
 /// A set of [`Field`]s, as bits (copying and testing one is free).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct FieldSet(u32);
+pub struct FieldSet(u64);
 
 impl FieldSet {
     /// No field.
@@ -196,6 +330,30 @@ impl FieldSet {
     /// The fields, in declaration order.
     pub fn iter(self) -> impl Iterator<Item = Field> {
         Field::ALL.into_iter().filter(move |f| self.contains(*f))
+    }
+
+    /// The fields in both sets.
+    #[must_use]
+    pub fn and(self, other: FieldSet) -> FieldSet {
+        FieldSet(self.0 & other.0)
+    }
+
+    /// The fields of this set not in `other`.
+    #[must_use]
+    pub fn minus(self, other: FieldSet) -> FieldSet {
+        FieldSet(self.0 & !other.0)
+    }
+
+    /// The fields of either set.
+    #[must_use]
+    pub fn union(self, other: FieldSet) -> FieldSet {
+        FieldSet(self.0 | other.0)
+    }
+
+    /// The set's [`Class::Degradable`] fields.
+    #[must_use]
+    pub fn degradable(self) -> FieldSet {
+        self.iter().filter(|f| f.is_degradable()).collect()
     }
 
     /// The fields for which `support` says `want`.
@@ -268,6 +426,41 @@ impl ReasoningEffort {
     }
 }
 
+/// How long an answer a model gives (OpenAI's `verbosity`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verbosity {
+    /// Short.
+    Low,
+    /// The default.
+    Medium,
+    /// Long.
+    High,
+}
+
+impl Verbosity {
+    /// OpenAI's spelling.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Low => "low",
+            Self::Medium => "medium",
+            Self::High => "high",
+        }
+    }
+
+    /// OpenAI's spelling read back; `None` for another word.
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "low" => Self::Low,
+            "medium" => Self::Medium,
+            "high" => Self::High,
+            _ => return None,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,5 +491,61 @@ mod tests {
         ] {
             assert!(!f.is_advisory(), "{f}");
         }
+    }
+
+    #[test]
+    fn every_advisory_field_is_degradable() {
+        for f in Field::ALL.into_iter().filter(|f| f.is_advisory()) {
+            assert_eq!(f.class(), Class::Degradable, "{f}");
+        }
+    }
+
+    #[test]
+    fn what_shapes_the_answer_is_a_contract_and_hints_degrade() {
+        for f in [
+            Field::Tools,
+            Field::ToolChoice,
+            Field::ResponseFormat,
+            Field::N,
+            Field::Logprobs,
+            Field::TopLogprobs,
+            Field::Audio,
+            Field::Modalities,
+            Field::Stop,
+            Field::Passthrough,
+        ] {
+            assert_eq!(f.class(), Class::Contract, "{f}");
+        }
+        for f in [
+            Field::Seed,
+            Field::PresencePenalty,
+            Field::FrequencyPenalty,
+            Field::TopK,
+            Field::LogitBias,
+            Field::ReasoningEffort,
+            Field::ServiceTier,
+            Field::Verbosity,
+            Field::CacheControl,
+            Field::Prediction,
+            Field::ParallelToolCalls,
+            Field::User,
+            Field::Metadata,
+            Field::Store,
+        ] {
+            assert_eq!(f.class(), Class::Degradable, "{f}");
+        }
+        let mut set = FieldSet::EMPTY;
+        set.insert(Field::Seed);
+        set.insert(Field::Logprobs);
+        assert_eq!(set.degradable().names(), ["seed"]);
+        assert_eq!(set.minus(set.degradable()).names(), ["logprobs"]);
+    }
+
+    #[test]
+    fn the_last_field_still_has_a_bit() {
+        let last = Field::ALL[Field::ALL.len() - 1];
+        let mut set = FieldSet::EMPTY;
+        set.insert(last);
+        assert!(set.contains(last) && !set.contains(Field::Temperature));
     }
 }

@@ -63,9 +63,9 @@ pub struct ProviderSpec {
     pub supports_prefill: bool,
     /// Whether the model takes reasoning controls (`reasoning_effort` and what it is
     /// translated to). `None`: the price table's `reasoning` flag for the model, else yes.
-    /// A model that does not reason is skipped for a request setting `reasoning_effort`
-    /// (or the field is dropped, on a route that drops unsupported fields), as if its
-    /// vendor declared the field unsupported.
+    /// A model that does not reason is called without `reasoning_effort` (a degradable
+    /// field, named as dropped; skipped for it on a strict route), as if its vendor
+    /// declared the field unsupported.
     pub reasoning: Option<bool>,
     /// Builds this provider for another model (same kind, endpoint, credential and
     /// settings): what makes it a wildcard route's template. `None`: it calls only its own

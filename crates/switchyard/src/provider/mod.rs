@@ -66,17 +66,19 @@ pub trait Provider: Send + Sync {
         None
     }
 
-    /// How this provider carries `field` (see [`Support`]): the gateway skips a provider
-    /// that cannot honour a field the request uses. The default, for in-process providers
+    /// How this provider carries `field` (see [`Support`]): the gateway drops a
+    /// degradable field the provider cannot honour and skips it for a contract one. The default, for in-process providers
     /// that answer from a script or a simulation rather than a model, takes every field.
     fn support(&self, _field: Field) -> Support {
         Support::Native
     }
 
     /// Fields of `req` this provider cannot honour in combination with the rest of the
-    /// request, though it takes each alone (Anthropic: a JSON response format that needs a
-    /// forced tool, beside the client's own tools). The gateway treats them as
-    /// [`Support::Unsupported`] for this request. The default: none.
+    /// request, though it takes each alone: every field of the clash (Anthropic: a JSON
+    /// response format that needs a forced tool, with the client's own tools or thinking;
+    /// thinking whose smallest budget does not fit `max_tokens`). The gateway sends the
+    /// request without the clash's degradable fields when that resolves it, else skips
+    /// the provider (`docs/fields.md`). The default: none.
     fn cannot_honour(&self, _req: &ChatRequest) -> FieldSet {
         FieldSet::EMPTY
     }

@@ -22,7 +22,9 @@ use futures_util::StreamExt as _;
 use tokio::time::Instant;
 
 use super::{fanout, ChunkStream, Provider};
-use crate::chat::{ChatChunk, ChatRequest, Field, FinishReason, ProviderReply, Support, Usage};
+use crate::chat::{
+    ChatChunk, ChatRequest, Field, FieldSet, FinishReason, ProviderReply, Support, Usage,
+};
 use crate::embedding::{EmbeddingInput, EmbeddingReply, EmbeddingRequest};
 use crate::error::{ErrorKind, ProviderError};
 
@@ -137,6 +139,8 @@ pub struct ScriptedProvider {
     health_checks: Mutex<Vec<Instant>>,
     /// Its field declarations (`Provider::support`); `None` takes every field.
     support: Option<fn(Field) -> Support>,
+    /// The fields it claims it cannot honour together (see [`Provider::cannot_honour`]).
+    clashes: Option<fn(&ChatRequest) -> FieldSet>,
     /// The native-body kind it claims to take (see [`Provider::native_kind`]).
     native_kind: Option<&'static str>,
 }
@@ -155,6 +159,7 @@ impl ScriptedProvider {
             health_otherwise: Step::text("ok"),
             health_checks: Mutex::new(Vec::new()),
             support: None,
+            clashes: None,
             native_kind: None,
         }
     }
@@ -173,6 +178,14 @@ impl ScriptedProvider {
     #[must_use]
     pub fn fanning_out(mut self) -> Self {
         self.fans_out = true;
+        self
+    }
+
+    /// Builder: claim it cannot honour the fields `clashes` names together, for one
+    /// request (a vendor codec's `cannot_honour`, to stand in for it).
+    #[must_use]
+    pub fn clashing(mut self, clashes: fn(&ChatRequest) -> FieldSet) -> Self {
+        self.clashes = Some(clashes);
         self
     }
 
@@ -407,6 +420,10 @@ impl Provider for ScriptedProvider {
 
     fn calls_for(&self, req: &ChatRequest) -> u32 {
         self.fanned_out(req).unwrap_or(1)
+    }
+
+    fn cannot_honour(&self, req: &ChatRequest) -> FieldSet {
+        self.clashes.map_or(FieldSet::EMPTY, |c| c(req))
     }
 
     async fn send(&self, req: &ChatRequest) -> Result<ProviderReply, ProviderError> {

@@ -12,6 +12,7 @@ mod deadline;
 mod embed;
 mod errors;
 mod fanout;
+mod fields;
 mod health;
 mod native;
 mod probe;

@@ -1,7 +1,7 @@
 //! A model that does not reason (`"reasoning": false` in the shipped price table, or
 //! `ProviderSpec::reasoning(false)`) cannot honour `reasoning_effort` though its vendor's
-//! API takes the field: the provider is skipped for a request setting it, or answers
-//! without it on a route that drops unsupported fields (`docs/fields.md`).
+//! API takes the field: it answers without it (the field is degradable, named as dropped),
+//! or is skipped for a request setting it on a strict route (`docs/fields.md`).
 
 use std::sync::Arc;
 
@@ -29,11 +29,28 @@ fn labels(resp: &switchyard::ChatResponse) -> Vec<String> {
     resp.attempts.iter().map(|a| a.outcome.label()).collect()
 }
 
+fn strict(providers: &[&str]) -> switchyard::Route {
+    route(providers).unsupported_fields(UnsupportedFields::Strict)
+}
+
 #[tokio::test(start_paused = true)]
-async fn a_table_listed_non_reasoning_model_is_skipped_for_reasoning_effort() {
+async fn by_default_the_non_reasoning_model_answers_in_its_turn_without_the_field() {
     let gpt4o = openai("gpt-4o");
     let gpt5 = openai("gpt-5");
     let gw = two(&gpt4o, &gpt5, route(&["primary", "backup"]));
+    let resp = gw.chat("main", &thinking()).await.unwrap();
+    assert_eq!(resp.provider, "primary", "route order is kept");
+    assert_eq!(resp.dropped.names(), ["reasoning_effort"]);
+    assert_eq!(labels(&resp), ["success"]);
+    assert_eq!(gpt4o.requests()[0].reasoning_effort, None);
+    assert_eq!(gpt5.calls(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_table_listed_non_reasoning_model_is_skipped_for_reasoning_effort_when_strict() {
+    let gpt4o = openai("gpt-4o");
+    let gpt5 = openai("gpt-5");
+    let gw = two(&gpt4o, &gpt5, strict(&["primary", "backup"]));
     let resp = gw.chat("main", &thinking()).await.unwrap();
     assert_eq!(resp.provider, "backup");
     assert_eq!(
@@ -76,7 +93,7 @@ async fn the_spec_overrides_the_table_either_way() {
     let gw = Gateway::builder()
         .provider(priced("local", &local).reasoning(false))
         .provider(priced("gpt4o", &gpt4o).reasoning(true))
-        .route(route(&["local", "gpt4o"]))
+        .route(strict(&["local", "gpt4o"]))
         .build()
         .unwrap();
     let resp = gw.chat("main", &thinking()).await.unwrap();
@@ -102,10 +119,10 @@ async fn the_spec_overrides_the_table_either_way() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn when_only_non_reasoning_models_remain_the_error_names_the_field() {
+async fn on_a_strict_route_with_only_non_reasoning_models_the_error_names_the_field() {
     let a = openai("gpt-4.1");
     let b = openai("gpt-4o");
-    let gw = two(&a, &b, route(&["primary", "backup"]));
+    let gw = two(&a, &b, strict(&["primary", "backup"]));
     let err = gw.chat("main", &thinking()).await.unwrap_err();
     let GatewayError::CannotHonour {
         fields, providers, ..

@@ -179,6 +179,7 @@ mod tests {
             latency_ms: 1.5,
             ttft_ms: Some(0.5),
             error: None,
+            dropped: Vec::new(),
             trace_id: None,
             span_id: None,
             parent_span_id: None,

@@ -9,7 +9,6 @@ use std::time::Duration;
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
 use switchyard::chat::{Field, FieldSet, Support};
-use switchyard::route::UnsupportedFields;
 use switchyard::{ChatResponse, Money};
 use tokio::time::Instant;
 
@@ -70,9 +69,12 @@ pub(crate) struct Ctx {
     /// carried and `ignored` is not said.
     pub native_kind: Option<&'static str>,
     /// The fields of `docs/fields.md` the decoded request uses: what the answering
-    /// provider ignored or had dropped is said from these (`x-switchyard-ignored`,
-    /// `x-switchyard-dropped`).
+    /// provider ignored is said from these (`x-switchyard-ignored`).
     pub fields: FieldSet,
+    /// The fields the answering provider was called without, as the gateway says
+    /// (`ChatResponse::dropped`, `ChatStream::dropped`): `x-switchyard-dropped`. Set once
+    /// the gateway answered.
+    pub dropped: FieldSet,
     /// The trace the request belongs to (a client's `traceparent`, or ours when traces
     /// are exported).
     pub trace: Option<RequestTrace>,
@@ -105,6 +107,7 @@ impl Ctx {
                 .map(str::to_owned),
             native_kind: None,
             fields: FieldSet::EMPTY,
+            dropped: FieldSet::EMPTY,
             trace: RequestTrace::of(headers, state.traces.as_deref()),
             input: None,
         }
@@ -167,6 +170,7 @@ impl Ctx {
                 .input
                 .as_ref()
                 .map(|i| Arc::new(content::input_only(i))),
+            dropped: Vec::new(),
         }
     }
 
@@ -206,6 +210,9 @@ pub(crate) fn completion_entry(
     entry.usage = resp.usage;
     entry.cost_usd = resp.cost.map(Money::to_usd);
     entry.ttft_ms = ttft.map(|d| d.as_secs_f64() * 1000.0);
+    entry.dropped = (resp.dropped.names().into_iter())
+        .map(str::to_owned)
+        .collect();
     if let Some(input) = &ctx.input {
         entry.content = Some(Arc::new(content::with_output(input, resp)));
     }
@@ -239,7 +246,7 @@ pub(crate) fn who_answered(
             &cost.map_or_else(|| "unknown".to_owned(), usd),
         );
     }
-    let (ignored, dropped) = field_verdicts(state, ctx, provider);
+    let ignored = ignored_by(state, ctx, provider);
     let mut names: Vec<&str> = Vec::new();
     if !answered_natively(state, ctx, provider) {
         names.extend(ctx.ignored.iter().map(String::as_str));
@@ -252,39 +259,27 @@ pub(crate) fn who_answered(
     if !names.is_empty() {
         set(headers, IGNORED, &names.join(", "));
     }
-    if !dropped.is_empty() {
-        set(headers, DROPPED, &dropped.names().join(", "));
+    if !ctx.dropped.is_empty() {
+        set(headers, DROPPED, &ctx.dropped.names().join(", "));
     }
 }
 
-/// The request's fields `provider` ignored (advisory ones it has no place for), and those
-/// cleared for it on a route that drops what a provider cannot honour.
-fn field_verdicts(state: &AppState, ctx: &Ctx, provider: &str) -> (FieldSet, FieldSet) {
+/// The request's fields `provider` ignored: advisory ones it has no place for.
+fn ignored_by(state: &AppState, ctx: &Ctx, provider: &str) -> FieldSet {
     if ctx.fields.is_empty() {
-        return (FieldSet::EMPTY, FieldSet::EMPTY);
+        return FieldSet::EMPTY;
     }
     if state.gateway.reasoning_of(provider).is_none() {
         // no such provider (a registered one, or a model a wildcard route resolved)
-        return (FieldSet::EMPTY, FieldSet::EMPTY);
+        return FieldSet::EMPTY;
     }
-    // the gateway's verdict, not the adapter's alone: a model that does not reason
-    // cannot honour reasoning_effort whatever its vendor declares
     let support = |f| {
         state
             .gateway
             .support_of(provider, f)
             .unwrap_or(Support::Unsupported)
     };
-    let drops = state
-        .gateway
-        .route(&ctx.route)
-        .is_ok_and(|r| r.unsupported_fields == UnsupportedFields::Drop);
-    let dropped = if drops {
-        ctx.fields.with(support, Support::Unsupported)
-    } else {
-        FieldSet::EMPTY
-    };
-    (ctx.fields.with(support, Support::Ignored), dropped)
+    ctx.fields.with(support, Support::Ignored)
 }
 
 /// Whether `provider` takes the request's native body as written.
@@ -321,7 +316,8 @@ pub(crate) struct Trail<'a> {
     /// Advisory fields the answering provider has no place for (not sent).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     ignored: Vec<&'static str>,
-    /// Fields the answering provider cannot honour, cleared on a route that drops them.
+    /// Fields the answering provider was called without: it cannot honour them, and the
+    /// route lets them go (degradable ones, by default).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     dropped: Vec<&'static str>,
 }

@@ -199,6 +199,7 @@ async fn handle<D: Dialect>(
         ));
     }
     let resp = state.gateway.chat_with(&ctx.route, &request, &opts).await?;
+    ctx.dropped = resp.dropped;
     record_tokens(state, ctx, resp.usage.as_ref()).await;
     D::finished(state, ctx, &extra, &resp).await;
     let out = completed(state, ctx, &resp, D::reply(ctx, &extra, &resp));

@@ -11,6 +11,9 @@ use crate::http::bounds::{clip, ECHO_BYTES};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
 
+/// How many unknown fields a skipped provider's trail entry names.
+const MAX_NAMED: usize = 8;
+
 /// Whether `route` has a provider taking bodies of native `kind`.
 pub(crate) fn route_takes_native(state: &AppState, route: &str, kind: &str) -> bool {
     let Ok(route) = state.gateway.route(route) else {
@@ -66,6 +69,9 @@ pub(crate) fn admit<E>(
     }
     if let Some(native) = decoded.request.native.as_mut() {
         native.required = true;
+        // the client's names, bounded: they go into the trail, errors and the log
+        let names = decoded.unknown.iter().take(MAX_NAMED);
+        (native.required_by).extend(names.map(|n| clip(n, ECHO_BYTES).into_owned()));
     }
     Ok(())
 }

@@ -24,10 +24,11 @@ use crate::http::state::AppState;
 /// Turn a committed gateway stream into the HTTP response.
 pub(crate) fn respond<D: Dialect>(
     state: AppState,
-    ctx: Ctx,
+    mut ctx: Ctx,
     stream: ChatStream,
     extra: D::Extra,
 ) -> Response {
+    ctx.dropped = stream.dropped;
     let ttft = ctx.started.elapsed();
     state.metrics.ttft(&ctx.route_label, ttft);
     let mut headers = axum::http::HeaderMap::new();

@@ -331,7 +331,7 @@ async fn json_with_the_clients_tools_skips_a_forced_tool_model() {
         (
             &json!("skipped"),
             &json!("cannot_honour"),
-            &json!(["response_format"])
+            &json!(["tools", "response_format"])
         ),
         "{v}"
     );
@@ -342,14 +342,39 @@ async fn json_with_the_clients_tools_skips_a_forced_tool_model() {
     body["model"] = json!("claude");
     let (status, err) = error_of(call(&state, post(&body)).await).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(err["error"]["param"], "response_format", "{err}");
+    assert_eq!(err["error"]["param"], "tools", "{err}");
     assert_eq!(err["error"]["code"], "unsupported_field");
     let message = err["error"]["message"].as_str().unwrap();
     assert!(
-        message.contains("claude skipped:cannot_honour(response_format)"),
+        message.contains("claude skipped: cannot honour tools, response_format"),
         "{message}"
     );
     assert!(claude.received_requests().await.unwrap().is_empty());
+}
+
+/// Thinking whose smallest budget does not fit `max_tokens` is dropped, not refused:
+/// Anthropic answers without it (it would refuse `budget_tokens` at or above
+/// `max_tokens`, and under 1024), and the answer says so. On a strict route the provider
+/// is skipped instead.
+#[tokio::test]
+async fn thinking_that_does_not_fit_max_tokens_is_dropped_for_anthropic() {
+    let (state, claude, gpt) = gateway(OLD, ok()).await;
+    let body = json!({"model": "smart", "max_tokens": 64, "reasoning_effort": "low",
+        "messages": [{"role": "user", "content": "x"}]});
+    let resp = call(&state, post(&body)).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(header(&resp, "x-switchyard-provider"), "claude");
+    assert_eq!(header(&resp, "x-switchyard-dropped"), "reasoning_effort");
+    let sent = sent(&claude).await;
+    assert!(sent.get("thinking").is_none(), "{sent}");
+    assert_eq!(sent["max_tokens"], 64);
+    assert!(gpt.received_requests().await.unwrap().is_empty());
+
+    // the same request, streamed: the header is there before the first event
+    let mut streamed = body.clone();
+    streamed["stream"] = json!(true);
+    let resp = call(&state, post(&streamed)).await;
+    assert_eq!(header(&resp, "x-switchyard-dropped"), "reasoning_effort");
 }
 
 #[tokio::test]

@@ -1252,7 +1252,7 @@ async fn thinking_blocks_in_history_reach_the_shared_shape() {
 /// that does not reason (gpt-4o, marked so in the shipped price table) skips it unless
 /// the route drops what a provider cannot honour, when it answers without the thinking.
 #[tokio::test]
-async fn claude_code_fails_over_to_a_non_reasoning_model_only_on_a_dropping_route() {
+async fn claude_code_fails_over_to_a_non_reasoning_model_unless_the_route_is_strict() {
     use switchyard::provider::codec::Codec;
     use switchyard::provider::openai::OpenAiCodec;
     use switchyard::route::UnsupportedFields;
@@ -1266,6 +1266,7 @@ async fn claude_code_fails_over_to_a_non_reasoning_model_only_on_a_dropping_rout
     let mut body = hello("smart");
     body["thinking"] = json!({"type": "adaptive"});
 
+    // a route with no field settings: thinking is degradable, dropped for gpt-4o
     let (claude, gpt4o) = providers();
     let f = fixture(
         claude,
@@ -1274,16 +1275,22 @@ async fn claude_code_fails_over_to_a_non_reasoning_model_only_on_a_dropping_rout
         Route::new("smart", &["primary", "backup"]),
     );
     let resp = call(&f.state, post_messages(&body)).await;
-    assert_ne!(resp.status(), StatusCode::OK);
-    assert_eq!(f.backup.calls(), 0, "gpt-4o is never sent reasoning_effort");
-
-    let (claude, gpt4o) = providers();
-    let route =
-        Route::new("smart", &["primary", "backup"]).unsupported_fields(UnsupportedFields::Drop);
-    let f = fixture(claude, gpt4o, &[], route);
-    let resp = call(&f.state, post_messages(&body)).await;
     assert_eq!(resp.status(), StatusCode::OK);
     assert_eq!(header(&resp, "x-switchyard-provider"), "backup");
     assert_eq!(header(&resp, "x-switchyard-dropped"), "reasoning_effort");
     assert_eq!(f.backup.requests()[0].reasoning_effort, None);
+
+    let (claude, gpt4o) = providers();
+    let route =
+        Route::new("smart", &["primary", "backup"]).unsupported_fields(UnsupportedFields::Strict);
+    let f = fixture(claude, gpt4o, &[], route);
+    let resp = call(&f.state, post_messages(&body)).await;
+    assert_ne!(resp.status(), StatusCode::OK);
+    assert_eq!(f.backup.calls(), 0, "gpt-4o is never sent reasoning_effort");
+    let err = json_body(resp).await;
+    let message = err["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("backup skipped: cannot honour reasoning_effort"),
+        "{err}"
+    );
 }

@@ -325,19 +325,76 @@ async fn advisory_fields_are_named_in_the_ignored_header() {
     let f = basic();
     let body = json!({"model": "smart", "input": "x", "include": ["reasoning.encrypted_content"],
         "reasoning": {"effort": "low", "summary": "auto"}, "prompt_cache_key": "k",
-        "store": false});
+        "client_metadata": {"a": "b"}, "store": false});
     let resp = call(&f.state, post_responses(&body)).await;
     assert_eq!(resp.status(), StatusCode::OK);
     assert_eq!(
         header(&resp, "x-switchyard-ignored"),
-        "prompt_cache_key",
-        "include reasoning.encrypted_content and reasoning.summary are honoured"
+        "client_metadata",
+        "include reasoning.encrypted_content and reasoning.summary are honoured, \
+         prompt_cache_key is carried to a provider that takes it"
     );
+    let sent = &f.primary.requests()[0];
     assert_eq!(
-        f.primary.requests()[0].reasoning_effort,
+        sent.reasoning_effort,
         Some(switchyard::chat::ReasoningEffort::Low),
         "reasoning.effort is carried"
     );
+    assert_eq!(sent.prompt_cache_key.as_deref(), Some("k"));
+
+    // a vendor with no place for OpenAI's cache key: named as ignored
+    let f = fixture(
+        anthropic_like("claude"),
+        ScriptedProvider::new("b"),
+        &[],
+        Route::new("smart", &["primary", "backup"]),
+    );
+    let resp = call(&f.state, post_responses(&body)).await;
+    assert_eq!(header(&resp, "x-switchyard-provider"), "primary");
+    assert_eq!(
+        header(&resp, "x-switchyard-ignored"),
+        "client_metadata, prompt_cache_key"
+    );
+}
+
+/// A scripted provider declaring Anthropic's support table.
+fn anthropic_like(model: &str) -> ScriptedProvider {
+    use switchyard::provider::codec::Codec;
+    ScriptedProvider::new(model)
+        .declaring(<switchyard::provider::anthropic::AnthropicCodec as Codec>::support)
+}
+
+/// `text.verbosity` is degradable: carried to a provider that takes it (the shared
+/// `verbosity`), dropped and named for one that cannot (Codex sends it on every request,
+/// so it never stops a failover).
+#[tokio::test]
+async fn text_verbosity_is_carried_or_dropped_and_named() {
+    let f = fixture(
+        anthropic_like("claude"),
+        ScriptedProvider::new("b"),
+        &[],
+        Route::new("smart", &["primary", "backup"]),
+    );
+    let body = json!({"model": "smart", "input": "x", "text": {"verbosity": "low"}});
+    let resp = call(&f.state, post_responses(&body)).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(header(&resp, "x-switchyard-provider"), "primary");
+    assert_eq!(header(&resp, "x-switchyard-dropped"), "verbosity");
+    assert_eq!(f.primary.requests()[0].verbosity, None);
+    let v = json_body(resp).await;
+    assert_eq!(v["switchyard"]["dropped"], json!(["verbosity"]), "{v}");
+
+    let f = basic();
+    let resp = call(&f.state, post_responses(&body)).await;
+    assert!(resp.headers().get("x-switchyard-dropped").is_none());
+    assert_eq!(
+        f.primary.requests()[0].verbosity,
+        Some(switchyard::chat::Verbosity::Low)
+    );
+    let bad = json!({"model": "smart", "input": "x", "text": {"verbosity": "loud"}});
+    let resp = call(&f.state, post_responses(&bad)).await;
+    assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(json_body(resp).await["error"]["param"], "text.verbosity");
 }
 
 #[tokio::test]
@@ -681,7 +738,8 @@ async fn a_codex_shaped_request_is_served_and_its_advisory_fields_named() {
     assert_eq!(resp.status(), StatusCode::OK);
     assert_eq!(
         header(&resp, "x-switchyard-ignored"),
-        "prompt_cache_key, client_metadata, text.verbosity, input.reasoning"
+        "client_metadata, input.reasoning",
+        "the cache key and verbosity are carried to a provider that takes them"
     );
     let ev = named_events(&text_body(resp).await);
     assert_eq!(ev.last().unwrap().0, "response.completed");
@@ -698,6 +756,8 @@ async fn a_codex_shaped_request_is_served_and_its_advisory_fields_named() {
         ]
     );
     assert_eq!(sent.messages[4].name.as_deref(), Some("shell"));
+    assert_eq!(sent.verbosity, Some(switchyard::chat::Verbosity::Low));
+    assert_eq!(sent.prompt_cache_key.as_deref(), Some("0199-session"));
 }
 
 #[tokio::test]

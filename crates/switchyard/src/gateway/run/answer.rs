@@ -8,7 +8,6 @@ use crate::chat::{ChatResponse, FieldSet, FinishReason, Support, Thinking, ToolC
 use crate::cost::Money;
 use crate::gateway::Slot;
 use crate::observe::{Attempt, Outcome};
-use crate::route::UnsupportedFields;
 
 impl Run {
     /// Record the success, check the usage against the limits, settle the reservation
@@ -43,6 +42,7 @@ impl Run {
             provider_latency: reply.reported_latency,
             max_tokens_applied: won.limits.applied,
             native: reply.native,
+            dropped: won.dropped,
         };
         let attempts = std::mem::take(&mut self.attempts);
         ChatResponse {
@@ -101,10 +101,7 @@ impl Run {
             refusal: String::new(),
             system_fingerprint: None,
             ignored: self.fields_with(slot, Support::Ignored),
-            dropped: match self.route.unsupported_fields {
-                UnsupportedFields::Drop => self.fields_with(slot, Support::Unsupported),
-                UnsupportedFields::Skip => FieldSet::EMPTY,
-            },
+            dropped: c.dropped,
             native: c.native,
         }
     }
@@ -123,6 +120,8 @@ pub(in crate::gateway) struct Completion {
     pub max_tokens_applied: Option<u32>,
     /// The upstream's whole answer in the request's native API, when it sent one.
     pub native: Option<std::sync::Arc<serde_json::Value>>,
+    /// The request's fields the answering provider was called without.
+    pub dropped: FieldSet,
 }
 
 /// True when the trail shows any provider other than `answering` tried or skipped.

@@ -1,7 +1,9 @@
 //! One request's journey through a route: the attempt loop every request runs, plain or
 //! streamed.
 //!
-//! For each planned candidate: budget-unpriced check → breaker admission → the output
+//! For each planned candidate: budget-unpriced check → the request's fields
+//! (`fields_for`: a degradable field it cannot honour dropped, a contract one a skip, by
+//! the route's `unsupported_fields`; `docs/fields.md`) → breaker admission → the output
 //! bound (the route's default `max_tokens` is set when a budgeted request's worst case is
 //! otherwise unknown) → reservation of the worst case (`budget.rs`) → the retry loop under
 //! the deadline (`attempt.rs`) → breaker verdict → settle or release (and an overrun alert
@@ -114,6 +116,8 @@ pub(super) struct Won {
     pub attempt: u32,
     pub reservation: Option<Reservation>,
     pub limits: Limits,
+    /// The request's fields the provider was called without (`docs/fields.md`).
+    pub dropped: FieldSet,
 }
 
 /// One request in flight: the runner a plain request and a stream (through its rescues)
@@ -493,12 +497,15 @@ impl Run {
 
     /// Skip `slot`: it cannot honour `fields` of the request.
     fn skip_unhonoured(&mut self, slot: &Slot, fields: FieldSet) -> TurnEnd {
+        let names = fields.names().into_iter().map(str::to_owned).collect();
+        self.skip_naming(slot, SkipReason::CannotHonour, names)
+    }
+
+    /// Skip `slot` for `reason`, naming the fields that caused it.
+    fn skip_naming(&mut self, slot: &Slot, reason: SkipReason, fields: Vec<String>) -> TurnEnd {
         let model = slot.spec.provider.model().to_owned();
-        let mut attempt = Attempt::skipped(&slot.spec.name, &model, SkipReason::CannotHonour);
-        attempt.outcome = Outcome::Skipped {
-            reason: SkipReason::CannotHonour,
-            fields: fields.names().into_iter().map(str::to_owned).collect(),
-        };
+        let mut attempt = Attempt::skipped(&slot.spec.name, &model, reason);
+        attempt.outcome = Outcome::Skipped { reason, fields };
         self.record(attempt);
         TurnEnd::Skipped
     }
@@ -509,30 +516,71 @@ impl Run {
         TurnEnd::Skipped
     }
 
+    /// What `slot` is sent of `req`, by the route's `unsupported_fields`
+    /// (`docs/fields.md`): `Ok(None)` for the request as it is; `Ok(Some((copy, dropped)))`
+    /// for a copy without the fields it cannot honour that the route lets go; `Err` with
+    /// the fields that make it skip. Fields it cannot honour together with the rest of the
+    /// request (`Provider::cannot_honour`: a thinking budget `max_tokens` leaves no room
+    /// for, a format that needs the tool slot the client's tools use) go too when a
+    /// degradable one is among them and the route is not strict; else they skip it.
+    fn fields_for(
+        &self,
+        slot: &Slot,
+        req: &ChatRequest,
+    ) -> Result<Option<(ChatRequest, FieldSet)>, FieldSet> {
+        if self.fields.is_empty() {
+            return Ok(None);
+        }
+        let mode = self.route.unsupported_fields;
+        let droppable = |set: FieldSet| match mode {
+            UnsupportedFields::Strict => FieldSet::EMPTY,
+            UnsupportedFields::Degrade => set.degradable(),
+            UnsupportedFields::Drop => set,
+        };
+        let cannot = self.fields_with(slot, Support::Unsupported);
+        let mut dropped = droppable(cannot);
+        let skip = cannot.minus(dropped);
+        if !skip.is_empty() {
+            return Err(skip);
+        }
+        let mut cleared = (!dropped.is_empty()).then(|| req.without(dropped));
+        let provider = &slot.spec.provider;
+        let clash = provider.cannot_honour(cleared.as_ref().unwrap_or(req));
+        if !clash.is_empty() {
+            let go = match mode {
+                UnsupportedFields::Strict => FieldSet::EMPTY,
+                UnsupportedFields::Degrade | UnsupportedFields::Drop => clash.degradable(),
+            };
+            if go.is_empty() {
+                return Err(clash);
+            }
+            let fewer = cleared.as_ref().unwrap_or(req).without(go);
+            let still = provider.cannot_honour(&fewer);
+            if !still.is_empty() {
+                return Err(still);
+            }
+            dropped = dropped.union(go);
+            cleared = Some(fewer);
+        }
+        Ok(cleared.map(|r| (r, dropped)))
+    }
+
     /// One provider's turn: fields, admission, reservation, the retry loop, the verdict.
     async fn turn(&mut self, slot: &Slot, call: Call<'_>) -> TurnEnd {
         if let Call::Send(req) | Call::Stream(req) = call {
             let native = req.native.as_ref().filter(|n| n.required);
-            if native.is_some_and(|n| slot.spec.provider.native_kind() != Some(n.kind)) {
-                return self.skip(slot, SkipReason::NeedsNative);
+            if let Some(n) = native.filter(|n| slot.spec.provider.native_kind() != Some(n.kind)) {
+                let fields = n.required_by.clone();
+                return self.skip_naming(slot, SkipReason::NeedsNative, fields);
             }
         }
         if !self.budgets.is_empty() && slot.price.is_none() && !self.route.allow_unpriced {
             return self.skip(slot, SkipReason::Unpriced);
         }
-        let cannot = self.fields_with(slot, Support::Unsupported);
-        // fields it cannot honour together with the rest of this request (a format that
-        // needs the tool slot the client's tools use): skipped, never cleared, on any route
-        if let Some(req) = call.chat().filter(|_| !self.fields.is_empty()) {
-            let clash = slot.spec.provider.cannot_honour(req);
-            if !clash.is_empty() {
-                return self.skip_unhonoured(slot, clash);
-            }
-        }
-        let cleared = match (cannot.is_empty(), self.route.unsupported_fields) {
-            (true, _) => None,
-            (false, UnsupportedFields::Drop) => call.chat().map(|req| req.without(cannot)),
-            (false, UnsupportedFields::Skip) => return self.skip_unhonoured(slot, cannot),
+        let (cleared, dropped) = match call.chat().map(|req| self.fields_for(slot, req)) {
+            Some(Err(fields)) => return self.skip_unhonoured(slot, fields),
+            Some(Ok(Some((req, dropped)))) => (Some(req), dropped),
+            Some(Ok(None)) | None => (None, FieldSet::EMPTY),
         };
         let call = cleared.as_ref().map_or(call, |req| call.with_chat(req));
         let limit = if self.route.probe == Probe::SingleAttempt {
@@ -581,6 +629,7 @@ impl Run {
                     attempt,
                     reservation,
                     limits,
+                    dropped,
                 })
             }
             Err(err) => {

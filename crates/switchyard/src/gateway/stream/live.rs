@@ -56,6 +56,7 @@ impl Live {
             provider,
             model: self.model.clone(),
             attempts: self.run.attempts.clone(),
+            dropped: self.segment.dropped,
             cancelled: self.cancelled.clone(),
             // boxed: the state moves through every poll, and a pointer is cheaper to move
             inner: Box::pin(futures_util::stream::unfold(
@@ -318,6 +319,7 @@ impl Live {
             cost: self.cost,
             provider_latency: None,
             max_tokens_applied: self.segment.limits.applied,
+            dropped: self.segment.dropped,
         };
         ChatResponse {
             refusal: self.kept.refusal.clone(),

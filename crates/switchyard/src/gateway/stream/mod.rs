@@ -80,6 +80,10 @@ pub struct ChatStream {
     pub failed_over: bool,
     /// The trail up to the commit point.
     pub attempts: Vec<Attempt>,
+    /// The request's fields the committing provider was called without
+    /// (`docs/fields.md`; `x-switchyard-dropped`). A rescue by another provider may drop
+    /// others: the [`StreamEvent::Done`] completion names the last one's.
+    pub dropped: crate::chat::FieldSet,
     cancelled: CancelSlot,
     inner: Pin<Box<dyn Stream<Item = StreamEvent> + Send>>,
 }
@@ -229,6 +233,8 @@ struct Segment {
     /// reported usage (about one token per chunk).
     chunks: u64,
     started: Instant,
+    /// The request's fields this provider was called without (`docs/fields.md`).
+    dropped: crate::chat::FieldSet,
 }
 
 impl Segment {
@@ -245,6 +251,7 @@ impl Segment {
             usage: None,
             chunks: 0,
             started: now - won.latency,
+            dropped: won.dropped,
         };
         (segment, head)
     }

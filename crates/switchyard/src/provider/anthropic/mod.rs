@@ -51,8 +51,8 @@
 //!   call shown (streamed: its `input_json_delta`s are text deltas). A forced tool leaves
 //!   no room for the client's own tools or a forcing `tool_choice`, and Anthropic refuses
 //!   one with thinking on: for such a request the codec cannot honour `response_format`
-//!   (`Codec::cannot_honour`, so the gateway skips the provider), and encoding it anyway is
-//!   a `BadRequest` naming the fields. A JSON stream is not rescued by continuation (the
+//!   with those fields (`Codec::cannot_honour`: the gateway drops thinking, a degradable
+//!   field, or skips the provider), and encoding it anyway is a `BadRequest` naming them. A JSON stream is not rescued by continuation (the
 //!   gateway restarts it instead).
 //! - Images: base64 as a `base64` source, URLs as a `url` source, `data:` URLs decoded to
 //!   `base64`. Images are accepted in user and tool messages only.
@@ -283,17 +283,24 @@ impl Codec for AnthropicCodec {
         request::support(field)
     }
 
-    /// A JSON response format this model would carry through a forced tool, beside the
-    /// client's own tools, a forcing `tool_choice` or thinking (see the module docs):
-    /// `response_format` cannot be honoured for this request, so a route tries its next
-    /// provider (or, dropping unsupported fields, sends the request without the format).
+    /// Fields this request cannot have together here (see the module docs): a JSON
+    /// response format this model would carry through a forced tool, with the client's
+    /// own tools, a forcing `tool_choice` or thinking; `reasoning_effort` when
+    /// `max_tokens` leaves no room for Anthropic's smallest thinking budget; and
+    /// `cache_control` on an empty text part (Anthropic caches no empty block). The
+    /// gateway drops a degradable one (thinking, breakpoints) or tries the route's next
+    /// provider. A native body is the client's own: Anthropic judges it.
     fn cannot_honour(&self, req: &ChatRequest) -> FieldSet {
-        let mut set = FieldSet::EMPTY;
+        if req.native_continuing(Self::KIND).is_some() {
+            return FieldSet::EMPTY;
+        }
+        let mut set = request::json_clash(req, self.structured_outputs);
+        let max_tokens = req.max_tokens.unwrap_or(self.default_max_tokens);
         set.insert_if(
-            req.native_continuing(Self::KIND).is_none()
-                && request::json_output(req, self.structured_outputs).is_err(),
-            Field::ResponseFormat,
+            !request::thinking_fits(req.reasoning_effort, max_tokens),
+            Field::ReasoningEffort,
         );
+        set.insert_if(req.marks_empty_part(), Field::CacheControl);
         set
     }
 

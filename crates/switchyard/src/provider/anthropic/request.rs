@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::{bad_request, wire};
 use crate::chat::{
-    CacheControl, ChatRequest, ContentPart, Field, ImageSource, Message, ReasoningEffort,
+    CacheControl, ChatRequest, ContentPart, Field, FieldSet, ImageSource, Message, ReasoningEffort,
     ResponseFormat, Role, Support, Thinking, ToolCall, ToolChoice,
 };
 use crate::error::ProviderError;
@@ -131,23 +131,12 @@ pub(super) fn json_output(
             "json_object",
         ),
     };
-    let clash = if !req.tools.is_empty() {
-        Some("tools")
-    } else if matches!(
-        req.tool_choice,
-        Some(ToolChoice::Required | ToolChoice::Tool(_))
-    ) {
-        Some("tool_choice")
-    } else if req
-        .reasoning_effort
-        .is_some_and(|e| e != ReasoningEffort::None)
-    {
-        Some("reasoning_effort")
-    } else {
-        None
-    };
-    if let Some(field) = clash {
-        let why = if field == "reasoning_effort" {
+    let clash = json_clash(req, native);
+    let field = [Field::Tools, Field::ToolChoice, Field::ReasoningEffort]
+        .into_iter()
+        .find(|f| clash.contains(*f));
+    if let Some(field) = field {
+        let why = if field == Field::ReasoningEffort {
             "Anthropic refuses a forced tool with thinking on"
         } else {
             "the forced tool leaves no room for the request's own tools"
@@ -163,6 +152,39 @@ pub(super) fn json_output(
         )));
     }
     Ok(Some(out))
+}
+
+/// The fields of `req` a JSON response format cannot go with when it needs a forced tool
+/// (see [`json_output`]): `response_format` and each of the client's `tools`, a forcing
+/// `tool_choice` and thinking (`reasoning_effort` other than `none`) it uses; empty when
+/// there is no clash.
+pub(super) fn json_clash(req: &ChatRequest, native: bool) -> FieldSet {
+    let mut set = FieldSet::EMPTY;
+    let forced_tool = match &req.response_format {
+        None | Some(ResponseFormat::Text) => false,
+        Some(ResponseFormat::JsonSchema { .. }) => !native,
+        Some(ResponseFormat::JsonObject) => true,
+    };
+    if !forced_tool {
+        return set;
+    }
+    set.insert_if(!req.tools.is_empty(), Field::Tools);
+    set.insert_if(
+        matches!(
+            req.tool_choice,
+            Some(ToolChoice::Required | ToolChoice::Tool(_))
+        ),
+        Field::ToolChoice,
+    );
+    set.insert_if(
+        req.reasoning_effort
+            .is_some_and(|e| e != ReasoningEffort::None),
+        Field::ReasoningEffort,
+    );
+    if !set.is_empty() {
+        set.insert(Field::ResponseFormat);
+    }
+    set
 }
 
 /// Whether an Anthropic model id names a model with structured outputs
@@ -223,7 +245,10 @@ pub(super) const MIN_THINKING_BUDGET: u32 = 1024;
 /// (Anthropic counts thinking in `max_tokens` and wants the budget below it).
 ///
 /// # Errors
-/// `BadRequest` when `max_tokens` leaves less than Anthropic's minimum budget (1024).
+/// `BadRequest` when `max_tokens` leaves less than Anthropic's minimum budget (1024). The
+/// gateway never sends such a request: the codec cannot honour `reasoning_effort` for it
+/// ([`thinking_fits`]), so the field is dropped (or the provider skipped, on a strict
+/// route).
 pub(super) fn thinking(
     effort: Option<ReasoningEffort>,
     max_tokens: u32,
@@ -246,6 +271,12 @@ pub(super) fn thinking(
     Ok(Some(wire::Thinking::Enabled { budget_tokens }))
 }
 
+/// Whether `reasoning_effort` fits a call of `max_tokens`: off, or a budget of at least
+/// Anthropic's minimum below it.
+pub(super) fn thinking_fits(effort: Option<ReasoningEffort>, max_tokens: u32) -> bool {
+    thinking(effort, max_tokens).is_ok()
+}
+
 /// OpenAI's `service_tier` in Anthropic's words: `auto` and `priority` are `auto`
 /// (priority capacity when the account has it), anything else `standard_only`.
 pub(super) fn service_tier(tier: Option<&str>) -> Option<&'static str> {
@@ -259,8 +290,10 @@ pub(super) fn service_tier(tier: Option<&str>) -> Option<&'static str> {
 /// `response_format` (structured outputs where the model has them, else a forced tool),
 /// `parallel_tool_calls`,
 /// `reasoning_effort`, `service_tier`, `user` (`metadata.user_id`) and developer messages
-/// (the system prompt) translated; `metadata` tags are advisory (Anthropic's `metadata`
-/// holds only a user id); `seed`, penalties, log probabilities and `n` > 1 it cannot do.
+/// (the system prompt) translated; `metadata` tags and OpenAI's cache and storage settings
+/// are advisory (Anthropic's `metadata` holds only a user id); `seed`, penalties, log
+/// probabilities, `n` > 1 and OpenAI's own fields (`logit_bias`, `verbosity`,
+/// `prediction`, audio, web search, `functions`) it cannot do.
 pub(super) fn support(field: Field) -> Support {
     match field {
         Field::Temperature
@@ -278,13 +311,26 @@ pub(super) fn support(field: Field) -> Support {
         | Field::DeveloperRole => Support::Translated,
         // no `n`: `n` answers are `n` calls (`provider/fanout.rs`)
         Field::N => Support::Translated,
-        Field::Metadata => Support::Ignored,
+        // OpenAI's request tags and cache and storage settings: Anthropic caches by its
+        // breakpoints and stores nothing, so they have no place there
+        Field::Metadata
+        | Field::Store
+        | Field::PromptCacheKey
+        | Field::PromptCacheRetention
+        | Field::SafetyIdentifier => Support::Ignored,
         Field::Seed
         | Field::PresencePenalty
         | Field::FrequencyPenalty
         | Field::Logprobs
         | Field::TopLogprobs
-        | Field::Passthrough => Support::Unsupported,
+        | Field::Passthrough
+        | Field::LogitBias
+        | Field::Verbosity
+        | Field::Prediction
+        | Field::Audio
+        | Field::Modalities
+        | Field::WebSearchOptions
+        | Field::Functions => Support::Unsupported,
     }
 }
 

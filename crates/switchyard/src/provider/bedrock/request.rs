@@ -20,9 +20,10 @@
 //!   `additionalModelRequestFields.thinking`, as on Anthropic's API: `none` disabled, else a
 //!   budget of 1024 / 2048 / 8192 / 24576 tokens (minimal / low / medium / high) cut to one
 //!   below `maxTokens`, which is then always sent (4096 when the request sets none). Other
-//!   models take no common reasoning field: the request is refused (a provider whose model
-//!   does not reason is marked so in the price table, or by `reasoning = false`, and never
-//!   gets the field).
+//!   models take no common reasoning field, and a `maxTokens` of 1025 or less leaves no
+//!   room for Claude's smallest budget: the codec cannot honour the field then
+//!   ([`cannot_honour`]), so the gateway sends the request without it (a provider whose
+//!   model does not reason is marked so in the price table, or by `reasoning = false`).
 //! - cache breakpoints ([`Message::cache`], [`crate::chat::Tool::cache_control`]) are
 //!   `cachePoint` blocks (`{"cachePoint": {"type": "default"}}`, with `ttl` `5m` or `1h`
 //!   when the breakpoint names one) placed after the block they close: after the marked
@@ -35,7 +36,8 @@
 //!   and messages only, no `1h`). On any other model the breakpoints are not sent (the
 //!   field is ignored, named in `x-switchyard-ignored`); on a caching model, a breakpoint
 //!   it cannot take (a tool breakpoint on Nova, a `1h` TTL before Claude 4.5) makes the
-//!   field one it cannot honour for that request (never shortened or dropped), and more
+//!   field one it cannot honour for that request (never shortened: the gateway drops the
+//!   request's breakpoints for it, or skips it on a strict route), and more
 //!   than [`MAX_CACHE_BREAKPOINTS`], a `1h` breakpoint after a 5-minute one (Converse's
 //!   order is tools, system, messages) or one on an empty text part is a `BadRequest`.
 
@@ -62,8 +64,13 @@ pub(super) fn support(field: Field) -> Support {
         | Field::User
         | Field::DeveloperRole
         | Field::Passthrough => Support::Translated,
-        // Converse has no service tier field this codec sends
-        Field::ServiceTier => Support::Ignored,
+        // Converse has no service tier field this codec sends, nor OpenAI's cache and
+        // storage settings
+        Field::ServiceTier
+        | Field::Store
+        | Field::PromptCacheKey
+        | Field::PromptCacheRetention
+        | Field::SafetyIdentifier => Support::Ignored,
         // `cachePoint` blocks, on the models that cache (see `model_support`)
         Field::CacheControl => Support::Translated,
         // no `n`: `n` answers are `n` calls (`provider/fanout.rs`)
@@ -77,7 +84,14 @@ pub(super) fn support(field: Field) -> Support {
         | Field::Logprobs
         | Field::TopLogprobs
         | Field::TopK
-        | Field::ParallelToolCalls => Support::Unsupported,
+        | Field::ParallelToolCalls
+        | Field::LogitBias
+        | Field::Verbosity
+        | Field::Prediction
+        | Field::Audio
+        | Field::Modalities
+        | Field::WebSearchOptions
+        | Field::Functions => Support::Unsupported,
     }
 }
 
@@ -136,22 +150,45 @@ pub(super) fn model_support(field: Field, model: &str) -> Support {
     support(field)
 }
 
-/// Breakpoints of `req` a caching `model` cannot take (see the module docs): a tool
-/// breakpoint on Nova, a one-hour TTL before Claude 4.5.
+/// Fields of `req` that `model` cannot take here, though the codec takes each (see the
+/// module docs): breakpoints a caching model cannot take (a tool breakpoint on Nova, a
+/// one-hour TTL before Claude 4.5), and `reasoning_effort` on a model that is not Claude
+/// or with a `maxTokens` that leaves no room for Claude's smallest thinking budget. Both
+/// are degradable: the gateway sends the request without them.
 pub(super) fn cannot_honour(req: &ChatRequest, model: &str) -> FieldSet {
     let mut set = FieldSet::EMPTY;
+    set.insert_if(cache_clash(req, model), Field::CacheControl);
+    set.insert_if(thinking(req, model).is_err(), Field::ReasoningEffort);
+    set
+}
+
+/// Breakpoints of `req` a caching `model` cannot take: a tool breakpoint on Nova, a
+/// one-hour TTL before Claude 4.5 or after a shorter one, one on an empty text part.
+fn cache_clash(req: &ChatRequest, model: &str) -> bool {
     let caching = caching(model);
     if caching == Caching::None || req.cache_breakpoints() == 0 {
-        return set;
+        return false;
     }
     let one_hour_asked = breakpoint_ttls(req).any(|t| t == Some(CacheTtl::OneHour));
     let tool_breakpoints = req.tools.iter().any(|t| t.cache_control.is_some());
-    set.insert_if(
-        (caching == Caching::Nova && tool_breakpoints)
-            || (one_hour_asked && caching != Caching::Claude { one_hour: true }),
-        Field::CacheControl,
-    );
-    set
+    (caching == Caching::Nova && tool_breakpoints)
+        || (one_hour_asked && caching != Caching::Claude { one_hour: true })
+        || one_hour_after_shorter(req)
+        || req.marks_empty_part()
+}
+
+/// A `1h` breakpoint after a shorter one in Converse's order (Bedrock wants TTLs
+/// non-increasing).
+fn one_hour_after_shorter(req: &ChatRequest) -> bool {
+    let mut shorter_seen = false;
+    for ttl in breakpoint_ttls(req) {
+        match ttl {
+            Some(CacheTtl::OneHour) if shorter_seen => return true,
+            Some(CacheTtl::OneHour) => {}
+            Some(CacheTtl::FiveMinutes) | None => shorter_seen = true,
+        }
+    }
+    false
 }
 
 /// The request's breakpoints' TTLs in Converse's order: tools, system, messages.
@@ -177,7 +214,16 @@ fn check_breakpoints(req: &ChatRequest, model: &str) -> Result<(), ProviderError
             "{count} cache_control breakpoints: Bedrock takes at most {MAX_CACHE_BREAKPOINTS}"
         )));
     }
-    if !cannot_honour(req, model).is_empty() {
+    if one_hour_after_shorter(req) {
+        return Err(bad_request(
+            "cache_control ttl \"1h\" after a 5-minute breakpoint: Bedrock wants \
+             one-hour breakpoints first (tools, then system, then messages)",
+        ));
+    }
+    if req.marks_empty_part() {
+        return Err(empty_part_mark());
+    }
+    if cache_clash(req, model) {
         return Err(bad_request(match caching(model) {
             Caching::Nova if req.tools.iter().any(|t| t.cache_control.is_some()) => format!(
                 "cache_control on a tool: Amazon Nova on Bedrock caches no tool definitions \
@@ -188,19 +234,6 @@ fn check_breakpoints(req: &ChatRequest, model: &str) -> Result<(), ProviderError
                  a one-hour cache, not {model:?}"
             ),
         }));
-    }
-    let mut shorter_seen = false;
-    for ttl in breakpoint_ttls(req) {
-        match ttl {
-            Some(CacheTtl::OneHour) if shorter_seen => {
-                return Err(bad_request(
-                    "cache_control ttl \"1h\" after a 5-minute breakpoint: Bedrock wants \
-                     one-hour breakpoints first (tools, then system, then messages)",
-                ))
-            }
-            Some(CacheTtl::OneHour) => {}
-            Some(CacheTtl::FiveMinutes) | None => shorter_seen = true,
-        }
     }
     Ok(())
 }

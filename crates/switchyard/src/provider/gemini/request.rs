@@ -334,9 +334,22 @@ pub(super) fn support(field: Field) -> Support {
         | Field::ReasoningEffort
         | Field::DeveloperRole => Support::Translated,
         // Gemini caches implicitly (and explicitly only through its cachedContents API)
-        Field::ServiceTier | Field::Metadata | Field::User | Field::CacheControl => {
-            Support::Ignored
-        }
-        Field::ParallelToolCalls | Field::Passthrough => Support::Unsupported,
+        Field::ServiceTier
+        | Field::Metadata
+        | Field::User
+        | Field::CacheControl
+        | Field::Store
+        | Field::PromptCacheKey
+        | Field::PromptCacheRetention
+        | Field::SafetyIdentifier => Support::Ignored,
+        Field::ParallelToolCalls
+        | Field::Passthrough
+        | Field::LogitBias
+        | Field::Verbosity
+        | Field::Prediction
+        | Field::Audio
+        | Field::Modalities
+        | Field::WebSearchOptions
+        | Field::Functions => Support::Unsupported,
     }
 }

@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
 
 use super::classify::classify_value;
 use super::wire;
@@ -17,7 +19,10 @@ use crate::provider::http::{snippet, UpstreamResponse};
 /// empty, no `choices`) is `Malformed`; an error object is classified. The message's
 /// `reasoning_content` (or `reasoning`), which OpenAI-compatible reasoning servers return,
 /// is its one [`Thinking`] block: text, no signature. A `refusal` is the reply's refusal
-/// (apart from the text, which is then usually empty); `system_fingerprint` is kept.
+/// (apart from the text, which is then usually empty); `system_fingerprint` is kept. What
+/// OpenAI answers to its own contract fields (`audio`, non-empty `annotations`,
+/// `function_call`) is the reply's `native`: `{"choices": [{"index", "message": {...}}]}`,
+/// those pieces only, for the Chat Completions dialect to pass on.
 ///
 /// # Errors
 /// As above.
@@ -38,12 +43,19 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
     let choices = completion
         .choices
         .ok_or_else(|| malformed("chat completion without `choices`"))?;
+    let mut extras = Vec::new();
     let mut choices: Vec<(Choice, Vec<Thinking>)> = choices
         .into_iter()
         .map(|c| (c.index, c))
         .collect::<std::collections::BTreeMap<_, _>>()
         .into_values()
-        .map(choice)
+        .map(|mut c| {
+            let index = c.index;
+            let m = &mut c.message;
+            let pieces = wire::extras(m.audio.take(), m.annotations.take(), m.function_call.take());
+            extras.extend(pieces.map(|m| json!({"index": index, "message": m})));
+            choice(c)
+        })
         .collect::<Result<_, _>>()?;
     if choices.is_empty() {
         return Err(malformed("chat completion with no choices"));
@@ -62,7 +74,7 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
         usage: completion.usage.map(usage).transpose()?,
         reported_cost: completion.usage.and_then(|u| u.cost).and_then(money),
         reported_latency: None,
-        ..ProviderReply::default()
+        native: (!extras.is_empty()).then(|| Arc::new(json!({ "choices": extras }))),
     })
 }
 

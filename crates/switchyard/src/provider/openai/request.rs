@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use super::{wire, Quirks, ToolCallIds};
 use crate::chat::{
     ChatRequest, ContentPart, Field, ImageSource, Message, ReasoningEffort, ResponseFormat, Role,
-    Support, ToolChoice,
+    Support, ToolChoice, Verbosity,
 };
 use crate::error::{ErrorKind, ProviderError};
 
@@ -62,6 +62,18 @@ pub(super) fn body(
         service_tier: req.service_tier.as_deref(),
         reasoning_effort: req.reasoning_effort.map(ReasoningEffort::as_str),
         metadata: req.metadata.as_ref(),
+        logit_bias: req.logit_bias.as_ref(),
+        verbosity: req.verbosity.map(Verbosity::as_str),
+        prediction: req.prediction.as_ref(),
+        store: req.store,
+        prompt_cache_key: req.prompt_cache_key.as_deref(),
+        prompt_cache_retention: req.prompt_cache_retention.as_deref(),
+        safety_identifier: req.safety_identifier.as_deref(),
+        audio: req.audio.as_ref(),
+        modalities: &req.modalities,
+        web_search_options: req.web_search_options.as_ref(),
+        functions: req.functions.as_ref(),
+        function_call: req.function_call.as_ref(),
         passthrough: req.passthrough.as_deref(),
         stream,
         stream_options: (stream && quirks.stream_usage).then_some(wire::StreamOptions {
@@ -204,8 +216,10 @@ fn wire_response_format(format: &ResponseFormat) -> Value {
     }
 }
 
-/// How Chat Completions carries each field: every one natively but `top_k`, which OpenAI's
-/// API does not define (OpenAI-compatible servers that take it are reached with a route's
+/// How Chat Completions carries each field: every one natively (OpenAI's own fields —
+/// `logit_bias`, `verbosity`, `prediction`, `store`, audio, web search, `functions` — as
+/// the client wrote them) but `top_k`, which OpenAI's API does not define
+/// (OpenAI-compatible servers that take it are reached with a route's
 /// `passthrough_unknown`).
 pub(super) fn support(field: Field) -> Support {
     match field {

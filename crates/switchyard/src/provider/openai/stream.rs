@@ -3,7 +3,9 @@
 //! for a request with `n` > 1, carries the later answers' pieces and holds the finish
 //! signal until every answer has finished.
 
-use serde_json::Value;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
 
 use super::classify::classify_value;
 use super::reply::{finish_reason, malformed, usage};
@@ -22,7 +24,9 @@ use crate::provider::sse::{Parsed, SseEvent};
 /// and `usage` when present — the final usage chunk has `choices: []`; Groq's
 /// `x_groq.usage` counts too); an error object (`{"error": …}`, vLLM's `{"object":
 /// "error"}`, an `event: error`) is classified like an HTTP error. Anything else that is
-/// not a chunk is `Malformed`.
+/// not a chunk is `Malformed`. What OpenAI streams for its own contract fields (`audio`,
+/// non-empty `annotations`, `function_call` deltas) is the chunk's `native`:
+/// `{"choices": [{"index", "delta": {...}}]}`, those pieces only.
 ///
 /// # Errors
 /// As above.
@@ -59,7 +63,12 @@ fn read(event: &SseEvent) -> Result<Option<(ChatChunk, Vec<ChoiceDelta>)>, Provi
         ..ChatChunk::default()
     };
     let mut others = Vec::new();
-    for choice in chunk.choices.unwrap_or_default() {
+    let mut extras = Vec::new();
+    for mut choice in chunk.choices.unwrap_or_default() {
+        let pieces = (choice.delta.as_mut()).and_then(|d| {
+            wire::extras(d.audio.take(), d.annotations.take(), d.function_call.take())
+        });
+        extras.extend(pieces.map(|m| json!({"index": choice.index, "delta": m})));
         let piece = piece(choice);
         if piece.index == 0 {
             out.text = piece.text;
@@ -78,6 +87,9 @@ fn read(event: &SseEvent) -> Result<Option<(ChatChunk, Vec<ChoiceDelta>)>, Provi
                 finish_reason: piece.finish_reason,
             });
         }
+    }
+    if !extras.is_empty() {
+        out.native = Some(Arc::new(json!({ "choices": extras })));
     }
     Ok(Some((out, others)))
 }

@@ -51,6 +51,30 @@ pub(super) struct Request<'a> {
     pub reasoning_effort: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<&'a serde_json::Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logit_bias: Option<&'a serde_json::Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verbosity: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prediction: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_cache_key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_cache_retention: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub safety_identifier: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audio: Option<&'a Value>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub modalities: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub web_search_options: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub functions: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub function_call: Option<&'a Value>,
     /// A route's `passthrough_unknown` fields, verbatim.
     #[serde(flatten)]
     pub passthrough: Option<&'a serde_json::Map<String, Value>>,
@@ -182,6 +206,39 @@ pub(super) struct ResponseMessage {
     /// The same under the name newer servers use (vLLM, OpenRouter).
     #[serde(default)]
     pub reasoning: Option<String>,
+    /// Spoken output (see [`Extras`]).
+    #[serde(default)]
+    pub audio: Option<Value>,
+    /// Web search citations (see [`Extras`]).
+    #[serde(default)]
+    pub annotations: Option<Value>,
+    /// The deprecated function call (see [`Extras`]).
+    #[serde(default)]
+    pub function_call: Option<Value>,
+}
+
+/// What OpenAI answers to its own contract fields, which the shared shape does not model:
+/// spoken output (`audio`, for `audio` / `modalities`), web search citations
+/// (`annotations`, for `web_search_options`), and the deprecated `function_call`. Kept as
+/// the vendor sent them, for the Chat Completions dialect to pass on
+/// (`ProviderReply::native`, `ChatChunk::native`): the pieces that say something
+/// (`annotations` only when not empty), as an object; `None` when none does.
+pub(super) fn extras(
+    audio: Option<Value>,
+    annotations: Option<Value>,
+    function_call: Option<Value>,
+) -> Option<serde_json::Map<String, Value>> {
+    let mut out = serde_json::Map::new();
+    if let Some(a) = audio.filter(|a| !a.is_null()) {
+        out.insert("audio".into(), a);
+    }
+    if let Some(a) = annotations.filter(|a| a.as_array().is_some_and(|l| !l.is_empty())) {
+        out.insert("annotations".into(), a);
+    }
+    if let Some(f) = function_call.filter(|f| !f.is_null()) {
+        out.insert("function_call".into(), f);
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 /// A tool call in a response.
@@ -257,6 +314,15 @@ pub(super) struct Delta {
     /// The same under its newer name.
     #[serde(default)]
     pub reasoning: Option<String>,
+    /// Spoken output (see [`Extras`]).
+    #[serde(default)]
+    pub audio: Option<Value>,
+    /// Web search citations (see [`Extras`]).
+    #[serde(default)]
+    pub annotations: Option<Value>,
+    /// The deprecated function call (see [`Extras`]).
+    #[serde(default)]
+    pub function_call: Option<Value>,
 }
 
 /// A tool-call fragment: `id` and `name` on the first, `arguments` pieces after.

@@ -6,6 +6,7 @@
 //! Everything around the codec (keys, limits, headers, the log line) is the shared flow's:
 //! `crate::http::dialects::flow`.
 
+mod openai_fields;
 mod stream;
 pub mod wire;
 
@@ -42,7 +43,6 @@ impl Dialect for Chat {
         ctx.route = std::mem::take(&mut wire.model);
         ctx.stream = wire.stream;
         wire.check_lengths(&ctx.route)?;
-        ctx.ignored.extend(wire.advisory_used());
         let include_usage = wire
             .stream_options
             .as_ref()
@@ -54,8 +54,8 @@ impl Dialect for Chat {
         })
     }
 
-    /// Passthrough fields (ones the shared shape does not model) only on a route that
-    /// sends them on (`passthrough_unknown`); otherwise a 400 naming them.
+    /// Passthrough fields (ones OpenAI does not define) only on a route that sends them
+    /// on (`passthrough_unknown`); otherwise a 400 naming them.
     async fn prepare(
         state: &AppState,
         ctx: &Ctx,
@@ -85,22 +85,16 @@ impl Dialect for Chat {
     }
 }
 
-/// 400 for fields the shared shape does not model, on a route that does not pass them on:
-/// OpenAI's "Unrecognized request argument" for ones it does not define, "not supported"
-/// for ones it does ([`wire::UNMODELLED`]).
+/// 400 for fields OpenAI's reference does not define, on a route that does not pass them
+/// on: OpenAI's own words ("Unrecognized request argument").
 fn refuse_passthrough(fields: &serde_json::Map<String, serde_json::Value>) -> ApiError {
     let names: Vec<&str> = fields.keys().map(String::as_str).collect();
     let first = names.first().copied().unwrap_or_default();
     let list = clip(&names.join(", "), ECHO_BYTES).into_owned();
-    let message = if names.iter().all(|n| wire::UNMODELLED.contains(n)) {
-        format!(
-            "{list}: not supported by this gateway (a route with `passthrough_unknown = true` \
-             sends them as they are to its OpenAI providers)"
-        )
-    } else {
-        format!("Unrecognized request argument supplied: {list}")
-    };
-    ApiError::bad_request(Some(clip(first, ECHO_BYTES).into_owned()), message)
+    ApiError::bad_request(
+        Some(clip(first, ECHO_BYTES).into_owned()),
+        format!("Unrecognized request argument supplied: {list}"),
+    )
 }
 
 /// The handler.
@@ -145,6 +139,28 @@ struct AssistantMessage<'a> {
     tool_calls: Vec<WireToolCall>,
     /// The model's refusal message, when the vendor gave one apart from the text.
     refusal: Option<&'a str>,
+    /// What OpenAI answered to its own contract fields (`audio`, `annotations`,
+    /// `function_call`), as it sent them (see [`extras`]).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    extras: Option<&'a serde_json::Map<String, serde_json::Value>>,
+}
+
+/// The pieces of choice `index` that OpenAI answered to its own contract fields (audio,
+/// web search citations, a deprecated function call): in the upstream's `native` answer
+/// as `{"choices": [{"index", <part>: {...}}]}` (`part` is `message`, or `delta` in a
+/// stream), which only an OpenAI provider answering a Chat Completions request sets.
+pub(super) fn extras<'a>(
+    native: Option<&'a serde_json::Value>,
+    index: u32,
+    part: &str,
+) -> Option<&'a serde_json::Map<String, serde_json::Value>> {
+    native?
+        .get("choices")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("index").and_then(serde_json::Value::as_u64) == Some(u64::from(index)))?
+        .get(part)?
+        .as_object()
 }
 
 impl<'a> CompletionBody<'a> {
@@ -170,6 +186,13 @@ impl<'a> CompletionBody<'a> {
                 alt.finish_reason.as_ref(),
                 alt.logprobs.as_ref(),
             ));
+        }
+        let native = resp.native.as_deref();
+        for c in &mut choices {
+            c.message.extras = extras(native, c.index, "message");
+            if c.message.extras.is_some() && c.message.content == Some("") {
+                c.message.content = None; // spoken or a function call: no text, as OpenAI
+            }
         }
         Self {
             id: completion_id(ctx),
@@ -204,6 +227,7 @@ fn choice<'a>(
             reasoning_content: None,
             tool_calls: wire_tool_calls(tool_calls),
             refusal: (!refusal.is_empty()).then_some(refusal),
+            extras: None,
         },
         finish_reason: finish.map(switchyard::chat::FinishReason::as_openai),
         logprobs,

@@ -5,7 +5,8 @@
 //! `error` event and no `[DONE]`. With `n` > 1, the later answers' pieces are choices of
 //! their own `index` (a role on each one's first piece, its finish reason when it ends);
 //! answer 0 finishes last. The upstream's `system_fingerprint` is on every chunk once
-//! seen.
+//! seen, and what OpenAI streams for its own contract fields (`audio`, `function_call`,
+//! `annotations`) is in the deltas as it sent them.
 
 use axum::body::Bytes;
 use serde::Serialize;
@@ -13,8 +14,8 @@ use serde_json::json;
 use switchyard::chat::FinishReason;
 use switchyard::{ChatChunk, ChatResponse};
 
-use super::completion_id;
 use super::wire::{WireFunctionCall, WireUsage};
+use super::{completion_id, extras};
 use crate::http::dialects::flow::{Ctx, Trail};
 use crate::http::dialects::{data_frame, StreamEncoder};
 use crate::http::error::ApiError;
@@ -104,6 +105,31 @@ impl ChunkEncoder {
         self.frame(vec![choice], usage, trail)
     }
 
+    /// A chunk whose choices carry pieces of what OpenAI streams for its own contract
+    /// fields (`audio`, `function_call`, `annotations`): each choice's delta gets its
+    /// pieces as OpenAI sent them (a rare chunk: built through a JSON value).
+    fn with_extras(&self, choices: Vec<ChunkChoice<'_>>, c: &ChatChunk) -> Bytes {
+        let mut body = json!(ChunkBody {
+            id: &self.id,
+            object: "chat.completion.chunk",
+            created: self.created,
+            model: &self.model,
+            system_fingerprint: self.fingerprint.as_deref(),
+            choices,
+            usage: None,
+            switchyard: None,
+        });
+        let list = body["choices"].as_array_mut().into_iter().flatten();
+        for choice in list {
+            let index = choice["index"].as_u64().and_then(|i| u32::try_from(i).ok());
+            let pieces = index.and_then(|i| extras(c.native.as_deref(), i, "delta"));
+            if let (Some(pieces), Some(delta)) = (pieces, choice["delta"].as_object_mut()) {
+                delta.extend(pieces.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+        }
+        data_frame(&body)
+    }
+
     /// The final usage chunk; `usage` is null when the vendor reported none.
     fn usage_frame(&self, usage: Option<WireUsage>, trail: &Trail<'_>) -> Bytes {
         let mut body = json!({
@@ -145,10 +171,12 @@ impl StreamEncoder for ChunkEncoder {
         let mut choices = Vec::with_capacity(1 + c.choices.len());
         // a finish reason is written by `done`, which always follows it; a reasoning
         // block's signature or redacted data has no place in a chat completion
+        let own = extras(c.native.as_deref(), 0, "delta").is_some();
         if !c.text.is_empty()
             || !c.refusal.is_empty()
             || !c.tool_calls.is_empty()
             || !reasoning.is_empty()
+            || own
         {
             choices.push(ChunkChoice {
                 index: 0,
@@ -166,6 +194,9 @@ impl StreamEncoder for ChunkEncoder {
         choices.extend(self.others(c));
         if choices.is_empty() {
             return Bytes::new();
+        }
+        if c.native.is_some() {
+            return self.with_extras(choices, c);
         }
         self.frame(choices, None, None)
     }

@@ -1,45 +1,22 @@
 //! OpenAI's Chat Completions JSON, as clients send and expect it, and its mapping to and
 //! from switchyard's shared shape. Inbound, every field of OpenAI's request reference is
-//! listed (`docs/fields.md`): the shared shape carries most; `store`, `prompt_cache_key`,
-//! `prompt_cache_retention` and `safety_identifier` are advisory (not sent, named in
-//! `x-switchyard-ignored`); the ones it does not model ([`UNMODELLED`]) and any field
-//! OpenAI does not define are kept aside as passthrough fields, which only a route with
-//! `passthrough_unknown = true` accepts (`super::Chat::prepare` refuses them otherwise).
+//! listed and carried by the shared shape (`docs/fields.md`): OpenAI's own fields
+//! (`logit_bias`, `verbosity`, `prediction`, `store`, audio, web search, `functions`...)
+//! as the client wrote them, within bounds, for vendors that take them. A field OpenAI
+//! does not define is kept aside as a passthrough field, which only a route with
+//! `passthrough_unknown = true` accepts (`super::Chat::prepare` refuses it otherwise).
 
-use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use switchyard::chat::{
     CacheControl, CachePoint, CacheTtl, ContentPart, ImageSource, Message, ReasoningEffort,
-    ResponseFormat, Tool, ToolCall, ToolChoice, MAX_CACHE_BREAKPOINTS,
+    ResponseFormat, Tool, ToolCall, ToolChoice, Verbosity, MAX_CACHE_BREAKPOINTS,
 };
 use switchyard::{ChatRequest, Role, Usage};
 
 use crate::http::bounds::{clip, longer_than, ECHO_BYTES};
 use crate::http::dialects::json;
 use crate::http::error::ApiError;
-
-/// Fields of OpenAI's reference the shared shape does not model: refused, or sent verbatim
-/// to OpenAI providers on a route with `passthrough_unknown = true`.
-pub const UNMODELLED: [&str; 8] = [
-    "audio",
-    "prediction",
-    "web_search_options",
-    "logit_bias",
-    "verbosity",
-    "modalities",
-    "functions",
-    "function_call",
-];
-
-/// Fields of OpenAI's reference that only tune how OpenAI serves a request: accepted, not
-/// sent, named in `x-switchyard-ignored`.
-pub const ADVISORY: [&str; 4] = [
-    "store",
-    "prompt_cache_key",
-    "prompt_cache_retention",
-    "safety_identifier",
-];
 
 /// The request body.
 #[derive(Debug, Deserialize)]
@@ -76,10 +53,18 @@ pub struct WireRequest {
     service_tier: Option<String>,
     reasoning_effort: Option<String>,
     metadata: Option<serde_json::Map<String, Value>>,
-    store: Option<IgnoredAny>,
-    prompt_cache_key: Option<IgnoredAny>,
-    prompt_cache_retention: Option<IgnoredAny>,
-    safety_identifier: Option<IgnoredAny>,
+    store: Option<bool>,
+    prompt_cache_key: Option<String>,
+    prompt_cache_retention: Option<String>,
+    safety_identifier: Option<String>,
+    logit_bias: Option<serde_json::Map<String, Value>>,
+    verbosity: Option<String>,
+    prediction: Option<Value>,
+    audio: Option<Value>,
+    modalities: Option<Vec<String>>,
+    web_search_options: Option<Value>,
+    functions: Option<Vec<Value>>,
+    function_call: Option<Value>,
     /// Fields not listed above, kept aside by [`parse`] (never read by serde).
     #[serde(skip)]
     pub passthrough: serde_json::Map<String, Value>,
@@ -336,17 +321,13 @@ fn with_passthrough(body: &[u8]) -> Option<WireRequest> {
         .iter()
         .filter_map(|k| fields.remove_entry(*k))
         .collect();
-    // text output is what every provider gives: asking for it is no field to pass on
-    if fields.get("modalities") == Some(&serde_json::json!(["text"])) {
-        fields.remove("modalities");
-    }
     let mut wire: WireRequest = serde_json::from_value(Value::Object(known)).ok()?;
     wire.passthrough = fields;
     Some(wire)
 }
 
 /// The top-level fields [`WireRequest`] reads.
-const KNOWN: [&str; 28] = [
+const KNOWN: [&str; 36] = [
     "model",
     "messages",
     "stream",
@@ -375,6 +356,14 @@ const KNOWN: [&str; 28] = [
     "prompt_cache_key",
     "prompt_cache_retention",
     "safety_identifier",
+    "logit_bias",
+    "verbosity",
+    "prediction",
+    "audio",
+    "modalities",
+    "web_search_options",
+    "functions",
+    "function_call",
 ];
 
 fn bad(param: &str, msg: impl Into<String>) -> ApiError {
@@ -393,6 +382,8 @@ impl WireRequest {
             ("model", Some(model)),
             ("user", self.user.as_deref()),
             ("service_tier", self.service_tier.as_deref()),
+            ("prompt_cache_key", self.prompt_cache_key.as_deref()),
+            ("safety_identifier", self.safety_identifier.as_deref()),
         ])?;
         if let Some(m) = &self.metadata {
             check_metadata(m)?;
@@ -400,21 +391,53 @@ impl WireRequest {
         Ok(())
     }
 
-    /// The advisory fields the request used ([`ADVISORY`]), for `x-switchyard-ignored`.
-    #[must_use]
-    pub fn advisory_used(&self) -> Vec<String> {
-        let used = [
-            self.store.is_some(),
-            self.prompt_cache_key.is_some(),
-            self.prompt_cache_retention.is_some(),
-            self.safety_identifier.is_some(),
-        ];
-        ADVISORY
-            .iter()
-            .zip(used)
-            .filter(|(_, used)| *used)
-            .map(|(name, _)| (*name).to_owned())
-            .collect()
+    /// OpenAI's own fields, checked and bounded (`super::openai_fields`), onto `req`.
+    fn openai_into(&mut self, req: &mut ChatRequest) -> Result<(), ApiError> {
+        use super::openai_fields as check;
+        if let Some(bias) = self.logit_bias.take() {
+            check::logit_bias(&bias)?;
+            req.logit_bias = Some(bias);
+        }
+        req.verbosity = match self.verbosity.as_deref() {
+            None => None,
+            Some(word) => Some(Verbosity::parse(word).ok_or_else(|| {
+                bad(
+                    "verbosity",
+                    format!(
+                        "{:?} is not one of low, medium, high",
+                        clip(word, ECHO_BYTES)
+                    ),
+                )
+            })?),
+        };
+        if let Some(p) = self.prediction.take() {
+            check::prediction(&p)?;
+            req.prediction = Some(p);
+        }
+        req.store = self.store;
+        req.prompt_cache_key = self.prompt_cache_key.take();
+        if let Some(r) = self.prompt_cache_retention.take() {
+            check::one_of("prompt_cache_retention", &r, &["in-memory", "24h"])?;
+            req.prompt_cache_retention = Some(r);
+        }
+        req.safety_identifier = self.safety_identifier.take();
+        req.modalities = check::modalities(self.modalities.take())?;
+        if let Some(a) = self.audio.take() {
+            check::object("audio", &a, check::SETTINGS_BYTES)?;
+            req.audio = Some(a);
+        }
+        if let Some(w) = self.web_search_options.take() {
+            check::object("web_search_options", &w, check::SETTINGS_BYTES)?;
+            req.web_search_options = Some(w);
+        }
+        if let Some(f) = self.functions.take() {
+            req.functions = Some(check::functions(f)?);
+        }
+        if let Some(c) = self.function_call.take() {
+            check::function_call(&c)?;
+            req.function_call = Some(c);
+        }
+        Ok(())
     }
 
     /// The sampling and output fields, range-checked, onto `req`.
@@ -468,6 +491,7 @@ impl WireRequest {
             })?),
         };
         req.metadata = self.metadata.take();
+        self.openai_into(req)?;
         if !self.passthrough.is_empty() {
             req.passthrough = Some(std::sync::Arc::new(std::mem::take(&mut self.passthrough)));
         }
@@ -901,7 +925,9 @@ mod tests {
             "seed":-3,"presence_penalty":0.5,"frequency_penalty":-1.5,"logprobs":true,
             "top_logprobs":4,"n":2,"top_k":40,"parallel_tool_calls":false,
             "service_tier":"flex","reasoning_effort":"high","metadata":{"team":"a"},
-            "store":true,"prompt_cache_key":"k","modalities":["text"]}"#)
+            "store":true,"prompt_cache_key":"k","modalities":["text"],
+            "logit_bias":{"50256":-100},"verbosity":"low","safety_identifier":"s",
+            "prediction":{"type":"content","content":"draft"}}"#)
         .unwrap();
         assert_eq!(r.seed, Some(-3));
         assert_eq!(
@@ -914,13 +940,17 @@ mod tests {
         assert_eq!(r.service_tier.as_deref(), Some("flex"));
         assert_eq!(r.reasoning_effort, Some(ReasoningEffort::High));
         assert_eq!(r.metadata.unwrap()["team"], "a");
+        assert!(r.passthrough.is_none(), "every one is OpenAI's own");
         assert!(
-            r.passthrough.is_none(),
-            "text modality is no passthrough field"
+            r.modalities.is_empty(),
+            "text output is what every vendor gives"
         );
-        let w =
-            parse(br#"{"model":"m","messages":[],"store":true,"safety_identifier":"s"}"#).unwrap();
-        assert_eq!(w.advisory_used(), ["store", "safety_identifier"]);
+        assert_eq!(r.store, Some(true));
+        assert_eq!(r.prompt_cache_key.as_deref(), Some("k"));
+        assert_eq!(r.safety_identifier.as_deref(), Some("s"));
+        assert_eq!(r.logit_bias.unwrap()["50256"], -100);
+        assert_eq!(r.verbosity, Some(Verbosity::Low));
+        assert_eq!(r.prediction.unwrap()["content"], "draft");
     }
 
     #[test]
@@ -929,9 +959,9 @@ mod tests {
             "seed":1,"web_search_options":{},"frobnicate":2}"#)
         .unwrap();
         let rest = r.passthrough.expect("kept aside");
-        assert_eq!(rest.len(), 2);
+        assert_eq!(rest.len(), 1);
         assert_eq!(rest["frobnicate"], 2);
-        assert!(rest.contains_key("web_search_options"));
+        assert_eq!(r.web_search_options, Some(serde_json::json!({})));
         assert_eq!(r.seed, Some(1), "known fields still read");
         let e = req(r#"{"model":"m","messages":[{"role":"user","content":5}],"frobnicate":2}"#)
             .unwrap_err();

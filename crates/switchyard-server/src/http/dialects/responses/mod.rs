@@ -263,8 +263,39 @@ fn reasoning_effort(
         })
 }
 
-/// Fields the request used that the shared shape does not carry: named in
-/// `x-switchyard-ignored`.
+/// `text.verbosity` as the shared shape's (a degradable field: `docs/fields.md`).
+fn verbosity(word: Option<&str>) -> Result<Option<switchyard::chat::Verbosity>, ApiError> {
+    let Some(word) = word else {
+        return Ok(None);
+    };
+    switchyard::chat::Verbosity::parse(word)
+        .map(Some)
+        .ok_or_else(|| {
+            bad(
+                "text.verbosity",
+                format!(
+                    "{:?} is not one of low, medium, high",
+                    crate::http::bounds::clip(word, crate::http::bounds::ECHO_BYTES)
+                ),
+            )
+        })
+}
+
+/// `prompt_cache_retention` (`in-memory` or `24h`) as the shared shape's.
+fn cache_retention(v: Option<&Value>) -> Result<Option<String>, ApiError> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s == "in-memory" || s == "24h" => Ok(Some(s.clone())),
+        Some(_) => Err(bad(
+            "prompt_cache_retention",
+            "`prompt_cache_retention` must be \"in-memory\" or \"24h\"",
+        )),
+    }
+}
+
+/// Fields the request used that the shared shape does not carry and that only tune how
+/// OpenAI serves it (advisory: degradable, and changing nothing a client reads): named in
+/// `x-switchyard-ignored` when a provider that does not take the body natively answers.
 fn note_ignored(w: &WireRequest, ctx: &mut Ctx) {
     let set = |v: &Option<Value>| v.as_ref().is_some_and(|v| !v.is_null());
     let flags = [
@@ -275,17 +306,10 @@ fn note_ignored(w: &WireRequest, ctx: &mut Ctx) {
                     .any(|x| x != LOGPROBS_INCLUDE && x != ENCRYPTED_REASONING)
             }),
         ),
-        ("prompt_cache_key", w.prompt_cache_key.is_some()),
-        ("prompt_cache_retention", set(&w.prompt_cache_retention)),
         ("prompt_cache_options", set(&w.prompt_cache_options)),
-        ("safety_identifier", w.safety_identifier.is_some()),
         ("stream_options", set(&w.stream_options)),
         ("client_metadata", set(&w.client_metadata)),
         ("context_management", set(&w.context_management)),
-        (
-            "text.verbosity",
-            w.text.as_ref().is_some_and(|t| t.verbosity.is_some()),
-        ),
     ];
     for (name, used) in flags {
         if used {
@@ -354,7 +378,10 @@ fn decode_request(
     }
     let input_start = messages.len();
     messages.extend(conv.messages);
-    let format = w.text.take().and_then(|t| t.format);
+    let (format, verbosity) = match w.text.take() {
+        Some(t) => (t.format, verbosity(t.verbosity.as_deref())?),
+        None => (None, None),
+    };
     // `top_logprobs` alone asks for log probabilities too: never dropped unsaid
     let logprobs = w
         .include
@@ -380,7 +407,18 @@ fn decode_request(
         service_tier: w.service_tier.clone(),
         reasoning_effort: reasoning_effort(w.reasoning.as_ref())?,
         metadata: w.metadata.clone(),
-        native: Some(Native::new(NATIVE_KIND, own).required(!native_only.is_empty())),
+        verbosity,
+        prompt_cache_key: w.prompt_cache_key.clone(),
+        prompt_cache_retention: cache_retention(w.prompt_cache_retention.as_ref())?,
+        safety_identifier: w.safety_identifier.clone(),
+        // a skipped provider's trail entry names the first few
+        native: Some(
+            Native::new(NATIVE_KIND, own).required_by(
+                (native_only.iter().take(8))
+                    .map(|(param, _)| param.clone())
+                    .collect(),
+            ),
+        ),
         ..switchyard::ChatRequest::default()
     };
     ctx.native_kind = Some(NATIVE_KIND);

@@ -661,6 +661,8 @@ pub(super) fn check_lengths(req: &WireRequest, model: &str) -> Result<(), ApiErr
         ("user", req.user.as_deref()),
         ("previous_response_id", req.previous_response_id.as_deref()),
         ("service_tier", req.service_tier.as_deref()),
+        ("prompt_cache_key", req.prompt_cache_key.as_deref()),
+        ("safety_identifier", req.safety_identifier.as_deref()),
     ])?;
     if let Some(meta) = &req.metadata {
         if meta.len() > METADATA_PAIRS {

@@ -215,8 +215,8 @@ fn a_forced_tool_refuses_the_clients_tools_a_forcing_choice_and_thinking_by_name
     req.tools = vec![weather_tool()];
     assert_eq!(
         p.codec().cannot_honour(&req).names(),
-        ["response_format"],
-        "so the gateway skips this provider"
+        ["tools", "response_format"],
+        "both contract fields: so the gateway skips this provider"
     );
     let native = provider(AnthropicConfig::new(MODEL));
     assert!(
@@ -240,6 +240,11 @@ fn a_forced_tool_refuses_the_clients_tools_a_forcing_choice_and_thinking_by_name
     req.reasoning_effort = Some(ReasoningEffort::Low);
     req.max_tokens = Some(4000);
     assert!(refused(&req).message.contains("with reasoning_effort"));
+    assert_eq!(
+        p.codec().cannot_honour(&req).names(),
+        ["response_format", "reasoning_effort"],
+        "thinking is degradable: the gateway drops it and keeps the format"
+    );
     // thinking off, or a choice that forces nothing, is fine
     req.reasoning_effort = Some(ReasoningEffort::None);
     req.tool_choice = Some(ToolChoice::Auto);

@@ -421,6 +421,53 @@ fn reasoning_effort_budget_is_cut_below_max_tokens_and_refused_under_the_minimum
     assert!(err.message.contains("max_tokens"), "{}", err.message);
 }
 
+/// A budget that does not fit `max_tokens` is a field the codec cannot honour for that
+/// request (the gateway then sends it without thinking), never a refusal on the wire;
+/// one that fits, or a native body (Anthropic judges the client's own), is no clash.
+#[test]
+fn thinking_that_does_not_fit_max_tokens_cannot_be_honoured() {
+    use crate::chat::ReasoningEffort;
+    let p = provider(AnthropicConfig::new(MODEL));
+    let mut req = ChatRequest::from_prompt("hi").with_max_tokens(64);
+    req.reasoning_effort = Some(ReasoningEffort::Low);
+    assert_eq!(p.codec().cannot_honour(&req).names(), ["reasoning_effort"]);
+    let without = req.without(p.codec().cannot_honour(&req));
+    assert!(p.build_request(&without, false).is_ok());
+    req.max_tokens = Some(1025);
+    assert!(
+        p.codec().cannot_honour(&req).is_empty(),
+        "a budget of 1024 fits"
+    );
+    req.max_tokens = None;
+    assert!(
+        p.codec().cannot_honour(&req).is_empty(),
+        "the default max_tokens fits"
+    );
+    req.reasoning_effort = Some(ReasoningEffort::None);
+    req.max_tokens = Some(64);
+    assert!(
+        p.codec().cannot_honour(&req).is_empty(),
+        "thinking off always fits"
+    );
+    let mut marked = ChatRequest::from_prompt("hi");
+    marked.messages.insert(0, Message::system(""));
+    marked.messages[0].cache.push(crate::chat::CachePoint {
+        part: 0,
+        control: crate::chat::CacheControl::default(),
+    });
+    assert_eq!(
+        p.codec().cannot_honour(&marked).names(),
+        ["cache_control"],
+        "Anthropic caches no empty block"
+    );
+    req.reasoning_effort = Some(ReasoningEffort::High);
+    req.native = Some(crate::chat::Native::new(
+        "anthropic",
+        serde_json::json!({"messages": [{"role": "user", "content": "hi"}]}),
+    ));
+    assert!(p.codec().cannot_honour(&req).is_empty());
+}
+
 fn signed(text: &str, signature: &str) -> crate::chat::Thinking {
     crate::chat::Thinking {
         text: text.into(),

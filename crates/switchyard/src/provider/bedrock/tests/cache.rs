@@ -272,6 +272,11 @@ fn bad_breakpoint_layouts_are_refused_with_the_reason() {
             .contains("Bedrock wants one-hour breakpoints first"),
         "{err}"
     );
+    assert_eq!(
+        claude.cannot_honour(&req).names(),
+        ["cache_control"],
+        "so the gateway sends it without breakpoints (or skips, when strict)"
+    );
     // five breakpoints
     let mut req = cached_request();
     req.tools[0].cache_control = None;
@@ -288,6 +293,24 @@ fn bad_breakpoint_layouts_are_refused_with_the_reason() {
     };
     let err = claude.encode(&empty, false).unwrap_err();
     assert!(err.message.contains("empty text part"), "{err}");
+    assert_eq!(claude.cannot_honour(&empty).names(), ["cache_control"]);
+}
+
+/// Claude's thinking on Bedrock: a budget that does not fit `maxTokens`, or a model that
+/// is not Claude, cannot be honoured (the gateway sends the request without it).
+#[test]
+fn thinking_that_cannot_be_sent_is_a_field_it_cannot_honour() {
+    let claude = on(SONNET_45);
+    let mut req = ChatRequest::from_prompt("hi").with_max_tokens(64);
+    req.reasoning_effort = Some(crate::chat::ReasoningEffort::Low);
+    assert_eq!(claude.cannot_honour(&req).names(), ["reasoning_effort"]);
+    req.max_tokens = None;
+    assert!(
+        claude.cannot_honour(&req).is_empty(),
+        "4096 by default fits"
+    );
+    let nova = on("amazon.nova-pro-v1:0");
+    assert_eq!(nova.cannot_honour(&req).names(), ["reasoning_effort"]);
 }
 
 #[test]

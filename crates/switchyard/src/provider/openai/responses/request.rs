@@ -11,10 +11,11 @@ use crate::chat::{
 use crate::error::{ErrorKind, ProviderError};
 
 /// What the Responses API takes of the shared request (`docs/fields.md`): no stop
-/// sequences, seed, penalties or `top_k` exist there (nor `n`: the provider makes `n`
-/// calls); `logprobs` is the `include`
-/// entry `message.output_text.logprobs`, read back from the `output_text` parts and the
-/// text deltas. A route's passthrough fields are Chat Completions fields: not for this API.
+/// sequences, seed, penalties, `top_k`, `logit_bias`, `prediction`, audio, web search
+/// options or `functions` exist there (nor `n`: the provider makes `n` calls); `logprobs`
+/// is the `include` entry `message.output_text.logprobs`, read back from the
+/// `output_text` parts and the text deltas; `verbosity` is `text.verbosity`. A route's
+/// passthrough fields are Chat Completions fields: not for this API.
 pub(super) fn support(field: Field) -> Support {
     match field {
         Field::Stop
@@ -22,12 +23,20 @@ pub(super) fn support(field: Field) -> Support {
         | Field::PresencePenalty
         | Field::FrequencyPenalty
         | Field::TopK
-        | Field::Passthrough => Support::Unsupported,
-        Field::Logprobs => Support::Translated,
+        | Field::Passthrough
+        | Field::LogitBias
+        | Field::Prediction
+        | Field::Audio
+        | Field::Modalities
+        | Field::WebSearchOptions
+        | Field::Functions => Support::Unsupported,
+        Field::Logprobs | Field::Verbosity => Support::Translated,
         // no `n`: `n` answers are `n` calls (`provider/fanout.rs`)
         Field::N => Support::Translated,
-        // OpenAI caches prompts by itself: a breakpoint has no place there
-        Field::CacheControl => Support::Ignored,
+        // OpenAI caches prompts by itself: a breakpoint has no place there; the gateway
+        // keeps conversations itself (`store: false`), and Chat Completions' `store` (keep
+        // the completion for evals) is no Responses setting
+        Field::CacheControl | Field::Store => Support::Ignored,
         _ => Support::Native,
     }
 }
@@ -80,8 +89,25 @@ pub(super) fn body(req: &ChatRequest, model: &str, stream: bool) -> Result<Vec<u
     if let Some(choice) = &req.tool_choice {
         body.insert("tool_choice".into(), tool_choice(choice));
     }
+    let mut text = Map::new();
     if let Some(format) = &req.response_format {
-        body.insert("text".into(), json!({ "format": text_format(format) }));
+        text.insert("format".into(), text_format(format));
+    }
+    if let Some(v) = req.verbosity {
+        text.insert("verbosity".into(), v.as_str().into());
+    }
+    if !text.is_empty() {
+        body.insert("text".into(), text.into());
+    }
+    let ids = [
+        ("prompt_cache_key", &req.prompt_cache_key),
+        ("prompt_cache_retention", &req.prompt_cache_retention),
+        ("safety_identifier", &req.safety_identifier),
+    ];
+    for (name, value) in ids {
+        if let Some(v) = value {
+            body.insert(name.into(), v.clone().into());
+        }
     }
     if let Some(user) = &req.user {
         body.insert("user".into(), user.clone().into());

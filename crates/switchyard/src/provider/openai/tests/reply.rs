@@ -433,3 +433,45 @@ fn streamed_reasoning_content_is_reasoning_block_zero() {
     );
     assert!(chunk.has_content());
 }
+
+/// What OpenAI answers to its own contract fields (spoken output, web search citations,
+/// a deprecated function call) is the reply's `native`, for the Chat Completions dialect;
+/// an empty `annotations` list (OpenAI sends one on every message) says nothing.
+#[test]
+fn audio_citations_and_function_calls_ride_in_native() {
+    let body = serde_json::json!({"object": "chat.completion", "model": "gpt-4o-audio-preview",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
+            "content": null, "annotations": [],
+            "audio": {"id": "audio_1", "data": "UklGRg==", "expires_at": 1, "transcript": "Hi"}}}]});
+    let reply = parse_response(body.to_string().as_bytes()).unwrap();
+    let native = reply.native.expect("audio kept");
+    assert_eq!(native["choices"][0]["index"], 0);
+    assert_eq!(native["choices"][0]["message"]["audio"]["transcript"], "Hi");
+    assert!(native["choices"][0]["message"].get("annotations").is_none());
+
+    let plain = serde_json::json!({"object": "chat.completion", "choices": [{"index": 0,
+        "finish_reason": "stop", "message": {"role": "assistant", "content": "Hi",
+        "annotations": []}}]});
+    assert!(parse_response(plain.to_string().as_bytes())
+        .unwrap()
+        .native
+        .is_none());
+
+    let data = serde_json::json!({"object": "chat.completion.chunk", "choices": [{"index": 0,
+        "delta": {"function_call": {"name": "f", "arguments": "{}"}}}]});
+    let event = SseEvent {
+        event: String::new(),
+        data: data.to_string(),
+        id: None,
+        retry: None,
+    };
+    let Parsed::Chunk(chunk) = parse_event(&event).unwrap() else {
+        panic!("a chunk")
+    };
+    assert!(
+        chunk.has_content(),
+        "a piece of the answer commits a stream"
+    );
+    let native = chunk.native.expect("the function call piece kept");
+    assert_eq!(native["choices"][0]["delta"]["function_call"]["name"], "f");
+}
