@@ -428,17 +428,20 @@ impl<'a> Gen<'a> {
     }
 
     /// An array: the tuple's items (`prefixItems`, or `items` as a list), then `items`,
-    /// two in all where the bounds allow (the fewest when the value must be minimal).
+    /// two in all near the top and one deeper where the bounds allow (the fewest when the
+    /// value must be minimal).
     fn array(&mut self, parts: &[&'a Map<String, Value>], depth: usize) -> Value {
         self.bytes += 2;
         let (prefix, rest) = tuple(parts);
         let min = count(parts, "minItems").unwrap_or(0);
         let max = count(parts, "maxItems").unwrap_or(usize::MAX);
         self.cut |= min > MAX_ITEMS;
+        // two items near the top, one deeper down (a recursive model stays small)
+        let wanted = if depth < 3 { 2 } else { 1 };
         let mut n = if self.minimal(depth) {
             min
         } else {
-            min.max(max.min(prefix.len().max(2)))
+            min.max(max.min(prefix.len().max(wanted)))
         };
         if rest == Some(&Value::Bool(false)) {
             n = n.min(prefix.len());
