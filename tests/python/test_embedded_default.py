@@ -13,7 +13,7 @@ call streamed, `tool_choice` none / named), `pydantic_function_tool` arguments p
 `responses.input_items.list` paged; with the OpenAI Agents SDK: `Runner.run_sync` and
 `Runner.run_streamed` with a function tool, and an agent with an `output_type`; with the
 `anthropic` SDK: `messages.create(tools=...)` round trip (and streamed), a named
-`tool_choice`, `models.list` paged and `models.retrieve`. Generated JSON is validated
+`tool_choice`, `output_config.format`, `models.list` paged and `models.retrieve`. Generated JSON is validated
 against the schema the client sent with `jsonschema`. Prints every mismatch, exits 1 if
 there was any.
 
@@ -270,6 +270,12 @@ def anthropic_tools(client):
     check(done.stop_reason == "end_turn", f"anthropic tool result: {done.stop_reason}")
     check(done.content[0].text.endswith("get_weather returned: sunny"),
           f"anthropic tool result: {done.content}")
+    schema = Event.model_json_schema()
+    structured = client.messages.create(
+        model=ROUTE, max_tokens=256, messages=messages[:1],
+        extra_body={"output_config": {"format": {"type": "json_schema", "schema": schema}}})
+    if valid(json.loads(structured.content[0].text), schema, "anthropic output_config.format"):
+        Event.model_validate_json(structured.content[0].text)
     named = client.messages.create(model=ROUTE, max_tokens=256, tools=tools,
                                    messages=messages[:1],
                                    tool_choice={"type": "tool", "name": "get_time"})

@@ -114,3 +114,37 @@ async fn chat_tool_calls_stream_as_deltas_on_the_embedded_default() {
         "{parsed}"
     );
 }
+
+/// What the README says of endpoints it does not serve: a 404 in OpenAI's error shape
+/// naming the path.
+#[tokio::test]
+async fn endpoints_not_served_are_404_unknown_url() {
+    let server = embedded_default();
+    let body = serde_json::to_vec(&json!({"model": "default", "prompt": "hi"})).unwrap();
+    for path in [
+        "/v1/completions",
+        "/v1/complete",
+        "/v1/images/generations",
+        "/v1/audio/speech",
+        "/v1/moderations",
+        "/v1/batches",
+        "/v1/messages/batches",
+        "/v1/responses/resp_1/cancel",
+    ] {
+        let reply = server.post_raw(path, body.clone(), &[]).await;
+        reply.expect_status(404);
+        let error = &reply.json()["error"];
+        assert_eq!(error["code"], "unknown_url", "{path}: {}", reply.text);
+        assert!(error["message"].as_str().unwrap().contains(path), "{path}");
+    }
+    for path in [
+        "/v1/files",
+        "/v1/assistants",
+        "/v1/vector_stores",
+        "/v1/fine_tuning/jobs",
+    ] {
+        let reply = server.get(path, &[]).await;
+        reply.expect_status(404);
+        assert_eq!(reply.json()["error"]["code"], "unknown_url", "{path}");
+    }
+}
