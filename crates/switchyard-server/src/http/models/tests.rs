@@ -1,11 +1,14 @@
-//! `/v1/models` through `app()`: Anthropic's shapes, pages and errors when the request
-//! carries `anthropic-version`, OpenAI's otherwise, and a key's view of both.
+//! `/v1/models` over HTTP (a router of the two handlers, as `http/app.rs` mounts them):
+//! Anthropic's shapes, pages and errors when the request carries `anthropic-version`,
+//! OpenAI's otherwise, and a key's view of both.
 
 use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::response::Response;
+use axum::routing;
+use axum::Router;
 use http_body_util::BodyExt as _;
 use serde_json::{json, Value};
 use switchyard::provider::scripted::ScriptedProvider;
@@ -14,7 +17,7 @@ use tower::ServiceExt as _;
 
 use crate::access::keys::{hash_token, KeyStore};
 use crate::config::KeyToml;
-use crate::http::{app, AppState, Shared};
+use crate::http::{AppState, Shared};
 use crate::telemetry::metrics::Metrics;
 
 /// Chat routes `r0`..`r4` and an embeddings route `vectors`; a key `team` that may use
@@ -48,7 +51,11 @@ async fn get(state: &AppState, path: &str, headers: &[(&str, &str)]) -> (StatusC
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
-    let resp: Response = app(state.clone())
+    let router = Router::new()
+        .route("/v1/models", routing::get(super::list))
+        .route("/v1/models/{*id}", routing::get(super::retrieve))
+        .with_state(state.clone());
+    let resp: Response = router
         .oneshot(req.body(Body::empty()).unwrap())
         .await
         .unwrap();

@@ -231,17 +231,21 @@ mod tests {
         assert!(load(&state, "resp_a", None).await.is_none());
     }
 
-    /// Through `app()`: two keys, a conversation of two stored turns made by `alice`.
+    /// Over HTTP (the Responses routes as `http/app.rs` mounts them): two keys, a
+    /// conversation of two stored turns made by `alice`.
     mod input_items {
         use axum::body::Body;
         use axum::http::Request;
+        use axum::routing::{get, post};
+        use axum::Router;
         use http_body_util::BodyExt as _;
         use tower::ServiceExt as _;
 
         use super::*;
         use crate::access::keys::hash_token;
         use crate::config::KeyToml;
-        use crate::http::app;
+        use crate::http::dialects::flow;
+        use crate::http::dialects::responses::Responses;
 
         fn keyed() -> AppState {
             let gateway = Gateway::builder()
@@ -269,7 +273,12 @@ mod tests {
             let mut req = req;
             req.headers_mut()
                 .insert("host", "127.0.0.1:4000".parse().unwrap());
-            let resp = app(state.clone()).oneshot(req).await.unwrap();
+            let router = Router::new()
+                .route("/v1/responses", post(flow::serve::<Responses>))
+                .route("/v1/responses/{id}", get(retrieve))
+                .route("/v1/responses/{id}/input_items", get(input_items))
+                .with_state(state.clone());
+            let resp = router.oneshot(req).await.unwrap();
             let status = resp.status();
             let bytes = resp.into_body().collect().await.unwrap().to_bytes();
             (status, serde_json::from_slice(&bytes).unwrap())
