@@ -315,22 +315,10 @@ impl<'a> Gen<'a> {
     /// declared properties).
     fn object(&mut self, parts: &[&'a Map<String, Value>], depth: usize) -> Value {
         self.bytes += 2;
-        let minimal = self.minimal(depth);
         let required = self.required(parts);
-        let mut names: Vec<&'a str> = Vec::new();
-        let mut seen: HashSet<&'a str> = HashSet::new();
-        for p in parts {
-            if let Some(props) = p.get("properties").and_then(Value::as_object) {
-                for name in props.keys().take(MAX_LISTED) {
-                    if seen.insert(name.as_str()) {
-                        names.push(name);
-                    }
-                }
-            }
-        }
-        let extra = first(parts, "additionalProperties");
+        let names = declared(parts);
         let max = count(parts, "maxProperties").unwrap_or(usize::MAX);
-        let optional_room = if minimal {
+        let optional_room = if self.minimal(depth) {
             0
         } else {
             max.saturating_sub(required.len()).min(MAX_OPTIONAL)
@@ -341,16 +329,15 @@ impl<'a> Gen<'a> {
             .take(optional_room)
             .copied();
         let chosen: Vec<&'a str> = required.iter().copied().chain(optional).collect();
+        let extra = first(parts, "additionalProperties").filter(|e| e.is_object());
         let mut out = Map::new();
         for name in chosen {
-            let schemas: Vec<&'a Value> = (parts.iter())
+            let mut schemas: Vec<&'a Value> = (parts.iter())
                 .filter_map(|p| p.get("properties")?.get(name))
                 .collect();
-            let schemas = if schemas.is_empty() {
-                vec![extra.filter(|e| e.is_object()).unwrap_or(&ANY)]
-            } else {
-                schemas
-            };
+            if schemas.is_empty() {
+                schemas.push(extra.unwrap_or(&ANY));
+            }
             if !self.entry(&mut out, name.to_owned(), &schemas, depth) {
                 return Value::Object(out);
             }
@@ -467,6 +454,23 @@ impl<'a> Gen<'a> {
         }
         Value::Array(out)
     }
+}
+
+/// The names of every part's `properties`, once each, in order (at most [`MAX_LISTED`]
+/// read per part).
+fn declared<'a>(parts: &[&'a Map<String, Value>]) -> Vec<&'a str> {
+    let mut names: Vec<&'a str> = Vec::new();
+    let mut seen: HashSet<&'a str> = HashSet::new();
+    for p in parts {
+        if let Some(props) = p.get("properties").and_then(Value::as_object) {
+            for name in props.keys().take(MAX_LISTED) {
+                if seen.insert(name.as_str()) {
+                    names.push(name);
+                }
+            }
+        }
+    }
+    names
 }
 
 /// The tuple part of an array schema and the schema of the items after it.

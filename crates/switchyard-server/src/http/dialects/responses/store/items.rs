@@ -65,34 +65,9 @@ impl Page {
             }
             match &*key {
                 "limit" => page.limit = limit(&value)?,
-                "order" => {
-                    page.ascending = match &*value {
-                        "asc" => true,
-                        "desc" => false,
-                        other => {
-                            return Err(bad(
-                                "order",
-                                format!("`{}` is not asc or desc", clip(other, ECHO_BYTES)),
-                            ))
-                        }
-                    }
-                }
+                "order" => page.ascending = ascending(&value)?,
                 "after" => page.after = Some(value.into_owned()),
-                "include" | "include[]" => match &*value {
-                    "message.input_image.image_url" => page.image_urls = true,
-                    "reasoning.encrypted_content" => page.sealed_reasoning = true,
-                    v if INCLUDABLE.contains(&v) => {}
-                    other => {
-                        return Err(bad(
-                            "include",
-                            format!(
-                                "`{}` is not one of {}",
-                                clip(other, ECHO_BYTES),
-                                INCLUDABLE.join(", ")
-                            ),
-                        ))
-                    }
-                },
+                "include" | "include[]" => page.include(&value)?,
                 other => {
                     return Err(ApiError::bad_request(
                         Some(clip(other, ECHO_BYTES).into_owned()),
@@ -103,6 +78,26 @@ impl Page {
             }
         }
         Ok(page)
+    }
+
+    /// One `include` value: OpenAI's, or a 400.
+    fn include(&mut self, value: &str) -> Result<(), ApiError> {
+        match value {
+            "message.input_image.image_url" => self.image_urls = true,
+            "reasoning.encrypted_content" => self.sealed_reasoning = true,
+            v if INCLUDABLE.contains(&v) => {}
+            other => {
+                return Err(bad(
+                    "include",
+                    format!(
+                        "`{}` is not one of {}",
+                        clip(other, ECHO_BYTES),
+                        INCLUDABLE.join(", ")
+                    ),
+                ))
+            }
+        }
+        Ok(())
     }
 
     /// The list object of this page of `conversation`'s items (`id` is the response's).
@@ -133,6 +128,18 @@ impl Page {
             "has_more": has_more,
             "data": data,
         }))
+    }
+}
+
+/// `order`: `asc` (true) or `desc`.
+fn ascending(value: &str) -> Result<bool, ApiError> {
+    match value {
+        "asc" => Ok(true),
+        "desc" => Ok(false),
+        other => Err(bad(
+            "order",
+            format!("`{}` is not asc or desc", clip(other, ECHO_BYTES)),
+        )),
     }
 }
 
