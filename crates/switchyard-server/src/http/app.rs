@@ -45,6 +45,10 @@ pub fn app(state: AppState) -> Router {
             "/v1/responses/{id}",
             get(responses::retrieve).delete(responses::delete),
         )
+        .route(
+            "/v1/responses/{id}/input_items",
+            get(responses::input_items),
+        )
         .merge(rest)
         // after every route: a known path asked with another method gets OpenAI's JSON
         .method_not_allowed_fallback(edge::method_not_allowed)

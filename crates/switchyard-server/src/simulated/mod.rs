@@ -7,6 +7,13 @@
 //! that latency without waiting (the demo); with `sleep_scale` set it really waits that long
 //! times the scale (the server's embedded default, so it feels like a gateway).
 //!
+//! Beyond the tutorial, a request with `tools` gets a tool call whose arguments are valid
+//! against the tool's schema, and one with a JSON `response_format` (or the Responses
+//! API's `text.format`) gets JSON valid against its schema ([`answer`]): the embedded
+//! default serves tool-calling and structured-output clients. Those answers are drawn from
+//! the request itself, never from the tutorial's generator, so the tutorial's sequence of
+//! outcomes is the same whatever the requests carry.
+//!
 //! Embeddings (not in the tutorial) draw the same way (a failure, else a latency) and
 //! answer with [`simulated_vector`]s: unit vectors hashed from the input, so equal inputs
 //! get equal vectors; `dimensions` (default [`DEFAULT_DIMENSIONS`]) sets their length.
@@ -20,14 +27,18 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use switchyard::chat::{ChatChunk, ChatRequest, FinishReason, ProviderReply, Usage};
+use switchyard::chat::{ChatChunk, ChatRequest, ProviderReply, ToolCallDelta, Usage};
 use switchyard::cost::{usd_per_mtok_to_micros, Money, Price, PriceError};
 use switchyard::embedding::{EmbeddingInput, EmbeddingReply, EmbeddingRequest};
 use switchyard::error::{ErrorKind, ProviderError};
 use switchyard::provider::{ChunkStream, Provider};
 
+pub mod answer;
 pub mod pyrandom;
+pub mod schema;
+pub mod seeded;
 
+use answer::Answer;
 use pyrandom::{py_round, PyRandom};
 
 /// The length of a simulated embedding when the request sets no `dimensions`.
@@ -126,14 +137,26 @@ impl SimulatedProvider {
         ProviderError::new(ErrorKind::Timeout, format!("{} timed out", self.cfg.name))
     }
 
-    fn reply(&self, req: &ChatRequest, latency_ms: f64, cost_usd: f64) -> ProviderReply {
+    /// What this provider answers `req` (see [`answer`]): decided before the draw, so a
+    /// request it must refuse costs no draw.
+    fn answer(&self, req: &ChatRequest) -> Result<Answer, ProviderError> {
+        answer::answer(&self.cfg.name, req, self.text_for(req))
+    }
+
+    fn reply(
+        &self,
+        req: &ChatRequest,
+        answer: Answer,
+        latency_ms: f64,
+        cost_usd: f64,
+    ) -> ProviderReply {
         let max_tokens = req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
         let prompt_words = req.prompt_text().split_whitespace().count() as u64;
         ProviderReply {
-            text: self.text_for(req),
-            tool_calls: Vec::new(),
+            text: answer.text,
+            tool_calls: answer.tool_calls,
             thinking: Vec::new(),
-            finish_reason: Some(FinishReason::Stop),
+            finish_reason: Some(answer.finish),
             model: Some(self.cfg.name.clone()),
             usage: Some(Usage {
                 input_tokens: prompt_words,
@@ -163,6 +186,7 @@ impl Provider for SimulatedProvider {
     }
 
     async fn send(&self, req: &ChatRequest) -> Result<ProviderReply, ProviderError> {
+        let answer = self.answer(req)?;
         match self.draw(req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)) {
             Draw::Fail => Err(self.timed_out()),
             Draw::Answer {
@@ -172,7 +196,7 @@ impl Provider for SimulatedProvider {
                 if let Some(wait) = self.scaled(latency_ms) {
                     tokio::time::sleep(wait).await;
                 }
-                Ok(self.reply(req, latency_ms, cost_usd))
+                Ok(self.reply(req, answer, latency_ms, cost_usd))
             }
         }
     }
@@ -213,6 +237,7 @@ impl Provider for SimulatedProvider {
     }
 
     async fn stream(&self, req: &ChatRequest) -> Result<ChunkStream, ProviderError> {
+        let answer = self.answer(req)?;
         let Draw::Answer {
             latency_ms,
             cost_usd,
@@ -220,22 +245,10 @@ impl Provider for SimulatedProvider {
         else {
             return Err(self.timed_out());
         };
-        let reply = self.reply(req, latency_ms, cost_usd);
-        let words: Vec<String> = split_keeping_spaces(&reply.text);
+        let chunks = chunks(self.reply(req, answer, latency_ms, cost_usd));
         let pause = self
             .scaled(latency_ms)
-            .map(|total| total / u32::try_from(words.len().max(1)).unwrap_or(1));
-        let last = words.len().saturating_sub(1);
-        let chunks = words.into_iter().enumerate().map(move |(i, text)| {
-            let done = i == last;
-            ChatChunk {
-                text,
-                finish_reason: done.then_some(FinishReason::Stop),
-                usage: if done { reply.usage } else { None },
-                model: reply.model.clone(),
-                ..ChatChunk::default()
-            }
-        });
+            .map(|total| total / u32::try_from(chunks.len().max(1)).unwrap_or(1));
         let stream = futures_util::stream::iter(chunks).then(move |chunk| async move {
             if let Some(p) = pause {
                 tokio::time::sleep(p).await;
@@ -244,6 +257,60 @@ impl Provider for SimulatedProvider {
         });
         Ok(Box::pin(stream))
     }
+}
+
+/// A reply as stream chunks: its text word by word, then each tool call in a few pieces
+/// of its arguments (the first piece with the call's id and name); the last chunk carries
+/// the finish reason and the usage.
+fn chunks(reply: ProviderReply) -> Vec<ChatChunk> {
+    let piece = |text: String| ChatChunk {
+        text,
+        model: reply.model.clone(),
+        ..ChatChunk::default()
+    };
+    let mut chunks: Vec<ChatChunk> = split_keeping_spaces(&reply.text)
+        .into_iter()
+        .map(piece)
+        .collect();
+    for (i, call) in reply.tool_calls.iter().enumerate() {
+        let index = u32::try_from(i).unwrap_or(u32::MAX);
+        for (n, arguments) in pieces(&call.arguments).into_iter().enumerate() {
+            chunks.push(ChatChunk {
+                tool_calls: vec![ToolCallDelta {
+                    index,
+                    id: (n == 0).then(|| call.id.clone()),
+                    name: (n == 0).then(|| call.name.clone()),
+                    arguments,
+                }],
+                ..piece(String::new())
+            });
+        }
+    }
+    if chunks.is_empty() {
+        chunks.push(piece(String::new()));
+    }
+    if let Some(last) = chunks.last_mut() {
+        last.finish_reason = reply.finish_reason;
+        last.usage = reply.usage;
+    }
+    chunks
+}
+
+/// A tool call's arguments in at most four pieces, cut on character boundaries.
+fn pieces(arguments: &str) -> Vec<String> {
+    let size = arguments.len().div_ceil(4).max(16);
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for c in arguments.chars() {
+        cur.push(c);
+        if cur.len() >= size {
+            out.push(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() || out.is_empty() {
+        out.push(cur);
+    }
+    out
 }
 
 use futures_util::StreamExt as _;
@@ -290,6 +357,8 @@ fn split_keeping_spaces(text: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    use switchyard::chat::FinishReason;
+
     use super::*;
 
     fn aurora() -> SimulatedProvider {
@@ -318,10 +387,91 @@ mod tests {
         }
     }
 
+    fn steady() -> SimulatedProvider {
+        SimulatedProvider::new(SimulatedConfig {
+            failure_rate: 0.0,
+            ..aurora().cfg
+        })
+    }
+
+    fn with_tool(prompt: &str) -> ChatRequest {
+        let mut req = ChatRequest::from_prompt(prompt);
+        req.tools = vec![switchyard::chat::Tool {
+            name: "get_weather".into(),
+            description: None,
+            parameters: serde_json::json!({"type": "object", "properties": {
+                "city": {"type": "string", "minLength": 40}}, "required": ["city"]}),
+            cache_control: None,
+        }];
+        req
+    }
+
+    async fn collect(p: &SimulatedProvider, req: &ChatRequest) -> Vec<ChatChunk> {
+        let stream = p.stream(req).await.unwrap();
+        stream.map(Result::unwrap).collect().await
+    }
+
+    /// A streamed call is the plain call in pieces: the id and name first, the arguments
+    /// across several chunks, the finish and usage on the last.
+    #[tokio::test]
+    async fn a_streamed_tool_call_is_the_plain_one_in_pieces() {
+        let p = steady();
+        let req = with_tool("Weather in Paris?");
+        let plain = p.send(&req).await.unwrap();
+        assert_eq!(plain.finish_reason, Some(FinishReason::ToolCalls));
+        let call = &plain.tool_calls[0];
+        let chunks = collect(&p, &req).await;
+        assert!(chunks.len() >= 3, "{chunks:?}");
+        let deltas: Vec<&ToolCallDelta> = chunks.iter().flat_map(|c| &c.tool_calls).collect();
+        assert_eq!(deltas[0].id.as_deref(), Some(call.id.as_str()));
+        assert_eq!(deltas[0].name.as_deref(), Some("get_weather"));
+        assert!(deltas[1..].iter().all(|d| d.id.is_none() && d.index == 0));
+        let joined: String = deltas.iter().map(|d| d.arguments.as_str()).collect();
+        assert_eq!(joined, call.arguments);
+        let last = chunks.last().unwrap();
+        assert_eq!(last.finish_reason, Some(FinishReason::ToolCalls));
+        assert!(last.usage.is_some());
+        assert!(chunks.iter().all(|c| c.text.is_empty()));
+    }
+
+    #[tokio::test]
+    async fn a_plain_stream_is_the_tutorials_text_word_by_word() {
+        let chunks = collect(
+            &steady(),
+            &ChatRequest::from_prompt("Hello there, switchyard"),
+        )
+        .await;
+        let texts: Vec<&str> = chunks.iter().map(|c| c.text.as_str()).collect();
+        assert_eq!(texts, ["[aurora] ", "Hello ", "there, ", "switchyard..."]);
+        assert!(chunks[..3]
+            .iter()
+            .all(|c| c.finish_reason.is_none() && c.usage.is_none()));
+        assert_eq!(chunks[3].finish_reason, Some(FinishReason::Stop));
+    }
+
+    /// A request the provider refuses draws nothing: the next request meets the same
+    /// outcome it would have met without it.
+    #[tokio::test]
+    async fn a_refused_request_costs_no_draw() {
+        let (p, q) = (aurora(), aurora());
+        let mut bad = with_tool("x");
+        bad.tool_choice = Some(switchyard::chat::ToolChoice::Tool("nope".into()));
+        assert_eq!(p.send(&bad).await.unwrap_err().kind, ErrorKind::BadRequest);
+        assert!(p.stream(&bad).await.is_err());
+        let req = ChatRequest::from_prompt("Summarize the Q3 shipping report in two sentences.");
+        let (a, b) = (p.send(&req).await.unwrap(), q.send(&req).await.unwrap());
+        assert_eq!(a.reported_latency, b.reported_latency);
+    }
+
     #[test]
     fn pieces_concatenate_back() {
         let words = split_keeping_spaces("[a] one two...");
         assert_eq!(words.concat(), "[a] one two...");
         assert_eq!(words.len(), 3);
+        let args = "{\"city\": \"Zürich ünd Genève, a long way\"}";
+        let parts = pieces(args);
+        assert!(parts.len() > 1 && parts.len() <= 4, "{parts:?}");
+        assert_eq!(parts.concat(), args);
+        assert_eq!(pieces(""), [""]);
     }
 }

@@ -39,6 +39,9 @@
 //! - `fidelity_sdk.rs`: the `openai` Python SDK reading logprobs, refusals, the system
 //!   fingerprint and `n=2` streams back through both OpenAI dialects
 //!   (`tests/python/test_fidelity_sdk.py`);
+//! - `embedded_default.rs`: the official SDKs and the Agents SDK using tools and structured
+//!   outputs against `serve` with no config (the simulated providers;
+//!   `tests/python/test_embedded_default.py`);
 //! - `python_sdk.rs`: the official `openai` Python SDK against the proxy
 //!   (`tests/python/test_openai_sdk.py`, interpreter from `$SWITCHYARD_PYTHON`).
 //! - `sdk_fields.rs`: the official `anthropic` and `openai` SDKs sending every request field
@@ -74,6 +77,7 @@ mod degrade_sdk;
 mod diagnostics;
 mod durability;
 mod edge;
+mod embedded_default;
 mod embeddings;
 mod errors;
 mod failover;

@@ -31,7 +31,7 @@ use switchyard::chat::{Message, Native};
 use switchyard::provider::openai::responses::NATIVE_KIND;
 use switchyard::{ChatResponse, Role};
 
-pub use store::{delete, retrieve};
+pub use store::{delete, input_items, retrieve};
 
 use super::flow::Ctx;
 use super::{Decoded, Dialect};

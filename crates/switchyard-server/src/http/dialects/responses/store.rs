@@ -1,4 +1,5 @@
-//! Stored responses (`store`, `previous_response_id`, `GET` / `DELETE /v1/responses/{id}`),
+//! Stored responses (`store`, `previous_response_id`, `GET` / `DELETE /v1/responses/{id}`,
+//! `GET /v1/responses/{id}/input_items`: `items`),
 //! kept in the state backend's key-value part (`switchyard::state::SharedState::kv_put`):
 //! the process's memory, or Redis for a fleet, so that a conversation continues on any
 //! replica and with any vendor.
@@ -10,7 +11,7 @@
 //! by default); one larger than `max_stored_bytes` (8 MiB) is not kept, and its answer says
 //! so (`switchyard.stored: false`): `crate::http::state::StoredResponses`.
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
@@ -20,6 +21,8 @@ use switchyard::chat::Message;
 use crate::http::bounds::{clip, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
+
+mod items;
 
 /// One stored response.
 #[derive(Debug, Serialize, Deserialize)]
@@ -117,6 +120,35 @@ pub async fn retrieve(
     }
 }
 
+/// `GET /v1/responses/{id}/input_items`: a page of the items the stored response was
+/// generated from (see `items`); the same 404 as `GET` for an id another key made.
+pub async fn input_items(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Response {
+    let listed = async {
+        let key = caller(&state, &headers)?;
+        checked(&id)?;
+        let page = items::Page::parse(query.as_deref().unwrap_or_default())?;
+        let record = load(&state, &id, key.as_deref())
+            .await
+            .ok_or_else(|| not_found(&id, None))?;
+        // the last message is the response's own answer
+        let input = match record.conversation.split_last() {
+            Some((last, before)) if last.role == switchyard::Role::Assistant => before,
+            _ => &record.conversation[..],
+        };
+        page.list(&id, input)
+    }
+    .await;
+    match listed {
+        Ok(list) => (StatusCode::OK, axum::Json(list)).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
 /// `DELETE /v1/responses/{id}`: forget a stored response.
 pub async fn delete(
     State(state): State<AppState>,
@@ -197,5 +229,180 @@ mod tests {
         assert!(load(&state, "resp_a", Some("alice")).await.is_some());
         assert!(load(&state, "resp_a", Some("bob")).await.is_none());
         assert!(load(&state, "resp_a", None).await.is_none());
+    }
+
+    /// Over HTTP (the Responses routes as `http/app.rs` mounts them): two keys, a
+    /// conversation of two stored turns made by `alice`.
+    mod input_items {
+        use axum::body::Body;
+        use axum::http::Request;
+        use axum::routing::{get, post};
+        use axum::Router;
+        use http_body_util::BodyExt as _;
+        use tower::ServiceExt as _;
+
+        use super::*;
+        use crate::access::keys::hash_token;
+        use crate::config::KeyToml;
+        use crate::http::dialects::flow;
+        use crate::http::dialects::responses::Responses;
+
+        fn keyed() -> AppState {
+            let gateway = Gateway::builder()
+                .provider(ProviderSpec::new("p", Arc::new(ScriptedProvider::new("m"))))
+                .route(Route::new("r", &["p"]))
+                .build()
+                .unwrap();
+            let keys: Vec<KeyToml> = ["alice", "bob"]
+                .iter()
+                .map(|n| KeyToml {
+                    name: (*n).into(),
+                    sha256: hash_token(&format!("sy-{n}")),
+                    routes: vec!["*".into()],
+                    ..KeyToml::default()
+                })
+                .collect();
+            AppState(Arc::new(Shared::for_tests(
+                gateway,
+                KeyStore::new(&keys),
+                Arc::new(Metrics::new()),
+            )))
+        }
+
+        async fn send(state: &AppState, req: Request<Body>) -> (StatusCode, Value) {
+            let mut req = req;
+            req.headers_mut()
+                .insert("host", "127.0.0.1:4000".parse().unwrap());
+            let router = Router::new()
+                .route("/v1/responses", post(flow::serve::<Responses>))
+                .route("/v1/responses/{id}", get(retrieve))
+                .route("/v1/responses/{id}/input_items", get(input_items))
+                .with_state(state.clone());
+            let resp = router.oneshot(req).await.unwrap();
+            let status = resp.status();
+            let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+            (status, serde_json::from_slice(&bytes).unwrap())
+        }
+
+        async fn create(state: &AppState, body: Value) -> String {
+            let req = Request::post("/v1/responses")
+                .header("content-type", "application/json")
+                .header("authorization", "Bearer sy-alice")
+                .body(Body::from(body.to_string()))
+                .unwrap();
+            let (status, resp) = send(state, req).await;
+            assert_eq!(status, StatusCode::OK, "{resp}");
+            resp["id"].as_str().unwrap().to_owned()
+        }
+
+        async fn list(state: &AppState, path: &str, token: Option<&str>) -> (StatusCode, Value) {
+            let mut req = Request::get(path);
+            if let Some(t) = token {
+                req = req.header("authorization", format!("Bearer {t}"));
+            }
+            send(state, req.body(Body::empty()).unwrap()).await
+        }
+
+        fn texts(list: &Value) -> Vec<String> {
+            (list["data"].as_array().unwrap().iter())
+                .map(|i| {
+                    i["content"][0]["text"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned()
+                })
+                .collect()
+        }
+
+        #[tokio::test]
+        async fn a_continued_response_lists_the_whole_conversation_before_it() {
+            let state = keyed();
+            let first = create(
+                &state,
+                json!({"model": "r", "input": "hi",
+                "instructions": "be brief"}),
+            )
+            .await;
+            let second = create(
+                &state,
+                json!({"model": "r", "input": [{"role": "user",
+                "content": "again"}], "previous_response_id": first}),
+            )
+            .await;
+            let path = format!("/v1/responses/{second}/input_items");
+            let (status, page) = list(&state, &path, Some("sy-alice")).await;
+            assert_eq!(status, StatusCode::OK, "{page}");
+            assert_eq!(page["object"], "list");
+            assert_eq!(texts(&page), ["again", "ok from m", "hi"], "newest first");
+            assert_eq!(page["data"][1]["role"], "assistant");
+            assert_eq!(page["data"][0]["type"], "message");
+            let (_, one) = list(
+                &state,
+                &format!("{path}?limit=1&order=asc"),
+                Some("sy-alice"),
+            )
+            .await;
+            assert_eq!(texts(&one), ["hi"]);
+            assert_eq!(one["has_more"], true);
+            let after = one["last_id"].as_str().unwrap();
+            let (_, rest) = list(
+                &state,
+                &format!("{path}?limit=5&order=asc&after={after}"),
+                Some("sy-alice"),
+            )
+            .await;
+            assert_eq!(texts(&rest), ["ok from m", "again"]);
+            assert_eq!(rest["has_more"], false);
+            let (_, first_items) = list(
+                &state,
+                &format!("/v1/responses/{first}/input_items"),
+                Some("sy-alice"),
+            )
+            .await;
+            assert_eq!(texts(&first_items), ["hi"], "instructions are not items");
+        }
+
+        #[tokio::test]
+        async fn another_keys_response_is_the_same_404_as_get() {
+            let state = keyed();
+            let id = create(&state, json!({"model": "r", "input": "secret"})).await;
+            let (status, items) = list(
+                &state,
+                &format!("/v1/responses/{id}/input_items"),
+                Some("sy-bob"),
+            )
+            .await;
+            let (get_status, get) =
+                list(&state, &format!("/v1/responses/{id}"), Some("sy-bob")).await;
+            assert_eq!(
+                (status, get_status),
+                (StatusCode::NOT_FOUND, StatusCode::NOT_FOUND)
+            );
+            assert_eq!(items, get);
+            let (status, unknown) = list(
+                &state,
+                "/v1/responses/resp_nope/input_items",
+                Some("sy-alice"),
+            )
+            .await;
+            assert_eq!(status, StatusCode::NOT_FOUND);
+            assert_eq!(
+                unknown["error"]["message"],
+                "Response with id 'resp_nope' not found."
+            );
+            let (status, _) = list(&state, &format!("/v1/responses/{id}/input_items"), None).await;
+            assert_eq!(status, StatusCode::UNAUTHORIZED);
+            let (status, bad) = list(
+                &state,
+                &format!("/v1/responses/{id}/input_items?limit=500"),
+                Some("sy-alice"),
+            )
+            .await;
+            assert_eq!(status, StatusCode::BAD_REQUEST);
+            assert_eq!(bad["error"]["param"], "limit");
+            let long = format!("/v1/responses/{}/input_items", "r".repeat(5000));
+            let (status, _) = list(&state, &long, Some("sy-alice")).await;
+            assert_eq!(status, StatusCode::NOT_FOUND);
+        }
     }
 }
