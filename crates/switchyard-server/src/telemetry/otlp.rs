@@ -629,6 +629,7 @@ mod tests {
             latency: Duration::from_millis(5),
             start: Some(Duration::from_millis(1)),
             probe,
+            reported: None,
         }
     }
 

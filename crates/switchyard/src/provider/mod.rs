@@ -193,6 +193,7 @@ pub fn reply_as_chunk(reply: ProviderReply) -> ChatChunk {
         })
         .collect();
     ChatChunk {
+        id: reply.id,
         text: reply.text,
         refusal: reply.refusal,
         system_fingerprint: reply.system_fingerprint,

@@ -209,6 +209,10 @@ struct Segment {
     /// reported usage (about one token per chunk).
     chunks: u64,
     started: Instant,
+    /// The upstream's id of its answer, once a chunk stated it.
+    id: Option<String>,
+    /// The HTTP status its stream opened with.
+    status: Option<u16>,
 }
 
 impl Segment {
@@ -225,6 +229,8 @@ impl Segment {
             usage: None,
             chunks: 0,
             started: now - won.latency,
+            id: None,
+            status: won.status,
         };
         (segment, head)
     }

@@ -103,6 +103,7 @@ impl Live {
             latency,
             start: None,
             probe: false, // set by `record`
+            reported: None,
         };
         self.run.record(attempt);
         self.mode = match rung {
