@@ -17,6 +17,7 @@ pub mod presets;
 mod providers;
 mod schema;
 pub mod telemetry;
+mod warnings;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -32,6 +33,7 @@ pub use preflight::{grace_period, listen_address, preflight, redis_config};
 pub use schema::{
     BreakerToml, Config, HealthCheckToml, KeyToml, ProviderToml, RetryToml, RouteToml,
 };
+pub use warnings::{warnings, STALE_PRICES_DAYS};
 
 /// The config compiled into the binary: simulated providers, no keys needed.
 pub const EMBEDDED_DEFAULT: &str = include_str!("../default.toml");

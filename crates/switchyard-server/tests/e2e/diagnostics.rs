@@ -9,7 +9,7 @@ use crate::support::{route, simulated_provider, Server};
 const REDIS_LOST: &str = "shared state: Redis unavailable, serving from local state";
 /// The server's own line about the same (printed directly, whatever `RUST_LOG` says),
 /// after the library's.
-const NOT_ANSWERING: &str = "switchyard: warning: Redis is not answering";
+const NOT_ANSWERING: &str = "Redis is not answering";
 
 /// A config whose `[state]` points at a 127.0.0.1 port nothing listens on.
 fn config_with_unreachable_redis() -> String {
