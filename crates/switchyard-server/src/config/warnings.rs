@@ -95,12 +95,12 @@ mod tests {
     /// key, a price table past its age.
     #[test]
     fn warns_of_unpriced_models_no_admin_key_and_old_prices() {
-        let text = "[[providers]]\nname = \"house\"\nkind = \"openai\"\nmodel = \"in-house-7b\"\napi_key = \"sk-test\"\n\
-                    [[providers]]\nname = \"gpt\"\nkind = \"openai\"\nmodel = \"gpt-4.1-mini\"\napi_key = \"sk-test\"\n\
+        let text = "[[providers]]\nname = \"house\"\nkind = \"openai\"\nmodel = \"in-house-7b\"\napi_key_env = \"SY_TEST_KEY\"\n\
+                    [[providers]]\nname = \"gpt\"\nkind = \"openai\"\nmodel = \"gpt-4.1-mini\"\napi_key_env = \"SY_TEST_KEY\"\n\
                     [[routes]]\nname = \"main\"\nproviders = [\"house\", \"gpt\"]\n\
                     [[keys]]\nname = \"team\"\nsha256 = \"3b5d7c8e1f2a4b6c8d0e2f4a6b8c0d2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c\"\nroutes = [\"*\"]\n";
         let cfg = parse(text, "test").unwrap();
-        let env = |_: &str| None;
+        let env = |_: &str| Some("sk-test".to_owned());
         let built = build_gateway(&cfg, &env, false, Wiring::default()).unwrap();
         let as_of = parse_date(&PriceTable::builtin().as_of);
         let fresh = warnings(&cfg, &built.gateway, as_of);

@@ -50,6 +50,12 @@ pub trait Provider: Send + Sync {
     /// The model id this provider calls.
     fn model(&self) -> &str;
 
+    /// The host and port its calls go to (a call span's `server.address` and
+    /// `server.port`); `None` (the default) for a provider with no upstream of its own.
+    fn upstream(&self) -> Option<(&str, u16)> {
+        None
+    }
+
     /// The API whose native bodies (see [`crate::chat::Native`]) this provider sends as the
     /// client wrote them: `anthropic` for Anthropic providers, `openai-responses` for OpenAI
     /// providers that speak the Responses API; `None` (the default) for none.

@@ -17,6 +17,7 @@
 mod checks;
 mod restore;
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,7 +41,7 @@ use crate::telemetry::events::Events;
 use crate::telemetry::insight::Insight;
 use crate::telemetry::log::RequestLog;
 use crate::telemetry::metrics::{Metrics, UsageLabels};
-use crate::telemetry::otlp::Traces;
+use crate::telemetry::otlp::{Traces, Upstream};
 use crate::telemetry::trace::{LogFormat, SERVE};
 
 /// After the grace period: the longest shutdown still takes (final stream events,
@@ -206,15 +207,8 @@ pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result
     };
     let traces = match telemetry.otlp(&env)? {
         Some(settings) => {
-            let kinds = config
-                .providers
-                .iter()
-                .map(|p| {
-                    let kind = if p.kind.is_empty() { "openai" } else { &p.kind };
-                    (p.name.clone(), kind.to_owned())
-                })
-                .collect();
-            let traces = Traces::start(&settings, kinds, tasks)?;
+            let providers = upstreams(config, &built.gateway);
+            let traces = Traces::start(&settings, providers, tasks)?;
             log = log.with_tap(traces.clone());
             Some(traces)
         }
@@ -237,6 +231,25 @@ pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result
         traces,
         access,
     })))
+}
+
+/// Each configured provider's kind and upstream address, as its calls' spans name them.
+fn upstreams(config: &Config, gateway: &switchyard::Gateway) -> HashMap<String, Upstream> {
+    let address = |name: &str| {
+        let spec = gateway.providers().into_iter().find(|p| p.name == name)?;
+        let (host, port) = spec.provider.upstream()?;
+        Some((host.to_owned(), port))
+    };
+    (config.providers.iter())
+        .map(|p| {
+            let kind = if p.kind.is_empty() { "openai" } else { &p.kind };
+            let upstream = Upstream {
+                kind: kind.to_owned(),
+                address: address(&p.name),
+            };
+            (p.name.clone(), upstream)
+        })
+        .collect()
 }
 
 /// The names `/metrics` may use as route, key and model labels: the config's.
