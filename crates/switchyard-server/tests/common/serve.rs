@@ -290,6 +290,16 @@ impl Process {
         self.captured.both()
     }
 
+    /// What the process wrote to stdout so far.
+    pub fn stdout(&self) -> String {
+        self.captured.stdout.lock().unwrap().clone()
+    }
+
+    /// What the process wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.captured.stderr.lock().unwrap().clone()
+    }
+
     /// Send SIGTERM and wait (bounded) for the process to exit; the reader threads are
     /// joined, so [`Process::output`] is complete afterwards.
     pub async fn terminate(&mut self) -> ExitStatus {
