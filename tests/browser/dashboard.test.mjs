@@ -58,14 +58,14 @@ async function startServer(args = []) {
   children.add(child);
   child.once('exit', () => children.delete(child));
   let stderr = '';
-  child.stderr.on('data', (d) => { stderr += d; });
+  child.stdout.resume(); // the access log, if any
   const base = await new Promise((resolve, reject) => {
     child.on('error', reject);
-    let out = '';
     const timer = setTimeout(() => reject(new Error(`no address within 20 s; stderr: ${stderr}`)), 20_000);
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/switchyard listening on (http:\/\/127\.0\.0\.1:\d+)/);
+    // the listening line is on stderr, like every line `serve` says
+    child.stderr.on('data', (d) => {
+      stderr += d;
+      const m = stderr.match(/switchyard listening on (http:\/\/127\.0\.0\.1:\d+)/);
       if (m) {
         clearTimeout(timer);
         resolve(m[1]);

@@ -7,8 +7,8 @@
 //!   ([`http::ApiError`]), the request guard, bounds on client text, the connection edge,
 //!   the admin / models / dashboard handlers and the inbound dialects (Chat Completions);
 //! - [`access`]: client keys, per-key budgets and rate limits;
-//! - [`telemetry`]: metrics, the request log, the dashboard's memory and files, and the
-//!   `tracing` subscriber;
+//! - [`telemetry`]: metrics, the request log, the dashboard's memory and files, the
+//!   `tracing` subscriber and the lines that say what happened to traffic;
 //! - [`config`]: the TOML schema, loading and validation, and building the gateway from it;
 //! - [`cli`]: the command line and its subcommands (`serve`, `check`, `report`, `keys`,
 //!   `demo`);

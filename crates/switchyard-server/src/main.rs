@@ -3,7 +3,8 @@
 //! config) and hands off to the subcommand.
 //!
 //! Owns only the exit code; the CLI's shape and every subcommand live in the
-//! `switchyard_server` library (`switchyard_server::cli`), whose errors `main` prints to stderr.
+//! `switchyard_server` library (`switchyard_server::cli`), whose errors `main` prints to
+//! stderr (through the subscriber for `serve`, so a JSON log's last line is JSON too).
 
 use std::process::ExitCode;
 
@@ -19,6 +20,11 @@ fn main() -> ExitCode {
     }
     match cli::run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
+        // `serve` has installed the subscriber in its format (JSON lines, say)
+        Err(e) if matches!(cli.command, cli::Command::Serve(_)) => {
+            tracing::error!(target: trace::SERVE, "{e}");
+            ExitCode::FAILURE
+        }
         Err(e) => {
             eprintln!("switchyard: error: {e}");
             ExitCode::FAILURE

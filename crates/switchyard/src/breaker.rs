@@ -138,6 +138,62 @@ pub struct Transition {
     pub cause: Option<ErrorKind>,
     /// When.
     pub at_ms: UnixMillis,
+    /// What made it: a request's failures or probe, the cooldown, a health check, or
+    /// another replica of the fleet.
+    pub trigger: Trigger,
+    /// For an opening: how long the circuit stays open (ms) before a probe may go.
+    pub cooldown_ms: Option<u64>,
+}
+
+impl Transition {
+    /// A change from `from` to `to` at `at_ms`, by `trigger` (no cause, no cooldown).
+    #[must_use]
+    pub fn new(from: CircuitState, to: CircuitState, at_ms: UnixMillis, trigger: Trigger) -> Self {
+        Self {
+            from,
+            to,
+            cause: None,
+            at_ms,
+            trigger,
+            cooldown_ms: None,
+        }
+    }
+}
+
+/// What made a circuit change state (the log line's `why`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    /// Requests' failures reached the threshold, or one opens the circuit at once.
+    Failures,
+    /// The cooldown ran out: the next request is the probe.
+    Cooldown,
+    /// The half-open probe succeeded.
+    ProbeSucceeded,
+    /// The half-open probe failed: reopened with a longer cooldown.
+    ProbeFailed,
+    /// An active health check passed.
+    CheckPassed,
+    /// An active health check failed.
+    CheckFailed,
+    /// Another replica of the fleet changed it (learned through the shared state).
+    Fleet,
+}
+
+impl Trigger {
+    /// Lower-case label for logs.
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Failures => "failures",
+            Self::Cooldown => "cooldown_over",
+            Self::ProbeSucceeded => "probe_succeeded",
+            Self::ProbeFailed => "probe_failed",
+            Self::CheckPassed => "health_check_passed",
+            Self::CheckFailed => "health_check_failed",
+            Self::Fleet => "another_replica",
+        }
+    }
 }
 
 /// One provider's breaker state.
@@ -224,12 +280,12 @@ impl Breaker {
         }
         self.half_open_noted = true;
         let at_ms = self.open_until.min(now);
-        let transition = Transition {
-            from: CircuitState::Open,
-            to: CircuitState::HalfOpen,
-            cause: None,
+        let transition = Transition::new(
+            CircuitState::Open,
+            CircuitState::HalfOpen,
             at_ms,
-        };
+            Trigger::Cooldown,
+        );
         (admission, Some(transition))
     }
 
@@ -289,12 +345,12 @@ impl Breaker {
                     cool_until_ms: self.cool_until_ms,
                     ..Breaker::default()
                 };
-                Some(Transition {
+                Some(Transition::new(
                     from,
-                    to: CircuitState::Closed,
-                    cause: None,
-                    at_ms: now,
-                })
+                    CircuitState::Closed,
+                    now,
+                    Trigger::ProbeSucceeded,
+                ))
             }
         }
     }
@@ -396,11 +452,15 @@ impl Breaker {
         self.half_open_noted = false;
         self.opened_by = Some(kind);
         self.consecutive_failures = self.consecutive_failures.max(cfg.failure_threshold);
+        let trigger = if from == CircuitState::HalfOpen {
+            Trigger::ProbeFailed
+        } else {
+            Trigger::Failures
+        };
         Some(Transition {
-            from,
-            to: CircuitState::Open,
             cause: Some(kind),
-            at_ms: now,
+            cooldown_ms: Some(duration_ms(wait)),
+            ..Transition::new(from, CircuitState::Open, now, trigger)
         })
     }
 
@@ -521,35 +581,47 @@ impl Breaker {
     /// Apply `op` at `now`.
     pub fn apply(&mut self, cfg: &BreakerConfig, now: UnixMillis, op: Op) -> Applied {
         let mut admission = Admission::Admit;
-        let transition = match op {
-            Op::Admit { lease_for } => {
-                let (answer, transition) = self.admit_noting(now, lease_for);
-                admission = answer;
-                transition
-            }
-            Op::Renew { lease, until_ms } => {
-                self.renew(lease, until_ms);
-                None
-            }
-            Op::Release { lease } => {
-                self.release(lease);
-                None
-            }
-            Op::AttemptFailed {
-                kind,
-                effect,
-                retry_after,
-                lease,
-            } => self.on_attempt_failure(cfg, now, kind, effect, retry_after, lease),
-            Op::TurnFailed {
-                kind,
-                effect,
-                lease,
-            } => self.on_turn_failure(cfg, now, kind, effect, lease),
-            Op::Succeeded { lease } => self.on_success(now, lease),
-            Op::CheckFailed { kind, effect } => self.on_check_failure(cfg, now, kind, effect),
-            Op::CheckPassed { proves_traffic } => self.on_check_success(now, proves_traffic),
-        };
+        let transition =
+            match op {
+                Op::Admit { lease_for } => {
+                    let (answer, transition) = self.admit_noting(now, lease_for);
+                    admission = answer;
+                    transition
+                }
+                Op::Renew { lease, until_ms } => {
+                    self.renew(lease, until_ms);
+                    None
+                }
+                Op::Release { lease } => {
+                    self.release(lease);
+                    None
+                }
+                Op::AttemptFailed {
+                    kind,
+                    effect,
+                    retry_after,
+                    lease,
+                } => self.on_attempt_failure(cfg, now, kind, effect, retry_after, lease),
+                Op::TurnFailed {
+                    kind,
+                    effect,
+                    lease,
+                } => self.on_turn_failure(cfg, now, kind, effect, lease),
+                Op::Succeeded { lease } => self.on_success(now, lease),
+                // the check, not a probe or traffic, made any change
+                Op::CheckFailed { kind, effect } => self
+                    .on_check_failure(cfg, now, kind, effect)
+                    .map(|t| Transition {
+                        trigger: Trigger::CheckFailed,
+                        ..t
+                    }),
+                Op::CheckPassed { proves_traffic } => self
+                    .on_check_success(now, proves_traffic)
+                    .map(|t| Transition {
+                        trigger: Trigger::CheckPassed,
+                        ..t
+                    }),
+            };
         Applied {
             admission,
             transition,
@@ -673,12 +745,12 @@ mod tests {
             let applied = b.apply(&c, at(t), Op::Admit { lease_for: LEASE });
             seen.push(applied.transition);
         }
-        let half = Transition {
-            from: CircuitState::Open,
-            to: CircuitState::HalfOpen,
-            cause: None,
-            at_ms: 60_000,
-        };
+        let half = Transition::new(
+            CircuitState::Open,
+            CircuitState::HalfOpen,
+            60_000,
+            Trigger::Cooldown,
+        );
         // closed while open; the probe at 75 s reports it; the next admission does not
         assert_eq!(seen, [None, Some(half), None]);
         // the lease lapses and another request probes: still the same half-open period

@@ -679,6 +679,19 @@ pub enum FinishReason {
 }
 
 impl FinishReason {
+    /// OpenAI's spelling of a reason it has a word for (`Other` is `"other"`: use
+    /// [`FinishReason::as_openai`] for the vendor's own word).
+    #[must_use]
+    pub fn as_openai_static(&self) -> &'static str {
+        match self {
+            Self::Stop => "stop",
+            Self::Length => "length",
+            Self::ToolCalls => "tool_calls",
+            Self::ContentFilter => "content_filter",
+            Self::Other(_) => "other",
+        }
+    }
+
     /// OpenAI's spelling of the reason.
     #[must_use]
     pub fn as_openai(&self) -> &str {
@@ -800,6 +813,10 @@ pub struct ImplausibleUsage {
 /// What a provider returns for one successful non-streaming call.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProviderReply {
+    /// The upstream's id of this answer (`chatcmpl-…`, `msg_…`, `resp_…`, Gemini's
+    /// `responseId`), when it gave one: the call's span names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     /// The generated text (empty when the model only called tools).
     pub text: String,
     /// The model's refusal message, where the vendor gives one apart from the text
@@ -961,6 +978,10 @@ pub struct ThinkingDelta {
 /// One piece of a streamed completion.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChatChunk {
+    /// The upstream's id of the answer (see [`ProviderReply::id`]), on one chunk of the
+    /// stream at least (codecs set it once, where the vendor first or last states it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     /// Text delta (may be empty).
     pub text: String,
     /// A piece of the model's refusal message (see [`ProviderReply::refusal`]).

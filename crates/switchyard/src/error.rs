@@ -261,6 +261,7 @@ mod tests {
             latency: Duration::ZERO,
             start: None,
             probe: false,
+            reported: None,
         };
         let error = AttemptError {
             provider: provider.into(),

@@ -94,6 +94,9 @@ pub struct CheckReport {
     pub message: Option<String>,
     /// What a completion check cost (`None`: a listing, or unknown).
     pub cost: Option<Money>,
+    /// Whether this process's previous check of the provider passed (`None`: this is its
+    /// first): the verdict changed when it differs from [`CheckReport::ok`].
+    pub previous: Option<bool>,
 }
 
 impl CheckReport {
@@ -101,6 +104,12 @@ impl CheckReport {
     #[must_use]
     pub fn ok(&self) -> bool {
         self.kind.is_none()
+    }
+
+    /// True when this check's verdict differs from the previous one, or is the first.
+    #[must_use]
+    pub fn verdict_changed(&self) -> bool {
+        self.previous != Some(self.ok())
     }
 
     /// `ok`, or the failure kind's label (bounded: a metric label).

@@ -23,7 +23,7 @@
 //! - [`state`] — where breaker, budget and rate-limit state lives (memory; Redis).
 //! - [`provider`] — the `Provider` trait; the HTTP transport, SSE parser and `Secret`; the
 //!   OpenAI, Anthropic and Gemini adapters; the scripted provider of tests.
-//! - [`observe`] — usage overruns, observers, the ledger.
+//! - [`observe`] — usage overruns, exhausted budgets (told once each), observers, the ledger.
 //! - [`propagate`] — what every upstream call carries: W3C trace context, the request id.
 //! - [`gateway`] — the only place that knows the step order; health snapshots.
 //! - [`blocking`] — a blocking wrapper for callers without a runtime.

@@ -287,6 +287,17 @@ impl Headroom {
 struct InFlight {
     out: Outbound,
     headroom: std::cell::Cell<Option<Headroom>>,
+    /// The HTTP status of the response (the last, for a call that took several).
+    status: std::cell::Cell<Option<u16>>,
+}
+
+/// What a scoped call's response said beside its body.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Returned {
+    /// The rate-limit headroom it stated, if any.
+    pub headroom: Option<Headroom>,
+    /// Its HTTP status, when it reached an HTTP upstream.
+    pub status: Option<u16>,
 }
 
 tokio::task_local! {
@@ -294,19 +305,24 @@ tokio::task_local! {
     static CALL: InFlight;
 }
 
-/// Run `fut` with `headers` as the in-flight call's outbound headers; with the headroom
-/// its response stated, if any.
+/// Run `fut` with `headers` as the in-flight call's outbound headers; with what its
+/// response said beside the body (headroom, status).
 pub(crate) async fn scoped<F: std::future::Future>(
     headers: Outbound,
     fut: F,
-) -> (F::Output, Option<Headroom>) {
+) -> (F::Output, Returned) {
     let call = InFlight {
         out: headers,
         headroom: std::cell::Cell::new(None),
+        status: std::cell::Cell::new(None),
     };
     CALL.scope(call, async {
         let out = fut.await;
-        (out, CALL.with(|c| c.headroom.get()))
+        let returned = CALL.with(|c| Returned {
+            headroom: c.headroom.get(),
+            status: c.status.get(),
+        });
+        (out, returned)
     })
     .await
 }
@@ -316,9 +332,11 @@ pub(crate) fn with_outbound(f: impl FnMut(&http::HeaderName, &str)) {
     let _ = CALL.try_with(|c| c.out.each(f));
 }
 
-/// Note the rate-limit headroom a response's `headers` state, for the call in flight.
-pub(crate) fn note_headroom(headers: &http::HeaderMap) {
+/// Note a response's `status` and the rate-limit headroom its `headers` state, for the
+/// call in flight.
+pub(crate) fn note_response(status: u16, headers: &http::HeaderMap) {
     let _ = CALL.try_with(|c| {
+        c.status.set(Some(status));
         if let Some(h) = Headroom::from_headers(headers) {
             c.headroom.set(Some(h));
         }

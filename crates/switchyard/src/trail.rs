@@ -5,6 +5,8 @@
 //! are shown each entry as it is made. Part of the vocabulary's bottom layer: it depends
 //! only on `fault` (the kind of a failure).
 
+use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -156,6 +158,27 @@ pub struct Attempt {
     /// request's line does not grow.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub probe: bool,
+    /// What the call said of its answer (a success: its upstream id, finish reason and
+    /// usage), for the call's own span. Carried in memory with the trail, never written:
+    /// the request log has the request's usage, and a client sees the answer itself.
+    #[serde(skip)]
+    pub reported: Option<Reported>,
+}
+
+/// What an answered call reported of itself (see [`Attempt::reported`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reported {
+    /// The upstream's id of its answer (`chatcmpl-…`, `msg_…`, `resp_…`, Gemini's
+    /// `responseId`), when it gave one. Shared, so copies of the trail do not copy it.
+    pub id: Option<Arc<str>>,
+    /// Why its (first) answer stopped, in OpenAI's words (`stop`, `length`,
+    /// `tool_calls`, `content_filter`) or the vendor's own.
+    pub finish: Option<Cow<'static, str>>,
+    /// The input and output tokens it reported, when it did.
+    pub tokens: Option<(u64, u64)>,
+    /// The HTTP status of its answer, when it reached an HTTP upstream (failures carry
+    /// theirs in [`Attempt::status`]).
+    pub status: Option<u16>,
 }
 
 impl Attempt {
@@ -174,6 +197,7 @@ impl Attempt {
             latency: Duration::ZERO,
             start: None,
             probe: false,
+            reported: None,
         }
     }
 

@@ -423,6 +423,76 @@ mod fleet {
         fleet.stop().await;
     }
 
+    type Told = Arc<std::sync::Mutex<Vec<(String, switchyard::breaker::Transition)>>>;
+
+    /// What `store`'s fleet sink is told, from now on.
+    fn watch(store: &Store) -> Told {
+        let told = Told::default();
+        let sink = Arc::clone(&told);
+        store.watch_fleet(Arc::new(
+            move |p: &str, t: &switchyard::breaker::Transition| {
+                sink.lock().unwrap().push((p.to_owned(), *t));
+            },
+        ));
+        told
+    }
+
+    /// A circuit change made on one replica reaches the other replica's fleet sink once,
+    /// marked as the fleet's, with its cause and cooldown; the replica that made it is not
+    /// told of its own change (nor of its echo on the channel).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn another_replicas_circuit_changes_reach_the_fleet_sink_once() {
+        use switchyard::breaker::Trigger;
+        let fleet = Fleet::start("fleet_sink", 2).await;
+        fleet.listening().await;
+        let (a, b, c) = (fleet.store(0), fleet.store(1), cfg(1));
+        let (on_a, on_b) = (watch(&a), watch(&b));
+        let now = Clock::system().unix_ms();
+        assert!(fail_turn(&a, "p", &c, now, None).await.is_some());
+        eventually(
+            Duration::from_secs(5),
+            "B is told of A's opening",
+            || async { !on_b.lock().unwrap().is_empty() },
+        )
+        .await;
+        // B's probe, after the cooldown, closes it; A is told of that (after its own echo)
+        let later = now + 10_001;
+        let lease = admit(&b, "p", &c, later).await.lease();
+        assert!(lease.is_some(), "B probes");
+        let closed = b.breaker_op("p", &c, later, Op::Succeeded { lease }).await;
+        assert!(closed.transition.is_some());
+        eventually(
+            Duration::from_secs(5),
+            "A is told of B's closing",
+            || async { !on_a.lock().unwrap().is_empty() },
+        )
+        .await;
+        let on_a = on_a.lock().unwrap().clone();
+        assert_eq!(on_a.len(), 1, "{on_a:?}");
+        let (p, t) = &on_a[0];
+        assert_eq!(
+            (p.as_str(), t.to, t.trigger),
+            ("p", CircuitState::Closed, Trigger::Fleet)
+        );
+        let on_b = on_b.lock().unwrap().clone();
+        assert_eq!(
+            on_b.len(),
+            1,
+            "B's own closing is not the fleet's: {on_b:?}"
+        );
+        let t = on_b[0].1;
+        assert_eq!((t.from, t.to), (CircuitState::Closed, CircuitState::Open));
+        assert_eq!(
+            (t.trigger, t.cause),
+            (Trigger::Fleet, Some(ErrorKind::Server))
+        );
+        assert!(
+            t.cooldown_ms.is_some_and(|ms| ms > 0 && ms <= 10_000),
+            "{t:?}"
+        );
+        fleet.stop().await;
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_circuit_opened_on_one_replica_is_seen_by_another_within_100ms() {
         let mut fleet = Fleet::start("propagation", 0).await;

@@ -5,7 +5,7 @@
 //! kind, model and price (or "unpriced") — and for Bedrock, which credentials it signs with
 //! (`config::credentials_source`) — the keys, and warnings: unpriced models, prices
 //! that lack a rate the vendor bills (cached input; Anthropic's 5-minute and 1-hour cache
-//! writes), a price table older than [`STALE_PRICES_DAYS`], keys missing from the
+//! writes), a price table older than [`config::STALE_PRICES_DAYS`], keys missing from the
 //! environment, client keys anyone could guess, provider timeouts a route's deadline leaves
 //! no room for (the build's warnings, which `serve` writes at start-up too). A misspelt or
 //! misplaced field is an error naming the field meant, in the words `serve` refuses with
@@ -16,9 +16,7 @@
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime};
-
-use switchyard::{Gateway, PriceTable};
+use std::time::SystemTime;
 
 use crate::config;
 
@@ -42,9 +40,6 @@ pub fn run(args: &CheckArgs) -> Result<(), String> {
     print!("{}", report(&args.config, args.listen.as_deref(), &env)?);
     Ok(())
 }
-
-/// `check` warns when the shipped price table's `as_of` is older than this many days.
-pub const STALE_PRICES_DAYS: u64 = 90;
 
 /// The text `check` prints, as for `serve --listen listen`, today.
 ///
@@ -157,16 +152,9 @@ pub fn report_at(
                 .join(", ")
         }
     );
+    // the build's, then the rest `serve` says at start too (`config/warnings.rs`)
     let mut warnings = built.warnings;
-    for p in gw.providers() {
-        if gw.price_of(&p.name).is_none() {
-            warnings.push(format!("provider {:?}: model {:?} has no known price: its cost will be reported as unknown", p.name, p.provider.model()));
-        }
-    }
-    warnings.extend(price_warnings(&cfg, gw, PriceTable::builtin(), now));
-    if !cfg.keys.is_empty() && !cfg.keys.iter().any(|k| k.admin == Some(true)) {
-        warnings.push("no [[keys]] entry has admin = true: /admin/* and the dashboard will refuse every caller".to_owned());
-    }
+    warnings.extend(config::warnings(&cfg, gw, now));
     if !warnings.is_empty() {
         let _ = writeln!(out, "\nwarnings:");
         for w in warnings {
@@ -176,70 +164,11 @@ pub fn report_at(
     Ok(out)
 }
 
-/// Prices that will bill some tokens at the wrong rate: a price (the table's or the
-/// config's) without a rate the vendor bills, for providers on the vendor's own endpoint
-/// (a custom `base_url` may bill differently); and the table's `as_of` older than
-/// [`STALE_PRICES_DAYS`] when some provider is priced from it.
-fn price_warnings(
-    cfg: &config::Config,
-    gw: &Gateway,
-    table: &PriceTable,
-    now: SystemTime,
-) -> Vec<String> {
-    let mut warnings = Vec::new();
-    let mut from_table = false;
-    for prov in &cfg.providers {
-        let Some(price) = gw.price_of(&prov.name) else {
-            continue;
-        };
-        let model = prov.model.as_deref().unwrap_or_default();
-        let entry = table.lookup(model);
-        from_table |= prov.price.is_none() && entry.is_some();
-        if prov.base_url.is_some() || entry.is_some_and(|e| e.embeddings) {
-            continue;
-        }
-        let missing = price.missing_rates(&prov.kind);
-        if !missing.is_empty() {
-            let origin = if prov.price.is_some() {
-                "the config's price"
-            } else {
-                "prices.json"
-            };
-            warnings.push(format!(
-                "provider {:?}: {origin} for model {model:?} has no {} rate, though {} bills it: those tokens are priced at the plain input (or cache-write) rate instead; set it in the provider's price",
-                prov.name,
-                missing.join(", "),
-                prov.kind
-            ));
-        }
-    }
-    if from_table {
-        warnings.extend(stale_prices(&table.as_of, now));
-    }
-    warnings
-}
-
-/// A warning when `as_of` (`YYYY-MM-DD`) is more than [`STALE_PRICES_DAYS`] before `now`,
-/// or is not a date.
-fn stale_prices(as_of: &str, now: SystemTime) -> Option<String> {
-    let Some(read) = switchyard::provider::anthropic::parse_rfc3339(&format!("{as_of}T00:00:00Z"))
-    else {
-        return Some(format!(
-            "prices.json's as_of {as_of:?} is not a date: how old its prices are is unknown"
-        ));
-    };
-    let age = now.duration_since(read).unwrap_or(Duration::ZERO);
-    let days = age.as_secs() / 86_400;
-    (days > STALE_PRICES_DAYS).then(|| {
-        format!(
-            "prices.json is dated {as_of}, {days} days ago (more than {STALE_PRICES_DAYS}): vendors may have changed their prices; upgrade switchyard or set prices in the config"
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+    use switchyard::PriceTable;
 
     /// `text` written as `c.toml` in a fresh directory named by `tag`: (directory, file).
     fn write_config(tag: &str, text: &str) -> (PathBuf, PathBuf) {
@@ -487,10 +416,6 @@ mod tests {
         let own = report_at(&path, None, &env, days_after_as_of(400)).unwrap();
         assert!(!own.contains("prices.json is dated"), "{own}");
         assert!(!own.contains("warnings:"), "{own}");
-        assert_eq!(
-            stale_prices("not-a-date", SystemTime::UNIX_EPOCH).unwrap(),
-            "prices.json's as_of \"not-a-date\" is not a date: how old its prices are is unknown"
-        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

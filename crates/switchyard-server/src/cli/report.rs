@@ -377,6 +377,7 @@ mod tests {
             latency: Duration::from_millis(10),
             start: None,
             probe: false,
+            reported: None,
         }
     }
 

@@ -23,6 +23,7 @@ mod schema;
 mod suggest;
 pub mod telemetry;
 mod threads;
+mod warnings;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -40,6 +41,7 @@ pub use schema::{
 };
 pub use suggest::{looks_like_secret, mask_secrets};
 pub use threads::{thread_limits, ThreadLimits, ThreadsToml};
+pub use warnings::{warnings, STALE_PRICES_DAYS};
 
 /// The config compiled into the binary: simulated providers, no keys needed.
 pub const EMBEDDED_DEFAULT: &str = include_str!("../default.toml");

@@ -155,6 +155,7 @@ mod tests {
                 latency: Duration::from_millis(3),
                 start: None,
                 probe: false,
+                reported: None,
             }],
             usage: None,
             cost_usd: Some(0.5),

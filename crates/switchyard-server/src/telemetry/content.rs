@@ -39,6 +39,17 @@ pub fn input_messages(req: &ChatRequest) -> (Arc<str>, bool) {
     (Arc::from(json), cut)
 }
 
+/// A finish reason (OpenAI's word, or the vendor's own) in the GenAI conventions' words:
+/// `stop`, `length`, `content_filter`, `tool_call` (OpenAI's `tool_calls`), `error`; a
+/// vendor's reason they have no word for, as the vendor said it.
+#[must_use]
+pub fn genai_finish_reason(reason: &str) -> &str {
+    match reason {
+        "tool_calls" => "tool_call",
+        other => other,
+    }
+}
+
 /// The content of `resp` as one output message, with the request's captured `input`.
 #[must_use]
 pub fn with_output(input: &(Arc<str>, bool), resp: &ChatResponse) -> Content {
@@ -51,7 +62,8 @@ pub fn with_output(input: &(Arc<str>, bool), resp: &ChatResponse) -> Content {
     }));
     let mut out = json!({"role": "assistant", "parts": parts});
     if let Some(reason) = &resp.finish_reason {
-        out["finish_reason"] = serde_json::to_value(reason).unwrap_or(Value::Null);
+        let reason = genai_finish_reason(reason.as_openai());
+        out["finish_reason"] = Value::from(reason);
     }
     let (output, cut) = capped(vec![out], MAX_CONTENT_BYTES);
     Content {

@@ -416,7 +416,7 @@ impl LogTap for Insight {
 mod tests {
     use std::time::Duration;
 
-    use switchyard::breaker::SkipReason;
+    use switchyard::breaker::{SkipReason, Trigger};
 
     use super::*;
 
@@ -430,6 +430,7 @@ mod tests {
             latency: Duration::from_millis(ms),
             start: None,
             probe: false,
+            reported: None,
         }
     }
 
@@ -508,10 +509,13 @@ mod tests {
         let a = &insight.providers()["a"];
         assert_eq!(a.latency.points.len(), CHART_POINTS);
         let t = Transition {
-            from: CircuitState::Closed,
-            to: CircuitState::Open,
             cause: Some(ErrorKind::Timeout),
-            at_ms: insight.now_ms(),
+            ..Transition::new(
+                CircuitState::Closed,
+                CircuitState::Open,
+                insight.now_ms(),
+                Trigger::Failures,
+            )
         };
         for _ in 0..(TRANSITIONS_KEPT + 10) {
             insight.on_transition("a", &t);

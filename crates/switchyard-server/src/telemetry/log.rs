@@ -316,7 +316,7 @@ impl Writer {
         match result {
             Ok(()) => {
                 if std::mem::take(&mut self.failing) {
-                    eprintln!("switchyard: request log: writes succeed again");
+                    tracing::info!(target: super::trace::SERVE, "request log: writes succeed again");
                 }
                 for q in self.batch.drain(..) {
                     if let Some(ack) = q.ack {
@@ -326,7 +326,7 @@ impl Writer {
             }
             Err(e) => {
                 if !std::mem::replace(&mut self.failing, true) {
-                    eprintln!("switchyard: warning: request log write failed ({e}); its lines are dropped and counted until writes succeed again");
+                    tracing::warn!(target: super::trace::SERVE, "request log write failed ({e}); its lines are dropped and counted until writes succeed again");
                 }
                 let lost = self.batch.len() as u64;
                 counters.dropped.fetch_add(lost, Ordering::Relaxed);

@@ -1,7 +1,9 @@
 //! Telemetry: what the server tells its operators about the traffic it carried.
 //!
 //! Owns the Prometheus metrics (the health checks' among them), the request log (one JSON
-//! line per request), the dashboard's short memory of recent requests and transitions, the
+//! line per request), the lines that say what happened to traffic (circuit transitions,
+//! health verdicts, exhausted budgets, the failover summary), the dashboard's short memory
+//! of recent requests and transitions, the
 //! dashboard's static files, the subscriber that shows `tracing` diagnostics on stderr
 //! (text or JSON), the stdout access log, and trace export over OTLP (with prompt and
 //! completion content only when asked for).
@@ -11,6 +13,8 @@
 pub mod access;
 pub mod content;
 pub mod dashboard;
+pub mod events;
+pub mod failovers;
 pub mod insight;
 pub mod log;
 pub mod metrics;

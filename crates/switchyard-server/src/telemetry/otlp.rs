@@ -32,6 +32,7 @@ use switchyard::propagate::{TraceContext, TraceParent};
 use tokio::sync::mpsc;
 
 use crate::shutdown::Tasks;
+use crate::telemetry::content::genai_finish_reason;
 use crate::telemetry::log::{LogEntry, LogTap};
 
 /// Most requests' spans one export carries.
@@ -130,6 +131,16 @@ fn new_span_id() -> [u8; 8] {
     fastrand::u64(1..).to_be_bytes()
 }
 
+/// What a call span says of a configured provider: its `gen_ai.provider.name` and where its
+/// calls go (`server.address`, `server.port`). Known once, at start.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Upstream {
+    /// The provider's `kind` (`openai`, `anthropic`, ...).
+    pub kind: String,
+    /// Host and port of its calls; `None` for a provider with no upstream (simulated).
+    pub address: Option<(String, u16)>,
+}
+
 /// What the export loses, shared by the tap and the export task.
 #[derive(Debug, Default)]
 struct Counters {
@@ -159,15 +170,16 @@ impl std::fmt::Debug for Traces {
 }
 
 impl Traces {
-    /// Start exporting to `settings`' endpoint; `kinds` maps provider names to their
-    /// `kind` (for `gen_ai.provider.name`). The export task is tracked by `tasks` and ends
-    /// once every handle is dropped and the queue is sent.
+    /// Start exporting to `settings`' endpoint; `providers` maps provider names to their
+    /// kind and address (for `gen_ai.provider.name`, `server.address`, `server.port`). The
+    /// export task is tracked by `tasks` and ends once every handle is dropped and the queue
+    /// is sent.
     ///
     /// # Errors
     /// The exporter cannot be built (a bad endpoint or header).
     pub fn start(
         settings: &OtlpSettings,
-        kinds: HashMap<String, String>,
+        providers: HashMap<String, Upstream>,
         tasks: &Tasks,
     ) -> Result<Arc<Self>, String> {
         let client = reqwest::Client::builder()
@@ -191,7 +203,7 @@ impl Traces {
         let counters = Arc::new(Counters::default());
         let task = Export {
             exporter,
-            kinds,
+            providers,
             scope: InstrumentationScope::builder("switchyard")
                 .with_version(env!("CARGO_PKG_VERSION"))
                 .build(),
@@ -257,7 +269,7 @@ impl LogTap for Traces {
 /// The export task's state.
 struct Export {
     exporter: opentelemetry_otlp::SpanExporter,
-    kinds: HashMap<String, String>,
+    providers: HashMap<String, Upstream>,
     scope: InstrumentationScope,
     counters: Arc<Counters>,
 }
@@ -270,7 +282,7 @@ impl Export {
         while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
             let spans: Vec<SpanData> = batch
                 .drain(..)
-                .flat_map(|e| spans(&e, &self.kinds, &self.scope))
+                .flat_map(|e| spans(&e, &self.providers, &self.scope))
                 .collect();
             let n = spans.len() as u64;
             match self.exporter.export(spans).await {
@@ -325,7 +337,7 @@ fn operation(api: &str) -> &'static str {
 /// The spans of one finished request: its own, then one per upstream call.
 fn spans(
     e: &LogEntry,
-    kinds: &HashMap<String, String>,
+    providers: &HashMap<String, Upstream>,
     scope: &InstrumentationScope,
 ) -> Vec<SpanData> {
     let (Some(trace_id), Some(span_id)) = (
@@ -344,7 +356,7 @@ fn spans(
         },
         start: UNIX_EPOCH + Duration::from_millis(e.time_ms),
         op: operation(&e.api),
-        kinds,
+        providers,
         scope,
     };
     let mut out = vec![b.root(e)];
@@ -359,15 +371,24 @@ struct Builder<'a> {
     /// When the request arrived.
     start: SystemTime,
     op: &'static str,
-    kinds: &'a HashMap<String, String>,
+    providers: &'a HashMap<String, Upstream>,
     scope: &'a InstrumentationScope,
 }
 
 impl Builder<'_> {
+    /// A configured provider, or the template a wildcard route's `template/model` was
+    /// made from.
+    fn provider(&self, name: &str) -> Option<&Upstream> {
+        (self.providers.get(name)).or_else(|| {
+            let (template, _) = name.split_once('/')?;
+            self.providers.get(template)
+        })
+    }
+
     /// `gen_ai.provider.name` of a configured provider.
     fn kind_of(&self, provider: &str) -> String {
-        (self.kinds.get(provider))
-            .map_or("unknown", |k| genai_provider(k))
+        (self.provider(provider))
+            .map_or("unknown", |p| genai_provider(&p.kind))
             .to_owned()
     }
 
@@ -405,7 +426,9 @@ impl Builder<'_> {
             .map_or(SpanId::INVALID, SpanId::from_bytes);
         root.parent_span_is_remote = root.parent_span_id != SpanId::INVALID;
         root.attributes = request_attributes(e, self.op, &|p| self.kind_of(p));
-        if let Some(error) = &e.error {
+        // the HTTP conventions: a server span's status is left unset for a 4xx answer (the
+        // client's mistake, or a client that went away: 499), an error for the rest
+        if let Some(error) = e.error.as_ref().filter(|_| !(400..500).contains(&e.status)) {
             root.status = Status::error(error.clone());
         }
         if let Some(ttft) = e.ttft_ms {
@@ -414,6 +437,16 @@ impl Builder<'_> {
             root.events.events.push(commit);
         }
         root
+    }
+
+    /// Where `a`'s provider sends its calls (`server.address`, `server.port`), when it
+    /// has an upstream.
+    fn upstream_attributes(&self, a: &Attempt, out: &mut Vec<KeyValue>) {
+        let Some((host, port)) = self.provider(&a.provider).and_then(|p| p.address.as_ref()) else {
+            return;
+        };
+        out.push(KeyValue::new("server.address", host.clone()));
+        out.push(KeyValue::new("server.port", i64::from(*port)));
     }
 
     /// A span per upstream call after `out`'s request span; skips become its events.
@@ -442,11 +475,18 @@ impl Builder<'_> {
             {
                 if matches!(p.outcome, Outcome::Rescue { .. }) && p.provider == a.provider {
                     out[j].end_time = at + a.latency;
+                    let span = &mut out[j].attributes;
                     if let Outcome::Diverged { at, .. } = a.outcome {
                         let at = i64::try_from(at).unwrap_or(i64::MAX);
-                        (out[j].attributes)
-                            .push(KeyValue::new("switchyard.rescue.diverged_at", at));
+                        span.push(KeyValue::new("switchyard.rescue.diverged_at", at));
                     }
+                    if let Some(status) = a.reported.as_ref().and_then(|r| r.status) {
+                        span.push(KeyValue::new(
+                            "http.response.status_code",
+                            i64::from(status),
+                        ));
+                    }
+                    answer_attributes(a, span);
                     continue;
                 }
             }
@@ -454,6 +494,7 @@ impl Builder<'_> {
             let mut s = self.span(self.ctx.attempt_span_id(i), SpanKind::Client, name, at);
             s.end_time = at + a.latency;
             s.attributes = attempt_attributes(a, self.op, &|p| self.kind_of(p));
+            self.upstream_attributes(a, &mut s.attributes);
             if let Outcome::Failed { kind, .. } = &a.outcome {
                 s.status = Status::error(kind.to_string());
             }
@@ -485,6 +526,12 @@ fn request_attributes(
     }
     if let Some(m) = &e.model {
         a.push(KeyValue::new("gen_ai.response.model", m.clone()));
+    }
+    let answered = (e.attempts.iter().rev())
+        .find(|at| at.outcome == Outcome::Success)
+        .and_then(|at| at.reported.as_ref()?.finish.as_deref());
+    if let Some(finish) = answered {
+        a.push(finish_reasons(finish));
     }
     if let Some(u) = &e.usage {
         a.push(KeyValue::new(
@@ -546,12 +593,15 @@ fn attempt_attributes(
         KeyValue::new("switchyard.attempt", i64::from(at.attempt)),
         KeyValue::new("switchyard.outcome", at.outcome.label()),
     ];
-    if let Some(status) = at.status {
+    // a failure's status is on the trail; an answer's is what the call reported
+    let reported_status = at.reported.as_ref().and_then(|r| r.status);
+    if let Some(status) = at.status.or(reported_status) {
         a.push(KeyValue::new(
             "http.response.status_code",
             i64::from(status),
         ));
     }
+    answer_attributes(at, &mut a);
     match &at.outcome {
         Outcome::Failed { kind, .. } => a.push(KeyValue::new("error.type", kind.to_string())),
         Outcome::Rescue { method } => {
@@ -569,6 +619,38 @@ fn attempt_attributes(
         a.push(KeyValue::new("switchyard.breaker.state", state));
     }
     a
+}
+
+/// What an answered call said of its answer: `gen_ai.response.id`,
+/// `gen_ai.response.finish_reasons` (the conventions' words) and its own
+/// `gen_ai.usage.input_tokens` / `output_tokens`.
+fn answer_attributes(at: &Attempt, out: &mut Vec<KeyValue>) {
+    let Some(r) = &at.reported else { return };
+    if let Some(id) = &r.id {
+        out.push(KeyValue::new("gen_ai.response.id", id.to_string()));
+    }
+    if let Some(finish) = &r.finish {
+        out.push(finish_reasons(finish));
+    }
+    if let Some((input, output)) = r.tokens {
+        out.push(KeyValue::new(
+            "gen_ai.usage.input_tokens",
+            saturating_i64(input),
+        ));
+        out.push(KeyValue::new(
+            "gen_ai.usage.output_tokens",
+            saturating_i64(output),
+        ));
+    }
+}
+
+/// `gen_ai.response.finish_reasons`: a string array of one reason (the first answer's).
+fn finish_reasons(finish: &str) -> KeyValue {
+    let reason = opentelemetry::StringValue::from(genai_finish_reason(finish).to_owned());
+    KeyValue::new(
+        "gen_ai.response.finish_reasons",
+        opentelemetry::Value::Array(opentelemetry::Array::String(vec![reason])),
+    )
 }
 
 fn saturating_i64(n: u64) -> i64 {
@@ -646,6 +728,7 @@ mod tests {
             latency: Duration::from_millis(5),
             start: Some(Duration::from_millis(1)),
             probe,
+            reported: None,
         }
     }
 
@@ -764,6 +847,84 @@ mod tests {
             value(&spans[0].attributes, "switchyard.dropped"),
             Some(&"seed,presence_penalty".into())
         );
+    }
+
+    /// An answered call's span says where it went, its status, the upstream's id, why it
+    /// stopped (the conventions' word) and its own usage; the request's span says the finish
+    /// too. A wildcard model's call is placed by its template's address.
+    #[test]
+    fn a_call_span_carries_its_upstream_status_id_finish_and_usage() {
+        let mut answered = attempt("backup", Outcome::Success, false);
+        answered.reported = Some(switchyard::observe::Reported {
+            id: Some("chatcmpl-42".into()),
+            finish: Some("tool_calls".into()),
+            tokens: Some((120, 7)),
+            status: Some(200),
+        });
+        let failed = Outcome::Failed {
+            kind: switchyard::ErrorKind::Server,
+            message: String::new(),
+        };
+        let mut broke = attempt("wild/m-1", failed, false);
+        broke.status = Some(503);
+        let e = entry(vec![broke, answered]);
+        let providers = HashMap::from([
+            (
+                "backup".to_owned(),
+                Upstream {
+                    kind: "openai".into(),
+                    address: Some(("api.openai.com".into(), 443)),
+                },
+            ),
+            (
+                "wild".to_owned(),
+                Upstream {
+                    kind: "anthropic".into(),
+                    address: Some(("127.0.0.1".into(), 8080)),
+                },
+            ),
+        ]);
+        let scope = InstrumentationScope::builder("test").build();
+        let spans = spans(&e, &providers, &scope);
+        let attr = |i: usize, k: &str| value(&spans[i].attributes, k).cloned();
+        let reasons =
+            opentelemetry::Value::Array(opentelemetry::Array::String(vec!["tool_call".into()]));
+        assert_eq!(attr(2, "server.address"), Some("api.openai.com".into()));
+        assert_eq!(attr(2, "server.port"), Some(443.into()));
+        assert_eq!(attr(2, "http.response.status_code"), Some(200.into()));
+        assert_eq!(attr(2, "gen_ai.response.id"), Some("chatcmpl-42".into()));
+        assert_eq!(
+            attr(2, "gen_ai.response.finish_reasons"),
+            Some(reasons.clone())
+        );
+        assert_eq!(attr(2, "gen_ai.usage.input_tokens"), Some(120.into()));
+        assert_eq!(attr(2, "gen_ai.usage.output_tokens"), Some(7.into()));
+        // the failed call: its own status and its template's address, no answer
+        assert_eq!(attr(1, "server.address"), Some("127.0.0.1".into()));
+        assert_eq!(attr(1, "gen_ai.provider.name"), Some("anthropic".into()));
+        assert_eq!(attr(1, "http.response.status_code"), Some(503.into()));
+        assert_eq!(attr(1, "gen_ai.response.id"), None);
+        assert_eq!(attr(1, "gen_ai.usage.input_tokens"), None);
+        assert_eq!(attr(0, "gen_ai.response.finish_reasons"), Some(reasons));
+    }
+
+    /// The HTTP conventions: a server span is an error for a 5xx answer, not for a 4xx one
+    /// (the client's mistake, or a client gone: 499); a call that failed is an error.
+    #[test]
+    fn a_4xx_request_span_is_not_an_error() {
+        let scope = InstrumentationScope::builder("test").build();
+        let status_of = |status: u16| {
+            let mut e = entry(vec![attempt("backup", Outcome::Success, false)]);
+            e.status = status;
+            e.error = (status >= 400).then(|| "some_error".to_owned());
+            spans(&e, &HashMap::new(), &scope)[0].status.clone()
+        };
+        for status in [200, 400, 404, 429, 499] {
+            assert_eq!(status_of(status), Status::Unset, "{status}");
+        }
+        for status in [500, 502, 504] {
+            assert_eq!(status_of(status), Status::error("some_error"), "{status}");
+        }
     }
 
     /// The probe mark is logged only when set: a normal request's line does not grow.

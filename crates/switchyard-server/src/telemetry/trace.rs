@@ -4,8 +4,13 @@
 //!
 //! Owns the filter (`RUST_LOG`'s directives, [`DEFAULT_FILTER`] when unset) and installing
 //! the process-wide subscriber. The filter always silences [`SILENCED`]: `aws-sigv4` traces
-//! the canonical request it signs, session token included, so no `RUST_LOG` may show it. It does not own the server's own stderr lines (startup,
-//! warnings, alerts), which are printed directly, nor the request log.
+//! the canonical request it signs, session token included, so no `RUST_LOG` may show it;
+//! and it always shows the server's own lines about its life (target [`SERVE`]: start-up,
+//! config warnings, shutdown, alerts) at `info`, whatever `RUST_LOG` says, as when they were
+//! printed directly. What happened to traffic (circuits, health verdicts, budgets,
+//! failovers: target [`EVENTS`], `telemetry/events.rs`) is filtered like everything else.
+//! Every line on stderr goes through this subscriber, so `--log-format json` makes each one
+//! a JSON object. It does not own the request log or the stdout access log.
 //!
 //! Also owns the request span ([`request_span`]): its fields are formatted only when a
 //! line inside it is shown ([`Deferred`]), not each time a request opens it.
@@ -39,6 +44,15 @@ pub const DEFAULT_FILTER: &str = "info";
 /// (`aws-sigv4`) traces the canonical request, which holds the session token.
 pub const SILENCED: &str = "aws_sigv4";
 
+/// The target of the server's own lines about its life (start-up, config warnings,
+/// shutdown, the request log's trouble, usage alerts): shown at `info` and above whatever
+/// `RUST_LOG` says.
+pub const SERVE: &str = "switchyard::serve";
+
+/// The target of what happened to traffic: circuit transitions, health-check verdict
+/// changes, exhausted budgets, failover summaries (`telemetry/events.rs`).
+pub const EVENTS: &str = "switchyard::events";
+
 /// The filter `rust_log` (the value of `RUST_LOG`, if set) asks for, and a warning when
 /// it could not be used: directives that do not parse are replaced by [`DEFAULT_FILTER`].
 /// Directives naming [`SILENCED`] are dropped, and it is turned off.
@@ -56,30 +70,34 @@ pub fn filter(rust_log: Option<&str>) -> (EnvFilter, Option<String>) {
         Some(Err(e)) => (
             EnvFilter::new(DEFAULT_FILTER),
             Some(format!(
-                "switchyard: warning: RUST_LOG {:?} is not a valid filter ({e}); logging at {DEFAULT_FILTER:?}",
+                "RUST_LOG {:?} is not a valid filter ({e}); logging at {DEFAULT_FILTER:?}",
                 directives.unwrap_or_default()
             )),
         ),
     };
-    let filter = match format!("{SILENCED}=off").parse::<Directive>() {
-        Ok(off) => filter.add_directive(off),
-        Err(_) => filter, // a constant that parses: unreachable
-    };
+    let mut filter = filter;
+    for directive in [format!("{SILENCED}=off"), format!("{SERVE}=info")] {
+        if let Ok(d) = directive.parse::<Directive>() {
+            filter = filter.add_directive(d); // constants that parse: never skipped
+        }
+    }
     (filter, warning)
 }
 
 /// Install the process-wide subscriber: `RUST_LOG`'s filter, `format` on stderr (stdout
-/// carries command output: `check`, `report`, `keys new`, the listening line, and the
-/// access log).
+/// carries command output: `check`, `report`, `keys new`; under `serve`, only the access
+/// log). A `RUST_LOG` that could not be used is said in the installed format.
 pub fn install(format: LogFormat) {
     let rust_log = std::env::var("RUST_LOG").ok();
     let (filter, warning) = filter(rust_log.as_deref());
-    if let Some(warning) = warning {
-        eprintln!("{warning}");
-    }
     let installed = subscriber(format, filter, std::io::stderr).try_init();
     if let Err(e) = installed {
+        // no subscriber to say it through: the one line not in the chosen format
         eprintln!("switchyard: warning: diagnostics are not shown: {e}");
+        return;
+    }
+    if let Some(warning) = warning {
+        tracing::warn!(target: SERVE, "{warning}");
     }
 }
 
@@ -112,7 +130,8 @@ where
 }
 
 /// The span a request's diagnostics are logged in: `request`, with `request_id` and
-/// `trace_id` (lower-case hex; empty when the request has no trace). Under [`subscriber`]
+/// `trace_id` (lower-case hex; absent when the request has no trace: no exporter and no
+/// client `traceparent` — `otlp::RequestTrace::of`). Under [`subscriber`]
 /// the fields are kept aside and formatted only when a line inside the span is shown
 /// (formatting them for every request cost more than any other part of the span:
 /// BENCHMARKS.md, "Stop 22"); under any other subscriber they are recorded at once.
@@ -127,9 +146,10 @@ pub fn request_span(request_id: &str, trace_id: Option<[u8; 16]>) -> tracing::Sp
     });
     span.with_subscriber(|(id, dispatch)| defer(dispatch, id, &mut fields));
     if let Some(fields) = fields {
-        let trace_id = fields.trace_hex();
         span.record("request_id", display(&fields.request_id));
-        span.record("trace_id", trace_id.as_str());
+        if let Some(hex) = fields.trace_hex() {
+            span.record("trace_id", hex.as_str());
+        }
     }
     span
 }
@@ -141,11 +161,8 @@ struct RequestFields {
 }
 
 impl RequestFields {
-    fn trace_hex(&self) -> String {
-        self.trace_id
-            .as_ref()
-            .map(|t| to_hex(t))
-            .unwrap_or_default()
+    fn trace_hex(&self) -> Option<String> {
+        self.trace_id.as_ref().map(|t| to_hex(t))
     }
 }
 
@@ -212,10 +229,11 @@ where
             };
             let id = display(&fields.request_id);
             let hex = fields.trace_hex();
-            let trace = hex.as_str();
+            let trace = hex.as_deref();
+            // without a trace the field stays unrecorded: absent, never an empty string
             let values = [
                 (&request_id, Some(&id as &dyn Value)),
-                (&trace_id, Some(&trace as &dyn Value)),
+                (&trace_id, trace.as_ref().map(|t| t as &dyn Value)),
             ];
             (self.add)(&mut extensions, &Record::new(&set.value_set(&values)));
         }
@@ -246,7 +264,34 @@ mod tests {
         assert_eq!(filter.max_level_hint(), Some(LevelFilter::DEBUG));
         assert_eq!(warning, None);
         let (filter, _) = super::filter(Some("error"));
-        assert_eq!(filter.max_level_hint(), Some(LevelFilter::ERROR));
+        let subscriber = tracing_subscriber::fmt().with_env_filter(filter).finish();
+        tracing::subscriber::with_default(subscriber, || {
+            assert!(!tracing::enabled!(target: EVENTS, tracing::Level::WARN));
+            assert!(!tracing::enabled!(target: "switchyard::state", tracing::Level::WARN));
+            assert!(tracing::enabled!(target: EVENTS, tracing::Level::ERROR));
+        });
+    }
+
+    /// The server's own lines about its life were printed directly before they went
+    /// through the subscriber; no `RUST_LOG` hides them (nor shows their debug lines).
+    #[test]
+    fn the_servers_own_lines_are_shown_whatever_rust_log_says() {
+        for rust_log in [
+            None,
+            Some("error"),
+            Some("off"),
+            Some("switchyard::serve=off"),
+        ] {
+            let (filter, _) = filter(rust_log);
+            let subscriber = tracing_subscriber::fmt().with_env_filter(filter).finish();
+            tracing::subscriber::with_default(subscriber, || {
+                assert!(
+                    tracing::enabled!(target: SERVE, tracing::Level::INFO),
+                    "{rust_log:?}"
+                );
+                assert!(!tracing::enabled!(target: SERVE, tracing::Level::DEBUG));
+            });
+        }
     }
 
     #[test]
@@ -357,15 +402,22 @@ mod tests {
                 .with_env_filter(EnvFilter::new("info"))
                 .with_writer(move || out.clone())
                 .finish();
-            let hex = trace.map(|t| to_hex(&t)).unwrap_or_default();
+            let hex = trace.map(|t| to_hex(&t));
             let eager = logged(Box::new(eager), &buf, || {
-                a_request(
-                    || tracing::info_span!("request", request_id = %"req_abc", trace_id = hex.as_str()),
-                );
+                a_request(|| {
+                    tracing::info_span!(
+                        "request",
+                        request_id = %"req_abc",
+                        trace_id = hex.as_deref()
+                    )
+                });
             });
             assert_eq!(untimed(&deferred), untimed(&eager), "{deferred}");
             assert_eq!(untimed(&deferred).len(), 3, "{deferred}");
-            let shown = format!("request{{request_id=req_abc trace_id=\"{hex}\"}}");
+            let shown = match &hex {
+                Some(hex) => format!("request{{request_id=req_abc trace_id=\"{hex}\"}}"),
+                None => "request{request_id=req_abc}".to_owned(),
+            };
             for line in deferred.lines() {
                 assert!(line.contains(&shown), "{line}");
             }
@@ -397,14 +449,17 @@ mod tests {
                 "{text}"
             );
         }
-        // without a trace: an empty trace id, as before
+        // without a trace: no trace id at all (never an empty string)
         let buf = Buffer::default();
         let out = buf.clone();
         let sub = subscriber(LogFormat::Json, EnvFilter::new("info"), move || out.clone());
         let text = logged(sub, &buf, || a_request(|| request_span("req_abc", None)));
         let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-        assert_eq!(first["span"]["request_id"], "req_abc");
-        assert_eq!(first["span"]["trace_id"], "");
+        assert_eq!(
+            first["span"],
+            serde_json::json!({"name": "request", "request_id": "req_abc"}),
+            "{text}"
+        );
     }
 
     /// Whether span `span` still holds its fields aside, and its fields as the fmt layer

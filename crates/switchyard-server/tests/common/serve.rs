@@ -1,11 +1,11 @@
 //! `switchyard` as a child process, and scratch directories.
 //!
 //! [`Launch::spawn`] starts the binary with output captured on reader threads; the caller
-//! waits for its "listening on" line with [`Launch::wait`] (async: the test's runtime keeps
+//! waits for its "listening on" line (on stderr, as every line `serve` says) with [`Launch::wait`] (async: the test's runtime keeps
 //! serving in-process upstreams meanwhile) or [`Launch::wait_blocking`]. A [`Process`] is
 //! killed on drop and shows its output when the test is failing.
 
-use std::io::{BufRead as _, BufReader, Read as _};
+use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -155,36 +155,9 @@ impl Launch {
         let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {label}: {e}"));
         let captured = Captured::default();
         let (tx, listening) = mpsc::channel();
-        let stdout = child.stdout.take().unwrap();
-        let out = Arc::clone(&captured.stdout);
-        let out_reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                // Record the line before announcing it: whoever reads the output as soon
-                // as the server is up must find its listening line there.
-                {
-                    let mut o = out.lock().unwrap();
-                    o.push_str(&line);
-                    o.push('\n');
-                }
-                if let Some(url) = listening_url(&line) {
-                    let _ = tx.send(url);
-                }
-            }
-        });
-        let mut stderr = child.stderr.take().unwrap();
-        let err = Arc::clone(&captured.stderr);
-        let err_reader = std::thread::spawn(move || {
-            let mut chunk = [0u8; 4096];
-            while let Ok(n) = stderr.read(&mut chunk) {
-                if n == 0 {
-                    break;
-                }
-                err.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&chunk[..n]));
-            }
-        });
+        let out_reader = read_lines(child.stdout.take().unwrap(), &captured.stdout, None);
+        let err = child.stderr.take().unwrap();
+        let err_reader = read_lines(err, &captured.stderr, Some(tx));
         Self {
             label: label.to_owned(),
             child,
@@ -260,9 +233,34 @@ impl Launch {
     }
 }
 
-/// The URL of a "switchyard listening on URL (...)" line.
+/// Read `pipe` line by line into `into` (lossy UTF-8); with `listening`, announce the
+/// listening line's URL there once it is recorded.
+fn read_lines(
+    pipe: impl std::io::Read + Send + 'static,
+    into: &Arc<Mutex<String>>,
+    listening: Option<mpsc::Sender<String>>,
+) -> JoinHandle<()> {
+    let into = Arc::clone(into);
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(pipe);
+        let mut raw = Vec::new();
+        while reader.read_until(b'\n', &mut raw).is_ok_and(|n| n > 0) {
+            let line = String::from_utf8_lossy(&raw).into_owned();
+            raw.clear();
+            // Record the line before announcing it: whoever reads the output as soon as
+            // the server is up must find its listening line there.
+            into.lock().unwrap().push_str(&line);
+            if let (Some(tx), Some(url)) = (&listening, listening_url(&line)) {
+                let _ = tx.send(url);
+            }
+        }
+    })
+}
+
+/// The URL of the "switchyard listening on URL (...)" line on stderr: a text line or a
+/// JSON one (the words are its message).
 fn listening_url(line: &str) -> Option<String> {
-    let rest = line.strip_prefix("switchyard listening on ")?;
+    let (_, rest) = line.split_once("switchyard listening on ")?;
     let url = rest.split_whitespace().next()?;
     assert!(
         url.starts_with("http://127.0.0.1:"),
@@ -290,6 +288,16 @@ impl Process {
     /// Everything the process wrote so far: stdout, then stderr.
     pub fn output(&self) -> String {
         self.captured.both()
+    }
+
+    /// What the process wrote to stdout so far.
+    pub fn stdout(&self) -> String {
+        self.captured.stdout.lock().unwrap().clone()
+    }
+
+    /// What the process wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.captured.stderr.lock().unwrap().clone()
     }
 
     /// Send SIGTERM and wait (bounded) for the process to exit; the reader threads are

@@ -24,8 +24,13 @@
 //!   environment, against a mock that verifies SigV4 and streams event-stream frames;
 //! - `health.rs`: a health check in flight is abandoned at shutdown;
 //! - `diagnostics.rs`: the library's `tracing` warnings on stderr, filtered by `RUST_LOG`;
+//!   an outage and its recovery said at the default level (circuit transitions, the failover
+//!   summary, the start-up line, config warnings), every stderr line JSON with
+//!   `--log-format json` and stdout the access log's alone;
 //! - `otlp.rs`: traces of a failed-over request and a rescued stream exported to an OTLP
-//!   collector, `traceparent` and `x-request-id` sent upstream, the stdout access log;
+//!   collector (each call's upstream, status, response id, finish reasons and own usage;
+//!   a 4xx request span not an error), `traceparent` and `x-request-id` sent upstream, the
+//!   stdout access log;
 //! - `anthropic_sdk.rs`: the official `anthropic` Python SDK against the Messages dialect,
 //!   failing over from Anthropic upstreams to an OpenAI one (`tests/python/test_anthropic_sdk.py`);
 //! - `anthropic_threads.rs`: the `anthropic` SDK's default `tool_runner` (a message

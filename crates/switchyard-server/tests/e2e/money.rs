@@ -143,7 +143,7 @@ async fn an_upstream_that_overruns_max_tokens_is_alerted_counted_and_billed() {
     assert_eq!(overruns, Some(1.0), "{}", metrics.text);
     // the model is the one the upstream says answered
     let alert = format!(
-        "switchyard: alert: provider \"house\" (model {UPSTREAM_MODEL:?}, route \"main\") reported 16384 output tokens, 1000 allowed;"
+        "alert: provider \"house\" (model {UPSTREAM_MODEL:?}, route \"main\") reported 16384 output tokens, 1000 allowed;"
     );
     eventually("the overrun alert on stderr", || {
         server.output().contains(&alert)

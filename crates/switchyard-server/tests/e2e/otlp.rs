@@ -75,6 +75,16 @@ fn attr(attrs: &[opentelemetry_proto::tonic::common::v1::KeyValue], key: &str) -
         Any::BoolValue(b) => b.to_string(),
         Any::IntValue(i) => i.to_string(),
         Any::DoubleValue(d) => d.to_string(),
+        // a string array as `[a,b]`
+        Any::ArrayValue(a) => {
+            let items: Vec<String> = (a.values.iter())
+                .filter_map(|v| match v.value.as_ref()? {
+                    Any::StringValue(s) => Some(s.clone()),
+                    other => Some(format!("{other:?}")),
+                })
+                .collect();
+            format!("[{}]", items.join(","))
+        }
         other => format!("{other:?}"),
     })
 }
@@ -217,6 +227,31 @@ async fn a_failed_over_request_is_one_trace_continuing_the_clients() {
     }
     assert_eq!(span_attr(children[2], "switchyard.outcome"), "success");
     assert!(attr(&children[2].attributes, "error.type").is_none());
+    // each call names its upstream; the answer, its status, id, finish and own usage
+    for (s, mock) in children.iter().zip([&primary, &primary, &fallback]) {
+        let address = mock.address();
+        assert_eq!(span_attr(s, "server.address"), address.ip().to_string());
+        assert_eq!(span_attr(s, "server.port"), address.port().to_string());
+    }
+    let answer = children[2];
+    assert_eq!(span_attr(answer, "http.response.status_code"), "200");
+    assert_eq!(span_attr(answer, "gen_ai.response.id"), "chatcmpl-e2e0001");
+    assert_eq!(
+        span_attr(answer, "gen_ai.response.finish_reasons"),
+        "[stop]"
+    );
+    assert_eq!(span_attr(answer, "gen_ai.usage.input_tokens"), "25");
+    assert_eq!(span_attr(answer, "gen_ai.usage.output_tokens"), "12");
+    assert_eq!(span_attr(root, "gen_ai.response.finish_reasons"), "[stop]");
+    for s in &children[..2] {
+        assert!(attr(&s.attributes, "gen_ai.response.id").is_none());
+        assert!(attr(&s.attributes, "gen_ai.usage.input_tokens").is_none());
+    }
+    assert_eq!(
+        root.status.as_ref().map_or(0, |s| s.code),
+        0,
+        "answered: unset"
+    );
 
     // each upstream call carried its own span as parent, and the client's request id
     let mut sent = calls(&primary).await;
@@ -246,6 +281,42 @@ async fn a_failed_over_request_is_one_trace_continuing_the_clients() {
     assert_eq!(line["span_id"], hex(&root.span_id));
     assert_eq!(line["failed_over"], true);
     assert!(line["attempts"][0].get("message").is_none(), "{line}");
+}
+
+/// The HTTP conventions: a server span answering 4xx is not an error (its status is left
+/// unset, `error.type` still says what went wrong); one answering 5xx is.
+#[tokio::test]
+async fn a_4xx_answer_is_not_an_error_span_and_a_5xx_one_is() {
+    let collector = collector().await;
+    let down = upstream(error_response(503, "overloaded", "server_error", None)).await;
+    let config = format!(
+        "{}{}{}",
+        openai_provider("only", &down.uri(), ""),
+        route("smart", &["only"], "retry = { max_attempts = 1 }"),
+        telemetry(&collector),
+    );
+    let mut server = Server::start(Scratch::new("e2e", "otlp-4xx"), &config, &envs());
+    let missing = server.chat(&chat_body("no-such-route", "hello")).await;
+    missing.expect_status(404);
+    let failed = server.chat(&chat_body("smart", "hello")).await;
+    assert!(failed.status >= 500, "{}", failed.status);
+    server.terminate().await;
+
+    let spans = exported(&collector).await;
+    let roots: Vec<&Span> = (spans.iter().map(|(_, s)| s))
+        .filter(|s| s.kind == SpanKind::Server as i32)
+        .collect();
+    let by_status = |status: &str| {
+        *roots
+            .iter()
+            .find(|s| span_attr(s, "http.response.status_code") == status)
+            .unwrap_or_else(|| panic!("no {status} span in {roots:?}"))
+    };
+    let not_found = by_status("404");
+    assert_eq!(not_found.status.as_ref().map_or(0, |s| s.code), 0, "unset");
+    assert!(!span_attr(not_found, "error.type").is_empty());
+    let bad_gateway = by_status(&failed.status.to_string());
+    assert_eq!(bad_gateway.status.as_ref().unwrap().code, 2, "error");
 }
 
 #[tokio::test]
@@ -309,6 +380,18 @@ async fn a_rescued_stream_is_its_broken_call_and_its_rescue() {
     assert_eq!(span_attr(children[1], "switchyard.provider"), "fallback");
     assert_eq!(span_attr(children[1], "switchyard.rescue.rung"), "restart");
     assert!(attr(&children[0].attributes, "switchyard.rescue.rung").is_none());
+    // the rescue call's own answer: its id, finish and usage (the broken call has none)
+    assert_eq!(
+        span_attr(children[1], "gen_ai.response.id"),
+        "chatcmpl-e2e0101"
+    );
+    assert_eq!(
+        span_attr(children[1], "gen_ai.response.finish_reasons"),
+        "[stop]"
+    );
+    assert_eq!(span_attr(children[1], "gen_ai.usage.output_tokens"), "12");
+    assert_eq!(span_attr(children[1], "http.response.status_code"), "200");
+    assert!(attr(&children[0].attributes, "gen_ai.response.id").is_none());
     for child in &children {
         assert_eq!(span_attr(child, "switchyard.breaker.state"), "closed");
     }

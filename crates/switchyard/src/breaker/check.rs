@@ -10,7 +10,7 @@
 //!   once, so the next user request is the probe that confirms.
 //! - Kinds that say nothing about health (ignored ones; a rate limit) change nothing.
 
-use super::{Breaker, BreakerConfig, CircuitState, Transition};
+use super::{Breaker, BreakerConfig, CircuitState, Transition, Trigger};
 use crate::clock::UnixMillis;
 use crate::fault::{BreakerEffect, ErrorKind};
 
@@ -72,12 +72,12 @@ impl Breaker {
                 self.open_until = now;
                 self.probe = None;
                 self.half_open_noted = true;
-                Some(Transition {
+                Some(Transition::new(
                     from,
-                    to: CircuitState::HalfOpen,
-                    cause: None,
-                    at_ms: now,
-                })
+                    CircuitState::HalfOpen,
+                    now,
+                    Trigger::CheckPassed,
+                ))
             }
             (CircuitState::HalfOpen, false) => None,
             (CircuitState::Open | CircuitState::HalfOpen, true) => {
@@ -88,12 +88,12 @@ impl Breaker {
                     cool_until_ms: self.cool_until_ms,
                     ..Breaker::default()
                 };
-                Some(Transition {
+                Some(Transition::new(
                     from,
-                    to: CircuitState::Closed,
-                    cause: None,
-                    at_ms: now,
-                })
+                    CircuitState::Closed,
+                    now,
+                    Trigger::CheckPassed,
+                ))
             }
         }
     }

@@ -7,6 +7,8 @@
 //! completion check's cost as health-check spend, outside every budget). The schedule and
 //! the fleet lease are `crate::health::run`'s.
 
+use std::sync::atomic::Ordering;
+
 use crate::chat::ChatRequest;
 use crate::cost::Money;
 use crate::error::{BreakerEffect, ErrorKind, ProviderError};
@@ -29,6 +31,21 @@ impl CheckTarget for Gateway {
         check: &HealthCheck,
     ) -> impl std::future::Future<Output = Option<CheckReport>> + Send {
         Gateway::check_provider(self, provider, check)
+    }
+}
+
+/// A slot's health verdict before its first check.
+pub(super) const VERDICT_NONE: u8 = 0;
+/// The last check passed.
+const VERDICT_PASSED: u8 = 1;
+/// The last check failed.
+const VERDICT_FAILED: u8 = 2;
+
+fn verdict_of(passed: bool) -> u8 {
+    if passed {
+        VERDICT_PASSED
+    } else {
+        VERDICT_FAILED
     }
 }
 
@@ -65,7 +82,10 @@ impl Gateway {
             .state
             .breaker_op(name, &cfg, self.now(), op)
             .await;
+        let passed = error.is_none();
+        let previous = slot.verdict.swap(verdict_of(passed), Ordering::Relaxed);
         let report = CheckReport {
+            previous: (previous != VERDICT_NONE).then_some(previous == VERDICT_PASSED),
             provider: name.to_owned(),
             probe: check.probe,
             at_ms: clock.unix_ms_at(started),

@@ -194,6 +194,9 @@ struct Slot {
     reasoning: bool,
     /// Exponential moving average of successful attempts' latency, in ms.
     latency_ms: Mutex<Option<f64>>,
+    /// This process's last health-check verdict ([`health::VERDICT_NONE`] until the first),
+    /// so a check report says whether the verdict changed.
+    verdict: std::sync::atomic::AtomicU8,
 }
 
 /// Weight of the newest observation in the latency moving average.
@@ -215,6 +218,7 @@ impl Slot {
                 .unwrap_or(true),
             spec,
             latency_ms: Mutex::new(None),
+            verdict: std::sync::atomic::AtomicU8::new(health::VERDICT_NONE),
         }
     }
 
@@ -358,6 +362,8 @@ impl GatewayBuilder {
         let ledger = Arc::new(Ledger::new());
         let mut observers = self.observers;
         observers.insert(0, ledger.clone());
+        let state = self.state.unwrap_or_else(|| Arc::new(MemoryState::new()));
+        state.watch_fleet(fleet_sink(&observers));
         Ok(Gateway {
             inner: Arc::new(Inner {
                 slots,
@@ -367,7 +373,7 @@ impl GatewayBuilder {
                 wildcards,
                 resolved,
                 prices: table,
-                state: self.state.unwrap_or_else(|| Arc::new(MemoryState::new())),
+                state,
                 clock: self.clock.unwrap_or_default(),
                 observers,
                 ledger,
@@ -378,6 +384,7 @@ impl GatewayBuilder {
                 rescue_buffer_bytes: self
                     .rescue_buffer_bytes
                     .unwrap_or(DEFAULT_RESCUE_BUFFER_BYTES),
+                exhausted: crate::observe::ExhaustedBudgets::default(),
             }),
         })
     }
@@ -518,6 +525,8 @@ struct Inner {
     /// What a committed stream may keep of what it delivered before it stops being
     /// rescuable (`stream/kept.rs`).
     rescue_buffer_bytes: usize,
+    /// Budgets that refused and have not admitted since (each exhaustion told once).
+    exhausted: crate::observe::ExhaustedBudgets,
 }
 
 /// The gateway. Cheap to clone; clones share everything.
@@ -923,6 +932,17 @@ fn unusable(req: &EmbeddingRequest) -> Option<GatewayError> {
         return None;
     };
     Some(GatewayError::InvalidRequest(problem))
+}
+
+/// What a fleet store tells of other replicas' circuit changes: each observer's
+/// `on_fleet_transition`.
+fn fleet_sink(observers: &[Arc<dyn Observer>]) -> crate::state::FleetSink {
+    let observers = observers.to_vec();
+    Arc::new(move |provider: &str, t: &crate::breaker::Transition| {
+        for o in &observers {
+            o.on_fleet_transition(provider, t);
+        }
+    })
 }
 
 /// The budget scope of a route.

@@ -1,16 +1,19 @@
 //! Side outputs: the observer hook and the ledger.
 //!
 //! Owns the alert for a call that
-//! used more than was reserved for it ([`Overrun`]), and the [`Observer`] trait through
+//! used more than was reserved for it ([`Overrun`]), the once-per-exhaustion report of a
+//! budget ([`BudgetExhausted`], kept by [`ExhaustedBudgets`]), and the [`Observer`] trait through
 //! which logs, metrics and the [`Ledger`] watch the gateway, and
 //! re-exports the attempt trail (`trail`) they are shown. Observers see
 //! everything and steer nothing: their methods are infallible and must not block (a slow
 //! writer belongs behind a bounded channel that drops and counts).
 
+mod exhausted;
 mod ledger;
 
 use serde::Serialize;
 
+pub use exhausted::{BudgetExhausted, ExhaustedBudgets, MAX_EXHAUSTED};
 pub use ledger::{Ledger, LedgerRow};
 
 use crate::breaker::Transition;
@@ -19,7 +22,7 @@ use crate::embedding::EmbeddingResponse;
 use crate::error::GatewayError;
 use crate::health::CheckReport;
 use crate::propagate::Headroom;
-pub use crate::trail::{Attempt, Outcome};
+pub use crate::trail::{Attempt, Outcome, Reported};
 
 /// A call that reported more tokens than it was allowed or than its reservation assumed.
 ///
@@ -64,8 +67,16 @@ impl Overrun {
 pub trait Observer: Send + Sync {
     /// A try or skip finished.
     fn on_attempt(&self, _route: &str, _attempt: &Attempt) {}
-    /// A provider's circuit changed state.
+    /// A provider's circuit changed state (by this replica's requests, cooldown or checks).
     fn on_transition(&self, _provider: &str, _transition: &Transition) {}
+    /// A provider's circuit changed state on another replica of the fleet, as this replica
+    /// learned it through the shared state (`Transition::trigger` is `Fleet`). The replica
+    /// that made the change reports it through `on_transition`; each replica is told of
+    /// it once.
+    fn on_fleet_transition(&self, _provider: &str, _transition: &Transition) {}
+    /// A budget refused a request for the first time since it last had room: reported
+    /// once per exhaustion (on the replica that saw it), not per refused request.
+    fn on_budget_exhausted(&self, _route: &str, _exhausted: &BudgetExhausted) {}
     /// A request finished.
     fn on_complete(&self, _route: &str, _result: Result<&ChatResponse, &GatewayError>) {}
     /// An embeddings request finished.
@@ -74,7 +85,8 @@ pub trait Observer: Send + Sync {
     /// (reported before the request completes).
     fn on_overrun(&self, _route: &str, _overrun: &Overrun) {}
     /// An active health check finished (its breaker transition, if any, was reported
-    /// first through `on_transition`).
+    /// first through `on_transition`); `CheckReport::previous` says whether its verdict
+    /// changed.
     fn on_health_check(&self, _report: &CheckReport) {}
     /// An upstream call's response stated what is left of the provider's rate limits
     /// (reported for calls made with `CallOptions::upstream` set).

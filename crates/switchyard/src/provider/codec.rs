@@ -566,6 +566,10 @@ impl<C: Codec> Provider for HttpProvider<C> {
         C::KIND
     }
 
+    fn upstream(&self) -> Option<(&str, u16)> {
+        self.endpoints.call.host_port()
+    }
+
     fn model(&self) -> &str {
         self.codec.model()
     }

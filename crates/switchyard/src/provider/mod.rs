@@ -52,6 +52,12 @@ pub trait Provider: Send + Sync {
     /// The model id this provider calls.
     fn model(&self) -> &str;
 
+    /// The host and port its calls go to (a call span's `server.address` and
+    /// `server.port`); `None` (the default) for a provider with no upstream of its own.
+    fn upstream(&self) -> Option<(&str, u16)> {
+        None
+    }
+
     /// The API whose native bodies (see [`crate::chat::Native`]) this provider sends as the
     /// client wrote them: `anthropic` for Anthropic providers, `openai-responses` for OpenAI
     /// providers that speak the Responses API; `None` (the default) for none.
@@ -206,6 +212,7 @@ pub fn reply_as_chunk(reply: ProviderReply) -> ChatChunk {
         })
         .collect();
     ChatChunk {
+        id: reply.id,
         text: reply.text,
         refusal: reply.refusal,
         system_fingerprint: reply.system_fingerprint,

@@ -449,6 +449,7 @@ where
         };
         let finish = ChatChunk {
             finish_reason: Some(finish_reason),
+            id: chunk.id.take(),
             model: chunk.model.clone(),
             native: chunk.native.take(),
             ..ChatChunk::default()

@@ -54,12 +54,13 @@ impl MemoryState {
 
     /// Take the fleet's view of a breaker atomically, keeping this replica's probe lease
     /// when it still applies (see [`Breaker::merge_shared`]; used by fleet stores).
-    pub fn merge_breaker(&self, provider: &str, shared: Breaker) {
-        if let Ok(mut map) = self.breakers.lock() {
-            map.entry(provider.to_owned())
-                .or_default()
-                .merge_shared(shared);
-        }
+    /// Returns the breaker before and after.
+    pub fn merge_breaker(&self, provider: &str, shared: Breaker) -> Option<(Breaker, Breaker)> {
+        let mut map = self.breakers.lock().ok()?;
+        let breaker = map.entry(provider.to_owned()).or_default();
+        let before = *breaker;
+        breaker.merge_shared(shared);
+        Some((before, *breaker))
     }
 
     /// Every breaker, by provider.

@@ -24,7 +24,7 @@ pub use self::redis::{RedisConfig, RedisState};
 pub use kv::KV_MEMORY_BYTES;
 pub use memory::MemoryState;
 
-use crate::breaker::{Applied, Breaker, BreakerConfig, Op};
+use crate::breaker::{Applied, Breaker, BreakerConfig, Op, Transition};
 use crate::clock::UnixMillis;
 use crate::cost::{BudgetState, Money};
 
@@ -82,6 +82,10 @@ pub struct StateStatus {
     /// The last error talking to the shared store (never a credential).
     pub last_error: Option<String>,
 }
+
+/// Told of each circuit change a fleet store learns from another replica (provider name,
+/// the change as this replica saw it); must not block.
+pub type FleetSink = std::sync::Arc<dyn Fn(&str, &Transition) + Send + Sync>;
 
 /// Breaker, budget and rate-limit state, local or shared by a fleet.
 #[async_trait]
@@ -159,4 +163,9 @@ pub trait SharedState: Send + Sync {
 
     /// How the store is doing.
     fn status(&self) -> StateStatus;
+
+    /// Tell `sink` of every circuit change another replica makes, as this store learns it
+    /// (the replica that made it reports it itself, through its own gateway). The gateway
+    /// calls this once when it is built; the memory store has no fleet and ignores it.
+    fn watch_fleet(&self, _sink: FleetSink) {}
 }

@@ -251,3 +251,48 @@ async fn reservations_above_the_threshold_use_the_long_context_rates() {
     assert!(enough.chat("main", &req).await.is_ok());
     assert_eq!(p.calls(), 1);
 }
+
+/// Collects the budgets reported exhausted.
+#[derive(Default)]
+struct Exhausted(std::sync::Mutex<Vec<switchyard::observe::BudgetExhausted>>);
+
+impl switchyard::observe::Observer for Exhausted {
+    fn on_budget_exhausted(&self, route: &str, e: &switchyard::observe::BudgetExhausted) {
+        assert_eq!(route, "main");
+        self.0.lock().unwrap().push(e.clone());
+    }
+}
+
+/// A budget that refuses is reported once however many requests it refuses, and again
+/// only after it has admitted a request in between (room came back, then ran out).
+#[tokio::test(start_paused = true)]
+async fn an_exhausted_budget_is_reported_once_per_exhaustion() {
+    let p = Arc::new(ScriptedProvider::new("p"));
+    let seen = Arc::new(Exhausted::default());
+    let gw = Gateway::builder()
+        .provider(ProviderSpec::new("p", p.clone()).price(one_dollar_per_mtok()))
+        .route(Route::new("main", &["p"]).budget(Money::from_usd(0.0015)))
+        .observer(seen.clone())
+        .build()
+        .unwrap();
+    // worst cases: $0.00201 (more than the whole budget), $0.001 (fits)
+    let (big, small) = (
+        ChatRequest::from_prompt("hi").with_max_tokens(2000),
+        ChatRequest::from_prompt("hi").with_max_tokens(990),
+    );
+    let count = || seen.0.lock().unwrap().len();
+    for _ in 0..3 {
+        let refused = gw.chat("main", &big).await.unwrap_err();
+        assert!(matches!(refused, GatewayError::BudgetExceeded { .. }));
+    }
+    assert_eq!(count(), 1, "three refusals, one report");
+    let first = seen.0.lock().unwrap()[0].clone();
+    assert_eq!(first.scope, "route:main");
+    assert_eq!(first.limit, Money::from_usd(0.0015));
+    assert_eq!((first.spent, first.reserved), (Money::ZERO, Money::ZERO));
+    gw.chat("main", &small).await.unwrap();
+    assert_eq!(count(), 1, "an admitted request is not news");
+    assert!(gw.chat("main", &big).await.is_err());
+    assert_eq!(count(), 2, "exhausted again after it had room");
+    assert_eq!(p.calls(), 1, "refusals happen before dispatch");
+}

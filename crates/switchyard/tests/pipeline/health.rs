@@ -234,3 +234,36 @@ async fn stopping_abandons_a_check_in_flight() {
     task.await.unwrap();
     assert_eq!(tokio::time::Instant::now(), before, "no wait for the check");
 }
+
+/// Each report says what this process's previous check of the provider found, so a
+/// verdict change (not every check) can be told: the first, then pass → fail, then not
+/// again until it passes.
+#[tokio::test(start_paused = true)]
+async fn a_report_says_whether_the_verdict_changed() {
+    let primary = Arc::new(
+        ScriptedProvider::new("p")
+            .then_health(Step::text("ok"))
+            .then_health(Step::fail(ErrorKind::Server))
+            .then_health(Step::fail(ErrorKind::Timeout))
+            .then_health(Step::text("ok")),
+    );
+    let backup = Arc::new(ScriptedProvider::new("b"));
+    let gw = two(&primary, &backup, one_failure_opens());
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        let report = gw
+            .check_provider("primary", &check(Probe::Listing))
+            .await
+            .unwrap();
+        seen.push((report.ok(), report.previous, report.verdict_changed()));
+    }
+    assert_eq!(
+        seen,
+        [
+            (true, None, true),
+            (false, Some(true), true),
+            (false, Some(false), false),
+            (true, Some(false), true),
+        ]
+    );
+}

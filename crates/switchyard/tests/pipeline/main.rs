@@ -19,6 +19,7 @@ mod probe;
 mod rate_limits;
 mod reasoning;
 mod recovery;
+mod reported;
 mod rescue_buffer;
 mod seeds;
 mod stream;

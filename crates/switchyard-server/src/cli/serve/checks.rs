@@ -25,8 +25,9 @@ pub fn start(config: &Config, gateway: &Gateway, tasks: &Tasks) -> usize {
             holder.clone(),
             async move { stop.cancelled().await },
         ));
-        eprintln!(
-            "switchyard: health check of {name:?}: {} every {:?} (timeout {:?})",
+        tracing::info!(
+            target: crate::telemetry::trace::SERVE,
+            "health check of {name:?}: {} every {:?} (timeout {:?})",
             check.probe.label(),
             check.every,
             check.timeout

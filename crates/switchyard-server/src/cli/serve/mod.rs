@@ -1,16 +1,23 @@
 //! `switchyard serve`: load the config, build the gateway, listen, and shut down cleanly.
 //!
 //! Owns startup (config or the embedded default, the loopback-without-keys refusal,
-//! warnings, the request log, the edge's limits) and the shutdown sequence: on SIGTERM /
+//! the config's warnings said once each at start — the list `switchyard check` prints —
+//! the request log, the edge's limits, the lines that say what happened to traffic) and
+//! the shutdown sequence: on SIGTERM /
 //! Ctrl-C stop accepting, mark not-ready, close idle connections and let in-flight
 //! requests finish within the grace period; at its end, end every open stream with an
 //! error event (logged, status 503), close what is left, and wait briefly for the request
 //! log to flush — the process exits within the grace period plus [`AFTER_GRACE`] and the
 //! runtime's shutdown.
+//!
+//! Every line `serve` writes goes through the `tracing` subscriber on stderr (target
+//! `switchyard::serve`, shown whatever `RUST_LOG` says), so `--log-format json` makes each
+//! one JSON; stdout carries nothing but the access log.
 
 mod checks;
 mod restore;
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,11 +37,12 @@ use crate::access::keys::KeyStore;
 use crate::config::{self, Config, Wiring, EMBEDDED_DEFAULT};
 use crate::shutdown::{self, Tasks};
 use crate::telemetry::access::AccessLog;
+use crate::telemetry::events::Events;
 use crate::telemetry::insight::Insight;
 use crate::telemetry::log::RequestLog;
 use crate::telemetry::metrics::{Metrics, UsageLabels};
-use crate::telemetry::otlp::Traces;
-use crate::telemetry::trace::LogFormat;
+use crate::telemetry::otlp::{Traces, Upstream};
+use crate::telemetry::trace::{LogFormat, SERVE};
 
 /// After the grace period: the longest shutdown still takes (final stream events,
 /// closing connections, flushing the request log).
@@ -82,12 +90,17 @@ pub fn load(path: Option<&std::path::Path>) -> Result<(Config, String), String> 
 /// # Errors
 /// Bad config, a refused listen address, or a socket that cannot be bound.
 pub fn run(args: &ServeArgs, log_format: Option<LogFormat>) -> Result<(), String> {
-    let (config, source) = load(args.config.as_deref())?;
-    let configured = crate::config::telemetry::log_format(
-        config.server.log_format.as_deref(),
-        config.telemetry.as_ref(),
-    );
-    crate::telemetry::trace::install(log_format.unwrap_or(configured));
+    let loaded = load(args.config.as_deref());
+    let configured = loaded.as_ref().ok().map(|(config, _)| {
+        crate::config::telemetry::log_format(
+            config.server.log_format.as_deref(),
+            config.telemetry.as_ref(),
+        )
+    });
+    // installed before anything can fail: the error is said in the format asked for (the
+    // flag's, when the config could not be read)
+    crate::telemetry::trace::install(log_format.or(configured).unwrap_or_default());
+    let (config, source) = loaded?;
     let rt =
         runtime(config.server.workers).map_err(|e| format!("cannot start the runtime: {e}"))?;
     let result = rt.block_on(serve(args, config, source));
@@ -130,7 +143,8 @@ async fn serve(args: &ServeArgs, config: Config, source: String) -> Result<(), S
         .map(|r| r.name.as_str())
         .collect();
     let workers = tokio::runtime::Handle::current().metrics().num_workers();
-    println!(
+    tracing::info!(
+        target: SERVE,
         "switchyard listening on http://{local} ({source}; routes: {}; up to {} connections; {workers} worker thread{})",
         routes.join(", "),
         limits.max_connections,
@@ -144,29 +158,36 @@ async fn serve(args: &ServeArgs, config: Config, source: String) -> Result<(), S
         .saturating_duration_since(Instant::now())
         .max(MIN_FLUSH);
     if !tasks.close(flush).await {
-        eprintln!("switchyard: warning: background tasks (the request log) did not finish in time");
+        tracing::warn!(
+            target: SERVE,
+            "background tasks (the request log) did not finish in time"
+        );
     }
     Ok(())
 }
 
 /// The handlers' state `config` asks for, as `serve` builds it before listening: the
 /// state store (Redis, or memory with the request log's spend restored), the gateway with
-/// metrics and insight observing it, the request log (its writer on `tasks`), the keys.
-/// Build warnings go to stderr. Not ready (`/readyz`) until the caller says so; drive it
+/// metrics, insight and the event lines observing it, the request log (its writer on
+/// `tasks`), the keys. The config's warnings are said once each (`warn`, stderr). Not
+/// ready (`/readyz`) until the caller says so; drive it
 /// with `crate::http::app`, in process or behind the edge.
 pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result<AppState, String> {
     let metrics = Arc::new(Metrics::with_usage_labels(usage_labels(config)));
     let env = |name: &str| std::env::var(name).ok();
     let store = state_store(config, clock, tasks).await?;
     let insight = Arc::new(Insight::new(clock));
+    let events = Arc::new(Events::new(clock));
+    tasks.spawn(Arc::clone(&events).run(tasks.stopping()));
     let wiring = Wiring {
-        observers: vec![metrics.clone(), insight.clone()],
+        observers: vec![metrics.clone(), insight.clone(), events],
         store: Some(store),
         clock: Some(clock),
     };
     let built = config::build_gateway(config, &env, true, wiring)?;
-    for w in &built.warnings {
-        eprintln!("switchyard: warning: {w}");
+    let extra = config::warnings(config, &built.gateway, clock.system_time());
+    for w in built.warnings.iter().chain(&extra) {
+        tracing::warn!(target: SERVE, "config: {w}");
     }
     let mut log = match &config.server.request_log {
         Some(path) => RequestLog::open(path.as_ref(), tasks)
@@ -186,15 +207,8 @@ pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result
     };
     let traces = match telemetry.otlp(&env)? {
         Some(settings) => {
-            let kinds = config
-                .providers
-                .iter()
-                .map(|p| {
-                    let kind = if p.kind.is_empty() { "openai" } else { &p.kind };
-                    (p.name.clone(), kind.to_owned())
-                })
-                .collect();
-            let traces = Traces::start(&settings, kinds, tasks)?;
+            let providers = upstreams(config, &built.gateway);
+            let traces = Traces::start(&settings, providers, tasks)?;
             log = log.with_tap(traces.clone());
             Some(traces)
         }
@@ -218,6 +232,25 @@ pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result
         traces,
         access,
     })))
+}
+
+/// Each configured provider's kind and upstream address, as its calls' spans name them.
+fn upstreams(config: &Config, gateway: &switchyard::Gateway) -> HashMap<String, Upstream> {
+    let address = |name: &str| {
+        let spec = gateway.providers().into_iter().find(|p| p.name == name)?;
+        let (host, port) = spec.provider.upstream()?;
+        Some((host.to_owned(), port))
+    };
+    (config.providers.iter())
+        .map(|p| {
+            let kind = if p.kind.is_empty() { "openai" } else { &p.kind };
+            let upstream = Upstream {
+                kind: kind.to_owned(),
+                address: address(&p.name),
+            };
+            (p.name.clone(), upstream)
+        })
+        .collect()
 }
 
 /// The names `/metrics` may use as route, key and model labels: the config's.
@@ -251,20 +284,24 @@ async fn serve_until_signal(
         .await;
     let deadline = Instant::now() + grace;
     state.ready.store(false, Ordering::SeqCst);
-    eprintln!("switchyard: shutting down; in-flight requests have {grace:?}");
+    tracing::info!(
+        target: SERVE,
+        "shutting down; in-flight requests have {grace:?}"
+    );
     edge.drain();
     if conns.wait(grace).await {
         return deadline + AFTER_GRACE;
     }
-    eprintln!(
-        "switchyard: grace period over; ending {} open connection(s): streams get an error event",
+    tracing::warn!(
+        target: SERVE,
+        "grace period over; ending {} open connection(s): streams get an error event",
         edge.open_connections()
     );
     state.grace_over.cancel();
     if !conns.wait(FINAL_EVENTS).await {
         edge.close_all();
         if !conns.wait(CLOSE_WAIT).await {
-            eprintln!("switchyard: warning: some connections did not close in time");
+            tracing::warn!(target: SERVE, "some connections did not close in time");
         }
     }
     deadline + AFTER_GRACE
@@ -282,8 +319,9 @@ async fn state_store(
         tasks.spawn(store.background(tasks.stopping()));
         let status = store.status();
         if !status.connected {
-            eprintln!(
-                "switchyard: warning: Redis is not answering ({}); serving on local state until it does",
+            tracing::warn!(
+                target: SERVE,
+                "Redis is not answering ({}); serving on local state until it does",
                 status.last_error.unwrap_or_default()
             );
         }
@@ -294,8 +332,9 @@ async fn state_store(
         let (r, skipped) = restore::replay_file(config, path.as_ref(), &memory, clock.unix_ms())
             .map_err(|e| format!("reading the request log {path} to restore spend: {e}"))?;
         if r.entries > 0 || skipped > 0 {
-            eprintln!(
-                "switchyard: restored {} of spend from {} request-log line(s) in {path}{}",
+            tracing::info!(
+                target: SERVE,
+                "restored {} of spend from {} request-log line(s) in {path}{}",
                 r.spend,
                 r.entries,
                 if skipped > 0 {

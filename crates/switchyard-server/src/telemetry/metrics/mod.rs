@@ -563,12 +563,17 @@ impl Observer for Metrics {
         self.provider(provider).transitions[state_index(transition.to)].inc();
     }
 
-    /// Counted, and alerted on stderr at the 1st, 2nd, 4th, 8th … overrun of a provider
+    /// Counted, and alerted on stderr (the server's own line, shown whatever `RUST_LOG`
+    /// says) at the 1st, 2nd, 4th, 8th … overrun of a provider
     /// (a misbehaving upstream cannot flood the log, and the counter has every one).
     fn on_overrun(&self, route: &str, overrun: &Overrun) {
         let n = self.provider(&overrun.provider).overruns.inc() + 1;
         if n.is_power_of_two() {
-            eprintln!("switchyard: alert: {}", overrun_alert(route, overrun, n));
+            tracing::warn!(
+                target: crate::telemetry::trace::SERVE,
+                "alert: {}",
+                overrun_alert(route, overrun, n)
+            );
         }
     }
 

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::telemetry::log::LogEntry;
-use switchyard::breaker::SkipReason;
+use switchyard::breaker::{SkipReason, Trigger};
 use switchyard::{ErrorKind, Usage};
 
 fn memory_status() -> StateStatus {
@@ -29,6 +29,7 @@ fn attempt(provider: &str, outcome: Outcome, ms: u64) -> Attempt {
         latency: Duration::from_millis(ms),
         start: None,
         probe: false,
+        reported: None,
     }
 }
 
@@ -153,12 +154,7 @@ fn attempts_count_by_provider_outcome_and_kind() {
 #[test]
 fn transitions_count_by_new_state() {
     let metrics = Metrics::new();
-    let t = |from, to| Transition {
-        from,
-        to,
-        cause: None,
-        at_ms: 0,
-    };
+    let t = |from, to| Transition::new(from, to, 0, Trigger::Failures);
     metrics.on_transition("aurora", &t(CircuitState::Closed, CircuitState::Open));
     metrics.on_transition("aurora", &t(CircuitState::Open, CircuitState::HalfOpen));
     metrics.on_transition("aurora", &t(CircuitState::HalfOpen, CircuitState::Open));

@@ -7,7 +7,7 @@ use super::{check_usage, cost_of, Answer, Run, Won};
 use crate::chat::{ChatResponse, FieldSet, FinishReason, Support, Thinking, ToolCall, Usage};
 use crate::cost::Money;
 use crate::gateway::Slot;
-use crate::observe::{Attempt, Outcome};
+use crate::observe::{Attempt, Outcome, Reported};
 
 impl Run {
     /// Record the success, check the usage against the limits, settle the reservation
@@ -22,7 +22,13 @@ impl Run {
             .model
             .clone()
             .unwrap_or_else(|| slot.spec.provider.model().to_owned());
-        self.record_success(slot, &model, won.attempt, won.latency);
+        let reported = reported(
+            reply.id,
+            reply.finish_reason.as_ref(),
+            reply.usage,
+            won.status,
+        );
+        self.record_success(slot, &model, won.attempt, won.latency, reported);
         let usage = reply.usage.as_ref();
         check_usage(gw, &self.route.name, slot, &model, won.limits, usage);
         let cost = cost_of(reply.reported_cost, usage, slot.price, won.limits.calls);
@@ -54,13 +60,15 @@ impl Run {
         }
     }
 
-    /// Record a successful attempt (its latency feeds the provider's average).
+    /// Record a successful attempt (its latency feeds the provider's average) and what
+    /// it reported of its answer.
     pub(in crate::gateway) fn record_success(
         &mut self,
         slot: &Slot,
         model: &str,
         attempt: u32,
         latency: Duration,
+        reported: Reported,
     ) {
         slot.observe_latency(latency.as_secs_f64() * 1000.0);
         self.record(Attempt {
@@ -72,6 +80,7 @@ impl Run {
             latency,
             start: None,
             probe: false, // set by `record`
+            reported: Some(reported),
         });
     }
 
@@ -122,6 +131,26 @@ pub(in crate::gateway) struct Completion {
     pub native: Option<std::sync::Arc<serde_json::Value>>,
     /// The request's fields the answering provider was called without.
     pub dropped: FieldSet,
+}
+
+/// What an answered call reported of itself, for its trail entry: the upstream's id (moved,
+/// shared from then on), the finish reason's label (borrowed, unless the vendor's own),
+/// the tokens, the HTTP status.
+pub(in crate::gateway) fn reported(
+    id: Option<String>,
+    finish: Option<&FinishReason>,
+    usage: Option<Usage>,
+    status: Option<u16>,
+) -> Reported {
+    Reported {
+        id: id.map(std::sync::Arc::from),
+        finish: finish.map(|f| match f {
+            FinishReason::Other(s) => std::borrow::Cow::Owned(s.clone()),
+            known => std::borrow::Cow::Borrowed(known.as_openai_static()),
+        }),
+        tokens: usage.map(|u| (u.input_tokens, u.output_tokens)),
+        status,
+    }
 }
 
 /// True when the trail shows any provider other than `answering` tried or skipped.

@@ -49,7 +49,7 @@ impl Run {
         slot: &Slot,
         call: Call<'_>,
         lease: Option<u64>,
-    ) -> Result<(Answer, Duration, u32), ProviderError> {
+    ) -> Result<(Answer, Duration, u32, Option<u16>), ProviderError> {
         // A half-open probe is one attempt under the probe's own limit: its outcome alone
         // decides the circuit, and a failure fails the request over at once.
         let (max_attempts, limits) = match lease {
@@ -77,26 +77,26 @@ impl Run {
                 self.breaker(slot, Op::Renew { lease, until_ms }).await;
             }
             let started = self.gw.inner.clock.now();
-            let result = if self.upstream.is_empty() {
-                self.attempt(slot, call, limits).await
+            let (result, status) = if self.upstream.is_empty() {
+                (self.attempt(slot, call, limits).await, None)
             } else {
                 // the call's headers name the span of the trail entry it will become
                 let headers = self.upstream.headers(self.attempts.len());
                 // boxed: the task-local scope would otherwise move the attempt's whole
                 // future once more per call
-                let (result, headroom) =
+                let (result, returned) =
                     crate::propagate::scoped(headers, Box::pin(self.attempt(slot, call, limits)))
                         .await;
-                if let Some(h) = headroom {
+                if let Some(h) = returned.headroom {
                     for o in &self.gw.inner.observers {
                         o.on_headroom(&slot.spec.name, &h);
                     }
                 }
-                result
+                (result, returned.status)
             };
             let latency = self.gw.inner.clock.now() - started;
             let err = match result {
-                Ok(answer) => return Ok((answer, latency, attempt)),
+                Ok(answer) => return Ok((answer, latency, attempt, status)),
                 Err(e) => e,
             };
             let model = slot.spec.provider.model();

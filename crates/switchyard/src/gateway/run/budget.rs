@@ -12,7 +12,7 @@ use super::{Call, Reservation, Run};
 use crate::chat::{ChatRequest, Usage};
 use crate::cost::{estimate_input_tokens, BudgetState, Money, Price};
 use crate::gateway::{Gateway, Slot};
-use crate::observe::Overrun;
+use crate::observe::{BudgetExhausted, Overrun};
 use crate::state::Cleanup;
 
 /// What one turn's call was allowed, and what its reservation assumed: reported usage is
@@ -129,7 +129,10 @@ impl Run {
                 .state()
                 .reserve(&b.scope, b.limit, amount, lease)
                 .await
-                .map_err(|books| (b.scope.clone(), books))?;
+                .map_err(|books| {
+                    self.budget_refused(&b.scope, &books);
+                    (b.scope.clone(), books)
+                })?;
             let cleanup = Cleanup::ReleaseBudget {
                 scope: b.scope.clone(),
                 id,
@@ -141,11 +144,30 @@ impl Run {
                 guard: Guard::new(self.state(), cleanup),
             });
         }
+        let exhausted = &self.gw.inner.exhausted;
+        exhausted.admitted(self.budgets.iter().map(|b| b.scope.as_str()));
         Ok(Some(Reservation {
             amount,
             input_tokens,
             holds,
         }))
+    }
+
+    /// Budget `scope` refused with `books`: tell observers if it was not already known
+    /// to be exhausted.
+    fn budget_refused(&self, scope: &str, books: &BudgetState) {
+        if !self.gw.inner.exhausted.refused(scope) {
+            return;
+        }
+        let exhausted = BudgetExhausted {
+            scope: scope.to_owned(),
+            limit: books.limit,
+            spent: books.spent,
+            reserved: books.reserved,
+        };
+        for o in &self.gw.inner.observers {
+            o.on_budget_exhausted(&self.route.name, &exhausted);
+        }
     }
 }
 

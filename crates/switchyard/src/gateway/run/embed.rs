@@ -29,7 +29,8 @@ impl Run {
         let model = reply
             .model
             .unwrap_or_else(|| slot.spec.provider.model().to_owned());
-        self.record_success(slot, &model, won.attempt, won.latency);
+        let reported = super::reported(None, None, reply.usage, won.status);
+        self.record_success(slot, &model, won.attempt, won.latency, reported);
         let usage = reply.usage.as_ref();
         check_usage(gw, &self.route.name, slot, &model, won.limits, usage);
         let cost = cost_of(None, usage, slot.price, 1);

@@ -39,7 +39,7 @@ use crate::provider::ChunkStream;
 use crate::route::{plan, Api, Candidate, Probe, Route, UnsupportedFields};
 use crate::state::{Cleanup, SharedState};
 
-pub(super) use answer::{failed_over, Completion};
+pub(super) use answer::{failed_over, reported, Completion};
 pub(super) use budget::{check_usage, cost_of, Limits};
 
 /// How one provider's turn ended.
@@ -114,6 +114,8 @@ pub(super) struct Won {
     pub answer: Answer,
     pub latency: Duration,
     pub attempt: u32,
+    /// The HTTP status of the answer, when the call was scoped (`propagate`).
+    pub status: Option<u16>,
     pub reservation: Option<Reservation>,
     pub limits: Limits,
     /// The request's fields the provider was called without (`docs/fields.md`).
@@ -621,12 +623,13 @@ impl Run {
             p.disarm(); // the breaker gets its verdict below (or releases the lease itself)
         }
         match end {
-            Ok((answer, latency, attempt)) => {
+            Ok((answer, latency, attempt, status)) => {
                 self.breaker(slot, Op::Succeeded { lease }).await;
                 TurnEnd::Answered(Won {
                     answer,
                     latency,
                     attempt,
+                    status,
                     reservation,
                     limits,
                     dropped,
@@ -689,6 +692,7 @@ impl Run {
                 latency,
                 start: None,
                 probe: false, // set by `record`
+                reported: None,
             });
         }
         if err.kind == ErrorKind::RateLimited {
@@ -711,6 +715,7 @@ impl Run {
             latency,
             start: None,
             probe: false, // set by `record`
+            reported: None,
         });
     }
 }

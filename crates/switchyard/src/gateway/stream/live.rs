@@ -12,7 +12,7 @@ use crate::breaker::Op;
 use crate::chat::{ChatChunk, ChatRequest, ChatResponse, Usage};
 use crate::cost::Money;
 use crate::error::{AttemptError, ErrorKind, GatewayError, ProviderError};
-use crate::gateway::run::{check_usage, cost_of, failed_over, Completion, Run, Won};
+use crate::gateway::run::{check_usage, cost_of, failed_over, reported, Completion, Run, Won};
 use crate::gateway::Slot;
 use crate::observe::{Attempt, Outcome};
 
@@ -111,6 +111,9 @@ impl Live {
         if let Some(u) = chunk.usage {
             self.segment.usage = Some(u);
         }
+        if chunk.id.is_some() {
+            self.segment.id = chunk.id.take();
+        }
         if let Some(f) = &chunk.system_fingerprint {
             self.kept.system_fingerprint = Some(f.clone());
         }
@@ -165,7 +168,10 @@ impl Live {
         let slots = self.run.slots();
         let slot = slots.get(self.run.plan[self.pos]);
         let attempt = self.tries_on_current();
-        self.run.record_success(slot, &self.model, attempt, latency);
+        let s = &mut self.segment;
+        let reported = reported(s.id.take(), self.finish.as_ref(), s.usage, s.status);
+        self.run
+            .record_success(slot, &self.model, attempt, latency, reported);
         self.close_segment(true);
         let resp = self.response();
         self.report(Ok(&resp));
@@ -299,6 +305,7 @@ impl Live {
             latency: self.run.gw.inner.clock.now() - self.segment.started,
             start: None,
             probe: false, // set by `record`
+            reported: None,
             provider,
         };
         self.run.record(attempt);

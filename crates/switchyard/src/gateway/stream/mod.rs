@@ -235,6 +235,10 @@ struct Segment {
     started: Instant,
     /// The request's fields this provider was called without (`docs/fields.md`).
     dropped: crate::chat::FieldSet,
+    /// The upstream's id of its answer, once a chunk stated it.
+    id: Option<String>,
+    /// The HTTP status its stream opened with.
+    status: Option<u16>,
 }
 
 impl Segment {
@@ -252,6 +256,8 @@ impl Segment {
             chunks: 0,
             started: now - won.latency,
             dropped: won.dropped,
+            id: None,
+            status: won.status,
         };
         (segment, head)
     }

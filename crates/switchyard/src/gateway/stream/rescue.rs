@@ -123,6 +123,7 @@ impl Live {
             latency,
             start: None,
             probe: false, // set by `record`
+            reported: None,
         };
         self.run.record(attempt);
         self.mode = match rung {

@@ -74,6 +74,7 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
         tool_calls,
         thinking,
         finish_reason: message.stop_reason.as_deref().map(finish_reason),
+        id: message.id,
         model: message.model,
         usage: message.usage.map(normalized_usage).transpose()?,
         reported_cost: None,

@@ -16,6 +16,8 @@ use crate::provider::sse::{Parsed, SseEvent};
 /// tool calls).
 #[derive(Debug, Default)]
 pub struct EventParser {
+    /// The message's id from `message_start`, handed on with the finish chunk.
+    id: Option<String>,
     model: Option<String>,
     /// Usage so far (cumulative counts; later events replace earlier ones).
     usage: Option<wire::Usage>,
@@ -97,6 +99,7 @@ impl EventParser {
         })?;
         match parsed {
             wire::Event::MessageStart { message } => {
+                self.id = message.id;
                 self.model = message.model;
                 self.absorb(message.usage)?;
                 Ok(Parsed::Skip)
@@ -115,6 +118,7 @@ impl EventParser {
                     finish = Some(FinishReason::Stop);
                 }
                 Ok(Parsed::Chunk(ChatChunk {
+                    id: self.id.take(),
                     finish_reason: finish,
                     usage: self.usage.map(normalized_usage).transpose()?,
                     model: self.model.clone(),

@@ -208,6 +208,9 @@ pub(super) struct Message {
     /// Absent means this is not a message (checked, never defaulted).
     #[serde(default)]
     pub content: Option<Vec<ContentBlock>>,
+    /// The message's id (`msg_…`).
+    #[serde(default)]
+    pub id: Option<String>,
     #[serde(default)]
     pub model: Option<String>,
     #[serde(default)]
@@ -330,6 +333,9 @@ pub(super) enum Event {
 /// The `message` of `message_start` (content still empty).
 #[derive(Debug, Deserialize)]
 pub(super) struct StartMessage {
+    /// The message's id (`msg_…`).
+    #[serde(default)]
+    pub id: Option<String>,
     #[serde(default)]
     pub model: Option<String>,
     #[serde(default)]

@@ -46,6 +46,7 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
         finish_reason: first.finish_reason,
         logprobs: first.logprobs,
         alternatives: choices,
+        id: response.response_id,
         model: response.model_version,
         usage: response.usage_metadata.map(usage).transpose()?,
         reported_cost: None,

@@ -82,6 +82,7 @@ impl StreamParser {
         }
         refuse_blocked_prompt(&response)?;
         let mut chunk = ChatChunk {
+            id: response.response_id,
             usage: response.usage_metadata.map(usage).transpose()?,
             model: response.model_version,
             ..ChatChunk::default()

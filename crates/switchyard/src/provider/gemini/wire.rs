@@ -210,6 +210,9 @@ pub(super) struct Response {
     pub usage_metadata: Option<UsageMetadata>,
     #[serde(default)]
     pub model_version: Option<String>,
+    /// The response's id (every chunk of a stream repeats it).
+    #[serde(default)]
+    pub response_id: Option<String>,
     #[serde(default)]
     pub error: Option<Value>,
 }

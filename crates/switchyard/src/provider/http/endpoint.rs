@@ -103,6 +103,12 @@ impl Endpoint {
     pub fn as_str(&self) -> &str {
         self.url.as_str()
     }
+
+    /// The host and port calls go to (the scheme's port when the URL names none).
+    #[must_use]
+    pub fn host_port(&self) -> Option<(&str, u16)> {
+        Some((self.url.host_str()?, self.url.port_or_known_default()?))
+    }
 }
 
 impl std::fmt::Display for Endpoint {

@@ -443,7 +443,7 @@ impl HttpClient {
         request: Request<Full<Bytes>>,
     ) -> Result<UpstreamResponse, ProviderError> {
         let response = self.pool.request(request).await.map_err(request_error)?;
-        crate::propagate::note_headroom(response.headers());
+        crate::propagate::note_response(response.status().as_u16(), response.headers());
         Ok(UpstreamResponse {
             inner: response,
             max_body_bytes: self.max_body_bytes,

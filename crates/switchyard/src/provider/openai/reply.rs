@@ -70,6 +70,7 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
         finish_reason: first.finish_reason,
         logprobs: first.logprobs,
         alternatives: choices.into_iter().map(|(c, _)| c).collect(),
+        id: completion.id,
         model: completion.model,
         usage: completion.usage.map(usage).transpose()?,
         reported_cost: completion.usage.and_then(|u| u.cost).and_then(money),

@@ -91,6 +91,10 @@ fn read(event: &SseEvent) -> Result<Option<(ChatChunk, Vec<ChoiceDelta>)>, Provi
     if !extras.is_empty() {
         out.native = Some(Arc::new(json!({ "choices": extras })));
     }
+    // the id is on every chunk: kept (copied) from those that finish an answer only
+    if out.finish_reason.is_some() || others.iter().any(|c| c.finish_reason.is_some()) {
+        out.id = chunk.id.map(std::borrow::Cow::into_owned);
+    }
     Ok(Some((out, others)))
 }
 

@@ -162,6 +162,9 @@ pub(super) struct FunctionDef<'a> {
 /// A `chat.completion` object, or an error object some servers return with a 200.
 #[derive(Debug, Deserialize)]
 pub(super) struct Completion {
+    /// The completion's id (`chatcmpl-…`).
+    #[serde(default)]
+    pub id: Option<String>,
     /// Absent means this is not a completion (checked, never defaulted).
     pub choices: Option<Vec<Choice>>,
     #[serde(default)]
@@ -260,7 +263,11 @@ pub(super) struct ResponseFunction {
 
 /// A `chat.completion.chunk` object (or an error event).
 #[derive(Debug, Deserialize)]
-pub(super) struct Chunk {
+pub(super) struct Chunk<'a> {
+    /// The completion's id, the same on every chunk: borrowed from the event (kept only
+    /// from the chunk that finishes the stream).
+    #[serde(default, borrow)]
+    pub id: Option<std::borrow::Cow<'a, str>>,
     /// Empty (or `null`, or absent) on the final usage chunk.
     #[serde(default)]
     pub choices: Option<Vec<StreamChoice>>,

@@ -13,7 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use super::scripts::{BREAKER_ALL, BREAKER_CAS, BREAKER_TTL, PROBE_RELEASE, PROBE_RENEW};
 use super::Inner;
-use crate::breaker::{Admission, Applied, Breaker, BreakerConfig, CircuitState, Op, SkipReason};
+use crate::breaker::{
+    Admission, Applied, Breaker, BreakerConfig, CircuitState, Op, SkipReason, Transition, Trigger,
+};
 use crate::clock::{duration_ms, UnixMillis};
 use crate::state::SharedState;
 
@@ -35,6 +37,18 @@ struct Message {
     p: String,
     v: u64,
     b: Breaker,
+    /// The replica that wrote it (absent from an older replica's messages).
+    #[serde(default)]
+    r: String,
+}
+
+/// Whose change a merge brings into the mirror.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Whose {
+    /// This replica's own write: it reported the change when it made it.
+    Own,
+    /// Another replica's (or one of unknown origin, read back from Redis).
+    Fleet,
 }
 
 impl Stored {
@@ -164,7 +178,7 @@ impl Inner {
             let applied = work.apply(cfg, now, op);
             if work.shared() == stored.b {
                 // The fleet already had it: only local effects (the probe lease) remain.
-                self.merge(provider, stored);
+                self.merge(provider, stored, Whose::Fleet);
                 return Some(self.mirror.apply(provider, cfg, now, op));
             }
             let next = Stored {
@@ -172,7 +186,7 @@ impl Inner {
                 b: work.shared(),
             };
             if self.write_breaker(provider, raw.as_deref(), next).await? {
-                self.merge(provider, next);
+                self.merge(provider, next, Whose::Own);
                 return Some(applied);
             }
         }
@@ -216,6 +230,7 @@ impl Inner {
             p: provider.to_owned(),
             v: next.v,
             b: next.b,
+            r: self.replica.clone(),
         })
         .ok()?;
         let mut inv = BREAKER_CAS.prepare_invoke();
@@ -236,22 +251,58 @@ impl Inner {
         Some(written == 1)
     }
 
-    /// Merge a shared state into the mirror if it is newer than what was merged last.
-    pub(super) fn merge(&self, provider: &str, stored: Stored) {
+    /// Merge a shared state into the mirror if it is newer than what was merged last; a
+    /// change of circuit state that another replica made goes to the fleet sink.
+    pub(super) fn merge(&self, provider: &str, stored: Stored, whose: Whose) {
         let Ok(mut versions) = self.versions.lock() else {
             return;
         };
         let known = versions.entry(provider.to_owned()).or_insert(0);
-        if stored.v > *known {
-            *known = stored.v;
-            self.mirror.merge_breaker(provider, stored.b);
+        if stored.v <= *known {
+            return;
+        }
+        *known = stored.v;
+        // merged under the versions' lock: an older state never lands after a newer one
+        let merged = self.mirror.merge_breaker(provider, stored.b);
+        drop(versions);
+        if let (Some((before, after)), Whose::Fleet) = (merged, whose) {
+            self.tell_fleet(provider, &before, &after);
         }
     }
 
-    /// A write published by some replica (this one included).
+    /// Tell the fleet sink (if one watches) of the circuit change between `before` and
+    /// `after`, as of now.
+    fn tell_fleet(&self, provider: &str, before: &Breaker, after: &Breaker) {
+        let Some(sink) = self.fleet.get() else {
+            return;
+        };
+        let now = self.clock.unix_ms();
+        let (from, to) = (before.state(now), after.state(now));
+        if from == to {
+            return;
+        }
+        let seen = after.snapshot(now);
+        let open = to == CircuitState::Open;
+        let transition = Transition {
+            cause: seen.opened_by.filter(|_| open),
+            cooldown_ms: open.then(|| seen.last_open_until.saturating_sub(now)),
+            ..Transition::new(from, to, now, Trigger::Fleet)
+        };
+        sink(provider, &transition);
+    }
+
+    /// A write published by some replica (this one included: its own echo changes
+    /// nothing it has not reported).
     pub(super) fn on_message(&self, payload: &str) {
         match serde_json::from_str::<Message>(payload) {
-            Ok(m) => self.merge(&m.p, Stored { v: m.v, b: m.b }),
+            Ok(m) => {
+                let whose = if m.r == self.replica {
+                    Whose::Own
+                } else {
+                    Whose::Fleet
+                };
+                self.merge(&m.p, Stored { v: m.v, b: m.b }, whose);
+            }
             Err(e) => tracing::warn!(error = %e, "shared state: unreadable breaker message"),
         }
     }
@@ -278,7 +329,11 @@ impl Inner {
             self.reconcile(conn, &provider, local, raw).await?;
         }
         for (provider, raw) in remote {
-            self.merge(&provider, Stored::parse(Some(&raw), &provider));
+            self.merge(
+                &provider,
+                Stored::parse(Some(&raw), &provider),
+                Whose::Fleet,
+            );
         }
         Some(())
     }
@@ -300,7 +355,7 @@ impl Inner {
                 .write_breaker_on(conn, provider, raw.as_deref(), next)
                 .await?
             {
-                self.merge(provider, next);
+                self.merge(provider, next, Whose::Own);
             }
             return Some(());
         }
@@ -311,7 +366,7 @@ impl Inner {
             }
             return Some(());
         }
-        self.merge(provider, stored);
+        self.merge(provider, stored, Whose::Fleet);
         Some(())
     }
 

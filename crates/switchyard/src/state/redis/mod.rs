@@ -56,14 +56,14 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{Cleanup, MemoryState, SharedState, StateStatus};
+use super::{Cleanup, FleetSink, MemoryState, SharedState, StateStatus};
 use crate::breaker::{Applied, Breaker, BreakerConfig, Op};
 use crate::clock::{Clock, UnixMillis};
 use crate::cost::{BudgetState, Money};
@@ -163,6 +163,8 @@ struct Inner {
     dropped: AtomicU64,
     /// True while the background task is subscribed to breaker changes.
     listening: AtomicBool,
+    /// Told of circuit changes other replicas make (`SharedState::watch_fleet`).
+    fleet: OnceLock<FleetSink>,
 }
 
 impl RedisState {
@@ -187,6 +189,7 @@ impl RedisState {
             queue_rx: Mutex::new(Some(rx)),
             dropped: AtomicU64::new(0),
             listening: AtomicBool::new(false),
+            fleet: OnceLock::new(),
         };
         if let Some(conn) = inner.link.open().await {
             if inner.resync(&conn).await.is_some() {
@@ -331,6 +334,12 @@ impl SharedState for RedisState {
     /// a full queue applies the Redis side at the next resync instead and counts a drop.
     fn cleanup(&self, cleanup: Cleanup) {
         self.inner.cleanup(cleanup);
+    }
+
+    /// Changes merged from the fleet (pub/sub, the poll, the resync) whose circuit state
+    /// differs from the mirror's; never this replica's own writes (their echo included).
+    fn watch_fleet(&self, sink: FleetSink) {
+        let _ = self.inner.fleet.set(sink);
     }
 
     fn status(&self) -> StateStatus {

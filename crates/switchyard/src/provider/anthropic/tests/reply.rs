@@ -12,6 +12,7 @@ fn text_message_with_normalised_usage() {
     );
     assert_eq!(reply.finish_reason, Some(FinishReason::Stop));
     assert_eq!(reply.model.as_deref(), Some("claude-sonnet-4-5-20250929"));
+    assert_eq!(reply.id.as_deref(), Some("msg_01SyCapital00000000000001"));
     assert_eq!(
         reply.usage,
         Some(Usage {
@@ -171,6 +172,9 @@ fn stream_fixture_text_finish_and_merged_usage() {
     let finish = chunks.last().unwrap();
     assert_eq!(finish.finish_reason, Some(FinishReason::Stop));
     assert_eq!(finish.model.as_deref(), Some("claude-sonnet-4-5-20250929"));
+    // message_start's id, handed on with the finish chunk only
+    assert_eq!(finish.id.as_deref(), Some("msg_01SyCapital00000000000101"));
+    assert!(chunks[..chunks.len() - 1].iter().all(|c| c.id.is_none()));
     assert_eq!(
         finish
             .usage

@@ -10,6 +10,7 @@ fn text_completion_with_cached_tokens() {
         "The capital of France is Paris (Île-de-France)."
     );
     assert_eq!(reply.finish_reason, Some(FinishReason::Stop));
+    assert_eq!(reply.id.as_deref(), Some("sy-resp-0001"), "responseId");
     assert_eq!(reply.model.as_deref(), Some("gemini-2.5-flash"));
     assert!(reply.tool_calls.is_empty());
     assert_eq!(
@@ -182,6 +183,7 @@ fn stream_fixture_text_finish_and_usage() {
         Some((25, 12, 5))
     );
     assert_eq!(last.model.as_deref(), Some("gemini-2.5-flash"));
+    assert_eq!(last.id.as_deref(), Some("sy-stream-0101"), "responseId");
 }
 
 #[test]

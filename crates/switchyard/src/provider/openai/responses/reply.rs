@@ -70,6 +70,10 @@ pub(super) fn summary(response: &Value) -> Result<ProviderReply, ProviderError> 
         logprobs: logprobs.map(|entries| serde_json::json!({ "content": entries })),
         tool_calls,
         finish_reason: Some(finish),
+        id: response
+            .get("id")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         model: response
             .get("model")
             .and_then(Value::as_str)

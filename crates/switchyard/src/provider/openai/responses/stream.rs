@@ -114,6 +114,7 @@ impl Events {
         let response = event.get("response").unwrap_or(&Value::Null);
         let reply = summary(response)?;
         Ok(Parsed::Chunk(ChatChunk {
+            id: reply.id,
             finish_reason: reply.finish_reason,
             usage: reply.usage,
             model: reply.model,

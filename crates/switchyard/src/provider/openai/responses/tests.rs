@@ -161,6 +161,11 @@ fn output_items_become_text_calls_usage_and_finish() {
     assert_eq!(reply.tool_calls[0].id, "call_9");
     assert_eq!(reply.finish_reason, Some(FinishReason::ToolCalls));
     assert_eq!(reply.model.as_deref(), Some("gpt-5.1-codex-2026"));
+    assert_eq!(
+        reply.id.as_deref(),
+        Some("resp_1"),
+        "the response's id, not an item's"
+    );
     let usage = reply.usage.unwrap();
     assert_eq!(
         (

@@ -11,6 +11,7 @@ fn text_completion_with_cached_tokens() {
     );
     assert_eq!(reply.finish_reason, Some(FinishReason::Stop));
     assert_eq!(reply.model.as_deref(), Some("gpt-4o-mini-2024-07-18"));
+    assert_eq!(reply.id.as_deref(), Some("chatcmpl-sy0001"));
     assert_eq!(
         reply.usage,
         Some(Usage {
@@ -189,6 +190,12 @@ fn stream_fixture_text_finish_and_usage() {
         panic!("{parsed:?}")
     };
     assert_eq!(finish.finish_reason, Some(FinishReason::Stop));
+    // the id every chunk repeats is kept from the finishing one only
+    assert_eq!(finish.id.as_deref(), Some("chatcmpl-sy0101"));
+    let with_id = (parsed.iter())
+        .filter(|p| matches!(p, Parsed::Chunk(c) if c.id.is_some()))
+        .count();
+    assert_eq!(with_id, 1);
     let Parsed::Chunk(usage) = &parsed[n - 2] else {
         panic!("{parsed:?}")
     };
