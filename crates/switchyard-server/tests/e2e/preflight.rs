@@ -121,10 +121,20 @@ fn check_and_serve_name_the_field_meant_in_the_same_words() {
         assert!(said.contains(line), "{line}\n{said}");
     }
     assert!(!said.contains("Wq3r"), "{said}");
+    // `check` prints a plain line, `serve` a log line (its subscriber's timestamp, level
+    // and target first: docs/telemetry.md): after those, the same words
+    let words = |text: &str, prefix: &str| text.split_once(prefix).map(|(_, w)| w.to_owned());
+    let checked = String::from_utf8_lossy(&check.stderr);
     assert_eq!(
-        String::from_utf8_lossy(&check.stderr),
-        said,
-        "the same words"
+        words(&checked, "switchyard: error: "),
+        words(&said, " ERROR switchyard::serve: "),
+        "the same words
+{checked}
+{said}"
+    );
+    assert!(
+        words(&checked, "switchyard: error: ").is_some(),
+        "{checked}"
     );
 }
 
