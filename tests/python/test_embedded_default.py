@@ -10,7 +10,8 @@ Checks, with the `openai` SDK: `chat.completions.parse(response_format=<pydantic
 (plain and streamed), `responses.parse(text_format=...)`, a tool-call round trip with
 `chat.completions.create(tools=...)` (arguments valid against the tool's schema, the same
 call streamed, `tool_choice` none / named), `pydantic_function_tool` arguments parsed,
-`responses.input_items.list` paged; with the OpenAI Agents SDK: `Runner.run_sync` and
+`responses.input_items.list` paged, `n=2` (two distinct choices, usage summed; streamed,
+one choice per index); with the OpenAI Agents SDK: `Runner.run_sync` and
 `Runner.run_streamed` with a function tool, and an agent with an `output_type`; with the
 `anthropic` SDK: `messages.create(tools=...)` round trip (and streamed), a named
 `tool_choice`, `output_config.format`, `models.list` paged and `models.retrieve`. Generated JSON is validated
@@ -194,6 +195,32 @@ def input_items(client):
         pass
 
 
+def several_answers(client):
+    messages = [{"role": "user", "content": "Suggest a name for a ship."}]
+    r = client.chat.completions.create(model=ROUTE, messages=messages, n=2, max_tokens=30)
+    texts = [c.message.content for c in r.choices]
+    check([c.index for c in r.choices] == [0, 1], f"n=2: indexes {[c.index for c in r.choices]}")
+    check(len(texts) == 2 and texts[0] != texts[1], f"n=2: choices {texts}")
+    check(all(c.finish_reason == "stop" for c in r.choices), f"n=2: {r.choices}")
+    check(r.usage.completion_tokens == 60, f"n=2: usage {r.usage}")
+    again = client.chat.completions.create(model=ROUTE, messages=messages, n=2, max_tokens=30)
+    again = [c.message.content for c in again.choices]
+    if again[0].split("]")[0] == texts[0].split("]")[0]:  # the same provider answered
+        check(again == texts, f"n=2: the same request, other choices: {texts} then {again}")
+    joined, finishes, usage = ["", ""], [None, None], None
+    for chunk in client.chat.completions.create(model=ROUTE, messages=messages, n=2,
+                                                max_tokens=30, stream=True,
+                                                stream_options={"include_usage": True}):
+        for c in chunk.choices:
+            joined[c.index] += c.delta.content or ""
+            finishes[c.index] = c.finish_reason or finishes[c.index]
+        usage = chunk.usage or usage
+    check(joined[0] != joined[1] and all(joined), f"n=2 stream: {joined}")
+    check(joined[1].endswith("(choice 1)"), f"n=2 stream: {joined}")
+    check(finishes == ["stop", "stop"], f"n=2 stream: finishes {finishes}")
+    check(usage is not None and usage.completion_tokens == 60, f"n=2 stream: usage {usage}")
+
+
 CALLS = []
 
 
@@ -311,6 +338,7 @@ def main():
             ("tool_round_trip", lambda: tool_round_trip(client)),
             ("parsed_tool_arguments", lambda: parsed_tool_arguments(client)),
             ("input_items", lambda: input_items(client)),
+            ("several_answers", lambda: several_answers(client)),
             ("agents", lambda: agents(base)),
             ("anthropic_tools", lambda: anthropic_tools(claude)),
             ("anthropic_models", lambda: anthropic_models(claude))]

@@ -13,6 +13,11 @@
 //! (`[name] prompt…`), or after a tool result what the tool returned. Everything is drawn
 //! from the request's fingerprint (`seeded`), never from the tutorial's generator: the
 //! same request gets the same answer, and the tutorial's draws are untouched.
+//!
+//! Choice `i` > 0 of a request for several answers is drawn from the fingerprint mixed
+//! with `i` (other arguments, another call id, other JSON), and its text ends
+//! `" (choice i)"`: each choice is the same for the same request, and no two are equal.
+//! Choice 0 is the one answer a request without `n` gets.
 
 use serde_json::json;
 use switchyard::chat::ResponseFormat;
@@ -20,7 +25,7 @@ use switchyard::chat::{ChatRequest, FinishReason, Message, Role, Tool, ToolCall,
 use switchyard::error::{ErrorKind, ProviderError};
 
 use super::schema::{self, Generated};
-use super::seeded::{fingerprint, Seeded};
+use super::seeded::{fingerprint, for_choice, Seeded};
 
 /// The characters of the last user message read to choose a tool.
 const MATCH_CHARS: usize = 4096;
@@ -40,26 +45,37 @@ pub struct Answer {
     pub finish: FinishReason,
 }
 
-/// The answer to `req` from the provider called `name`, whose plain text is `text`.
+/// The answer to `req` from the provider called `name`, whose plain text is `text`, as
+/// its choice `choice` (0 for a request of one answer).
 ///
 /// # Errors
 /// `BadRequest` when `tool_choice` names a tool the request does not define.
-pub fn answer(name: &str, req: &ChatRequest, text: String) -> Result<Answer, ProviderError> {
-    let seed = fingerprint(req);
+pub fn answer(
+    name: &str,
+    req: &ChatRequest,
+    text: String,
+    choice: u32,
+) -> Result<Answer, ProviderError> {
+    let seed = for_choice(fingerprint(req), choice);
     if let Some(tool) = tool_to_call(req)? {
         return Ok(call(tool, seed));
     }
-    let answered = answered_tool(req);
+    let said = answered_tool(req).map_or(text, |t| after_tool(name, &t));
+    let said = if choice == 0 {
+        said
+    } else {
+        format!("{said} (choice {choice})")
+    };
     Ok(match &req.response_format {
         Some(ResponseFormat::JsonSchema { schema, .. }) => {
             json_text(schema::instance(schema, seed))
         }
         Some(ResponseFormat::JsonObject) => json_text(Generated {
-            value: json!({ "answer": answered.map_or(text, |t| after_tool(name, &t)) }),
+            value: json!({ "answer": said }),
             cut: false,
         }),
         _ => Answer {
-            text: answered.map_or(text, |t| after_tool(name, &t)),
+            text: said,
             tool_calls: Vec::new(),
             finish: FinishReason::Stop,
         },
@@ -228,7 +244,7 @@ mod tests {
     }
 
     fn answer_of(req: &ChatRequest) -> Answer {
-        answer("p", req, text(req)).unwrap()
+        answer("p", req, text(req), 0).unwrap()
     }
 
     #[test]
@@ -271,7 +287,7 @@ mod tests {
         req.tool_choice = Some(ToolChoice::Tool("get_time".into()));
         assert_eq!(answer_of(&req).tool_calls[0].name, "get_time");
         req.tool_choice = Some(ToolChoice::Tool("launch".into()));
-        let err = answer("p", &req, String::new()).unwrap_err();
+        let err = answer("p", &req, String::new(), 0).unwrap_err();
         assert_eq!(err.kind, ErrorKind::BadRequest);
         assert!(err.message.contains("\"launch\""), "{}", err.message);
     }
@@ -341,14 +357,14 @@ mod tests {
     #[test]
     fn plain_requests_keep_the_tutorials_text() {
         let req = ChatRequest::from_prompt("Summarize the Q3 shipping report.");
-        let a = answer("aurora", &req, "[aurora] Summarize...".into()).unwrap();
+        let a = answer("aurora", &req, "[aurora] Summarize...".into(), 0).unwrap();
         assert_eq!(a.text, "[aurora] Summarize...");
         assert!(a.tool_calls.is_empty());
         assert_eq!(a.finish, FinishReason::Stop);
         let mut text_format = req.clone();
         text_format.response_format = Some(ResponseFormat::Text);
         assert_eq!(
-            answer("aurora", &text_format, "t".into()).unwrap().text,
+            answer("aurora", &text_format, "t".into(), 0).unwrap().text,
             "t"
         );
     }
@@ -365,5 +381,36 @@ mod tests {
         let a = answer_of(&req);
         assert_eq!(a.finish, FinishReason::Length);
         assert!(a.tool_calls[0].arguments.len() < 2 * schema::MAX_BYTES);
+    }
+
+    /// Later choices differ from choice 0 and from each other, and each is the same for
+    /// the same request; choice 0 is the one-answer answer.
+    #[test]
+    fn each_choice_is_its_own_and_reproducible() {
+        let plain = ChatRequest::from_prompt("hi");
+        let texts: Vec<String> = (0..3)
+            .map(|i| answer("p", &plain, text(&plain), i).unwrap().text)
+            .collect();
+        assert_eq!(
+            texts,
+            ["[p] hi...", "[p] hi... (choice 1)", "[p] hi... (choice 2)"]
+        );
+        let mut req = ChatRequest::from_prompt("Extract the event.");
+        req.response_format = Some(ResponseFormat::JsonSchema {
+            name: "Event".into(),
+            schema: json!({"type": "object", "properties": {"name": {"type": "string"},
+                "size": {"type": "integer"}}, "required": ["name", "size"]}),
+            strict: None,
+        });
+        let at = |req: &ChatRequest, i| answer("p", req, text(req), i).unwrap();
+        let of = |i| at(&req, i);
+        assert_eq!(of(0), answer_of(&req));
+        assert_eq!(of(1), of(1));
+        assert!(of(0) != of(1) && of(1) != of(2) && of(0) != of(2));
+        let v: Value = serde_json::from_str(&of(2).text).unwrap();
+        assert!(v["name"].is_string() && v["size"].is_i64(), "{v}");
+        req.response_format = Some(ResponseFormat::JsonObject);
+        let v: Value = serde_json::from_str(&at(&req, 1).text).unwrap();
+        assert_eq!(v["answer"], "[p] Extract the event.... (choice 1)");
     }
 }

@@ -14,6 +14,14 @@
 //! the request itself, never from the tutorial's generator, so the tutorial's sequence of
 //! outcomes is the same whatever the requests carry.
 //!
+//! A request for `n` > 1 answers is served the way a vendor without `n` serves it
+//! (`switchyard::provider::fanout`): `n` calls of one answer each, merged into `n` choices
+//! (plain or streamed), usage and cost summed. Call `i` is choice `i`: it draws from the
+//! tutorial's generator like any call (so one failing fails the answer, as a real fan-out
+//! does), and its answer is seeded by the request and `i` ([`answer`]), so the choices
+//! differ while each stays the same for the same request. Choice 0 is exactly the
+//! one-answer reply, and a request without `n` draws as the tutorial does.
+//!
 //! Embeddings (not in the tutorial) draw the same way (a failure, else a latency) and
 //! answer with [`simulated_vector`]s: unit vectors hashed from the input, so equal inputs
 //! get equal vectors; `dimensions` (default [`DEFAULT_DIMENSIONS`]) sets their length.
@@ -22,7 +30,8 @@
 //! (the embedded default), and `cli::demo` replays the tutorial on them. Its generator
 //! (`pyrandom`) is CPython's; the library knows nothing of either.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -31,7 +40,7 @@ use switchyard::chat::{ChatChunk, ChatRequest, ProviderReply, ToolCallDelta, Usa
 use switchyard::cost::{usd_per_mtok_to_micros, Money, Price, PriceError};
 use switchyard::embedding::{EmbeddingInput, EmbeddingReply, EmbeddingRequest};
 use switchyard::error::{ErrorKind, ProviderError};
-use switchyard::provider::{ChunkStream, Provider};
+use switchyard::provider::{fanout, ChunkStream, Provider};
 
 pub mod answer;
 pub mod pyrandom;
@@ -70,6 +79,14 @@ pub struct SimulatedConfig {
 /// A seeded stand-in for a vendor, bit-identical to the tutorial's.
 #[derive(Debug)]
 pub struct SimulatedProvider {
+    /// Shared with the later calls of a fanned-out stream, which outlive a borrow of the
+    /// provider.
+    core: Arc<Core>,
+}
+
+/// The knobs and the generator every call of one provider draws from.
+#[derive(Debug)]
+struct Core {
     cfg: SimulatedConfig,
     rng: Mutex<PyRandom>,
 }
@@ -85,7 +102,9 @@ impl SimulatedProvider {
     #[must_use]
     pub fn new(cfg: SimulatedConfig) -> Self {
         let rng = Mutex::new(PyRandom::new(cfg.seed));
-        Self { cfg, rng }
+        Self {
+            core: Arc::new(Core { cfg, rng }),
+        }
     }
 
     /// Its price: `cost_per_1k_tokens` per 1k output tokens, input free (the tutorial
@@ -96,13 +115,17 @@ impl SimulatedProvider {
     pub fn price(&self) -> Result<Price, PriceError> {
         Ok(Price {
             input_micros_per_mtok: 0,
-            output_micros_per_mtok: usd_per_mtok_to_micros(self.cfg.cost_per_1k_tokens * 1000.0)?,
+            output_micros_per_mtok: usd_per_mtok_to_micros(
+                self.core.cfg.cost_per_1k_tokens * 1000.0,
+            )?,
             cached_input_micros_per_mtok: None,
             cache_write_micros_per_mtok: None,
             ..Price::default()
         })
     }
+}
 
+impl Core {
     fn draw(&self, max_tokens: u32) -> Draw {
         let Ok(mut rng) = self.rng.lock() else {
             return Draw::Fail;
@@ -137,10 +160,62 @@ impl SimulatedProvider {
         ProviderError::new(ErrorKind::Timeout, format!("{} timed out", self.cfg.name))
     }
 
-    /// What this provider answers `req` (see [`answer`]): decided before the draw, so a
-    /// request it must refuse costs no draw.
-    fn answer(&self, req: &ChatRequest) -> Result<Answer, ProviderError> {
-        answer::answer(&self.cfg.name, req, self.text_for(req))
+    /// What this provider answers `req` as its choice `choice` (see [`answer`]): decided
+    /// before the draw, so a request it must refuse costs no draw.
+    fn answer(&self, req: &ChatRequest, choice: u32) -> Result<Answer, ProviderError> {
+        answer::answer(&self.cfg.name, req, self.text_for(req), choice)
+    }
+
+    /// One call for one answer (choice `choice`), up to the wait: the answer, then the
+    /// draw, both now (so the calls of a fan-out draw in choice order), and how long the
+    /// call takes.
+    fn call(
+        &self,
+        req: &ChatRequest,
+        choice: u32,
+    ) -> Result<(ProviderReply, Option<Duration>), ProviderError> {
+        let answer = self.answer(req, choice)?;
+        match self.draw(req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)) {
+            Draw::Fail => Err(self.timed_out()),
+            Draw::Answer {
+                latency_ms,
+                cost_usd,
+            } => Ok((
+                self.reply(req, answer, latency_ms, cost_usd),
+                self.scaled(latency_ms),
+            )),
+        }
+    }
+
+    /// One call answering choice `choice`, waited out.
+    fn send_one(
+        &self,
+        req: &ChatRequest,
+        choice: u32,
+    ) -> impl std::future::Future<Output = Result<ProviderReply, ProviderError>> {
+        let called = self.call(req, choice);
+        async move {
+            let (reply, wait) = called?;
+            if let Some(wait) = wait {
+                tokio::time::sleep(wait).await;
+            }
+            Ok(reply)
+        }
+    }
+
+    /// One streamed call answering choice `choice`: the reply in [`chunks`], the call's
+    /// wait spread over them.
+    fn stream_one(&self, req: &ChatRequest, choice: u32) -> Result<ChunkStream, ProviderError> {
+        let (reply, wait) = self.call(req, choice)?;
+        let chunks = chunks(reply);
+        let pause = wait.map(|total| total / u32::try_from(chunks.len().max(1)).unwrap_or(1));
+        let stream = futures_util::stream::iter(chunks).then(move |chunk| async move {
+            if let Some(p) = pause {
+                tokio::time::sleep(p).await;
+            }
+            Ok(chunk)
+        });
+        Ok(Box::pin(stream))
     }
 
     fn reply(
@@ -177,7 +252,7 @@ impl Provider for SimulatedProvider {
     }
 
     fn model(&self) -> &str {
-        &self.cfg.name
+        &self.core.cfg.name
     }
 
     /// The simulated provider bills `max_tokens`, [`DEFAULT_MAX_TOKENS`] when unset.
@@ -185,27 +260,31 @@ impl Provider for SimulatedProvider {
         Some(DEFAULT_MAX_TOKENS)
     }
 
+    /// `n` calls for `n` > 1 answers, each billing the whole prompt.
+    fn calls_for(&self, req: &ChatRequest) -> u32 {
+        fanout::answers(req).unwrap_or(1)
+    }
+
     async fn send(&self, req: &ChatRequest) -> Result<ProviderReply, ProviderError> {
-        let answer = self.answer(req)?;
-        match self.draw(req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)) {
-            Draw::Fail => Err(self.timed_out()),
-            Draw::Answer {
-                latency_ms,
-                cost_usd,
-            } => {
-                if let Some(wait) = self.scaled(latency_ms) {
-                    tokio::time::sleep(wait).await;
-                }
-                Ok(self.reply(req, answer, latency_ms, cost_usd))
-            }
-        }
+        let Some(n) = fanout::answers(req) else {
+            return self.core.send_one(req, 0).await;
+        };
+        let one = &fanout::single(req);
+        // the fan-out makes its calls in choice order: call `i` is choice `i`
+        let next = AtomicU32::new(0);
+        fanout::send(n, || {
+            self.core
+                .send_one(one, next.fetch_add(1, Ordering::Relaxed))
+        })
+        .await
     }
 
     async fn embed(&self, req: &EmbeddingRequest) -> Result<EmbeddingReply, ProviderError> {
-        let Draw::Answer { latency_ms, .. } = self.draw(0) else {
-            return Err(self.timed_out());
+        let core = &self.core;
+        let Draw::Answer { latency_ms, .. } = core.draw(0) else {
+            return Err(core.timed_out());
         };
-        if let Some(wait) = self.scaled(latency_ms) {
+        if let Some(wait) = core.scaled(latency_ms) {
             tokio::time::sleep(wait).await;
         }
         let dims = req.dimensions.unwrap_or(DEFAULT_DIMENSIONS);
@@ -214,7 +293,7 @@ impl Provider for SimulatedProvider {
                 ErrorKind::BadRequest,
                 format!(
                     "{} embeds at most {MAX_SIMULATED_DIMENSIONS} dimensions",
-                    self.cfg.name
+                    core.cfg.name
                 ),
             ));
         }
@@ -222,7 +301,7 @@ impl Provider for SimulatedProvider {
             vectors: (req.inputs.iter())
                 .map(|i| simulated_vector(i, dims))
                 .collect(),
-            model: Some(self.cfg.name.clone()),
+            model: Some(core.cfg.name.clone()),
             usage: Some(Usage {
                 input_tokens: req.input_token_bound(),
                 ..Usage::default()
@@ -237,25 +316,17 @@ impl Provider for SimulatedProvider {
     }
 
     async fn stream(&self, req: &ChatRequest) -> Result<ChunkStream, ProviderError> {
-        let answer = self.answer(req)?;
-        let Draw::Answer {
-            latency_ms,
-            cost_usd,
-        } = self.draw(req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS))
-        else {
-            return Err(self.timed_out());
+        let Some(n) = fanout::answers(req) else {
+            return self.core.stream_one(req, 0);
         };
-        let chunks = chunks(self.reply(req, answer, latency_ms, cost_usd));
-        let pause = self
-            .scaled(latency_ms)
-            .map(|total| total / u32::try_from(chunks.len().max(1)).unwrap_or(1));
-        let stream = futures_util::stream::iter(chunks).then(move |chunk| async move {
-            if let Some(p) = pause {
-                tokio::time::sleep(p).await;
-            }
-            Ok(chunk)
+        let (core, one) = (Arc::clone(&self.core), fanout::single(req));
+        // the fan-out opens its calls in choice order: call `i` is choice `i`
+        let next = AtomicU32::new(0);
+        let open: fanout::Open = Arc::new(move || {
+            let opened = core.stream_one(&one, next.fetch_add(1, Ordering::Relaxed));
+            Box::pin(std::future::ready(opened))
         });
-        Ok(Box::pin(stream))
+        fanout::stream(n, open).await
     }
 }
 
@@ -356,122 +427,4 @@ fn split_keeping_spaces(text: &str) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use switchyard::chat::FinishReason;
-
-    use super::*;
-
-    fn aurora() -> SimulatedProvider {
-        SimulatedProvider::new(SimulatedConfig {
-            name: "aurora".into(),
-            failure_rate: 0.35,
-            latency_range_ms: (150.0, 300.0),
-            cost_per_1k_tokens: 0.002,
-            seed: 42,
-            sleep_scale: None,
-        })
-    }
-
-    /// The tutorial's three-call preview.
-    #[tokio::test]
-    async fn preview_matches_the_tutorial() {
-        let p = aurora();
-        let req = ChatRequest::from_prompt("Summarize the Q3 shipping report in two sentences.");
-        let first = p.send(&req).await.unwrap();
-        assert_eq!(first.text, "[aurora] Summarize the Q3 shipping repo...");
-        assert_eq!(first.reported_latency, Some(Duration::from_micros(153_800)));
-        assert_eq!(first.reported_cost, Some(Money::from_usd(0.0004)));
-        for _ in 0..2 {
-            let err = p.send(&req).await.unwrap_err();
-            assert_eq!(err.message, "aurora timed out");
-        }
-    }
-
-    fn steady() -> SimulatedProvider {
-        SimulatedProvider::new(SimulatedConfig {
-            failure_rate: 0.0,
-            ..aurora().cfg
-        })
-    }
-
-    fn with_tool(prompt: &str) -> ChatRequest {
-        let mut req = ChatRequest::from_prompt(prompt);
-        req.tools = vec![switchyard::chat::Tool {
-            name: "get_weather".into(),
-            description: None,
-            parameters: serde_json::json!({"type": "object", "properties": {
-                "city": {"type": "string", "minLength": 40}}, "required": ["city"]}),
-            cache_control: None,
-        }];
-        req
-    }
-
-    async fn collect(p: &SimulatedProvider, req: &ChatRequest) -> Vec<ChatChunk> {
-        let stream = p.stream(req).await.unwrap();
-        stream.map(Result::unwrap).collect().await
-    }
-
-    /// A streamed call is the plain call in pieces: the id and name first, the arguments
-    /// across several chunks, the finish and usage on the last.
-    #[tokio::test]
-    async fn a_streamed_tool_call_is_the_plain_one_in_pieces() {
-        let p = steady();
-        let req = with_tool("Weather in Paris?");
-        let plain = p.send(&req).await.unwrap();
-        assert_eq!(plain.finish_reason, Some(FinishReason::ToolCalls));
-        let call = &plain.tool_calls[0];
-        let chunks = collect(&p, &req).await;
-        assert!(chunks.len() >= 3, "{chunks:?}");
-        let deltas: Vec<&ToolCallDelta> = chunks.iter().flat_map(|c| &c.tool_calls).collect();
-        assert_eq!(deltas[0].id.as_deref(), Some(call.id.as_str()));
-        assert_eq!(deltas[0].name.as_deref(), Some("get_weather"));
-        assert!(deltas[1..].iter().all(|d| d.id.is_none() && d.index == 0));
-        let joined: String = deltas.iter().map(|d| d.arguments.as_str()).collect();
-        assert_eq!(joined, call.arguments);
-        let last = chunks.last().unwrap();
-        assert_eq!(last.finish_reason, Some(FinishReason::ToolCalls));
-        assert!(last.usage.is_some());
-        assert!(chunks.iter().all(|c| c.text.is_empty()));
-    }
-
-    #[tokio::test]
-    async fn a_plain_stream_is_the_tutorials_text_word_by_word() {
-        let chunks = collect(
-            &steady(),
-            &ChatRequest::from_prompt("Hello there, switchyard"),
-        )
-        .await;
-        let texts: Vec<&str> = chunks.iter().map(|c| c.text.as_str()).collect();
-        assert_eq!(texts, ["[aurora] ", "Hello ", "there, ", "switchyard..."]);
-        assert!(chunks[..3]
-            .iter()
-            .all(|c| c.finish_reason.is_none() && c.usage.is_none()));
-        assert_eq!(chunks[3].finish_reason, Some(FinishReason::Stop));
-    }
-
-    /// A request the provider refuses draws nothing: the next request meets the same
-    /// outcome it would have met without it.
-    #[tokio::test]
-    async fn a_refused_request_costs_no_draw() {
-        let (p, q) = (aurora(), aurora());
-        let mut bad = with_tool("x");
-        bad.tool_choice = Some(switchyard::chat::ToolChoice::Tool("nope".into()));
-        assert_eq!(p.send(&bad).await.unwrap_err().kind, ErrorKind::BadRequest);
-        assert!(p.stream(&bad).await.is_err());
-        let req = ChatRequest::from_prompt("Summarize the Q3 shipping report in two sentences.");
-        let (a, b) = (p.send(&req).await.unwrap(), q.send(&req).await.unwrap());
-        assert_eq!(a.reported_latency, b.reported_latency);
-    }
-
-    #[test]
-    fn pieces_concatenate_back() {
-        let words = split_keeping_spaces("[a] one two...");
-        assert_eq!(words.concat(), "[a] one two...");
-        assert_eq!(words.len(), 3);
-        let args = "{\"city\": \"Zürich ünd Genève, a long way\"}";
-        let parts = pieces(args);
-        assert!(parts.len() > 1 && parts.len() <= 4, "{parts:?}");
-        assert_eq!(parts.concat(), args);
-        assert_eq!(pieces(""), [""]);
-    }
-}
+mod tests;

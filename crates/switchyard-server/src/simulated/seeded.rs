@@ -37,6 +37,17 @@ pub fn fingerprint(req: &ChatRequest) -> u64 {
     h.0
 }
 
+/// The seed of choice `choice` of an answer whose request has fingerprint `fingerprint`:
+/// the fingerprint itself for choice 0 (a request of one answer), else the fingerprint
+/// mixed with the choice, so each choice draws its own stream.
+#[must_use]
+pub fn for_choice(fingerprint: u64, choice: u32) -> u64 {
+    if choice == 0 {
+        return fingerprint;
+    }
+    Seeded::new(fingerprint ^ u64::from(choice).rotate_left(32)).next_u64()
+}
+
 /// SplitMix64: a small, fast, well-mixed stream of 64-bit numbers from one seed.
 #[derive(Debug, Clone)]
 pub struct Seeded(u64);

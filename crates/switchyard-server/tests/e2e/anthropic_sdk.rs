@@ -116,9 +116,10 @@ async fn anthropic_python_sdk_fails_over_to_openai_through_the_messages_dialect(
         claude(ResponseTemplate::new(200).set_body_json(json!({"input_tokens": 42}))).await;
     let openai = gpt().await;
     let hash = hex::encode(Sha256::digest(TOKEN.as_bytes()));
-    // gpt-4o-mini does not reason (the price table says so): the routes drop the thinking
-    // a Claude-shaped request asks for, so it answers without it (docs/fields.md)
-    let retry = "retry = { max_attempts = 1 }\nunsupported_fields = \"drop\"";
+    // no field settings: gpt-4o-mini does not reason (the price table says so), and a
+    // route's default degrades the thinking a Claude-shaped request asks for, so it
+    // answers without it (docs/fields.md)
+    let retry = "retry = { max_attempts = 1 }";
     let config = format!(
         "{}{}{}{}{}[[keys]]\nname = \"sdk\"\nsha256 = \"{hash}\"\nroutes = [\"*\"]\n",
         anthropic_provider("claude-broken", &broken.uri()),

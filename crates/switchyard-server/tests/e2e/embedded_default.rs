@@ -3,7 +3,8 @@
 //! `openai` SDK's `.parse` with pydantic models (Chat Completions and Responses), a
 //! tool-call round trip (plain and streamed), `responses.input_items.list` paged; the
 //! OpenAI Agents SDK's `Runner` with a function tool (and an `output_type`); the
-//! `anthropic` SDK's `messages.create(tools=...)` and `models.list` / `retrieve`. The
+//! `anthropic` SDK's `messages.create(tools=...)` and `models.list` / `retrieve`; `n=2`
+//! (plain and streamed) answered with two choices. The
 //! checks live in `tests/python/test_embedded_default.py` (generated JSON validated with
 //! `jsonschema` against the schema sent); interpreter from `$SWITCHYARD_PYTHON`, failing
 //! with the install command when the SDKs are missing, never skipping.
@@ -113,6 +114,60 @@ async fn chat_tool_calls_stream_as_deltas_on_the_embedded_default() {
         parsed["answer"].as_str().unwrap().contains("Reply in JSON"),
         "{parsed}"
     );
+}
+
+/// `n: 2` on the embedded default: two choices, the second its own answer, usage summed
+/// over both calls; streamed, one choice per index, each finished, then the usage.
+#[tokio::test]
+async fn n_answers_are_served_plain_and_streamed_on_the_embedded_default() {
+    let server = embedded_default();
+    let body = json!({"model": "default", "n": 2, "max_tokens": 40,
+        "messages": [{"role": "user", "content": "Name a colour"}]});
+    let plain = server.chat(&body).await;
+    plain.expect_status(200);
+    let choices = plain.json()["choices"].as_array().unwrap().clone();
+    assert_eq!(choices.len(), 2, "{}", plain.text);
+    let texts: Vec<&str> = (choices.iter())
+        .map(|c| c["message"]["content"].as_str().unwrap())
+        .collect();
+    assert!(texts[0].ends_with("Name a colour..."), "{texts:?}");
+    assert!(
+        texts[1].ends_with("Name a colour... (choice 1)"),
+        "{texts:?}"
+    );
+    for (i, c) in choices.iter().enumerate() {
+        assert_eq!(c["index"], i, "{c}");
+        assert_eq!(c["finish_reason"], "stop", "{c}");
+    }
+    let usage = &plain.json()["usage"];
+    assert_eq!(usage["completion_tokens"], 80, "two calls of 40: {usage}");
+    assert_eq!(usage["prompt_tokens"], 6, "the prompt read twice: {usage}");
+
+    let mut streamed = body.clone();
+    streamed["stream"] = json!(true);
+    streamed["stream_options"] = json!({"include_usage": true});
+    let reply = server.chat(&streamed).await;
+    reply.expect_status(200);
+    let mut joined = [String::new(), String::new()];
+    let mut finishes = [0, 0];
+    let mut usage = Value::Null;
+    for chunk in reply.json_events() {
+        for c in chunk["choices"].as_array().unwrap() {
+            let i = c["index"].as_u64().unwrap() as usize;
+            joined[i].push_str(c["delta"]["content"].as_str().unwrap_or_default());
+            finishes[i] += usize::from(c["finish_reason"].is_string());
+        }
+        if !chunk["usage"].is_null() {
+            usage = chunk["usage"].clone();
+        }
+    }
+    assert!(joined[0].ends_with("Name a colour..."), "{joined:?}");
+    assert!(
+        joined[1].ends_with("Name a colour... (choice 1)"),
+        "{joined:?}"
+    );
+    assert_eq!(finishes, [1, 1], "{}", reply.text);
+    assert_eq!(usage["completion_tokens"], 80, "{usage}");
 }
 
 /// What the README says of endpoints it does not serve: a 404 in OpenAI's error shape

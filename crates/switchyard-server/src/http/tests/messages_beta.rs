@@ -2,10 +2,17 @@
 //! inside `messages` with their per-turn settings (`clear_at`, `output_config.effort`),
 //! mid-conversation tool changes, and keys the dialect does not model — refused by their
 //! path without an `anthropic-beta` header, and with one sent natively to Anthropic,
-//! named for other vendors, or kept for Anthropic alone when they change the answer.
+//! named for other vendors, or kept for Anthropic alone when they change the answer; and
+//! blocks of types the dialect does not model, refused without a beta and with one kept
+//! for Anthropic alone (mock Anthropic and OpenAI upstreams behind the real codecs).
 
 use switchyard::chat::{Message, ReasoningEffort};
+use switchyard::provider::anthropic::{Anthropic, AnthropicConfig};
+use switchyard::provider::http::Transport;
+use switchyard::provider::openai::{OpenAi, OpenAiConfig};
 use switchyard::Role;
+use wiremock::matchers::path;
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::*;
 
@@ -377,7 +384,7 @@ async fn with_a_beta_a_contract_field_is_served_by_anthropic_alone() {
         .find(|a| a["provider"] == "backup");
     assert_eq!(
         skipped.unwrap()["outcome"],
-        "skipped:needs_native",
+        "skipped:needs_native(compaction)",
         "{attempts}"
     );
 
@@ -459,4 +466,274 @@ async fn diagnostics_is_accepted_without_a_beta_and_named_for_other_vendors() {
         native.body["diagnostics"],
         json!({"previous_message_id": null})
     );
+}
+
+/// Routes over an Anthropic and an OpenAI provider, each on a mock upstream (the real
+/// codecs): `anthropic_first` [claude, gpt], `openai_first` [gpt, claude], `openai`
+/// [gpt]. Both answer.
+async fn mocked_vendors() -> (AppState, MockServer, MockServer) {
+    let claude = MockServer::start().await;
+    Mock::given(path("/v1/messages"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "msg_1", "type": "message", "role": "assistant",
+            "model": "claude-sonnet-4-5-20250929",
+            "content": [{"type": "text", "text": "Seen."}], "stop_reason": "end_turn",
+            "stop_sequence": null, "usage": {"input_tokens": 30, "output_tokens": 2}})))
+        .mount(&claude)
+        .await;
+    let gpt = MockServer::start().await;
+    Mock::given(path("/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-test",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": "ok"}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}})))
+        .mount(&gpt)
+        .await;
+    let transport = Transport::default();
+    let anthropic = AnthropicConfig::new("claude-sonnet-4-5-20250929").base_url(claude.uri());
+    let openai = OpenAiConfig::new("gpt-test").base_url(gpt.uri());
+    let metrics = Arc::new(Metrics::new());
+    let gateway = Gateway::builder()
+        .provider(ProviderSpec::new(
+            "claude",
+            Arc::new(Anthropic::new(anthropic, &transport).unwrap()),
+        ))
+        .provider(ProviderSpec::new(
+            "gpt",
+            Arc::new(OpenAi::new(openai, &transport).unwrap()),
+        ))
+        .route(Route::new("anthropic_first", &["claude", "gpt"]))
+        .route(Route::new("openai_first", &["gpt", "claude"]))
+        .route(Route::new("openai", &["gpt"]))
+        .observer(metrics.clone())
+        .build()
+        .unwrap();
+    let shared = Shared::for_tests(gateway, KeyStore::new(&[]), metrics);
+    (AppState(Arc::new(shared)), claude, gpt)
+}
+
+/// A block of a type a later beta adds, as a client writes it.
+fn hologram() -> Value {
+    json!({"type": "hologram", "frames": [{"t": 0, "text": "hi"}], "cache_control": {"type": "ephemeral"}})
+}
+
+/// A conversation with blocks of types the dialect does not model: in a user turn, in
+/// `system`, and in a tool result.
+fn with_unknown_blocks(route: &str) -> Value {
+    json!({"model": route, "max_tokens": 64,
+    "system": [{"type": "text", "text": "be brief"}, {"type": "shimmer", "level": 3}],
+    "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "what is this?"}, hologram()]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "look",
+                                           "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+            "content": [{"type": "text", "text": "seen"}, {"type": "sparkle_map"}]}]}
+    ]})
+}
+
+async fn received(server: &MockServer) -> Vec<wiremock::Request> {
+    server.received_requests().await.unwrap()
+}
+
+const UNKNOWN_PATHS: [&str; 3] = [
+    "system.1.type",
+    "messages.0.content.1.type",
+    "messages.2.content.0.content.1.type",
+];
+
+/// Under a beta, a block of a type the dialect does not model is accepted and reaches
+/// Anthropic as the client wrote it, with the client's betas.
+#[tokio::test]
+async fn with_a_beta_an_unknown_block_type_reaches_anthropic_as_written() {
+    let (state, claude, gpt) = mocked_vendors().await;
+    let body = with_unknown_blocks("anthropic_first");
+    let resp = call(&state, post_messages(&body, Some(PER_TURN))).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(header(&resp, "x-switchyard-provider"), "claude");
+    assert_eq!(json_body(resp).await["content"][0]["text"], "Seen.");
+    let got = received(&claude).await;
+    assert_eq!(got.len(), 1);
+    let sent: Value = serde_json::from_slice(&got[0].body).unwrap();
+    assert_eq!(sent["messages"][0]["content"][1], hologram());
+    assert_eq!(sent["system"][1], json!({"type": "shimmer", "level": 3}));
+    assert_eq!(
+        sent["messages"][2]["content"][0]["content"][1],
+        json!({"type": "sparkle_map"})
+    );
+    assert_eq!(got[0].headers["anthropic-beta"], PER_TURN);
+    assert!(received(&gpt).await.is_empty());
+}
+
+/// On a route that lists OpenAI first, OpenAI is skipped for such a request (it could only
+/// be given the conversation without the blocks), the trail naming why, and Anthropic
+/// answers.
+#[tokio::test]
+async fn with_a_beta_an_unknown_block_type_skips_other_vendors_naming_it() {
+    let (state, claude, gpt) = mocked_vendors().await;
+    let body = with_unknown_blocks("openai_first");
+    let resp = call(&state, post_messages(&body, Some(PER_TURN))).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(header(&resp, "x-switchyard-provider"), "claude");
+    let v = json_body(resp).await;
+    let first = &v["switchyard"]["attempts"][0];
+    assert_eq!(first["provider"], "gpt", "{v}");
+    assert_eq!(
+        (&first["outcome"], &first["reason"], &first["fields"]),
+        (
+            &json!("skipped"),
+            &json!("needs_native"),
+            &json!(UNKNOWN_PATHS)
+        ),
+        "{v}"
+    );
+    assert!(received(&gpt).await.is_empty(), "OpenAI was never called");
+    assert_eq!(received(&claude).await.len(), 1);
+
+    // streamed the same
+    let mut streamed = body.clone();
+    streamed["stream"] = json!(true);
+    let resp = call(&state, post_messages(&streamed, Some(PER_TURN))).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(header(&resp, "x-switchyard-provider"), "claude");
+    assert!(received(&gpt).await.is_empty());
+}
+
+/// A route with no Anthropic provider cannot serve it: a 400 naming the blocks' paths and
+/// why, before any call.
+#[tokio::test]
+async fn with_a_beta_an_unknown_block_type_on_an_openai_only_route_is_a_400() {
+    let (state, claude, gpt) = mocked_vendors().await;
+    let mut body = request(json!([{"role": "user", "content": [hologram()]}]));
+    body["model"] = json!("openai");
+    let (status, message) = refusal(call(&state, post_messages(&body, Some(PER_TURN))).await).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        message,
+        "messages.0.content.0.type: only an Anthropic provider can serve this (its type is one \
+         this gateway does not model, and no other vendor can be given it without changing \
+         what the model sees), and route \"openai\" has none"
+    );
+    assert!(received(&gpt).await.is_empty() && received(&claude).await.is_empty());
+}
+
+/// Without a beta, each such block is the 400 it was, naming its path: an unknown variant
+/// in a turn or a tool result, a block `system` does not hold.
+#[tokio::test]
+async fn without_a_beta_an_unknown_block_type_is_refused_by_its_path() {
+    let (state, claude, gpt) = mocked_vendors().await;
+    let mut body = with_unknown_blocks("anthropic_first");
+    let (status, message) = refusal(call(&state, post_messages(&body, None)).await).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        message,
+        "system.1.type: \"shimmer\": only text blocks are allowed here"
+    );
+    body["system"] = json!("be brief");
+    let (_, message) = refusal(call(&state, post_messages(&body, None)).await).await;
+    assert_eq!(
+        message,
+        "messages.0.content.1.type: unknown variant `hologram`, expected one of `text`, \
+         `image`, `tool_use`, `tool_result`, `thinking`, `redacted_thinking`, \
+         `mid_conv_system`, `tool_addition`, `tool_removal`"
+    );
+    body["messages"][0]["content"] = json!("what is this?");
+    let (_, message) = refusal(call(&state, post_messages(&body, None)).await).await;
+    assert!(
+        message.starts_with(
+            "messages.2.content.0.content.1.type: unknown variant `sparkle_map`, expected"
+        ),
+        "{message}"
+    );
+    // a block of a known type still gets the parser's word for what is wrong with it
+    body["messages"][2]["content"][0]["content"] = json!([{"type": "text"}]);
+    let (_, message) = refusal(call(&state, post_messages(&body, None)).await).await;
+    assert!(
+        message.starts_with("messages.2.content.0.") && message.ends_with("text: Field required"),
+        "{message}"
+    );
+    assert!(received(&gpt).await.is_empty() && received(&claude).await.is_empty());
+}
+
+/// Hostile blocks: thousands of unknown ones, a type name too long to echo and one that
+/// would break a header. Nothing of them is kept but their types' paths, few and cut; the
+/// 400s quote a cut type at most.
+#[tokio::test]
+async fn unknown_block_types_are_bounded_and_cut() {
+    let evil = format!("{}\r\nx-evil: 1", "z".repeat(10_000));
+    let mut blocks: Vec<Value> = (0..5000)
+        .map(|i| json!({"type": format!("kind{i}"), "data": "x".repeat(64)}))
+        .collect();
+    blocks.insert(0, json!({"type": evil, "text": "hi"}));
+    let mut body = request(json!([{"role": "user", "content": blocks}]));
+    body["model"] = json!("openai");
+    let mut f = down_then_plain();
+    Arc::get_mut(&mut f.state.0).unwrap().max_body_bytes = 1 << 22;
+
+    let (status, message) = refusal(call(&f.state, post_messages(&body, None)).await).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(message.len() < 600, "{message}");
+    assert!(
+        !message.contains("evil") && !message.contains('\n'),
+        "{message}"
+    );
+
+    body["model"] = json!("smart");
+    let resp = call(&f.state, post_messages(&body, Some(PER_TURN))).await;
+    assert_ne!(resp.status(), StatusCode::OK, "Anthropic is down");
+    let v = json_body(resp).await;
+    let native = f.primary.requests()[0].native.clone().unwrap();
+    assert!(native.required);
+    assert_eq!(native.required_by.len(), 8, "{:?}", native.required_by);
+    assert_eq!(native.required_by[0], "messages.0.content.0.type");
+    assert_eq!(f.backup.calls(), 0);
+    // in the shared shape each stands in as its JSON (the input estimate counts it)
+    let parts = &f.primary.requests()[0].messages[0].content;
+    assert_eq!(parts.len(), 5001);
+    assert_eq!(
+        parts[1],
+        switchyard::chat::ContentPart::Text {
+            text: json!({"type": "kind0", "data": "x".repeat(64)}).to_string()
+        }
+    );
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.len() < 2000, "{message}");
+    assert!(!message.contains("evil"), "{message}");
+}
+
+/// A thread whose first turn held a block of a type the dialect does not model: every
+/// `continue` carries it in the history, so it stays Anthropic's alone (another vendor
+/// would get the conversation without it).
+#[tokio::test]
+async fn a_thread_with_an_unknown_block_in_its_history_stays_with_anthropic() {
+    let f = fixture(
+        ScriptedProvider::new("claude")
+            .taking_native("anthropic")
+            .then(Step::text("Seen."))
+            .otherwise(Step::fail(ErrorKind::Server)),
+        ScriptedProvider::new("gpt"),
+        &[],
+        Route::new("smart", &["primary", "backup"]),
+    );
+    let threads = "message-threads-2026-08-12";
+    let mut first = request(json!([{"role": "user", "content": [hologram()]}]));
+    first["thread"] = json!({"type": "create"});
+    let resp = call(&f.state, post_messages(&first, Some(threads))).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let id = json_body(resp).await["id"].as_str().unwrap().to_owned();
+
+    let mut next = request(json!([{"role": "user", "content": "and now?"}]));
+    next["thread"] = json!({"type": "continue", "previous_message_id": id});
+    let resp = call(&f.state, post_messages(&next, Some(threads))).await;
+    assert_ne!(resp.status(), StatusCode::OK, "Anthropic is down now");
+    assert_eq!(f.backup.calls(), 0);
+    let attempts = json_body(resp).await["error"]["attempts"].clone();
+    assert_eq!(
+        attempts[1]["outcome"], "skipped:needs_native(messages.0.content.0.type)",
+        "{attempts}"
+    );
+    let native = f.primary.requests()[1].native.clone().unwrap();
+    let mut kept = hologram();
+    kept.as_object_mut().unwrap().remove("cache_control"); // a thread keeps no breakpoints
+    assert_eq!(native.body["messages"][0]["content"][0], kept);
 }

@@ -6,7 +6,8 @@
 //! thinking blocks in history reach Anthropic; `x-switchyard-ignored` names what the shared
 //! shape dropped only when another vendor answered (`docs/dialects.md`). With a beta,
 //! keys the dialect does not model are accepted the same way, and those that change the
-//! answer keep it to Anthropic (`Messages::prepare`; "Keys under a beta"). A reply is a
+//! answer keep it to Anthropic, as do blocks of types it does not model
+//! (`Messages::prepare`; "Keys under a beta"). A reply is a
 //! `message` object with a `switchyard` object saying who answered; a stream is Anthropic's
 //! event sequence ([`stream`]); errors are Anthropic's `{"type": "error", "error":
 //! {...}}` with its statuses ([`error_body`], mapping in `docs/dialects.md`).
@@ -148,16 +149,34 @@ fn anthropic_only(
         return Err(ApiError::bad_request(
             Some(clip(first, ECHO_BYTES).into_owned()),
             format!(
-                "{list}: only an Anthropic provider can serve this (it changes what the answer is), \
-                 and route {:?} has none",
+                "{list}: only an Anthropic provider can serve this ({}), and route {:?} has none",
+                why_anthropic_only(&decoded.unknown),
                 clip(route, ECHO_BYTES)
             ),
         ));
     }
     if let Some(native) = decoded.request.native.as_mut() {
         native.required = true;
+        // a skipped provider's trail entry names them
+        native.required_by.clone_from(&decoded.unknown);
     }
     Ok(())
+}
+
+/// Why only Anthropic can serve what `paths` name: a top-level field that changes what
+/// the answer is (`compaction`), or something of a type the dialect does not model (a
+/// block's or a tool change's, at its `type`: `messages.0.content.1.type`), which no
+/// other vendor can be given without changing what the model sees.
+fn why_anthropic_only(paths: &[String]) -> &'static str {
+    let types = paths.iter().filter(|p| p.ends_with(".type")).count();
+    if types == 0 {
+        "it changes what the answer is"
+    } else if types == paths.len() {
+        "its type is one this gateway does not model, and no other vendor can be given it \
+         without changing what the model sees"
+    } else {
+        "it changes what the answer is, or is of a type this gateway does not model"
+    }
 }
 
 /// The handler: the shared flow.

@@ -3,18 +3,22 @@
 //!
 //! Keys the dialect does not model are refused by their path (as Anthropic does), unless the
 //! request carries `anthropic-beta`: then they are accepted and named, or kept for
-//! Anthropic alone when they change the answer's contract ([`keys`]). An Anthropic
+//! Anthropic alone when they change the answer's contract ([`keys`]); so are blocks of
+//! types it does not model ([`blocks`]), which only Anthropic is ever given. An Anthropic
 //! provider gets the client's own body instead (`super` sets it as the native body). What
 //! the shared shape cannot carry is either named in `x-switchyard-ignored` when another
 //! vendor answers (advisory fields, and for now the output-changing ones the shape has no
 //! room for: a tool result's `is_error`) or refused with a 400 naming the field in
 //! Anthropic's terms (`messages.1.content.0.type`): server tools, `container`,
-//! `mcp_servers`, document blocks. The conversation itself is [`turns`] (system turns with
+//! `mcp_servers`, document blocks (without a beta). The conversation itself is [`turns`] (system turns with
 //! their per-turn settings included); mid-conversation tool changes are [`toolset`].
 
+mod blocks;
 mod keys;
 mod toolset;
 mod turns;
+
+use blocks::{Block, SystemBlock, WireImageSource};
 
 pub(super) use keys::Ignored;
 
@@ -41,7 +45,7 @@ pub(super) struct WireRequest {
     max_tokens: u32,
     messages: Vec<WireMessage>,
     #[serde(default)]
-    system: Option<StrOr<TextBlock>>,
+    system: Option<StrOr<SystemBlock>>,
     /// Server-sent events.
     #[serde(default)]
     pub stream: bool,
@@ -133,21 +137,6 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for StrOr<T> {
     }
 }
 
-/// A `text` block of `system` or of a mid-conversation system block.
-#[derive(Debug, Deserialize)]
-struct TextBlock {
-    #[serde(rename = "type")]
-    kind: String,
-    text: String,
-    #[serde(default)]
-    cache_control: Option<IgnoredAny>,
-    #[serde(default)]
-    citations: Option<IgnoredAny>,
-    /// Keys not modelled (the beta rule: [`keys`]).
-    #[serde(flatten)]
-    other: keys::UnknownKeys,
-}
-
 /// A turn: `role` and `content` (Anthropic's `MessageParam`), and on a system turn
 /// (SDK 2.15's `BetaSystemMessageParam`) `clear_at` and the per-turn `output_config`,
 /// where `content` may be left out. Read by hand: any other key is recorded for the beta
@@ -207,137 +196,6 @@ struct TurnOutput {
     effort: Option<String>,
     #[serde(flatten)]
     other: keys::UnknownKeys,
-}
-
-/// A content block of a request turn: each kind with the fields Anthropic's reference
-/// gives it; any other key is recorded (`other`) and refused by its path unless a beta
-/// lets it through ([`keys`]): a key we did not model never vanishes unsaid when another
-/// vendor answers.
-#[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum Block {
-    Text {
-        text: String,
-        #[serde(default)]
-        cache_control: Option<IgnoredAny>,
-        /// Citations an earlier answer made (kept for Anthropic in the client's body).
-        #[serde(default)]
-        citations: Option<IgnoredAny>,
-        #[serde(flatten)]
-        other: keys::UnknownKeys,
-    },
-    Image {
-        source: WireImageSource,
-        #[serde(default)]
-        cache_control: Option<IgnoredAny>,
-        #[serde(default)]
-        transformations: Option<IgnoredAny>,
-        #[serde(flatten)]
-        other: keys::UnknownKeys,
-    },
-    ToolUse {
-        id: String,
-        name: String,
-        #[serde(default)]
-        input: Value,
-        #[serde(default)]
-        cache_control: Option<IgnoredAny>,
-        /// Who made the call (programmatic tool calling) and the toolset it came from:
-        /// Anthropic's own bookkeeping, named when another vendor answers.
-        #[serde(default)]
-        caller: Option<IgnoredAny>,
-        #[serde(default)]
-        toolset_name: Option<IgnoredAny>,
-        #[serde(flatten)]
-        other: keys::UnknownKeys,
-    },
-    ToolResult {
-        tool_use_id: String,
-        #[serde(default)]
-        content: Option<StrOr<Block>>,
-        #[serde(default)]
-        is_error: bool,
-        #[serde(default)]
-        cache_control: Option<IgnoredAny>,
-        #[serde(default)]
-        toolset_name: Option<IgnoredAny>,
-        #[serde(flatten)]
-        other: keys::UnknownKeys,
-    },
-    Thinking {
-        thinking: String,
-        signature: String,
-        #[serde(flatten)]
-        other: keys::UnknownKeys,
-    },
-    RedactedThinking {
-        data: String,
-        #[serde(flatten)]
-        other: keys::UnknownKeys,
-    },
-    MidConvSystem {
-        content: Vec<TextBlock>,
-        #[serde(default)]
-        cache_control: Option<IgnoredAny>,
-        #[serde(flatten)]
-        other: keys::UnknownKeys,
-    },
-    /// A tool offered from here on (SDK 2.15, mid-conversation tool changes): `tool` is a
-    /// reference or a definition ([`toolset`]).
-    ToolAddition {
-        tool: Value,
-        #[serde(default)]
-        cache_control: Option<IgnoredAny>,
-        #[serde(flatten)]
-        other: keys::UnknownKeys,
-    },
-    /// A tool withdrawn from here on.
-    ToolRemoval {
-        tool: Value,
-        #[serde(default)]
-        cache_control: Option<IgnoredAny>,
-        #[serde(flatten)]
-        other: keys::UnknownKeys,
-    },
-}
-
-impl Block {
-    /// The block's `type`, as Anthropic writes it.
-    fn kind(&self) -> &'static str {
-        match self {
-            Block::Text { .. } => "text",
-            Block::Image { .. } => "image",
-            Block::ToolUse { .. } => "tool_use",
-            Block::ToolResult { .. } => "tool_result",
-            Block::Thinking { .. } => "thinking",
-            Block::RedactedThinking { .. } => "redacted_thinking",
-            Block::MidConvSystem { .. } => "mid_conv_system",
-            Block::ToolAddition { .. } => "tool_addition",
-            Block::ToolRemoval { .. } => "tool_removal",
-        }
-    }
-
-    /// The keys the block had that are not modelled.
-    fn other(&self) -> &keys::UnknownKeys {
-        match self {
-            Block::Text { other, .. }
-            | Block::Image { other, .. }
-            | Block::ToolUse { other, .. }
-            | Block::ToolResult { other, .. }
-            | Block::Thinking { other, .. }
-            | Block::RedactedThinking { other, .. }
-            | Block::MidConvSystem { other, .. }
-            | Block::ToolAddition { other, .. }
-            | Block::ToolRemoval { other, .. } => other,
-        }
-    }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum WireImageSource {
-    Base64 { media_type: String, data: String },
-    Url { url: String },
 }
 
 /// One entry of `tools`: a custom (client) tool. Server tools have a dated `type`.
@@ -638,7 +496,7 @@ fn json_format(f: JsonFormat) -> ResponseFormat {
 
 /// Each system block a system message of its own (so that no vendor runs them together).
 fn system_messages(
-    system: StrOr<TextBlock>,
+    system: StrOr<SystemBlock>,
     at: &str,
     out: &mut Vec<Message>,
     ignored: &mut Ignored,
@@ -650,26 +508,32 @@ fn system_messages(
     Ok(())
 }
 
-/// The text blocks of `system` (at `system`) or of a `mid_conv_system` block (at its
-/// `content`), each a system message.
+/// The blocks of `system` (at `system`) or of a `mid_conv_system` block (at its
+/// `content`), each a system message: text, or (under a beta) a block of a type a later
+/// beta allows there, which only Anthropic is given (`keys`), its JSON standing in.
 fn system_blocks(
-    blocks: Vec<TextBlock>,
+    blocks: Vec<SystemBlock>,
     at: &str,
     out: &mut Vec<Message>,
     ignored: &mut Ignored,
 ) -> Result<(), ApiError> {
     let scope = if at == "system" { "system" } else { "text" };
     for (j, b) in blocks.into_iter().enumerate() {
-        if b.kind != "text" {
-            return Err(bad(
-                &format!("{at}.{j}.type"),
-                format!(
-                    "{:?}: only text blocks are allowed here",
-                    clip(&b.kind, ECHO_BYTES)
-                ),
-            ));
-        }
-        ignored.unknown(&b.other, &format!("{at}.{j}"), scope)?;
+        let at = format!("{at}.{j}");
+        let b = match b {
+            SystemBlock::Text(b) => b,
+            SystemBlock::Unmodelled(other) => {
+                ignored.unknown_block(&at, || {
+                    bad(
+                        &format!("{at}.type"),
+                        format!("{:?}: only text blocks are allowed here", other.kind),
+                    )
+                })?;
+                out.push(Message::system(other.json));
+                continue;
+            }
+        };
+        ignored.unknown(&b.other, &at, scope)?;
         ignored.add_if(b.cache_control.is_some(), "cache_control");
         ignored.add_if(b.citations.is_some(), "citations");
         out.push(Message::system(b.text));

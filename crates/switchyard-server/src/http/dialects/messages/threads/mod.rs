@@ -135,7 +135,13 @@ pub(super) async fn prepare(
         };
         if let Some(pending) = pending {
             if pending.previous.is_some() {
-                decoded.request = whole(&body)?;
+                let only;
+                (decoded.request, only) = whole(&body)?;
+                // what an earlier turn held that only Anthropic serves is in the history
+                if !only.is_empty() {
+                    native.required = true;
+                    native.required_by = only;
+                }
             }
             decoded.extra.id = Some(store::answer_id(&pending.thread));
             if let Ok(mut slot) = decoded.extra.pending.lock() {
@@ -225,13 +231,16 @@ fn messages_of(fields: &Map<String, Value>) -> Vec<Value> {
 
 /// The whole conversation in the shared shape, decoded as the request would be had the
 /// client sent it all (its own new part was checked already, with its own paths).
-fn whole(body: &Value) -> Result<ChatRequest, ApiError> {
+fn whole(body: &Value) -> Result<(ChatRequest, Vec<String>), ApiError> {
     let bytes = serde_json::to_vec(body)
         .map_err(|e| ApiError::bad_request(None, format!("invalid request body: {e}")))?;
     // unknown top-level fields are the turn's own, admitted or refused already
     let (request, _unknown) = wire::parse(&bytes)?;
     // what the thread keeps was admitted when it was sent: decoded as under a beta
-    request.into_chat(&mut wire::Ignored::new(true))
+    let mut ignored = wire::Ignored::new(true);
+    let request = request.into_chat(&mut ignored)?;
+    let (_, anthropic_only) = ignored.into_parts();
+    Ok((request, anthropic_only))
 }
 
 /// After a complete answer (plain, or a stream that reached its end): keep the turn, with

@@ -6,8 +6,9 @@
 //! Anthropic provider sends as written, still holds it (Anthropic validates it); another
 //! vendor gets the request without it and the answer names it in `x-switchyard-ignored`,
 //! unless the key is known to change the answer's contract ([`CONTRACT_FIELDS`]), when only
-//! Anthropic providers may answer (`Native::required`). So a new beta needs no gateway
-//! release. Owns the record of one object's unknown keys ([`UnknownKeys`]) and the record of
+//! Anthropic providers may answer (`Native::required`); a block of a type the dialect does
+//! not model is Anthropic's alone the same way ([`Ignored::unknown_block`]). So a new beta
+//! needs no gateway release. Owns the record of one object's unknown keys ([`UnknownKeys`]) and the record of
 //! what a request's answer names or only Anthropic serves ([`Ignored`]: names cut, and
 //! counted, [`NAMED`]); not the decision for a modelled field, which is the decoder's
 //! (`super`).
@@ -47,6 +48,14 @@ pub(super) struct UnknownKeys {
 }
 
 impl UnknownKeys {
+    /// No unknown keys.
+    pub(super) const fn none() -> Self {
+        Self {
+            names: Vec::new(),
+            more: false,
+        }
+    }
+
     /// Record `key` (by name while fewer than [`KEPT`] are kept).
     pub(super) fn push(&mut self, key: &str) {
         if self.names.len() < KEPT {
@@ -176,6 +185,23 @@ impl Ignored {
         if more {
             self.add_key(scope, "*");
         }
+        Ok(())
+    }
+
+    /// A block at `at` of a type the dialect does not model: without a beta, `refusal`
+    /// (today's 400 for it, which names its path); with one, only Anthropic can serve the
+    /// request, by the block's `type` path (`messages.0.content.1.type`). No other vendor
+    /// can be given a block the gateway does not understand without changing what the
+    /// model sees, so it is neither dropped nor named.
+    pub(super) fn unknown_block(
+        &mut self,
+        at: &str,
+        refusal: impl FnOnce() -> ApiError,
+    ) -> Result<(), ApiError> {
+        if !self.beta {
+            return Err(refusal());
+        }
+        self.anthropic_only(format!("{at}.type"));
         Ok(())
     }
 

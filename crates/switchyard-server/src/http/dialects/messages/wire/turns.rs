@@ -17,7 +17,9 @@ use switchyard::chat::{ContentPart, ImageSource, Message, ToolCall};
 use switchyard::Role;
 
 use super::toolset::{self, ToolChange};
-use super::{bad, system_messages, Block, Ignored, StrOr, TextBlock, WireImageSource, WireMessage};
+use super::{
+    bad, system_messages, Block, Ignored, StrOr, SystemBlock, WireImageSource, WireMessage,
+};
 use crate::http::bounds::{clip, ECHO_BYTES};
 use crate::http::error::ApiError;
 
@@ -35,7 +37,7 @@ pub(super) struct Conversation {
 /// # Errors
 /// 400 naming the field.
 pub(super) fn conversation(
-    system: Option<StrOr<TextBlock>>,
+    system: Option<StrOr<SystemBlock>>,
     messages: Vec<WireMessage>,
     ignored: &mut Ignored,
 ) -> Result<Conversation, ApiError> {
@@ -161,8 +163,15 @@ impl Turns<'_> {
         Ok(cleared)
     }
 
-    /// One block into `turn` (or, for tool results and system blocks, before it).
+    /// One block into `turn` (or, for tool results and system blocks, before it); one of
+    /// a type the dialect does not model into none (`Ignored::unknown_block`).
     fn block(&mut self, turn: &mut Message, block: Block, at: &str) -> Result<(), ApiError> {
+        if let Block::Unknown(other) = block {
+            self.ignored
+                .unknown_block(at, || unknown_type(&other.kind, at))?;
+            turn.content.push(ContentPart::Text { text: other.json });
+            return Ok(());
+        }
         self.ignored.unknown(block.other(), at, block.kind())?;
         let role = turn.role;
         let allowed = match &block {
@@ -232,6 +241,7 @@ impl Turns<'_> {
                 cache_control,
                 ..
             } => self.tool_change(tool, false, cache_control.is_some(), at)?,
+            Block::Unknown(_) => {}
         }
         Ok(())
     }
@@ -352,6 +362,12 @@ fn misplaced(kind: &str, role: Role, at: &str) -> ApiError {
     bad(at, format!("{what} blocks are not allowed in {name} turns"))
 }
 
+/// The 400 for a block at `at` of a type the dialect does not model, without a beta: as
+/// the parser words an unknown tag, at the block's `type`.
+fn unknown_type(kind: &str, at: &str) -> ApiError {
+    bad(&format!("{at}.type"), super::blocks::unknown_variant(kind))
+}
+
 /// A message of `role` with nothing in it yet.
 fn empty(role: Role) -> Message {
     let mut m = Message::text(role, "");
@@ -369,22 +385,29 @@ fn tool_message(
     let parts = match content {
         None => Vec::new(),
         Some(StrOr::Str(text)) => vec![ContentPart::Text { text }],
-        Some(StrOr::List(blocks)) => blocks
-            .into_iter()
-            .enumerate()
-            .map(|(k, b)| {
+        Some(StrOr::List(blocks)) => {
+            let mut parts = Vec::with_capacity(blocks.len());
+            for (k, b) in blocks.into_iter().enumerate() {
                 let at = format!("{at}.content.{k}");
-                ignored.unknown(b.other(), &at, b.kind())?;
-                match b {
-                    Block::Text { text, .. } => Ok(ContentPart::Text { text }),
-                    Block::Image { source, .. } => Ok(image(source)),
-                    _ => Err(bad(
-                        &format!("{at}.type"),
-                        "a tool result holds text and image blocks only",
-                    )),
+                if let Block::Unknown(other) = b {
+                    ignored.unknown_block(&at, || unknown_type(&other.kind, &at))?;
+                    parts.push(ContentPart::Text { text: other.json });
+                    continue;
                 }
-            })
-            .collect::<Result<_, _>>()?,
+                ignored.unknown(b.other(), &at, b.kind())?;
+                parts.push(match b {
+                    Block::Text { text, .. } => ContentPart::Text { text },
+                    Block::Image { source, .. } => image(source),
+                    _ => {
+                        return Err(bad(
+                            &format!("{at}.type"),
+                            "a tool result holds text and image blocks only",
+                        ))
+                    }
+                });
+            }
+            parts
+        }
     };
     let mut m = Message::tool_result(id.clone(), names.get(&id).cloned().unwrap_or_default(), "");
     m.content = parts;
