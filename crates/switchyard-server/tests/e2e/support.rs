@@ -66,10 +66,12 @@ pub fn switchyard(args: &[&str], envs: &[(&str, &str)], dir: &Path) -> Output {
 
 /// The Python interpreter the SDK tests run (`$SWITCHYARD_PYTHON`, default `python3`),
 /// without the proxy variables or any OpenAI / Anthropic client settings of the caller's
-/// environment.
+/// environment, and writing no bytecode into `tests/python` (the scripts import
+/// `checks.py`).
 pub fn python() -> Command {
     let interpreter = std::env::var("SWITCHYARD_PYTHON").unwrap_or_else(|_| "python3".to_owned());
     let mut cmd = Command::new(interpreter);
+    cmd.env("PYTHONDONTWRITEBYTECODE", "1");
     for var in PROXY_ENV.iter().chain(&[
         "OPENAI_API_KEY",
         "OPENAI_BASE_URL",
