@@ -183,18 +183,22 @@ mod tests {
     use crate::http::state::Shared;
     use crate::telemetry::metrics::Metrics;
 
-    fn state() -> AppState {
+    /// One scripted provider `p` (model `m`) on route `r`, and `keys`.
+    fn state_with(keys: &[crate::config::KeyToml]) -> AppState {
         let gateway = Gateway::builder()
             .provider(ProviderSpec::new("p", Arc::new(ScriptedProvider::new("m"))))
             .route(Route::new("r", &["p"]))
             .build()
             .unwrap();
-        let metrics = Arc::new(Metrics::new());
         AppState(Arc::new(Shared::for_tests(
             gateway,
-            KeyStore::new(&[]),
-            metrics,
+            KeyStore::new(keys),
+            Arc::new(Metrics::new()),
         )))
+    }
+
+    fn state() -> AppState {
+        state_with(&[])
     }
 
     fn record(text: String, key: Option<&str>) -> Record {
@@ -242,11 +246,6 @@ mod tests {
         use crate::http::dialects::responses::Responses;
 
         fn keyed() -> AppState {
-            let gateway = Gateway::builder()
-                .provider(ProviderSpec::new("p", Arc::new(ScriptedProvider::new("m"))))
-                .route(Route::new("r", &["p"]))
-                .build()
-                .unwrap();
             let keys: Vec<KeyToml> = ["alice", "bob"]
                 .iter()
                 .map(|n| KeyToml {
@@ -256,11 +255,7 @@ mod tests {
                     ..KeyToml::default()
                 })
                 .collect();
-            AppState(Arc::new(Shared::for_tests(
-                gateway,
-                KeyStore::new(&keys),
-                Arc::new(Metrics::new()),
-            )))
+            state_with(&keys)
         }
 
         async fn send(state: &AppState, req: Request<Body>) -> (StatusCode, Value) {
