@@ -14,6 +14,8 @@ model's answer. Tracing is off: nothing leaves the machine.
 import asyncio
 import sys
 
+from checks import check, finish
+
 try:
     from agents import (Agent, Runner, function_tool, set_default_openai_api,
                         set_default_openai_client, set_tracing_disabled)
@@ -21,15 +23,7 @@ try:
 except ImportError:  # pragma: no cover - the message is the point
     sys.exit("test_agents_sdk.py needs openai-agents: pip install -r tests/python/requirements.txt")
 
-FAILURES = []
 CALLS = []
-
-
-def check(ok, what):
-    if not ok:
-        FAILURES.append(what)
-        print(f"FAIL: {what}", flush=True)
-    return ok
 
 
 @function_tool
@@ -84,10 +78,7 @@ def main():
             run()
         except Exception as e:  # noqa: BLE001 - report and keep going
             check(False, f"{name}: raised {type(e).__name__}: {e}")
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed", flush=True)
-        sys.exit(1)
-    print("all agents SDK checks passed", flush=True)
+    finish("all agents SDK checks passed")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ Needs the `openai` package: pip install -r tests/python/requirements.txt
 
 import sys
 
+from checks import check, finish
+
 try:
     import openai
     from openai import OpenAI
@@ -30,16 +32,6 @@ except ImportError:  # pragma: no cover - the message is the point
         "test_bedrock_embeddings.py needs the official openai package: "
         "pip install -r tests/python/requirements.txt"
     )
-
-FAILURES = []
-
-
-def check(ok, what):
-    """Record a mismatch (and keep going, so one run reports all of them)."""
-    if not ok:
-        FAILURES.append(what)
-        print(f"FAIL: {what}", flush=True)
-    return ok
 
 
 def titan(c):
@@ -94,10 +86,7 @@ def main():
     titan(c)
     titan_refusals(c)
     cohere(c)
-    if FAILURES:
-        print(f"{len(FAILURES)} bedrock embeddings check(s) failed", flush=True)
-        sys.exit(1)
-    print("all bedrock embeddings checks passed", flush=True)
+    finish("all bedrock embeddings checks passed")
 
 
 if __name__ == "__main__":

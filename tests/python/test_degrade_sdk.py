@@ -24,6 +24,8 @@ Needs the `openai` package: pip install -r tests/python/requirements.txt
 
 import sys
 
+from checks import check, finish
+
 try:
     import openai
     from openai import OpenAI
@@ -32,16 +34,6 @@ except ImportError:  # pragma: no cover - the message is the point
         "test_degrade_sdk.py needs the official openai package: "
         "pip install -r tests/python/requirements.txt"
     )
-
-FAILURES = []
-
-
-def check(ok, what):
-    """Record a mismatch (and keep going, so one run reports all of them)."""
-    if not ok:
-        FAILURES.append(what)
-        print(f"FAIL: {what}", flush=True)
-    return ok
 
 
 def messages():
@@ -103,10 +95,7 @@ def main():
     answered_by_claude_without(c, "penalties", ["presence_penalty", "frequency_penalty"],
                                frequency_penalty=0.5, presence_penalty=0.25)
     thinking_that_cannot_fit_is_dropped(c)
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed", flush=True)
-        sys.exit(1)
-    print("all degrade checks passed", flush=True)
+    finish("all degrade checks passed")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ Needs the package: pip install -r tests/python/requirements.txt
 
 import sys
 
+from checks import check, finish
+
 try:
     import openai
 except ImportError:  # pragma: no cover - the message is the point
@@ -28,16 +30,7 @@ except ImportError:  # pragma: no cover - the message is the point
         "pip install -r tests/python/requirements.txt"
     )
 
-FAILURES = []
 ANSWERS = ["Blue.", "Red."]
-
-
-def check(ok, what):
-    """Record a mismatch (and keep going, so one run reports all of them)."""
-    if not ok:
-        FAILURES.append(what)
-        print(f"FAIL: {what}", flush=True)
-    return ok
 
 
 def ask(client, **extra):
@@ -116,12 +109,7 @@ def main():
     client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0)
     section("plain", lambda: plain(client))
     section("stream", lambda: streamed(client))
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed:", file=sys.stderr)
-        for f in FAILURES:
-            print(f"  - {f}", file=sys.stderr)
-        sys.exit(1)
-    print("all fan-out SDK checks passed")
+    finish("all fan-out SDK checks passed")
 
 
 if __name__ == "__main__":

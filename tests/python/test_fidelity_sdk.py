@@ -20,6 +20,8 @@ Needs the `openai` package: pip install -r tests/python/requirements.txt
 
 import sys
 
+from checks import check, finish
+
 try:
     from openai import OpenAI
 except ImportError:  # pragma: no cover - the message is the point
@@ -28,16 +30,7 @@ except ImportError:  # pragma: no cover - the message is the point
         "pip install -r tests/python/requirements.txt"
     )
 
-FAILURES = []
 ROUTE = "fidelity"
-
-
-def check(ok, what):
-    """Record a mismatch (and keep going, so one run reports all of them)."""
-    if not ok:
-        FAILURES.append(what)
-        print(f"FAIL: {what}", flush=True)
-    return ok
 
 
 def chat_stream(c):
@@ -135,10 +128,7 @@ def main():
             run(c)
         except Exception as e:  # noqa: BLE001 - report and keep going
             check(False, f"{name}: raised {type(e).__name__}: {e}")
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed", flush=True)
-        sys.exit(1)
-    print("all fidelity SDK checks passed", flush=True)
+    finish("all fidelity SDK checks passed")
 
 
 if __name__ == "__main__":

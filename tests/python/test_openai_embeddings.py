@@ -25,6 +25,8 @@ import base64
 import struct
 import sys
 
+from checks import check, finish
+
 try:
     import openai
     from openai import OpenAI
@@ -36,18 +38,9 @@ except ImportError:  # pragma: no cover - the message is the point
 
 TEXTS = ["hello", "switchyard embeds"]
 EXPECTED = [[float(len(t)), 0.5, -0.25] for t in TEXTS]
-FAILURES = []
 PROVIDER = "gemini"
 # gemini-embedding-001's price: $0.15 per 1M input tokens
 USD_PER_TOKEN = 0.15 / 1_000_000
-
-
-def check(ok, what):
-    """Record a mismatch (and keep going, so one run reports all of them)."""
-    if not ok:
-        FAILURES.append(what)
-        print(f"FAIL: {what}", flush=True)
-    return ok
 
 
 def floats(c):
@@ -144,10 +137,7 @@ def main():
     single_string(c)
     models(c)
     errors(c)
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed", flush=True)
-        sys.exit(1)
-    print("all openai SDK embeddings checks passed", flush=True)
+    finish("all openai SDK embeddings checks passed")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ Needs the `openai` package: pip install -r tests/python/requirements.txt
 
 import sys
 
+from checks import check, finish
+
 try:
     import openai
     from openai import OpenAI
@@ -28,15 +30,6 @@ except ImportError:  # pragma: no cover - the message is the point
     )
 
 PROMPT = "Name the capital of France in one word."
-FAILURES = []
-
-
-def check(ok, what):
-    """Record a mismatch (and keep going, so one run reports all of them)."""
-    if not ok:
-        FAILURES.append(what)
-        print(f"FAIL: {what}", flush=True)
-    return ok
 
 
 def client(base_url, api_key):
@@ -199,12 +192,7 @@ def main():
     section("failover", lambda: failover(c))
     section("errors", lambda: errors(base_url, c))
     section("fields", lambda: fields(c))
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed:", file=sys.stderr)
-        for f in FAILURES:
-            print(f"  - {f}", file=sys.stderr)
-        sys.exit(1)
-    print("all openai SDK checks passed")
+    finish("all openai SDK checks passed")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ an unknown response id. Prints every mismatch and exits 1 if there was any.
 import json
 import sys
 
+from checks import check, finish
+
 try:
     import openai
     from openai import OpenAI
@@ -28,16 +30,7 @@ except ImportError:  # pragma: no cover - the message is the point
              "pip install -r tests/python/requirements.txt")
 
 ROUTE = "assistant"
-FAILURES = []
 CREATED = []
-
-
-def check(ok, what):
-    """Record a mismatch (and keep going, so one run reports all of them)."""
-    if not ok:
-        FAILURES.append(what)
-        print(f"FAIL: {what}", flush=True)
-    return ok
 
 
 def client(base_url, api_key):
@@ -223,10 +216,7 @@ def main():
     section("errors", lambda: errors(a))
     for rid in CREATED:
         section("cleanup", lambda rid=rid: a.responses.delete(rid))
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed", flush=True)
-        sys.exit(1)
-    print("all responses SDK checks passed", flush=True)
+    finish("all responses SDK checks passed")
 
 
 if __name__ == "__main__":

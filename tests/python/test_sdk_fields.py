@@ -34,6 +34,8 @@ Needs the packages: pip install -r tests/python/requirements.txt
 import json
 import sys
 
+from checks import check, finish
+
 try:
     import anthropic
     import openai
@@ -43,16 +45,6 @@ except ImportError:  # pragma: no cover - the message is the point
         "test_sdk_fields.py needs the official anthropic and openai packages: "
         "pip install -r tests/python/requirements.txt"
     )
-
-FAILURES = []
-
-
-def check(ok, what):
-    """Record a mismatch (and keep going, so one run reports all of them)."""
-    if not ok:
-        FAILURES.append(what)
-        print(f"FAIL: {what}", flush=True)
-    return ok
 
 
 WEATHER_SCHEMA = {
@@ -338,12 +330,7 @@ def main():
     section("anthropic beta", lambda: anthropic_beta_fields(base_url, api_key))
     section("openai", lambda: openai_fields(base_url, api_key))
     section("claude-json", lambda: claude_json(base_url, api_key))
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed:", file=sys.stderr)
-        for f in FAILURES:
-            print(f"  - {f}", file=sys.stderr)
-        sys.exit(1)
-    print("all SDK field checks passed")
+    finish("all SDK field checks passed")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ pub mod error;
 pub mod guard;
 pub mod models;
 pub mod origins;
+pub(crate) mod paging;
 pub mod request_id;
 pub mod state;
 

@@ -81,6 +81,25 @@ fn basic() -> Fixture {
     )
 }
 
+/// A client key `name` whose token is `token`, on every route.
+fn key(name: &str, token: &str) -> KeyToml {
+    KeyToml {
+        name: name.into(),
+        sha256: hash_token(token),
+        routes: vec!["*".into()],
+        ..KeyToml::default()
+    }
+}
+
+/// The newest request-log line (the dashboard's newest entry).
+fn last_logged(state: &AppState) -> crate::telemetry::log::LogEntry {
+    state
+        .insight
+        .recent(1)
+        .pop()
+        .expect("the request was logged")
+}
+
 /// Send `req` as a local client would: addressed to `127.0.0.1:4000` unless it names a Host.
 async fn call(state: &AppState, mut req: Request<Body>) -> Response {
     req.headers_mut()

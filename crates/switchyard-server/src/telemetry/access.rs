@@ -109,23 +109,10 @@ fn line(entry: &LogEntry) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::telemetry::testing::Buffer;
     use std::time::Duration;
     use switchyard::observe::{Attempt, Outcome};
     use switchyard::ErrorKind;
-
-    /// A writer the test reads back.
-    #[derive(Clone, Default)]
-    struct Buffer(Arc<std::sync::Mutex<Vec<u8>>>);
-
-    impl Write for Buffer {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
 
     #[tokio::test]
     async fn one_json_line_per_request_without_upstream_messages() {
@@ -176,7 +163,7 @@ mod tests {
         }));
         drop(log);
         assert!(tasks.close(Duration::from_secs(5)).await);
-        let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        let text = buf.text();
         let lines: Vec<serde_json::Value> = text
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())

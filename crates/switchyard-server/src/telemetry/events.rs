@@ -209,8 +209,6 @@ impl Observer for Events {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
-
     use serde_json::Value;
     use switchyard::breaker::Trigger;
     use switchyard::health::Probe;
@@ -219,21 +217,8 @@ mod tests {
     use tracing_subscriber::EnvFilter;
 
     use super::*;
+    use crate::telemetry::testing::Buffer;
     use crate::telemetry::trace::{subscriber, LogFormat};
-
-    /// A writer the test reads back.
-    #[derive(Clone, Default)]
-    struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Buffer {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
 
     /// The JSON lines `f` logs at `filter`, each parsed (every line must parse).
     fn lines(filter: &str, f: impl FnOnce()) -> Vec<Value> {
@@ -241,7 +226,7 @@ mod tests {
         let out = buf.clone();
         let sub = subscriber(LogFormat::Json, EnvFilter::new(filter), move || out.clone());
         tracing::subscriber::with_default(sub, f);
-        let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        let text = buf.text();
         text.lines()
             .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
             .collect()

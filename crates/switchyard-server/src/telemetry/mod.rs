@@ -20,3 +20,30 @@ pub mod log;
 pub mod metrics;
 pub mod otlp;
 pub mod trace;
+
+/// What the telemetry tests share.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::sync::{Arc, Mutex};
+
+    /// A writer the test reads back: every clone writes to the same bytes.
+    #[derive(Clone, Default)]
+    pub(crate) struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl Buffer {
+        /// What was written so far, as text.
+        pub(crate) fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+    }
+
+    impl std::io::Write for Buffer {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+}

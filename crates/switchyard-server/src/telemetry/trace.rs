@@ -243,6 +243,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::telemetry::testing::Buffer;
     use tracing_subscriber::filter::LevelFilter;
 
     #[test]
@@ -336,20 +337,6 @@ mod tests {
         assert!(warning.contains("logging at \"info\""), "{warning}");
     }
 
-    /// A writer the test reads back.
-    #[derive(Clone, Default)]
-    struct Buffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Buffer {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
     /// `text`'s lines with their timestamps cut off.
     fn untimed(text: &str) -> Vec<String> {
         text.lines()
@@ -369,7 +356,7 @@ mod tests {
         log: impl FnOnce(),
     ) -> String {
         tracing::subscriber::with_default(sub, log);
-        String::from_utf8(buf.0.lock().unwrap().clone()).unwrap()
+        buf.text()
     }
 
     const TRACE: [u8; 16] = [
@@ -496,13 +483,7 @@ mod tests {
             span.in_scope(|| tracing::warn!("again"));
             assert_eq!(held(&span), (false, shown.to_owned()), "recorded once");
         });
-        assert_eq!(
-            String::from_utf8(buf.0.lock().unwrap().clone())
-                .unwrap()
-                .lines()
-                .count(),
-            2
-        );
+        assert_eq!(buf.text().lines().count(), 2);
     }
 
     #[test]
@@ -550,7 +531,7 @@ mod tests {
             tracing::warn!(provider = "claude", "redis unavailable");
             tracing::debug!("not shown at info");
         });
-        let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        let text = buf.text();
         let lines: Vec<serde_json::Value> = text
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())

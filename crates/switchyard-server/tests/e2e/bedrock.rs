@@ -429,10 +429,6 @@ async fn container_and_instance_metadata_credentials_sign_through_the_proxy() {
 
 const TITAN: &str = "amazon.titan-embed-text-v2:0";
 const COHERE: &str = "cohere.embed-v4:0";
-const EMBEDDINGS_SCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../tests/python/test_bedrock_embeddings.py"
-);
 
 /// Bedrock's InvokeModel for Titan and Cohere embeddings: a call not signed with the test's
 /// credentials is refused (403); Titan answers `[len(text), dimensions]` with
@@ -481,14 +477,7 @@ impl Respond for Embeddings {
 
 #[tokio::test]
 async fn the_openai_sdk_embeds_through_signed_titan_and_cohere_invoke_calls() {
-    let mut probe = crate::support::python();
-    probe.args(["-c", "import openai"]);
-    let probed = crate::support::try_run_bounded(probe, std::time::Duration::from_secs(60));
-    assert!(
-        probed.is_ok_and(|o| o.status.success()),
-        "this test needs the official `openai` package in $SWITCHYARD_PYTHON: \
-         pip install -r tests/python/requirements.txt"
-    );
+    crate::support::require_python("openai");
     let upstream = MockServer::start().await;
     for model in [TITAN, COHERE] {
         Mock::given(method("POST"))
@@ -513,16 +502,13 @@ async fn the_openai_sdk_embeds_through_signed_titan_and_cohere_invoke_calls() {
         ("AWS_SESSION_TOKEN", TOKEN),
     ];
     let server = Server::start(Scratch::new("e2e", "bedrock-embeddings"), &config, &env);
-    let mut script = crate::support::python();
-    script.args([EMBEDDINGS_SCRIPT, &format!("{}/v1", server.base)]);
-    let out = crate::support::run_bounded(script, std::time::Duration::from_secs(120));
-    assert!(
-        out.status.success(),
-        "the openai SDK Bedrock embeddings script failed\n{}\n--- server\n{}",
-        crate::support::describe(&out),
-        server.output()
+    let base = format!("{}/v1", server.base);
+    crate::support::run_python(
+        "test_bedrock_embeddings.py",
+        &[&base],
+        "all bedrock embeddings checks passed",
+        &[&server],
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("all bedrock embeddings checks passed"));
     let received = upstream.received_requests().await.unwrap_or_default();
     let titan_calls = received
         .iter()

@@ -17,16 +17,15 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use sha2::{Digest as _, Sha256};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::anthropic_sdk::{anthropic_provider, claude};
 use crate::support::{
-    describe, key_env, lines_of, openai_provider, route, run_bounded, Scratch, Server, CHAT_PATH,
-    PROXY_ENV, UPSTREAM_MODEL,
+    client_key, describe, key_env, lines_of, openai_provider, route, run_bounded, Scratch, Server,
+    CHAT_PATH, PROXY_ENV, UPSTREAM_MODEL,
 };
-use crate::upstream::{completion, ok_completion, ok_stream, sse, StrictOpenAi};
+use crate::upstream::{calls, completion, ok_completion, ok_stream, sse, StrictOpenAi};
 
 /// The client token Claude Code sends (`ANTHROPIC_AUTH_TOKEN`, as a bearer token).
 const TOKEN: &str = "sy-e2e-claude-code-token-3f0a6d21";
@@ -121,12 +120,7 @@ async fn openai(note: String) -> MockServer {
 
 /// The Chat Completions bodies `server` received.
 async fn bodies(server: &MockServer) -> Vec<Value> {
-    server
-        .received_requests()
-        .await
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|r| r.url.path() == CHAT_PATH)
+    (calls(server).await.iter())
         .map(|r| serde_json::from_slice(&r.body).unwrap())
         .collect()
 }
@@ -142,17 +136,17 @@ async fn claude_code_fails_over_from_anthropic_to_openai_on_an_untuned_route() {
     let note = note.to_string_lossy().into_owned();
     let down = claude(ResponseTemplate::new(529)).await;
     let gpt = openai(note.clone()).await;
-    let hash = hex::encode(Sha256::digest(TOKEN.as_bytes()));
     let log = scratch.file("requests.jsonl");
     let home = scratch.file("home");
     std::fs::create_dir_all(&home).unwrap();
     // the routes as a new user writes them: providers, nothing else
     let config = format!(
-        "[server]\nrequest_log = {log:?}\n\n{}{}{}{}[[keys]]\nname = \"claude-code\"\nsha256 = \"{hash}\"\nroutes = [\"*\"]\n",
+        "[server]\nrequest_log = {log:?}\n\n{}{}{}{}{}",
         anthropic_provider("claude", &down.uri()),
         openai_provider("gpt", &gpt.uri(), ""),
         route("claude-sonnet-5", &["claude", "gpt"], ""),
         route("claude-haiku-4-5-20251001", &["claude", "gpt"], ""),
+        client_key("claude-code", TOKEN),
     );
     let server = Server::start(scratch, &config, &key_env());
 

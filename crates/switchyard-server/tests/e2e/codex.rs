@@ -15,13 +15,13 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use sha2::{Digest as _, Sha256};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::anthropic_sdk::anthropic_provider;
 use crate::support::{
-    describe, key_env, lines_of, openai_provider, route, run_bounded, Scratch, Server, PROXY_ENV,
+    client_key, describe, key_env, lines_of, openai_provider, route, run_bounded, Scratch, Server,
+    PROXY_ENV,
 };
 use crate::upstream::ok_stream;
 
@@ -134,15 +134,15 @@ async fn codex_fails_over_from_openai_to_anthropic() {
     )
     .await;
     let anthropic = mock("/v1/messages", ok_stream(anthropic_stream(ANSWER))).await;
-    let hash = hex::encode(Sha256::digest(TOKEN.as_bytes()));
     let scratch = Scratch::new("e2e", "codex");
     let log = scratch.file("requests.jsonl");
     let home = scratch.file("home");
     let config = format!(
-        "[server]\nrequest_log = {log:?}\n\n{}{}{}[[keys]]\nname = \"codex\"\nsha256 = \"{hash}\"\nroutes = [\"*\"]\n",
+        "[server]\nrequest_log = {log:?}\n\n{}{}{}{}",
         openai_provider("gpt", &down.uri(), ""),
         anthropic_provider("claude", &anthropic.uri()),
         route(MODEL, &["gpt", "claude"], "retry = { max_attempts = 1 }"),
+        client_key("codex", TOKEN),
     );
     let server = Server::start(scratch, &config, &key_env());
     let out = codex_exec(&binary, &server, &home, "web_search = \"disabled\"\n");
@@ -236,15 +236,19 @@ async fn codex_with_built_in_tools_goes_natively_to_responses_providers() {
     )
     .await;
     let up = mock("/v1/responses", ok_stream(responses_stream(ANSWER))).await;
-    let hash = hex::encode(Sha256::digest(TOKEN.as_bytes()));
     let scratch = Scratch::new("e2e", "codex-native");
     let log = scratch.file("requests.jsonl");
     let home = scratch.file("home");
     let config = format!(
-        "[server]\nrequest_log = {log:?}\n\n{}{}{}[[keys]]\nname = \"codex\"\nsha256 = \"{hash}\"\nroutes = [\"*\"]\n",
+        "[server]\nrequest_log = {log:?}\n\n{}{}{}{}",
         openai_provider("codex-down", &down.uri(), "api = \"responses\""),
         openai_provider("codex", &up.uri(), "api = \"responses\""),
-        route(MODEL, &["codex-down", "codex"], "retry = { max_attempts = 1 }"),
+        route(
+            MODEL,
+            &["codex-down", "codex"],
+            "retry = { max_attempts = 1 }"
+        ),
+        client_key("codex", TOKEN),
     );
     let server = Server::start(scratch, &config, &key_env());
     let out = codex_exec(&binary, &server, &home, "");

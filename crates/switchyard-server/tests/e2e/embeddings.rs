@@ -9,20 +9,14 @@
 //! `$SWITCHYARD_PYTHON` (default `python3`); without the SDK the test fails with the install
 //! command, never skips.
 
-use std::time::Duration;
-
 use serde_json::{json, Value};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
 
-use crate::support::{
-    describe, key_env, python, run_bounded, try_run_bounded, Scratch, Server, KEY_ENV, UPSTREAM_KEY,
-};
+use crate::support::{key_env, require_python, run_python, Scratch, Server, KEY_ENV, UPSTREAM_KEY};
 
-const SCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../tests/python/test_openai_embeddings.py"
-);
+const SCRIPT: &str = "test_openai_embeddings.py";
+const PASSED: &str = "all openai SDK embeddings checks passed";
 const GEMINI_PATH: &str = "/v1beta/models/gemini-embedding-001:batchEmbedContents";
 
 /// Gemini's `batchEmbedContents`: one vector per request, `[len(text), 0.5, -0.25]` (exact
@@ -49,17 +43,7 @@ impl Respond for GeminiEmbeddings {
 
 #[tokio::test]
 async fn openai_python_sdk_embeddings_fail_over_from_openai_to_gemini() {
-    let mut probe = python();
-    probe.args(["-c", "import openai; print(openai.__version__)"]);
-    match try_run_bounded(probe, Duration::from_secs(60)) {
-        Ok(out) if out.status.success() => {}
-        other => panic!(
-            "this test needs the official `openai` package in $SWITCHYARD_PYTHON (default python3).\n\
-             Install it: python3 -m venv .venv && .venv/bin/pip install -r tests/python/requirements.txt\n\
-             then run with SWITCHYARD_PYTHON=$PWD/.venv/bin/python\n{}",
-            other.map_or_else(|e| e.to_string(), |o| describe(&o))
-        ),
-    }
+    require_python("openai");
     let broken = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/embeddings"))
@@ -92,20 +76,8 @@ async fn openai_python_sdk_embeddings_fail_over_from_openai_to_gemini() {
         gemini.uri()
     );
     let server = Server::start(Scratch::new("e2e", "embeddings"), &config, &key_env());
-    let mut script = python();
-    script.args([SCRIPT, &format!("{}/v1", server.base)]);
-    let out = run_bounded(script, Duration::from_secs(120));
-    assert!(
-        out.status.success(),
-        "the openai SDK embeddings script failed\n{}\n--- server\n{}",
-        describe(&out),
-        server.output()
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("all openai SDK embeddings checks passed"),
-        "{stdout}"
-    );
+    let base = format!("{}/v1", server.base);
+    run_python(SCRIPT, &[&base], PASSED, &[&server]);
     let broken_hits = broken.received_requests().await.unwrap_or_default();
     assert!(
         !broken_hits.is_empty(),
@@ -254,20 +226,8 @@ async fn openai_python_sdk_embeddings_fail_over_from_openai_to_vertex() {
         ("SWITCHYARD_E2E_VERTEX_KEY_FILE", key_path.as_str()),
     ];
     let server = Server::start(scratch, &config, &envs);
-    let mut script = python();
-    script.args([SCRIPT, &format!("{}/v1", server.base), "vertex"]);
-    let out = run_bounded(script, Duration::from_secs(120));
-    assert!(
-        out.status.success(),
-        "the openai SDK embeddings script failed (vertex)\n{}\n--- server\n{}",
-        describe(&out),
-        server.output()
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("all openai SDK embeddings checks passed"),
-        "{stdout}"
-    );
+    let base = format!("{}/v1", server.base);
+    run_python(SCRIPT, &[&base, "vertex"], PASSED, &[&server]);
     let hits = google.received_requests().await.unwrap_or_default();
     let predicts: Vec<_> = hits
         .iter()

@@ -6,22 +6,15 @@
 //! upstream. Needs the SDK in `$SWITCHYARD_PYTHON` (fails with the install command, never
 //! skips).
 
-use std::time::Duration;
-
 use serde_json::{json, Value};
-use sha2::{Digest as _, Sha256};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::support::{
-    describe, key_env, openai_provider, python, route, run_bounded, try_run_bounded, Scratch,
-    Server,
+    client_key, key_env, openai_provider, require_python, route, run_python, Scratch, Server,
 };
+use crate::upstream::bodies;
 
-const SCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../tests/python/test_fidelity_sdk.py"
-);
 /// The client token the script authenticates with.
 const TOKEN: &str = "sy-e2e-fidelity-sdk-token-4e19b7";
 
@@ -108,53 +101,29 @@ impl Respond for OpenAiMock {
 
 #[tokio::test]
 async fn openai_python_sdk_reads_logprobs_refusals_and_choices_back() {
-    let mut probe = python();
-    probe.args(["-c", "import openai; print(openai.__version__)"]);
-    if let Err(why) = match try_run_bounded(probe, Duration::from_secs(60)) {
-        Ok(out) if out.status.success() => Ok(()),
-        Ok(out) => Err(describe(&out)),
-        Err(e) => Err(format!("cannot run the interpreter: {e}")),
-    } {
-        panic!(
-            "this test needs the official `openai` package in $SWITCHYARD_PYTHON.\n\
-             Install it: python3 -m venv .venv && .venv/bin/pip install -r tests/python/requirements.txt\n{why}"
-        );
-    }
+    require_python("openai");
     let upstream = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
         .respond_with(OpenAiMock)
         .mount(&upstream)
         .await;
-    let hash = hex::encode(Sha256::digest(TOKEN.as_bytes()));
     let config = format!(
-        "{}{}[[keys]]\nname = \"python\"\nsha256 = \"{hash}\"\nroutes = [\"*\"]\n",
+        "{}{}{}",
         openai_provider("gpt", &upstream.uri(), ""),
         route("fidelity", &["gpt"], ""),
+        client_key("python", TOKEN),
     );
     let server = Server::start(Scratch::new("e2e", "fidelity"), &config, &key_env());
-    let mut script = python();
-    script.args([SCRIPT, &format!("{}/v1", server.base), TOKEN]);
-    let out = run_bounded(script, Duration::from_secs(120));
-    assert!(
-        out.status.success(),
-        "the fidelity SDK script failed\n{}\n--- server\n{}",
-        describe(&out),
-        server.output()
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("all fidelity SDK checks passed"),
-        "{stdout}"
+    let base = format!("{}/v1", server.base);
+    run_python(
+        "test_fidelity_sdk.py",
+        &[&base, TOKEN],
+        "all fidelity SDK checks passed",
+        &[&server],
     );
 
-    let asked: Vec<Value> = upstream
-        .received_requests()
-        .await
-        .unwrap_or_default()
-        .iter()
-        .map(|r| serde_json::from_slice(&r.body).unwrap())
-        .collect();
+    let asked = bodies(&upstream).await;
     assert_eq!(asked.len(), 4, "{asked:?}");
     // the chat stream, then n=2, then both Responses calls, as Chat Completions upstream
     for at in [0, 2, 3] {

@@ -57,7 +57,8 @@
 //!   OpenAI to a mock Anthropic that refuses what Anthropic refuses
 //!   (`tests/python/test_degrade_sdk.py`).
 //!
-//! `support.rs` is the harness, `upstream.rs` the mock upstreams. Run with
+//! `support.rs` is the harness (the Python scripts' runner among it), `upstream.rs` the mock
+//! upstreams (the strict OpenAI and Anthropic among them). Run with
 //! `SWITCHYARD_PYTHON=.venv/bin/python cargo test -p switchyard-server --test e2e`.
 
 // A test crate: failing loudly is the point, and the harness blocks on child processes.

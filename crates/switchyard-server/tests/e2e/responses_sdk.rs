@@ -8,45 +8,23 @@
 //! answers reveal the conversation it was sent. Needs Redis at 127.0.0.1:6379 and the SDK
 //! in `$SWITCHYARD_PYTHON` (fails with the install command, never skips).
 
-use std::time::Duration;
-
 use serde_json::{json, Value};
-use sha2::{Digest as _, Sha256};
 use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::support::{
-    describe, key_env, openai_provider, python, route, run_bounded, try_run_bounded, Scratch,
-    Server, KEY_ENV,
+    anthropic_provider, client_key, key_env, openai_provider, require_python, route, run_python,
+    Scratch, Server,
 };
+use crate::upstream::{text_of, StrictAnthropic};
 
-const SCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../tests/python/test_responses_sdk.py"
-);
-const AGENTS_SCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../tests/python/test_agents_sdk.py"
-);
 /// The client token the script authenticates with.
 const TOKEN: &str = "sy-e2e-responses-sdk-token-71c3a9";
 
-/// The text of a Messages API `content` (a string or blocks).
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => String::new(),
-    }
-}
-
-/// An Anthropic upstream: answers a tool result with what the tool said, a request with
-/// tools with a `get_weather` call, and anything else with the number of turns it was
-/// sent and the first one's text (so a continued conversation shows its history).
+/// An Anthropic upstream (behind [`StrictAnthropic`]): answers a tool result with what the
+/// tool said, a request with tools with a `get_weather` call, and anything else with the
+/// number of turns it was sent and the first one's text (so a continued conversation shows
+/// its history).
 struct Claude;
 
 impl Claude {
@@ -93,11 +71,10 @@ fn thinks(body: &Value) -> bool {
         .is_some_and(|m| text_of(&m["content"]).starts_with("Think"))
 }
 
-impl Respond for Claude {
-    fn respond(&self, request: &Request) -> ResponseTemplate {
-        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-        let answer = Claude::answer(&body);
-        let thinks = thinks(&body) && answer.is_err();
+impl Claude {
+    fn respond(body: &Value) -> ResponseTemplate {
+        let answer = Claude::answer(body);
+        let thinks = thinks(body) && answer.is_err();
         if body["stream"] == json!(true) {
             return ResponseTemplate::new(200)
                 .set_body_raw(stream(&answer, thinks), "text/event-stream");
@@ -203,38 +180,23 @@ fn stream(answer: &Result<String, (String, Value)>, thinks: bool) -> String {
 }
 
 fn config(openai_uri: &str, claude_uri: &str, prefix: &str) -> String {
-    let hash = hex::encode(Sha256::digest(TOKEN.as_bytes()));
     format!(
-        "{}[[providers]]\nname = \"claude\"\nkind = \"anthropic\"\nmodel = \"claude-sonnet-4-5\"\n\
-         api_key_env = \"{KEY_ENV}\"\nbase_url = \"{claude_uri}\"\n\n{}\
-         [[keys]]\nname = \"python\"\nsha256 = \"{hash}\"\nroutes = [\"*\"]\n\n\
-         [state]\nbackend = \"redis\"\nurl = \"redis://127.0.0.1:6379\"\nprefix = \"{prefix}\"\n\
+        "{}{}{}{}[state]\nbackend = \"redis\"\nurl = \"redis://127.0.0.1:6379\"\nprefix = \"{prefix}\"\n\
          timeout = \"500ms\"\n",
         openai_provider("gpt", openai_uri, ""),
+        anthropic_provider("claude", "claude-sonnet-4-5", claude_uri),
         route(
             "assistant",
             &["gpt", "claude"],
             "retry = { max_attempts = 1 }"
         ),
+        client_key("python", TOKEN),
     )
 }
 
 #[tokio::test]
 async fn openai_python_sdk_responses_api_across_replicas_and_vendors() {
-    let mut probe = python();
-    probe.args(["-c", "import openai, agents; print(openai.__version__)"]);
-    let found = match try_run_bounded(probe, Duration::from_secs(60)) {
-        Ok(out) if out.status.success() => Ok(()),
-        Ok(out) => Err(describe(&out)),
-        Err(e) => Err(format!("cannot run the interpreter: {e}")),
-    };
-    if let Err(why) = found {
-        panic!(
-            "this test needs the official `openai` and `openai-agents` packages in $SWITCHYARD_PYTHON (default python3).\n\
-             Install it: python3 -m venv .venv && .venv/bin/pip install -r tests/python/requirements.txt\n\
-             then run with SWITCHYARD_PYTHON=$PWD/.venv/bin/python\n{why}"
-        );
-    }
+    require_python("openai, agents");
 
     let broken = MockServer::start().await;
     Mock::given(method("POST"))
@@ -246,7 +208,7 @@ async fn openai_python_sdk_responses_api_across_replicas_and_vendors() {
     let claude = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/messages"))
-        .respond_with(Claude)
+        .respond_with(StrictAnthropic(Claude::respond))
         .mount(&claude)
         .await;
 
@@ -254,31 +216,18 @@ async fn openai_python_sdk_responses_api_across_replicas_and_vendors() {
     let conf = config(&broken.uri(), &claude.uri(), &prefix);
     let a = Server::start(Scratch::new("e2e", "responses-a"), &conf, &key_env());
     let b = Server::start(Scratch::new("e2e", "responses-b"), &conf, &key_env());
-    let mut script = python();
-    script.args([
-        SCRIPT,
-        &format!("{}/v1", a.base),
-        &format!("{}/v1", b.base),
-        TOKEN,
-    ]);
-    let out = run_bounded(script, Duration::from_secs(120));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("all responses SDK checks passed"),
-        "the responses SDK script failed\n{}\n--- replica a\n{}\n--- replica b\n{}",
-        describe(&out),
-        a.output(),
-        b.output()
+    let (base_a, base_b) = (format!("{}/v1", a.base), format!("{}/v1", b.base));
+    run_python(
+        "test_responses_sdk.py",
+        &[&base_a, &base_b, TOKEN],
+        "all responses SDK checks passed",
+        &[&a, &b],
     );
-    let mut agents = python();
-    agents.args([AGENTS_SCRIPT, &format!("{}/v1", a.base), TOKEN]);
-    let out = run_bounded(agents, Duration::from_secs(120));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("all agents SDK checks passed"),
-        "the agents SDK script failed\n{}\n--- replica a\n{}",
-        describe(&out),
-        a.output()
+    run_python(
+        "test_agents_sdk.py",
+        &[&base_a, TOKEN],
+        "all agents SDK checks passed",
+        &[&a],
     );
     let hits = claude.received_requests().await.unwrap_or_default().len();
     assert!(

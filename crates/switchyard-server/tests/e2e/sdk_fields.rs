@@ -17,36 +17,22 @@
 //! the mocks and the proxy, runs it with `$SWITCHYARD_PYTHON`, and checks each mock's
 //! bodies. Without the SDKs it fails with the install command — never skips.
 
-use std::time::Duration;
-
 use serde_json::{json, Value};
-use sha2::{Digest as _, Sha256};
 use wiremock::matchers::{body_string_contains, method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use crate::support::{
-    describe, key_env, openai_provider, python, route, run_bounded, try_run_bounded, Scratch,
-    Server, CHAT_PATH, KEY_ENV, UPSTREAM_KEY,
+    anthropic_provider, client_key, key_env, openai_provider, require_python, route, run_python,
+    Scratch, Server, CHAT_PATH, KEY_ENV, UPSTREAM_KEY,
 };
 use crate::upstream::{completion, ok_completion, openai_refuses, StrictOpenAi};
 
-const SCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../tests/python/test_sdk_fields.py"
-);
-const REQUIREMENTS: &str = "tests/python/requirements.txt";
 /// The client token the script authenticates with.
 const TOKEN: &str = "sy-e2e-sdk-fields-token-3e9d51a7";
 /// A model with structured outputs.
 const CLAUDE: &str = "claude-sonnet-5-20260101";
 /// A model without them: JSON goes through a forced tool.
 const CLAUDE_OLD: &str = "claude-sonnet-4-20250514";
-
-fn anthropic_provider(name: &str, model: &str, uri: &str) -> String {
-    format!(
-        "[[providers]]\nname = \"{name}\"\nkind = \"anthropic\"\nmodel = \"{model}\"\napi_key_env = \"{KEY_ENV}\"\nbase_url = \"{uri}\"\n\n"
-    )
-}
 
 /// An OpenAI provider serving a reasoning model (gpt-5-mini).
 fn reasoning_openai_provider(name: &str, uri: &str) -> String {
@@ -157,16 +143,6 @@ async fn gpt_strict() -> MockServer {
     server
 }
 
-fn sdks_available() -> Result<(), String> {
-    let mut probe = python();
-    probe.args(["-c", "import anthropic, openai, pydantic"]);
-    match try_run_bounded(probe, Duration::from_secs(60)) {
-        Ok(out) if out.status.success() => Ok(()),
-        Ok(out) => Err(describe(&out)),
-        Err(e) => Err(format!("cannot run the interpreter: {e}")),
-    }
-}
-
 async fn bodies(server: &MockServer) -> Vec<(Request, Value)> {
     server
         .received_requests()
@@ -182,23 +158,15 @@ async fn bodies(server: &MockServer) -> Vec<(Request, Value)> {
 
 #[tokio::test]
 async fn the_official_sdks_send_every_field_through_the_proxy() {
-    if let Err(why) = sdks_available() {
-        panic!(
-            "this test needs the official `anthropic` and `openai` packages in $SWITCHYARD_PYTHON \
-             (default python3).\n\
-             Install them: python3 -m venv .venv && .venv/bin/pip install -r {REQUIREMENTS}\n\
-             then run with SWITCHYARD_PYTHON=$PWD/.venv/bin/python\n{why}"
-        );
-    }
+    require_python("anthropic, openai, pydantic");
     let (fields, json_out, gpt, strict) = (
         claude_fields().await,
         claude_json().await,
         gpt_fields().await,
         gpt_strict().await,
     );
-    let hash = hex::encode(Sha256::digest(TOKEN.as_bytes()));
     let config = format!(
-        "{}{}{}{}{}{}{}{}[[keys]]\nname = \"sdk\"\nsha256 = \"{hash}\"\nroutes = [\"*\"]\n",
+        "{}{}{}{}{}{}{}{}{}",
         anthropic_provider("claude", CLAUDE, &fields.uri()),
         anthropic_provider("claude-old", CLAUDE_OLD, &json_out.uri()),
         // the mock stands in for a reasoning model (gpt-4o-mini is marked as not one)
@@ -208,19 +176,15 @@ async fn the_official_sdks_send_every_field_through_the_proxy() {
         route("claude-json", &["claude-old"], ""),
         route("gpt-fields", &["gpt"], ""),
         route("claude-beta-gpt", &["gpt-strict"], ""),
+        client_key("sdk", TOKEN),
     );
     let server = Server::start(Scratch::new("e2e", "sdk-fields"), &config, &key_env());
-    let mut script = python();
-    script.args([SCRIPT, &server.base, TOKEN]);
-    let out = run_bounded(script, Duration::from_secs(120));
-    assert!(
-        out.status.success(),
-        "the SDK fields script failed\n{}\n--- server\n{}",
-        describe(&out),
-        server.output()
+    run_python(
+        "test_sdk_fields.py",
+        &[&server.base, TOKEN],
+        "all SDK field checks passed",
+        &[&server],
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("all SDK field checks passed"), "{stdout}");
 
     // Anthropic got every Messages field as the SDK wrote it (the plain call, then the
     // beta client's).

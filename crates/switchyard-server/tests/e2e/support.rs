@@ -1,5 +1,6 @@
 //! The harness: the `switchyard` binary as a child process (on `tests/common`), an HTTP
-//! client for it, SSE and Prometheus parsing, and config snippets. The upstreams the proxy
+//! client for it, the Python SDK scripts of `tests/python` run against it, SSE and
+//! Prometheus parsing, and config snippets. The upstreams the proxy
 //! calls are in `upstream.rs`.
 //!
 //! Every wait is bounded by [`WAIT`]; nothing sleeps to let background work happen — the
@@ -11,6 +12,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::Value;
+use sha2::{Digest as _, Sha256};
 
 use crate::common::http::chat_request;
 pub use crate::common::http::client;
@@ -64,10 +66,12 @@ pub fn switchyard(args: &[&str], envs: &[(&str, &str)], dir: &Path) -> Output {
 
 /// The Python interpreter the SDK tests run (`$SWITCHYARD_PYTHON`, default `python3`),
 /// without the proxy variables or any OpenAI / Anthropic client settings of the caller's
-/// environment.
+/// environment, and writing no bytecode into `tests/python` (the scripts import
+/// `checks.py`).
 pub fn python() -> Command {
     let interpreter = std::env::var("SWITCHYARD_PYTHON").unwrap_or_else(|_| "python3".to_owned());
     let mut cmd = Command::new(interpreter);
+    cmd.env("PYTHONDONTWRITEBYTECODE", "1");
     for var in PROXY_ENV.iter().chain(&[
         "OPENAI_API_KEY",
         "OPENAI_BASE_URL",
@@ -78,6 +82,42 @@ pub fn python() -> Command {
         cmd.env_remove(var);
     }
     cmd
+}
+
+/// Fail — never skip — unless `$SWITCHYARD_PYTHON` can `import {modules}` (the official
+/// SDKs the test drives), saying how to install them.
+pub fn require_python(modules: &str) {
+    let mut probe = python();
+    probe.args(["-c", &format!("import {modules}")]);
+    let found = match try_run_bounded(probe, Duration::from_secs(60)) {
+        Ok(out) if out.status.success() => return,
+        Ok(out) => describe(&out),
+        Err(e) => format!("cannot run the interpreter: {e}"),
+    };
+    panic!(
+        "this test needs `import {modules}` to work in $SWITCHYARD_PYTHON (default python3).\n\
+         Install the packages: python3 -m venv .venv && .venv/bin/pip install -r \
+         tests/python/requirements.txt\n\
+         then run with SWITCHYARD_PYTHON=$PWD/.venv/bin/python\n{found}"
+    );
+}
+
+/// Run `tests/python/<script>` with `args` (bounded by two minutes): it must exit 0 having
+/// printed `passed`, or the test fails with its output and that of `servers`.
+pub fn run_python(script: &str, args: &[&str], passed: &str, servers: &[&Server]) -> Output {
+    let path = format!("{}/../../tests/python/{script}", env!("CARGO_MANIFEST_DIR"));
+    let mut cmd = python();
+    cmd.arg(path).args(args);
+    let out = run_bounded(cmd, Duration::from_secs(120));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let logs: Vec<String> = servers.iter().map(|s| s.output()).collect();
+    assert!(
+        out.status.success() && stdout.contains(passed),
+        "{script} failed\n{}\n--- server(s)\n{}",
+        describe(&out),
+        logs.join("\n---\n")
+    );
+    out
 }
 
 /// stdout and stderr of a finished command, for assertion messages.
@@ -213,6 +253,20 @@ pub fn openai_provider(name: &str, uri: &str, extra: &str) -> String {
     format!(
         "[[providers]]\nname = \"{name}\"\nkind = \"openai\"\nmodel = \"gpt-4o-mini\"\napi_key_env = \"{KEY_ENV}\"\nbase_url = \"{uri}/v1\"\n{extra}\n\n"
     )
+}
+
+/// A `[[providers]]` entry of kind `anthropic` serving `model` from a mock at `uri`, with
+/// its key in [`KEY_ENV`].
+pub fn anthropic_provider(name: &str, model: &str, uri: &str) -> String {
+    format!(
+        "[[providers]]\nname = \"{name}\"\nkind = \"anthropic\"\nmodel = \"{model}\"\napi_key_env = \"{KEY_ENV}\"\nbase_url = \"{uri}\"\n\n"
+    )
+}
+
+/// A `[[keys]]` entry `name` for the client token `token`, on every route.
+pub fn client_key(name: &str, token: &str) -> String {
+    let hash = hex::encode(Sha256::digest(token.as_bytes()));
+    format!("[[keys]]\nname = \"{name}\"\nsha256 = \"{hash}\"\nroutes = [\"*\"]\n\n")
 }
 
 /// A simulated provider that answers at once (`failure_rate` as given).

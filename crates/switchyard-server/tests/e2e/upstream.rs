@@ -1,7 +1,9 @@
 //! Upstreams for the proxy to call: wiremock servers answering in OpenAI's documented
 //! formats (the conversation of the adapter fixtures in
-//! `crates/switchyard/tests/fixtures/openai/`), and [`RawUpstream`] for the one thing a
-//! mock cannot do — keep a connection open without sending anything more.
+//! `crates/switchyard/tests/fixtures/openai/`), the strict vendors ([`StrictOpenAi`],
+//! [`StrictAnthropic`]) that refuse what the real one refuses, so that a leaked field fails
+//! the test, and [`RawUpstream`] for the one thing a mock cannot do — keep a connection
+//! open without sending anything more.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -182,8 +184,9 @@ const FUNCTION_KEYS: &[&str] = &["name", "description", "parameters", "strict"];
 
 /// Why OpenAI would refuse this Chat Completions body, if it would: a field or key it does
 /// not define (Anthropic's `thinking`, `output_config`, `context_management`, a
-/// `cache_control` on a part, ...), `reasoning_effort` for a model that does not reason, or
-/// more output tokens than the model can write.
+/// `cache_control` on a part, ...), `reasoning_effort` for a model that does not reason,
+/// more output tokens than the model can write, or a `tool` message whose call is not in
+/// the assistant turn before it.
 pub fn openai_refuses(body: &Value) -> Option<String> {
     let unknown = |v: &Value, known: &[&str], at: &str| {
         v.as_object()?
@@ -237,7 +240,16 @@ pub fn openai_refuses(body: &Value) -> Option<String> {
             return Some(why);
         }
     }
-    None
+    let calls = |m: &Value| strings(&m["tool_calls"], "/id");
+    let results = |m: &Value| {
+        (m["tool_call_id"].as_str().into_iter())
+            .map(str::to_owned)
+            .collect()
+    };
+    (!results_follow_calls(&body["messages"], calls, results)).then(|| {
+        "messages with role 'tool' must be a response to a preceding message with 'tool_calls'"
+            .to_owned()
+    })
 }
 
 /// A Chat Completions upstream that checks each request as OpenAI does
@@ -261,6 +273,156 @@ impl<F: Fn(&Value) -> ResponseTemplate + Send + Sync + 'static> wiremock::Respon
             None => (self.0)(&body),
         }
     }
+}
+
+// ---------------------------------------------------------------- a strict Anthropic
+
+/// The top-level fields of Anthropic's Messages request (its API reference, with the
+/// betas' `container`, `mcp_servers` and `context_management`); any other is its 400
+/// `<field>: Extra inputs are not permitted` (`thread` included: the gateway never
+/// forwards the message-threads beta).
+const MESSAGES_FIELDS: &[&str] = &[
+    "model",
+    "messages",
+    "max_tokens",
+    "system",
+    "metadata",
+    "stop_sequences",
+    "stream",
+    "temperature",
+    "top_p",
+    "top_k",
+    "tools",
+    "tool_choice",
+    "thinking",
+    "service_tier",
+    "output_config",
+    "cache_control",
+    "container",
+    "mcp_servers",
+    "context_management",
+];
+
+/// Why Anthropic would refuse this Messages body, if it would: a top-level field it does
+/// not define (`seed`, `n`, `thread`, ...), a thinking budget under 1024 tokens or not
+/// below `max_tokens`, or a `tool_result` whose `tool_use` is not in the turn before it.
+pub fn anthropic_refuses(body: &Value) -> Option<String> {
+    let fields = body.as_object()?;
+    if let Some(extra) = fields
+        .keys()
+        .find(|k| !MESSAGES_FIELDS.contains(&k.as_str()))
+    {
+        return Some(format!("{extra}: Extra inputs are not permitted"));
+    }
+    if body["thinking"]["type"] == "enabled" {
+        let budget = body["thinking"]["budget_tokens"].as_u64().unwrap_or(0);
+        if budget < 1024 {
+            return Some(
+                "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+                    .into(),
+            );
+        }
+        if body["max_tokens"].as_u64().unwrap_or(0) <= budget {
+            return Some("`max_tokens` must be greater than `thinking.budget_tokens`".into());
+        }
+    }
+    let blocks = |m: &Value, kind: &str, field: &str| -> Vec<String> {
+        let of_kind = m["content"].as_array().into_iter().flatten();
+        (of_kind.filter(|b| b["type"] == kind))
+            .filter_map(|b| b[field].as_str().map(str::to_owned))
+            .collect()
+    };
+    let calls = |m: &Value| blocks(m, "tool_use", "id");
+    let results = |m: &Value| blocks(m, "tool_result", "tool_use_id");
+    (!results_follow_calls(&body["messages"], calls, results)).then(|| {
+        "messages: tool_result block(s) provided when previous message does not contain \
+         tool_use"
+            .to_owned()
+    })
+}
+
+/// An Anthropic error response.
+pub fn anthropic_error(status: u16, kind: &str, message: &str) -> ResponseTemplate {
+    ResponseTemplate::new(status).set_body_json(json!({"type": "error",
+        "error": {"type": kind, "message": message}}))
+}
+
+/// A Messages API upstream that checks each request as Anthropic does
+/// ([`anthropic_refuses`]: 400 in Anthropic's shape) and answers the valid ones with
+/// `answer`.
+pub struct StrictAnthropic<F>(pub F);
+
+impl<F: Fn(&Value) -> ResponseTemplate + Send + Sync + 'static> wiremock::Respond
+    for StrictAnthropic<F>
+{
+    fn respond(&self, request: &wiremock::Request) -> ResponseTemplate {
+        let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
+            return anthropic_error(
+                400,
+                "invalid_request_error",
+                "There was an error parsing the body of your request.",
+            );
+        };
+        match anthropic_refuses(&body) {
+            Some(why) => anthropic_error(400, "invalid_request_error", &why),
+            None => (self.0)(&body),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- reading what a mock saw
+
+/// Whether every tool result among `messages` answers a call still open: one made by the
+/// last turn that made calls, with only results since (`calls` reads a turn's call ids,
+/// `results` a turn's answered ids). What both vendors require of a conversation
+/// (Anthropic's results in the one turn after the calls, OpenAI's in the `tool` messages
+/// right after them).
+fn results_follow_calls(
+    messages: &Value,
+    calls: impl Fn(&Value) -> Vec<String>,
+    results: impl Fn(&Value) -> Vec<String>,
+) -> bool {
+    let mut open: Vec<String> = Vec::new();
+    messages.as_array().into_iter().flatten().all(|m| {
+        let answered = results(m);
+        let ok = answered.iter().all(|id| open.contains(id));
+        let made = calls(m);
+        if !made.is_empty() {
+            open = made;
+        } else if answered.is_empty() {
+            open.clear();
+        } else {
+            open.retain(|id| !answered.contains(id));
+        }
+        ok
+    })
+}
+
+/// The strings at `pointer` in each element of the array `v`.
+pub fn strings(v: &Value, pointer: &str) -> Vec<String> {
+    (v.as_array().into_iter().flatten())
+        .filter_map(|x| {
+            x.pointer(pointer)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+/// The text of a `content`: a string, or the text of its blocks / parts.
+pub fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+        _ => String::new(),
+    }
+}
+
+/// The JSON bodies of every request a mock received, in order.
+pub async fn bodies(server: &MockServer) -> Vec<Value> {
+    (server.received_requests().await.unwrap_or_default().iter())
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect()
 }
 
 // ---------------------------------------------------------------- a raw upstream
@@ -345,4 +507,39 @@ async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<()> {
         buf.extend_from_slice(&chunk[..n]);
     }
     Some(())
+}
+
+#[test]
+fn the_strict_mocks_refuse_what_their_vendors_refuse() {
+    let ok = json!({"model": "m", "max_tokens": 64, "messages": []});
+    assert_eq!(anthropic_refuses(&ok), None);
+    let seed = json!({"model": "m", "max_tokens": 64, "messages": [], "seed": 7});
+    assert_eq!(
+        anthropic_refuses(&seed).as_deref(),
+        Some("seed: Extra inputs are not permitted")
+    );
+    let thinking = |budget: u64| {
+        json!({"model": "m", "max_tokens": 64, "messages": [],
+               "thinking": {"type": "enabled", "budget_tokens": budget}})
+    };
+    assert!(anthropic_refuses(&thinking(63)).is_some());
+    assert!(anthropic_refuses(&thinking(1024)).is_some());
+    let call = json!({"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}]});
+    let result = json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "42"}]});
+    let claude = |messages: Value| json!({"model": "m", "max_tokens": 64, "messages": messages});
+    assert_eq!(anthropic_refuses(&claude(json!([call, result]))), None);
+    assert!(anthropic_refuses(&claude(json!([result]))).is_some());
+
+    let calls = json!({"role": "assistant", "content": null, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+        {"id": "call_2", "type": "function", "function": {"name": "f", "arguments": "{}"}}]});
+    let answer = |id: &str| json!({"role": "tool", "tool_call_id": id, "content": "42"});
+    let gpt = |messages: Value| json!({"model": "gpt-4o-mini", "messages": messages});
+    let both = gpt(json!([calls, answer("call_1"), answer("call_2")]));
+    assert_eq!(openai_refuses(&both), None);
+    assert!(openai_refuses(&gpt(json!([answer("call_1")]))).is_some());
+    let plain = json!({"role": "user", "content": "hi"});
+    assert!(openai_refuses(&gpt(json!([calls, plain, answer("call_1")]))).is_some());
 }

@@ -400,6 +400,15 @@ pub enum ReasoningEffort {
 }
 
 impl ReasoningEffort {
+    /// Every effort, least first.
+    pub const ALL: [Self; 5] = [
+        Self::None,
+        Self::Minimal,
+        Self::Low,
+        Self::Medium,
+        Self::High,
+    ];
+
     /// OpenAI's spelling.
     #[must_use]
     pub fn as_str(self) -> &'static str {
@@ -415,14 +424,7 @@ impl ReasoningEffort {
     /// OpenAI's spelling read back; `None` for another word.
     #[must_use]
     pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "none" => Self::None,
-            "minimal" => Self::Minimal,
-            "low" => Self::Low,
-            "medium" => Self::Medium,
-            "high" => Self::High,
-            _ => return None,
-        })
+        Self::ALL.into_iter().find(|e| e.as_str() == s)
     }
 }
 
@@ -439,6 +441,9 @@ pub enum Verbosity {
 }
 
 impl Verbosity {
+    /// Every verbosity, shortest first.
+    pub const ALL: [Self; 3] = [Self::Low, Self::Medium, Self::High];
+
     /// OpenAI's spelling.
     #[must_use]
     pub fn as_str(self) -> &'static str {
@@ -452,12 +457,7 @@ impl Verbosity {
     /// OpenAI's spelling read back; `None` for another word.
     #[must_use]
     pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "low" => Self::Low,
-            "medium" => Self::Medium,
-            "high" => Self::High,
-            _ => return None,
-        })
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
     }
 }
 
@@ -539,6 +539,23 @@ mod tests {
         set.insert(Field::Logprobs);
         assert_eq!(set.degradable().names(), ["seed"]);
         assert_eq!(set.minus(set.degradable()).names(), ["logprobs"]);
+    }
+
+    /// `as_str`, `parse` and serde spell each word alike, and nothing else parses.
+    #[test]
+    fn efforts_and_verbosities_read_back_as_spelled() {
+        for e in ReasoningEffort::ALL {
+            assert_eq!(ReasoningEffort::parse(e.as_str()), Some(e));
+            assert_eq!(serde_json::to_value(e).unwrap(), e.as_str());
+        }
+        for v in Verbosity::ALL {
+            assert_eq!(Verbosity::parse(v.as_str()), Some(v));
+            assert_eq!(serde_json::to_value(v).unwrap(), v.as_str());
+        }
+        for other in ["", "Low", "max", "xhigh", " low"] {
+            assert_eq!(ReasoningEffort::parse(other), None, "{other:?}");
+            assert_eq!(Verbosity::parse(other), None, "{other:?}");
+        }
     }
 
     #[test]

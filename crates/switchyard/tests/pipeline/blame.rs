@@ -5,29 +5,15 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures_util::StreamExt as _;
 use switchyard::error::{BreakerEffect, KindPolicy};
-use switchyard::gateway::{ChatStream, ProviderHealth, StreamEvent};
+use switchyard::gateway::{ProviderHealth, StreamEvent};
 use switchyard::observe::Outcome;
-use switchyard::provider::scripted::{ScriptedProvider, Step, StreamStep};
-use switchyard::{ChatRequest, ErrorKind, Gateway, GatewayError, ProviderError, Route};
+use switchyard::provider::scripted::{ScriptedProvider, Step};
+use switchyard::{ErrorKind, Gateway, GatewayError, ProviderError, Route};
 
-use super::{breaker, priced, route};
-
-const WORDS: [&str; 6] = ["The ", "quick ", "brown ", "fox ", "jumps ", "over."];
-
-/// The first three words ("The quick brown ": 16 characters), then the stream ends
-/// without a finish signal.
-fn cut_after_three() -> Step {
-    let Step::Stream(mut steps) = Step::stream_words(&WORDS) else {
-        unreachable!()
-    };
-    steps.truncate(3);
-    steps.push(StreamStep::End);
-    Step::Stream(steps)
-}
+use super::sentence::{cut_after, drain, req, WORDS};
+use super::{breaker, priced, route, stream_timeouts};
 
 /// A gateway over primary then backup (taking a prefill when `prefill`) on `r`, stream
 /// timeouts 10 s / 5 s.
@@ -37,12 +23,9 @@ fn gateway(
     prefill: bool,
     r: Route,
 ) -> Gateway {
-    let timeouts = |s: switchyard::ProviderSpec| {
-        s.stream_timeouts(Duration::from_secs(10), Duration::from_secs(5))
-    };
     Gateway::builder()
-        .provider(timeouts(priced("primary", primary)))
-        .provider(timeouts(priced("backup", backup)).supports_prefill(prefill))
+        .provider(stream_timeouts(priced("primary", primary)))
+        .provider(stream_timeouts(priced("backup", backup)).supports_prefill(prefill))
         .route(r)
         .build()
         .unwrap()
@@ -51,18 +34,6 @@ fn gateway(
 /// A route whose breakers open at the first failure counted: any blame shows at once.
 fn touchy() -> Route {
     route(&["primary", "backup"]).breaker(breaker(1, 30))
-}
-
-/// Drain a committed stream: (text delivered, final event).
-async fn drain(mut s: ChatStream) -> (String, StreamEvent) {
-    let mut text = String::new();
-    while let Some(e) = s.next().await {
-        match e {
-            StreamEvent::Chunk(c) => text.push_str(&c.text),
-            done => return (text, done),
-        }
-    }
-    panic!("stream ended without Done or Failed");
 }
 
 async fn health(gw: &Gateway, name: &str) -> ProviderHealth {
@@ -79,17 +50,13 @@ fn failures(gw: &Gateway, name: &str) -> BTreeMap<ErrorKind, u64> {
         .unwrap_or_default()
 }
 
-fn req() -> ChatRequest {
-    ChatRequest::from_prompt("say the sentence")
-}
-
 /// A stream cut on the primary and restarted on the backup, whose text parts from what
 /// was sent at character 10 ("The quick " then "red" for "brown"): the divergence is the
 /// rescue's. The backup's breaker stays closed with no failure, the ledger counts nothing
 /// against it, and the client's error is the primary's cut, saying what the rescue came to.
 #[tokio::test(start_paused = true)]
 async fn a_diverging_restart_is_the_rescues_failure_not_the_rescuers() {
-    let primary = Arc::new(ScriptedProvider::new("p").then(cut_after_three()));
+    let primary = Arc::new(ScriptedProvider::new("p").then(cut_after(3)));
     let other = Step::stream_words(&["The ", "quick ", "red ", "fox."]);
     let backup = Arc::new(ScriptedProvider::new("b").then(other));
     let gw = gateway(&primary, &backup, false, touchy());
@@ -152,7 +119,7 @@ async fn a_diverging_restart_is_the_rescues_failure_not_the_rescuers() {
 /// same: recorded as the rescue's, the error is the primary's.
 #[tokio::test(start_paused = true)]
 async fn a_restart_diverging_at_its_first_chunk_is_not_the_rescuers_failure() {
-    let primary = Arc::new(ScriptedProvider::new("p").then(cut_after_three()));
+    let primary = Arc::new(ScriptedProvider::new("p").then(cut_after(3)));
     let backup = Arc::new(ScriptedProvider::new("b").then(Step::stream_words(&["Lyon."])));
     let gw = gateway(&primary, &backup, false, touchy());
     let (_, end) = drain(gw.stream("main", req()).await.unwrap()).await;
@@ -176,7 +143,7 @@ async fn a_restart_diverging_at_its_first_chunk_is_not_the_rescuers_failure() {
 /// stays closed and its ledger clean; the restart on it then finishes the stream.
 #[tokio::test(start_paused = true)]
 async fn a_refused_prefill_is_declined_not_the_providers_failure() {
-    let primary = Arc::new(ScriptedProvider::new("p").then(cut_after_three()));
+    let primary = Arc::new(ScriptedProvider::new("p").then(cut_after(3)));
     let refusal =
         ProviderError::new(ErrorKind::BadRequest, "prefill not supported").with_status(400);
     let backup = Arc::new(
@@ -218,7 +185,7 @@ async fn a_refused_prefill_is_declined_not_the_providers_failure() {
 /// rescued still names the provider that was cut, and says what each rescue came to.
 #[tokio::test(start_paused = true)]
 async fn a_continuation_failing_on_its_own_counts_against_its_provider() {
-    let primary = Arc::new(ScriptedProvider::new("p").then(cut_after_three()));
+    let primary = Arc::new(ScriptedProvider::new("p").then(cut_after(3)));
     let backup = Arc::new(ScriptedProvider::new("b").otherwise(Step::fail(ErrorKind::Server)));
     let gw = gateway(&primary, &backup, true, route(&["primary", "backup"]));
     let (_, end) = drain(gw.stream("main", req()).await.unwrap()).await;

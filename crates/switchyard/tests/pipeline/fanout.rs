@@ -18,6 +18,8 @@ use switchyard::{
     ProviderSpec, Route, Usage,
 };
 
+use super::stream_timeouts;
+
 /// A scripted stand-in for an Anthropic model: Anthropic's field table, `n` by calls.
 fn claude(model: &str) -> ScriptedProvider {
     ScriptedProvider::new(model)
@@ -32,10 +34,7 @@ fn price() -> Price {
 
 fn gateway(primary: &Arc<ScriptedProvider>, backup: &Arc<ScriptedProvider>) -> Gateway {
     let spec = |name: &str, p: &Arc<ScriptedProvider>| {
-        ProviderSpec::new(name, p.clone())
-            .price(price())
-            .max_attempts(1)
-            .stream_timeouts(Duration::from_secs(10), Duration::from_secs(5))
+        stream_timeouts(ProviderSpec::new(name, p.clone()).price(price())).max_attempts(1)
     };
     Gateway::builder()
         .provider(spec("claude", primary))

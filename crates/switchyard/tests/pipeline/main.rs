@@ -22,6 +22,7 @@ mod recovery;
 mod reported;
 mod rescue_buffer;
 mod seeds;
+mod sentence;
 mod stream;
 mod wildcard;
 mod worst_case;
@@ -38,6 +39,12 @@ use switchyard::{Gateway, Price, ProviderSpec, Route};
 pub fn priced(name: &str, p: &Arc<ScriptedProvider>) -> ProviderSpec {
     ProviderSpec::new(name, p.clone())
         .price(Price::from_usd_per_mtok(1.0, 2.0, None, None).unwrap())
+}
+
+/// `spec` with the stream timeouts the stream tests run under: 10 s to the first token,
+/// 5 s between tokens.
+pub fn stream_timeouts(spec: ProviderSpec) -> ProviderSpec {
+    spec.stream_timeouts(Duration::from_secs(10), Duration::from_secs(5))
 }
 
 /// A route over `providers` with no backoff jitter surprises: 2 attempts, 100 ms base.

@@ -12,7 +12,7 @@ use switchyard::gateway::StreamEvent;
 use switchyard::provider::scripted::{ScriptedProvider, Step, StreamStep};
 use switchyard::{ChatRequest, ErrorKind, GatewayError};
 
-use super::{priced, route, two};
+use super::{priced, route, stream_timeouts, two};
 
 const KIND: &str = "openai-responses";
 
@@ -72,15 +72,10 @@ async fn a_broken_native_stream_is_restarted_never_continued() {
             .otherwise(Step::stream_words(&["The ", "quick ", "fox."])),
     );
     let gw = switchyard::Gateway::builder()
-        .provider(
-            priced("primary", &first)
-                .stream_timeouts(Duration::from_secs(10), Duration::from_secs(5)),
-        )
-        .provider(
-            priced("backup", &second)
-                .supports_prefill(true)
-                .stream_timeouts(Duration::from_secs(10), Duration::from_secs(5)),
-        )
+        .provider(stream_timeouts(priced("primary", &first)))
+        .provider(stream_timeouts(
+            priced("backup", &second).supports_prefill(true),
+        ))
         .route(
             route(&["primary", "backup"]).retry(switchyard::retry::RetryPolicy {
                 max_attempts: 1,

@@ -2,18 +2,17 @@
 //! past it the stream is served on but cannot be rescued, and the trail says so.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures_util::StreamExt as _;
-use switchyard::gateway::{ChatStream, StreamEvent};
+use switchyard::gateway::StreamEvent;
 use switchyard::provider::scripted::{ScriptedProvider, Step, StreamStep};
-use switchyard::{ChatChunk, ChatRequest, ErrorKind, Gateway, GatewayError};
+use switchyard::{ChatChunk, ErrorKind, Gateway, GatewayError};
 
-use super::{priced, route};
+use super::sentence::{drain, req, WORDS};
+use super::{priced, route, stream_timeouts};
 
 /// 20 bytes in four chunks, then the stream ends without a finish signal.
 const CUT: [&str; 4] = ["The ", "quick ", "brown ", "fox "];
-const WORDS: [&str; 6] = ["The ", "quick ", "brown ", "fox ", "jumps ", "over."];
 
 fn cut(words: &[&str]) -> Step {
     let Step::Stream(mut steps) = Step::stream_words(words) else {
@@ -29,12 +28,9 @@ fn cut(words: &[&str]) -> Step {
 
 fn gateway(primary: Step, backup: &Arc<ScriptedProvider>, limit: Option<usize>) -> Gateway {
     let primary = Arc::new(ScriptedProvider::new("p").then(primary));
-    let timeouts = |s: switchyard::ProviderSpec| {
-        s.stream_timeouts(Duration::from_secs(10), Duration::from_secs(5))
-    };
     let mut b = Gateway::builder()
-        .provider(timeouts(priced("primary", &primary)))
-        .provider(timeouts(priced("backup", backup)))
+        .provider(stream_timeouts(priced("primary", &primary)))
+        .provider(stream_timeouts(priced("backup", backup)))
         .route(route(&["primary", "backup"]));
     if let Some(limit) = limit {
         b = b.rescue_buffer_bytes(limit);
@@ -42,23 +38,8 @@ fn gateway(primary: Step, backup: &Arc<ScriptedProvider>, limit: Option<usize>) 
     b.build().unwrap()
 }
 
-async fn drain(mut s: ChatStream) -> (String, StreamEvent) {
-    let mut text = String::new();
-    while let Some(e) = s.next().await {
-        match e {
-            StreamEvent::Chunk(c) => text.push_str(&c.text),
-            end => return (text, end),
-        }
-    }
-    panic!("stream ended without Done or Failed");
-}
-
 fn labels(attempts: &[switchyard::observe::Attempt]) -> Vec<String> {
     attempts.iter().map(|a| a.outcome.label()).collect()
-}
-
-fn req() -> ChatRequest {
-    ChatRequest::from_prompt("say the sentence")
 }
 
 #[tokio::test(start_paused = true)]

@@ -4,54 +4,24 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
-use switchyard::gateway::{ChatStream, StreamEvent};
+use switchyard::gateway::StreamEvent;
 use switchyard::provider::scripted::{ScriptedProvider, Step, StreamStep};
 use switchyard::{ChatRequest, ErrorKind, Gateway, ProviderSpec, Role};
 
-use super::{priced, route};
-
-const WORDS: [&str; 6] = ["The ", "quick ", "brown ", "fox ", "jumps ", "over."];
+use super::sentence::{cut_after, drain, req, WORDS};
+use super::{priced, route, stream_timeouts};
 
 fn full() -> String {
     WORDS.concat()
 }
 
-/// The first `n` words, then the stream simply ends (no finish signal).
-fn cut_after(n: usize) -> Step {
-    let Step::Stream(mut steps) = Step::stream_words(&WORDS) else {
-        unreachable!()
-    };
-    steps.truncate(n);
-    steps.push(StreamStep::End);
-    Step::Stream(steps)
-}
-
-/// Drain a committed stream: (text delivered, final event).
-async fn drain(mut s: ChatStream) -> (String, StreamEvent) {
-    let mut text = String::new();
-    while let Some(e) = s.next().await {
-        match e {
-            StreamEvent::Chunk(c) => text.push_str(&c.text),
-            done => return (text, done),
-        }
-    }
-    panic!("stream ended without Done or Failed");
-}
-
 fn gateway(primary: &Arc<ScriptedProvider>, backup: ProviderSpec) -> Gateway {
     Gateway::builder()
-        .provider(
-            priced("primary", primary)
-                .stream_timeouts(Duration::from_secs(10), Duration::from_secs(5)),
-        )
-        .provider(backup.stream_timeouts(Duration::from_secs(10), Duration::from_secs(5)))
+        .provider(stream_timeouts(priced("primary", primary)))
+        .provider(stream_timeouts(backup))
         .route(route(&["primary", "backup"]))
         .build()
         .unwrap()
-}
-
-fn req() -> ChatRequest {
-    ChatRequest::from_prompt("say the sentence")
 }
 
 #[tokio::test(start_paused = true)]
@@ -342,10 +312,7 @@ async fn the_deadline_mid_stream_is_reported_as_the_deadline_not_a_stall() {
     let primary = Arc::new(ScriptedProvider::new("p").then(Step::Stream(steady)));
     let backup = Arc::new(ScriptedProvider::new("b"));
     let gw = Gateway::builder()
-        .provider(
-            priced("primary", &primary)
-                .stream_timeouts(Duration::from_secs(10), Duration::from_secs(5)),
-        )
+        .provider(stream_timeouts(priced("primary", &primary)))
         .provider(priced("backup", &backup))
         .route(route(&["primary", "backup"]).deadline(Duration::from_millis(3_500)))
         .build()

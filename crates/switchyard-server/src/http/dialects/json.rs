@@ -130,6 +130,32 @@ pub(crate) fn not_json(e: &serde_json::Error) -> ApiError {
     )
 }
 
+/// `value` as one of a closed set of words (`all`, each spelled by `spell`: OpenAI's
+/// `reasoning_effort`, `verbosity`, ...), or a 400 naming `param` that quotes the value
+/// (cut to [`ECHO_BYTES`]) and lists every word.
+///
+/// # Errors
+/// 400 naming `param`.
+pub(crate) fn one_of<'a, T: Copy>(
+    param: &str,
+    value: &str,
+    all: &[T],
+    spell: impl Fn(T) -> &'a str,
+) -> Result<T, ApiError> {
+    if let Some(found) = all.iter().copied().find(|w| spell(*w) == value) {
+        return Ok(found);
+    }
+    let words: Vec<&str> = all.iter().map(|w| spell(*w)).collect();
+    Err(ApiError::bad_request(
+        Some(param.to_owned()),
+        format!(
+            "{:?} is not one of {}",
+            clip(value, ECHO_BYTES),
+            words.join(", ")
+        ),
+    ))
+}
+
 /// Refuse a name longer than [`MAX_NAME_CHARS`] (the route in `model`, `user`, ids): names,
 /// not content, logged and quoted in errors. The first too long is named in the 400.
 ///
@@ -150,6 +176,28 @@ pub(crate) fn check_names(fields: &[(&str, Option<&str>)]) -> Result<(), ApiErro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_word_not_in_the_set_is_a_400_listing_every_word() {
+        use switchyard::chat::ReasoningEffort;
+        let all = &ReasoningEffort::ALL;
+        let found = one_of("reasoning_effort", "low", all, ReasoningEffort::as_str);
+        assert_eq!(found.unwrap(), ReasoningEffort::Low);
+        let e = one_of("reasoning_effort", "max", all, ReasoningEffort::as_str).unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("reasoning_effort"));
+        assert_eq!(
+            e.message,
+            "\"max\" is not one of none, minimal, low, medium, high"
+        );
+        let huge = "x".repeat(10_000);
+        let e = one_of("modalities[0]", &huge, &["text", "audio"], |w| w).unwrap_err();
+        assert!(e.message.len() < 200, "the value is cut: {}", e.message);
+        assert!(
+            e.message.ends_with("is not one of text, audio"),
+            "{}",
+            e.message
+        );
+    }
 
     #[derive(Debug, serde::Deserialize)]
     #[serde(deny_unknown_fields)]

@@ -18,6 +18,7 @@ pub(crate) mod ctx;
 pub mod embeddings;
 pub(crate) mod flow;
 pub(crate) mod json;
+pub(crate) mod kept;
 pub mod messages;
 pub(crate) mod passthrough;
 pub mod responses;

@@ -16,14 +16,13 @@ use super::{ids, not_found, usable, visible};
 use crate::http::bounds::{clip, ECHO_BYTES};
 use crate::http::dialects::messages::error_response;
 use crate::http::error::ApiError;
+use crate::http::paging;
 use crate::http::state::AppState;
 
 /// Anthropic's default page size.
 const DEFAULT_LIMIT: usize = 20;
 /// Anthropic's largest page.
 const MAX_LIMIT: usize = 1000;
-/// Query parameters read at most (the rest are refused).
-const MAX_PARAMS: usize = 16;
 /// What a model without a release date says it was created at.
 const EPOCH: &str = "1970-01-01T00:00:00Z";
 
@@ -108,15 +107,10 @@ impl Page {
             active: true,
         };
         let mut lifecycle: Option<bool> = None;
-        for (i, (key, value)) in form_urlencoded::parse(query.as_bytes()).enumerate() {
-            if i >= MAX_PARAMS {
-                return Err(bad(
-                    "query",
-                    format!("more than {MAX_PARAMS} query parameters"),
-                ));
-            }
+        for param in paging::params(query) {
+            let (key, value) = param?;
             match &*key {
-                "limit" => page.limit = limit(&value)?,
+                "limit" => page.limit = paging::limit(&value, MAX_LIMIT)?,
                 "after_id" => page.after = Some(value.into_owned()),
                 "before_id" => page.before = Some(value.into_owned()),
                 "lifecycle" | "lifecycle[]" => {
@@ -164,23 +158,6 @@ impl Page {
             }
         })
     }
-}
-
-/// `limit`: an integer from 1 to [`MAX_LIMIT`].
-fn limit(value: &str) -> Result<usize, ApiError> {
-    value
-        .parse::<usize>()
-        .ok()
-        .filter(|n| (1..=MAX_LIMIT).contains(n))
-        .ok_or_else(|| {
-            bad(
-                "limit",
-                format!(
-                    "must be an integer from 1 to {MAX_LIMIT}, got `{}`",
-                    clip(value, ECHO_BYTES)
-                ),
-            )
-        })
 }
 
 /// Whether a `lifecycle` stage is `active`; a 400 for one Anthropic does not define.

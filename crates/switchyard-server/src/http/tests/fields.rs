@@ -62,15 +62,6 @@ fn logged(primary: ScriptedProvider, backup: ScriptedProvider, route: Route) -> 
     }
 }
 
-/// The newest request-log line (the dashboard's newest entry).
-fn last_logged(state: &AppState) -> crate::telemetry::log::LogEntry {
-    state
-        .insight
-        .recent(1)
-        .pop()
-        .expect("the request was logged")
-}
-
 #[tokio::test]
 async fn a_degradable_field_is_dropped_in_route_order_and_named_everywhere() {
     let f = logged(

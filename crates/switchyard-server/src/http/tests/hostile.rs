@@ -61,15 +61,6 @@ async fn small_answer(state: &AppState, req: Request<Body>) -> (StatusCode, Valu
     (status, serde_json::from_slice(&bytes).unwrap())
 }
 
-/// The newest dashboard entry (the newest request-log line).
-fn last_logged(state: &AppState) -> crate::telemetry::log::LogEntry {
-    state
-        .insight
-        .recent(1)
-        .pop()
-        .expect("the request was logged")
-}
-
 #[tokio::test]
 async fn a_huge_model_is_refused_by_name_and_logged_cut() {
     let (state, provider) = server(&[], &[]);

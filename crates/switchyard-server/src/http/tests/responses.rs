@@ -653,12 +653,6 @@ async fn stored_responses_continue_and_can_be_fetched_and_deleted() {
 
 #[tokio::test]
 async fn a_stored_response_belongs_to_its_key() {
-    let key = |name: &str, token: &str| KeyToml {
-        name: name.into(),
-        sha256: hash_token(token),
-        routes: vec!["*".into()],
-        ..KeyToml::default()
-    };
     let f = fixture(
         ScriptedProvider::new("p"),
         ScriptedProvider::new("b"),
@@ -800,14 +794,14 @@ async fn log_lines_name_the_responses_api() {
         .unwrap();
     let mut shared = Shared::for_tests(gateway, KeyStore::new(&[]), metrics);
     shared.log = RequestLog::disabled().with_tap(insight.clone());
-    shared.insight = insight.clone();
+    shared.insight = insight;
     let state = AppState(Arc::new(shared));
     for stream in [false, true] {
         let body = json!({"model": "smart", "input": "hi", "stream": stream});
         let resp = call(&state, post_responses(&body)).await;
         assert_eq!(resp.status(), StatusCode::OK);
         text_body(resp).await;
-        let entry = insight.recent(1).pop().expect("logged");
+        let entry = last_logged(&state);
         assert_eq!(entry.api, "responses");
         assert_eq!(entry.stream, stream);
         assert_eq!(entry.provider.as_deref(), Some("p"));

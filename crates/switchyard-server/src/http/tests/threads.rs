@@ -279,12 +279,6 @@ async fn unknown_expired_and_foreign_ids_are_thread_not_found() {
 
 #[tokio::test]
 async fn a_thread_is_only_its_keys() {
-    let key = |name: &str, token: &str| KeyToml {
-        name: name.into(),
-        sha256: hash_token(token),
-        routes: vec!["*".into()],
-        ..KeyToml::default()
-    };
     let f = threads(
         ScriptedProvider::new("p"),
         ScriptedProvider::new("b"),

@@ -8,6 +8,7 @@
 use serde_json::{Map, Value};
 
 use crate::http::bounds::{clip, ECHO_BYTES};
+use crate::http::dialects::json;
 use crate::http::error::ApiError;
 
 /// The most entries a `logit_bias` map may hold (the gateway's bound; far more than a
@@ -131,24 +132,6 @@ fn prediction_parts(parts: &[Value]) -> Result<usize, ApiError> {
     Ok(bytes)
 }
 
-/// `value` is one of `allowed`.
-///
-/// # Errors
-/// 400 naming `param`.
-pub(super) fn one_of(param: &str, value: &str, allowed: &[&str]) -> Result<(), ApiError> {
-    if allowed.contains(&value) {
-        return Ok(());
-    }
-    Err(bad(
-        param,
-        format!(
-            "{:?} is not one of {}",
-            clip(value, ECHO_BYTES),
-            allowed.join(", ")
-        ),
-    ))
-}
-
 /// `modalities`: `text` and `audio`, each at most once; `["text"]` (what every vendor
 /// gives) is no field at all, so it comes back empty.
 ///
@@ -159,7 +142,7 @@ pub(super) fn modalities(m: Option<Vec<String>>) -> Result<Vec<String>, ApiError
         return Ok(Vec::new());
     };
     for (i, word) in m.iter().enumerate() {
-        one_of(&format!("modalities[{i}]"), word, &["text", "audio"])?;
+        json::one_of(&format!("modalities[{i}]"), word, &["text", "audio"], |w| w)?;
         if m[..i].contains(word) {
             return Err(bad(
                 &format!("modalities[{i}]"),

@@ -44,14 +44,15 @@ impl ChunkEncoder {
         }
     }
 
-    /// A chunk of `choices`, with `usage` and the `switchyard` trail when given.
-    fn frame(
-        &self,
-        choices: Vec<ChunkChoice<'_>>,
-        usage: Option<&WireUsage>,
-        trail: Option<&Trail<'_>>,
-    ) -> Bytes {
-        data_frame(&ChunkBody {
+    /// The chunk object of `choices`: this stream's id, creation time, model and
+    /// fingerprint, with `usage` and the `switchyard` trail when given.
+    fn body<'a>(
+        &'a self,
+        choices: Vec<ChunkChoice<'a>>,
+        usage: Option<&'a WireUsage>,
+        trail: Option<&'a Trail<'a>>,
+    ) -> ChunkBody<'a> {
+        ChunkBody {
             id: &self.id,
             object: "chat.completion.chunk",
             created: self.created,
@@ -60,7 +61,17 @@ impl ChunkEncoder {
             choices,
             usage,
             switchyard: trail,
-        })
+        }
+    }
+
+    /// A chunk of `choices`, with `usage` and the `switchyard` trail when given.
+    fn frame(
+        &self,
+        choices: Vec<ChunkChoice<'_>>,
+        usage: Option<&WireUsage>,
+        trail: Option<&Trail<'_>>,
+    ) -> Bytes {
+        data_frame(&self.body(choices, usage, trail))
     }
 
     /// The pieces of later answers (`n` > 1), each a choice of its own index.
@@ -109,16 +120,7 @@ impl ChunkEncoder {
     /// fields (`audio`, `function_call`, `annotations`): each choice's delta gets its
     /// pieces as OpenAI sent them (a rare chunk: built through a JSON value).
     fn with_extras(&self, choices: Vec<ChunkChoice<'_>>, c: &ChatChunk) -> Bytes {
-        let mut body = json!(ChunkBody {
-            id: &self.id,
-            object: "chat.completion.chunk",
-            created: self.created,
-            model: &self.model,
-            system_fingerprint: self.fingerprint.as_deref(),
-            choices,
-            usage: None,
-            switchyard: None,
-        });
+        let mut body = json!(self.body(choices, None, None));
         let list = body["choices"].as_array_mut().into_iter().flatten();
         for choice in list {
             let index = choice["index"].as_u64().and_then(|i| u32::try_from(i).ok());

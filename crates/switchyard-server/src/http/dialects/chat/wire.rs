@@ -398,18 +398,9 @@ impl WireRequest {
             check::logit_bias(&bias)?;
             req.logit_bias = Some(bias);
         }
-        req.verbosity = match self.verbosity.as_deref() {
-            None => None,
-            Some(word) => Some(Verbosity::parse(word).ok_or_else(|| {
-                bad(
-                    "verbosity",
-                    format!(
-                        "{:?} is not one of low, medium, high",
-                        clip(word, ECHO_BYTES)
-                    ),
-                )
-            })?),
-        };
+        req.verbosity = (self.verbosity.as_deref())
+            .map(|w| json::one_of("verbosity", w, &Verbosity::ALL, Verbosity::as_str))
+            .transpose()?;
         if let Some(p) = self.prediction.take() {
             check::prediction(&p)?;
             req.prediction = Some(p);
@@ -417,7 +408,7 @@ impl WireRequest {
         req.store = self.store;
         req.prompt_cache_key = self.prompt_cache_key.take();
         if let Some(r) = self.prompt_cache_retention.take() {
-            check::one_of("prompt_cache_retention", &r, &["in-memory", "24h"])?;
+            json::one_of("prompt_cache_retention", &r, &["in-memory", "24h"], |w| w)?;
             req.prompt_cache_retention = Some(r);
         }
         req.safety_identifier = self.safety_identifier.take();
@@ -478,18 +469,12 @@ impl WireRequest {
         req.top_k = self.top_k;
         req.parallel_tool_calls = self.parallel_tool_calls;
         req.service_tier = self.service_tier.take();
-        req.reasoning_effort = match self.reasoning_effort.as_deref() {
-            None => None,
-            Some(word) => Some(ReasoningEffort::parse(word).ok_or_else(|| {
-                bad(
-                    "reasoning_effort",
-                    format!(
-                        "{:?} is not one of none, minimal, low, medium, high",
-                        clip(word, ECHO_BYTES)
-                    ),
-                )
-            })?),
-        };
+        req.reasoning_effort = (self.reasoning_effort.as_deref())
+            .map(|w| {
+                let all = &ReasoningEffort::ALL;
+                json::one_of("reasoning_effort", w, all, ReasoningEffort::as_str)
+            })
+            .transpose()?;
         req.metadata = self.metadata.take();
         self.openai_into(req)?;
         if !self.passthrough.is_empty() {

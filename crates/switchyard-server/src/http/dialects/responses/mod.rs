@@ -247,38 +247,20 @@ const LOGPROBS_INCLUDE: &str = "message.output_text.logprobs";
 fn reasoning_effort(
     r: Option<&wire::WireReasoning>,
 ) -> Result<Option<switchyard::chat::ReasoningEffort>, ApiError> {
-    let Some(word) = r.and_then(|r| r.effort.as_deref()) else {
-        return Ok(None);
-    };
-    switchyard::chat::ReasoningEffort::parse(word)
-        .map(Some)
-        .ok_or_else(|| {
-            bad(
-                "reasoning.effort",
-                format!(
-                    "{:?} is not one of none, minimal, low, medium, high",
-                    crate::http::bounds::clip(word, crate::http::bounds::ECHO_BYTES)
-                ),
-            )
+    use switchyard::chat::ReasoningEffort;
+    (r.and_then(|r| r.effort.as_deref()))
+        .map(|w| {
+            let all = &ReasoningEffort::ALL;
+            super::json::one_of("reasoning.effort", w, all, ReasoningEffort::as_str)
         })
+        .transpose()
 }
 
 /// `text.verbosity` as the shared shape's (a degradable field: `docs/fields.md`).
 fn verbosity(word: Option<&str>) -> Result<Option<switchyard::chat::Verbosity>, ApiError> {
-    let Some(word) = word else {
-        return Ok(None);
-    };
-    switchyard::chat::Verbosity::parse(word)
-        .map(Some)
-        .ok_or_else(|| {
-            bad(
-                "text.verbosity",
-                format!(
-                    "{:?} is not one of low, medium, high",
-                    crate::http::bounds::clip(word, crate::http::bounds::ECHO_BYTES)
-                ),
-            )
-        })
+    use switchyard::chat::Verbosity;
+    word.map(|w| super::json::one_of("text.verbosity", w, &Verbosity::ALL, Verbosity::as_str))
+        .transpose()
 }
 
 /// `prompt_cache_retention` (`in-memory` or `24h`) as the shared shape's.

@@ -1,8 +1,8 @@
 //! Stored responses (`store`, `previous_response_id`, `GET` / `DELETE /v1/responses/{id}`,
 //! `GET /v1/responses/{id}/input_items`: `items`),
-//! kept in the state backend's key-value part (`switchyard::state::SharedState::kv_put`):
-//! the process's memory, or Redis for a fleet, so that a conversation continues on any
-//! replica and with any vendor.
+//! kept in the state backend's key-value part (`crate::http::dialects::kept`): the
+//! process's memory, or Redis for a fleet, so that a conversation continues on any replica
+//! and with any vendor.
 //!
 //! A record holds the response object as the client got it, the conversation so far in the
 //! shared shape (every input item and answer, without `instructions`, which OpenAI does not
@@ -19,6 +19,7 @@ use serde_json::{json, Value};
 use switchyard::chat::Message;
 
 use crate::http::bounds::{clip, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
+use crate::http::dialects::kept;
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
 
@@ -40,33 +41,26 @@ pub(crate) struct Record {
     pub items: Option<Vec<Value>>,
 }
 
+impl kept::Owned for Record {
+    fn owner(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+}
+
 fn kv_key(id: &str) -> String {
     format!("responses:{id}")
 }
 
 /// The record of `id` if it exists and `key` may see it.
 pub(crate) async fn load(state: &AppState, id: &str, key: Option<&str>) -> Option<Record> {
-    let now = state.gateway.clock().unix_ms();
-    let bytes = state.gateway.state().kv_get(&kv_key(id), now).await?;
-    let record: Record = serde_json::from_slice(&bytes).ok()?;
-    (record.key.as_deref() == key).then_some(record)
+    let (record, _) = kept::load(state, &kv_key(id), key).await?;
+    Some(record)
 }
 
 /// Keep `record` under `id`: false when it is too large or the store refused it.
 pub(crate) async fn save(state: &AppState, id: &str, record: &Record) -> bool {
-    let Ok(bytes) = serde_json::to_vec(record) else {
-        return false;
-    };
     let limits = state.stored_responses;
-    if bytes.len() > limits.max_bytes {
-        return false;
-    }
-    let now = state.gateway.clock().unix_ms();
-    state
-        .gateway
-        .state()
-        .kv_put(&kv_key(id), bytes, limits.ttl, now)
-        .await
+    kept::save(state, &kv_key(id), record, limits.ttl, limits.max_bytes).await
 }
 
 /// 404 for an id that is unknown, expired, or another key's.
@@ -189,18 +183,22 @@ mod tests {
     use crate::http::state::Shared;
     use crate::telemetry::metrics::Metrics;
 
-    fn state() -> AppState {
+    /// One scripted provider `p` (model `m`) on route `r`, and `keys`.
+    fn state_with(keys: &[crate::config::KeyToml]) -> AppState {
         let gateway = Gateway::builder()
             .provider(ProviderSpec::new("p", Arc::new(ScriptedProvider::new("m"))))
             .route(Route::new("r", &["p"]))
             .build()
             .unwrap();
-        let metrics = Arc::new(Metrics::new());
         AppState(Arc::new(Shared::for_tests(
             gateway,
-            KeyStore::new(&[]),
-            metrics,
+            KeyStore::new(keys),
+            Arc::new(Metrics::new()),
         )))
+    }
+
+    fn state() -> AppState {
+        state_with(&[])
     }
 
     fn record(text: String, key: Option<&str>) -> Record {
@@ -248,11 +246,6 @@ mod tests {
         use crate::http::dialects::responses::Responses;
 
         fn keyed() -> AppState {
-            let gateway = Gateway::builder()
-                .provider(ProviderSpec::new("p", Arc::new(ScriptedProvider::new("m"))))
-                .route(Route::new("r", &["p"]))
-                .build()
-                .unwrap();
             let keys: Vec<KeyToml> = ["alice", "bob"]
                 .iter()
                 .map(|n| KeyToml {
@@ -262,11 +255,7 @@ mod tests {
                     ..KeyToml::default()
                 })
                 .collect();
-            AppState(Arc::new(Shared::for_tests(
-                gateway,
-                KeyStore::new(&keys),
-                Arc::new(Metrics::new()),
-            )))
+            state_with(&keys)
         }
 
         async fn send(state: &AppState, req: Request<Body>) -> (StatusCode, Value) {

@@ -1,6 +1,6 @@
 //! Where the gateway keeps message threads: the state backend's key-value part
-//! (`switchyard::state::SharedState::kv_put`, like stored Responses API answers), so that a
-//! thread continues on any replica of a fleet sharing Redis, and its leases.
+//! (`crate::http::dialects::kept`, like stored Responses API answers), so that a thread
+//! continues on any replica of a fleet sharing Redis, and its leases.
 //!
 //! A thread is one record under `threads:<thread id>`: the client key that made it, the
 //! `system` and `tools` it was created with, every message and every answer as the client
@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use switchyard::state::{Cleanup, SharedState};
 
+use crate::http::dialects::kept;
 use crate::http::state::AppState;
 
 /// How long a `continue` may hold its lease: past it (a replica that died mid-answer) the
@@ -45,6 +46,12 @@ pub(super) struct Record {
     /// The ids of the answers, oldest first: the last is the only one a `continue` may
     /// name; an earlier one has been continued already.
     pub answers: Vec<String>,
+}
+
+impl kept::Owned for Record {
+    fn owner(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
 }
 
 impl Record {
@@ -95,28 +102,14 @@ pub(super) async fn load(
     thread: &str,
     key: Option<&str>,
 ) -> Option<(Record, usize)> {
-    let now = state.gateway.clock().unix_ms();
-    let bytes = state.gateway.state().kv_get(&kv_key(thread), now).await?;
-    let record: Record = serde_json::from_slice(&bytes).ok()?;
-    (record.key.as_deref() == key).then_some((record, bytes.len()))
+    kept::load(state, &kv_key(thread), key).await
 }
 
 /// Keep `record` as `thread` for `[threads] ttl`: false when it is larger than
 /// `max_thread_bytes` or the store refused it.
 pub(super) async fn save(state: &AppState, thread: &str, record: &Record) -> bool {
-    let Ok(bytes) = serde_json::to_vec(record) else {
-        return false;
-    };
     let limits = state.threads;
-    if bytes.len() > limits.max_bytes {
-        return false;
-    }
-    let now = state.gateway.clock().unix_ms();
-    state
-        .gateway
-        .state()
-        .kv_put(&kv_key(thread), bytes, limits.ttl, now)
-        .await
+    kept::save(state, &kv_key(thread), record, limits.ttl, limits.max_bytes).await
 }
 
 /// The right to continue from one answer, held by one request until it is given back

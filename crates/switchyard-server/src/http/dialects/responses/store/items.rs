@@ -20,13 +20,12 @@ use super::super::body::{call_item, message_item, text_part};
 use super::super::sealed;
 use crate::http::bounds::{clip, ECHO_BYTES};
 use crate::http::error::ApiError;
+use crate::http::paging;
 
 /// OpenAI's default page size.
 const DEFAULT_LIMIT: usize = 20;
 /// OpenAI's largest page.
 const MAX_LIMIT: usize = 100;
-/// Query parameters read at most (the rest are refused).
-const MAX_PARAMS: usize = 16;
 /// What `include` may name (OpenAI's `ResponseIncludable`).
 const INCLUDABLE: [&str; 8] = [
     "file_search_call.results",
@@ -56,15 +55,10 @@ impl Page {
             limit: DEFAULT_LIMIT,
             ..Self::default()
         };
-        for (i, (key, value)) in form_urlencoded::parse(query.as_bytes()).enumerate() {
-            if i >= MAX_PARAMS {
-                return Err(bad(
-                    "query",
-                    format!("more than {MAX_PARAMS} query parameters"),
-                ));
-            }
+        for param in paging::params(query) {
+            let (key, value) = param?;
             match &*key {
-                "limit" => page.limit = limit(&value)?,
+                "limit" => page.limit = paging::limit(&value, MAX_LIMIT)?,
                 "order" => page.ascending = ascending(&value)?,
                 "after" => page.after = Some(value.into_owned()),
                 "include" | "include[]" => page.include(&value)?,
@@ -141,21 +135,6 @@ fn ascending(value: &str) -> Result<bool, ApiError> {
             format!("`{}` is not asc or desc", clip(other, ECHO_BYTES)),
         )),
     }
-}
-
-/// `limit`: an integer from 1 to [`MAX_LIMIT`].
-fn limit(value: &str) -> Result<usize, ApiError> {
-    (value.parse::<usize>().ok())
-        .filter(|n| (1..=MAX_LIMIT).contains(n))
-        .ok_or_else(|| {
-            bad(
-                "limit",
-                format!(
-                    "must be an integer from 1 to {MAX_LIMIT}, got `{}`",
-                    clip(value, ECHO_BYTES)
-                ),
-            )
-        })
 }
 
 fn bad(param: &str, message: String) -> ApiError {
