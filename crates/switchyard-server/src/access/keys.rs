@@ -3,7 +3,8 @@
 //! Owns the [`KeyStore`] built from `[[keys]]` (SHA-256 hashes only; tokens are never
 //! stored), request authentication (`Authorization: Bearer <token>` or `x-api-key`, hashed
 //! and compared in constant time against every stored hash), admin authorization (a key
-//! with `admin = true` reads `/admin/*`), `switchyard keys new`, which prints a fresh
+//! with `admin = true` reads `/admin/*` and `/metrics`; so does the metrics token,
+//! [`KeyStore::authorize_metrics`]), `switchyard keys new`, which prints a fresh
 //! token once together with the config lines to paste, the rule for key names
 //! ([`check_name`]) and the hashes of guessable tokens that `check` and `serve` warn about
 //! ([`weak_token_warnings`]).
@@ -80,6 +81,9 @@ impl Caller {
 #[derive(Debug, Clone, Default)]
 pub struct KeyStore {
     keys: Vec<Key>,
+    /// SHA-256 of the token that reads `/metrics` besides admin keys
+    /// (`[telemetry] metrics_token_env`).
+    metrics_token: Option<[u8; 32]>,
 }
 
 impl KeyStore {
@@ -101,7 +105,18 @@ impl KeyStore {
                 })
             })
             .collect();
-        Self { keys }
+        Self {
+            keys,
+            metrics_token: None,
+        }
+    }
+
+    /// Builder: `/metrics` also answers a request bearing `token` (a Prometheus scraper's,
+    /// `[telemetry] metrics_token_env`), and only such requests or admin keys.
+    #[must_use]
+    pub fn with_metrics_token(mut self, token: Option<&str>) -> Self {
+        self.metrics_token = token.map(|t| Sha256::digest(t.trim().as_bytes()).into());
+        self
     }
 
     /// No keys configured: keyless loopback mode (`crate::http::guard` then checks `Host`).
@@ -152,6 +167,28 @@ impl KeyStore {
             ))),
             _ => Ok(()),
         }
+    }
+
+    /// Authorize a `/metrics` scrape (it names every key, its spend and remaining budget):
+    /// the metrics token when one is configured, or an admin key; open only when neither
+    /// keys nor a metrics token are configured (keyless loopback mode).
+    ///
+    /// # Errors
+    /// 401 without a valid token or key; 403 for a key without `admin = true`.
+    pub fn authorize_metrics(&self, headers: &HeaderMap) -> Result<(), AccessError> {
+        let Some(want) = &self.metrics_token else {
+            return self.authorize_admin(headers);
+        };
+        let sent: Option<[u8; 32]> = bearer(headers).map(|t| Sha256::digest(t.as_bytes()).into());
+        if sent.is_some_and(|d| bool::from(d.ct_eq(want))) {
+            return Ok(());
+        }
+        if self.keys.is_empty() {
+            return Err(AccessError::unauthorized(
+                "/metrics needs the metrics token ([telemetry] metrics_token_env): send `Authorization: Bearer <token>`",
+            ));
+        }
+        self.authorize_admin(headers)
     }
 
     /// Every key's name, limits and admin flag, in config order (no hashes).

@@ -198,6 +198,7 @@ pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result
     .with_tap(insight.clone())
     .with_tap(metrics.clone());
     let telemetry = config.telemetry.clone().unwrap_or_default();
+    let metrics_token = telemetry.metrics_token(&env)?;
     let access = if telemetry.access_log == Some(true) {
         let access = AccessLog::stdout(tasks).map_err(|e| format!("access log: {e}"))?;
         log = log.with_tap(access.clone());
@@ -216,7 +217,7 @@ pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result
     };
     Ok(AppState(Arc::new(Shared {
         gateway: built.gateway,
-        keys: KeyStore::new(&config.keys),
+        keys: KeyStore::new(&config.keys).with_metrics_token(metrics_token.as_deref()),
         metrics,
         log,
         insight,
