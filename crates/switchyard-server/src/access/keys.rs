@@ -22,7 +22,12 @@ use subtle::ConstantTimeEq;
 use switchyard::Money;
 
 use crate::access::error::AccessError;
+use crate::access::in_flight::{self, InFlight, KeySlot};
 use crate::access::limits::{KeyLimits, Period};
+
+/// `[server] max_in_flight`'s default, whose share a key takes when neither is configured
+/// (the edge's `DEFAULT_MAX_IN_FLIGHT`; access depends on neither `http` nor `config`).
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 1024;
 
 /// `[[keys]]`: a client key, stored as a hash.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -44,6 +49,9 @@ pub struct KeyToml {
     pub tpm: Option<u64>,
     /// May read `/admin/*` and the dashboard's data (default false).
     pub admin: Option<bool>,
+    /// Most requests this key may have in flight at once (default: a quarter of
+    /// `[server] max_in_flight`); more are refused with 429 before their body is read.
+    pub max_in_flight: Option<usize>,
 }
 
 /// One configured client key.
@@ -55,6 +63,8 @@ struct Key {
     routes: Option<HashSet<String>>,
     limits: KeyLimits,
     admin: bool,
+    /// Its requests in flight (shared by every request authenticated as it).
+    in_flight: InFlight,
 }
 
 /// The caller a request was authenticated as.
@@ -67,6 +77,8 @@ pub struct Caller {
     pub limits: KeyLimits,
     /// May read the admin endpoints and the dashboard's data.
     pub admin: bool,
+    /// The key's requests in flight and its cap.
+    pub in_flight: InFlight,
 }
 
 impl Caller {
@@ -74,6 +86,19 @@ impl Caller {
     #[must_use]
     pub fn allows(&self, route: &str) -> bool {
         self.routes.as_ref().is_none_or(|r| r.contains(route))
+    }
+
+    /// May this caller use any of `routes` (the configured routes' names)?
+    pub fn allows_any<'a>(&self, mut routes: impl Iterator<Item = &'a str>) -> bool {
+        self.routes.is_none() || routes.any(|r| self.allows(r))
+    }
+
+    /// A place among the key's requests in flight, held until the request is over.
+    ///
+    /// # Errors
+    /// 429 when the key has its `max_in_flight` requests in flight already.
+    pub fn enter(&self) -> Result<KeySlot, AccessError> {
+        self.in_flight.enter(&self.name)
     }
 }
 
@@ -90,6 +115,14 @@ impl KeyStore {
     /// From validated `[[keys]]` entries.
     #[must_use]
     pub fn new(keys: &[KeyToml]) -> Self {
+        Self::with_in_flight_default(keys, DEFAULT_MAX_IN_FLIGHT)
+    }
+
+    /// From validated `[[keys]]` entries, a key without `max_in_flight` taking its share of
+    /// `server_max_in_flight` (`[server] max_in_flight`; [`in_flight::default_cap`]).
+    #[must_use]
+    pub fn with_in_flight_default(keys: &[KeyToml], server_max_in_flight: usize) -> Self {
+        let default_in_flight = in_flight::default_cap(server_max_in_flight);
         let keys = keys
             .iter()
             .filter_map(|k| {
@@ -102,6 +135,7 @@ impl KeyStore {
                     routes,
                     limits: limits_of(k),
                     admin: k.admin.unwrap_or(false),
+                    in_flight: InFlight::new(k.max_in_flight.unwrap_or(default_in_flight)),
                 })
             })
             .collect();
@@ -152,6 +186,7 @@ impl KeyStore {
             routes: key.routes.clone(),
             limits: key.limits,
             admin: key.admin,
+            in_flight: key.in_flight.clone(),
         }))
     }
 

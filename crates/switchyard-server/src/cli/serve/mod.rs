@@ -217,7 +217,11 @@ pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result
     };
     Ok(AppState(Arc::new(Shared {
         gateway: built.gateway,
-        keys: KeyStore::new(&config.keys).with_metrics_token(metrics_token.as_deref()),
+        keys: KeyStore::with_in_flight_default(
+            &config.keys,
+            (config.server.max_in_flight).unwrap_or(crate::http::edge::DEFAULT_MAX_IN_FLIGHT),
+        )
+        .with_metrics_token(metrics_token.as_deref()),
         metrics,
         log,
         insight,

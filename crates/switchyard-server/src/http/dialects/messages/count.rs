@@ -57,7 +57,6 @@ async fn handle(state: &AppState, ctx: &mut Ctx, request: Request) -> Result<Res
     ctx.route = body["model"].as_str().unwrap_or_default().to_owned();
     let route = flow::admit_route(state, ctx, caller.as_ref())?;
     admit_fields(state, ctx, &body)?;
-    flow::admit_limits(state, ctx, caller.as_ref()).await?;
     let specs = state.gateway.providers();
     let anthropic: Vec<_> = (route.providers.iter())
         .filter_map(|n| specs.iter().find(|s| &s.name == n))
