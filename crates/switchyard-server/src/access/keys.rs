@@ -190,6 +190,13 @@ impl KeyStore {
         }))
     }
 
+    /// Whether `headers` carry a client key at all (valid or not): tells a missing key from
+    /// an invalid one.
+    #[must_use]
+    pub fn carries_key(headers: &HeaderMap) -> bool {
+        bearer(headers).is_some()
+    }
+
     /// Authorize an admin request: open when no keys are configured, else an admin key.
     ///
     /// # Errors

@@ -19,4 +19,5 @@ pub mod insight;
 pub mod log;
 pub mod metrics;
 pub mod otlp;
+pub mod refusals;
 pub mod trace;

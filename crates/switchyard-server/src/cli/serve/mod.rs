@@ -199,6 +199,7 @@ pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result
     .with_tap(metrics.clone());
     let telemetry = config.telemetry.clone().unwrap_or_default();
     let metrics_token = telemetry.metrics_token(&env)?;
+    tasks.spawn(Arc::clone(log.refusals()).run(tasks.stopping()));
     let access = if telemetry.access_log == Some(true) {
         let access = AccessLog::stdout(tasks).map_err(|e| format!("access log: {e}"))?;
         log = log.with_tap(access.clone());

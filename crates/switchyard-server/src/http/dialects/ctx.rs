@@ -54,6 +54,9 @@ pub(crate) struct Ctx {
     /// The request's place among its key's requests in flight: given back when the last
     /// clone of the context is dropped (a stream's writer holds one to the end).
     pub key_slot: Option<crate::access::in_flight::KeySlot>,
+    /// Refused for want of a valid client key, and why (`missing_key`, `invalid_key`): its
+    /// line is logged in moderation (`crate::telemetry::refusals`).
+    pub unauthenticated: Option<&'static str>,
     /// Wall time the request arrived.
     pub time_ms: u64,
     /// Gateway-clock time the request arrived.
@@ -100,6 +103,7 @@ impl Ctx {
             key: None,
             limits: None,
             key_slot: None,
+            unauthenticated: None,
             time_ms: clock.unix_ms(),
             started: clock.now(),
             stream: false,

@@ -80,8 +80,13 @@ pub(crate) async fn answer_with(
             (resp, Some(entry))
         }
     };
-    if let Some(line) = line {
-        state.log.commit(line).await;
+    match (line, ctx.unauthenticated) {
+        (Some(line), Some(reason)) => {
+            state.metrics.unauthenticated(reason);
+            state.log.commit_refusal(line, reason).await;
+        }
+        (Some(line), None) => state.log.commit(line).await,
+        (None, _) => {}
     }
     resp
 }
@@ -137,7 +142,14 @@ async fn admit_key(
     ctx: &mut Ctx,
     headers: &axum::http::HeaderMap,
 ) -> Result<Option<Caller>, ApiError> {
-    let caller = state.keys.authenticate(headers)?;
+    let caller = state.keys.authenticate(headers).inspect_err(|_| {
+        let carried = crate::access::keys::KeyStore::carries_key(headers);
+        ctx.unauthenticated = Some(if carried {
+            "invalid_key"
+        } else {
+            "missing_key"
+        });
+    })?;
     let Some(c) = caller.as_ref() else {
         return Ok(None);
     };

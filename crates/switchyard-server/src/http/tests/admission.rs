@@ -166,3 +166,47 @@ fn a_key_without_max_in_flight_takes_a_quarter_of_the_server() {
     let caller = store.authenticate(&headers).unwrap().unwrap();
     assert_eq!(caller.in_flight.cap(), 16);
 }
+
+/// A flood of requests without a valid key: each is a 401 and counted, but the request log
+/// (and its taps: the access log, the dashboard) gets the first of each reason per second.
+#[tokio::test(start_paused = true)]
+async fn a_flood_of_unauthenticated_requests_is_logged_once_per_reason_per_second() {
+    use crate::telemetry::insight::Insight;
+    let f = fixture_with(&keys());
+    let Ok(mut shared) = Arc::try_unwrap(f.state.0) else {
+        panic!("the state is shared");
+    };
+    let insight = Arc::new(Insight::new(switchyard::clock::Clock::system()));
+    shared.log = RequestLog::disabled().with_tap(insight.clone());
+    shared.insight = insight;
+    let state = AppState(Arc::new(shared));
+    for _ in 0..50 {
+        let resp = call(&state, post(&chat("smart"))).await;
+        assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+    }
+    for _ in 0..30 {
+        let resp = call(&state, keyed_request("sy-nobody")).await;
+        assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+    }
+    let logged = state.insight.recent(100);
+    assert_eq!(logged.len(), 2, "the first of each reason");
+    assert!(logged.iter().all(|e| e.status == 401));
+    let metrics = (state.metrics).render(&[], 0, &state.gateway.state().status());
+    assert!(
+        metrics.contains("switchyard_unauthenticated_total{reason=\"missing_key\"} 50"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("switchyard_unauthenticated_total{reason=\"invalid_key\"} 30"),
+        "{metrics}"
+    );
+    // the next second logs a first one again
+    tokio::time::advance(crate::telemetry::refusals::WINDOW).await;
+    call(&state, post(&chat("smart"))).await;
+    assert_eq!(state.insight.recent(100).len(), 3);
+    // a key's own requests are logged each time
+    for _ in 0..3 {
+        call(&state, keyed_request("sy-good")).await;
+    }
+    assert_eq!(state.insight.recent(100).len(), 6);
+}
