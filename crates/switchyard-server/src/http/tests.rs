@@ -30,6 +30,7 @@ mod messages;
 mod messages_beta;
 mod recovery;
 mod responses;
+mod surcharges;
 mod threads;
 mod wildcard;
 

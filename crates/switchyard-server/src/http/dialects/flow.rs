@@ -5,8 +5,9 @@
 //! route (403), its requests in flight (429, `[[keys]] max_in_flight`) and its rate limits
 //! (429; the request counts against `rpm`) — then body size and read timeout (413 / 408) →
 //! the dialect's decoder (400 naming the field) → route (404, listing the routes the key may
-//! use) → key's routes (403) → the dialect's `prepare` → key budgets → gateway. So a key
-//! refused anyway never holds a slot while its body trickles in. Streams hold their headers until
+//! use) → key's routes (403) → the dialect's `prepare` → key budgets (a budgeted request
+//! using a field billed above list price is a 400 naming it: `super::surcharges`) →
+//! gateway. So a key refused anyway never holds a slot while its body trickles in. Streams hold their headers until
 //! the gateway commits (first content chunk), so failures before that get honest statuses.
 //! Every request gets one log line: [`serve`] commits it before the answer goes out, a
 //! stream's writer before its last event ([`super::sse`]), and [`Abandoned`] when the
@@ -214,9 +215,12 @@ async fn handle<D: Dialect>(
     let mut decoded: Decoded<D::Extra> = D::decode(&body, ctx)?;
     drop(body);
     ctx.fields = decoded.request.fields_used();
-    admit_route(state, ctx, caller.as_ref())?;
+    let budgeted = admit_route(state, ctx, caller.as_ref())?.budget.is_some();
     D::prepare(state, ctx, &mut decoded).await?;
     let opts = admit_limits(state, ctx, caller.as_ref());
+    if budgeted || !opts.budgets.is_empty() {
+        super::surcharges::refuse_on_budget(&decoded.request)?;
+    }
     let Decoded { request, extra, .. } = decoded;
     ctx.capture(state, &request);
     if ctx.stream {
