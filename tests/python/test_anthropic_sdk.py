@@ -12,10 +12,11 @@ OpenAI provider answers (and whose second Anthropic provider counts tokens: 42),
 "It is sunny in Paris.", a request offering `get_weather` with a call to it, a stream with
 "The capital of France is Paris.", anything else with "Paris".
 
-Checks: messages.create, messages.stream (text_stream, get_final_message), a tool-use
+Checks: count_tokens first (before the overloaded Messages calls open the Anthropic
+providers' circuits, which a count respects), messages.create, messages.stream (text_stream, get_final_message), a tool-use
 loop with tool_result (and the call streamed), Claude Code's request shape (betas, adaptive thinking, effort,
 context management, cached system blocks, system turns, one with a per-turn output_config) streamed through the beta
-client, count_tokens, and the typed exceptions for the proxy's 400, 401 and 404. Prints
+client, and the typed exceptions for the proxy's 400, 401 and 404. Prints
 every mismatch and exits 1 if there was any.
 
 Needs the `anthropic` package: pip install -r tests/python/requirements.txt
@@ -226,7 +227,9 @@ def main():
     base_url, api_key = sys.argv[1], sys.argv[2]
     c = client(base_url, api_key)
     print(f"anthropic {anthropic.__version__} against {base_url}")
-    for step in (plain, streamed, tool_loop, claude_code, count):
+    # count first: the overloaded Messages calls that follow open both Anthropic providers'
+    # circuits, and a count, like any call, skips a provider whose circuit is open
+    for step in (count, plain, streamed, tool_loop, claude_code):
         try:
             step(c)
         except Exception as e:  # keep going: report every failing step

@@ -3,7 +3,8 @@
 //! Owns the [`KeyStore`] built from `[[keys]]` (SHA-256 hashes only; tokens are never
 //! stored), request authentication (`Authorization: Bearer <token>` or `x-api-key`, hashed
 //! and compared in constant time against every stored hash), admin authorization (a key
-//! with `admin = true` reads `/admin/*`), `switchyard keys new`, which prints a fresh
+//! with `admin = true` reads `/admin/*` and `/metrics`; so does the metrics token,
+//! [`KeyStore::authorize_metrics`]), `switchyard keys new`, which prints a fresh
 //! token once together with the config lines to paste, the rule for key names
 //! ([`check_name`]) and the hashes of guessable tokens that `check` and `serve` warn about
 //! ([`weak_token_warnings`]).
@@ -21,7 +22,12 @@ use subtle::ConstantTimeEq;
 use switchyard::Money;
 
 use crate::access::error::AccessError;
+use crate::access::in_flight::{self, InFlight, KeySlot};
 use crate::access::limits::{KeyLimits, Period};
+
+/// `[server] max_in_flight`'s default, whose share a key takes when neither is configured
+/// (the edge's `DEFAULT_MAX_IN_FLIGHT`; access depends on neither `http` nor `config`).
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 1024;
 
 /// `[[keys]]`: a client key, stored as a hash.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -43,6 +49,9 @@ pub struct KeyToml {
     pub tpm: Option<u64>,
     /// May read `/admin/*` and the dashboard's data (default false).
     pub admin: Option<bool>,
+    /// Most requests this key may have in flight at once (default: a quarter of
+    /// `[server] max_in_flight`); more are refused with 429 before their body is read.
+    pub max_in_flight: Option<usize>,
 }
 
 /// One configured client key.
@@ -54,6 +63,8 @@ struct Key {
     routes: Option<HashSet<String>>,
     limits: KeyLimits,
     admin: bool,
+    /// Its requests in flight (shared by every request authenticated as it).
+    in_flight: InFlight,
 }
 
 /// The caller a request was authenticated as.
@@ -66,6 +77,8 @@ pub struct Caller {
     pub limits: KeyLimits,
     /// May read the admin endpoints and the dashboard's data.
     pub admin: bool,
+    /// The key's requests in flight and its cap.
+    pub in_flight: InFlight,
 }
 
 impl Caller {
@@ -74,18 +87,42 @@ impl Caller {
     pub fn allows(&self, route: &str) -> bool {
         self.routes.as_ref().is_none_or(|r| r.contains(route))
     }
+
+    /// May this caller use any of `routes` (the configured routes' names)?
+    pub fn allows_any<'a>(&self, mut routes: impl Iterator<Item = &'a str>) -> bool {
+        self.routes.is_none() || routes.any(|r| self.allows(r))
+    }
+
+    /// A place among the key's requests in flight, held until the request is over.
+    ///
+    /// # Errors
+    /// 429 when the key has its `max_in_flight` requests in flight already.
+    pub fn enter(&self) -> Result<KeySlot, AccessError> {
+        self.in_flight.enter(&self.name)
+    }
 }
 
 /// The configured client keys.
 #[derive(Debug, Clone, Default)]
 pub struct KeyStore {
     keys: Vec<Key>,
+    /// SHA-256 of the token that reads `/metrics` besides admin keys
+    /// (`[telemetry] metrics_token_env`).
+    metrics_token: Option<[u8; 32]>,
 }
 
 impl KeyStore {
     /// From validated `[[keys]]` entries.
     #[must_use]
     pub fn new(keys: &[KeyToml]) -> Self {
+        Self::with_in_flight_default(keys, DEFAULT_MAX_IN_FLIGHT)
+    }
+
+    /// From validated `[[keys]]` entries, a key without `max_in_flight` taking its share of
+    /// `server_max_in_flight` (`[server] max_in_flight`; [`in_flight::default_cap`]).
+    #[must_use]
+    pub fn with_in_flight_default(keys: &[KeyToml], server_max_in_flight: usize) -> Self {
+        let default_in_flight = in_flight::default_cap(server_max_in_flight);
         let keys = keys
             .iter()
             .filter_map(|k| {
@@ -98,10 +135,22 @@ impl KeyStore {
                     routes,
                     limits: limits_of(k),
                     admin: k.admin.unwrap_or(false),
+                    in_flight: InFlight::new(k.max_in_flight.unwrap_or(default_in_flight)),
                 })
             })
             .collect();
-        Self { keys }
+        Self {
+            keys,
+            metrics_token: None,
+        }
+    }
+
+    /// Builder: `/metrics` also answers a request bearing `token` (a Prometheus scraper's,
+    /// `[telemetry] metrics_token_env`), and only such requests or admin keys.
+    #[must_use]
+    pub fn with_metrics_token(mut self, token: Option<&str>) -> Self {
+        self.metrics_token = token.map(|t| Sha256::digest(t.trim().as_bytes()).into());
+        self
     }
 
     /// No keys configured: keyless loopback mode (`crate::http::guard` then checks `Host`).
@@ -137,7 +186,15 @@ impl KeyStore {
             routes: key.routes.clone(),
             limits: key.limits,
             admin: key.admin,
+            in_flight: key.in_flight.clone(),
         }))
+    }
+
+    /// Whether `headers` carry a client key at all (valid or not): tells a missing key from
+    /// an invalid one.
+    #[must_use]
+    pub fn carries_key(headers: &HeaderMap) -> bool {
+        bearer(headers).is_some()
     }
 
     /// Authorize an admin request: open when no keys are configured, else an admin key.
@@ -152,6 +209,28 @@ impl KeyStore {
             ))),
             _ => Ok(()),
         }
+    }
+
+    /// Authorize a `/metrics` scrape (it names every key, its spend and remaining budget):
+    /// the metrics token when one is configured, or an admin key; open only when neither
+    /// keys nor a metrics token are configured (keyless loopback mode).
+    ///
+    /// # Errors
+    /// 401 without a valid token or key; 403 for a key without `admin = true`.
+    pub fn authorize_metrics(&self, headers: &HeaderMap) -> Result<(), AccessError> {
+        let Some(want) = &self.metrics_token else {
+            return self.authorize_admin(headers);
+        };
+        let sent: Option<[u8; 32]> = bearer(headers).map(|t| Sha256::digest(t.as_bytes()).into());
+        if sent.is_some_and(|d| bool::from(d.ct_eq(want))) {
+            return Ok(());
+        }
+        if self.keys.is_empty() {
+            return Err(AccessError::unauthorized(
+                "/metrics needs the metrics token ([telemetry] metrics_token_env): send `Authorization: Bearer <token>`",
+            ));
+        }
+        self.authorize_admin(headers)
     }
 
     /// Every key's name, limits and admin flag, in config order (no hashes).

@@ -69,7 +69,8 @@ fn tpm_bucket(name: &str) -> String {
     format!("key:{name}:tpm")
 }
 
-/// Check a key's rate limits and return the budgets its request spends against.
+/// Check a key's rate limits and return the budgets its request spends against
+/// ([`admit_rates`], then [`budgets`]).
 ///
 /// # Errors
 /// 429 with `Retry-After` when over `rpm` or `tpm`.
@@ -79,6 +80,21 @@ pub async fn admit(
     limits: &KeyLimits,
     now: UnixMillis,
 ) -> Result<CallOptions, AccessError> {
+    admit_rates(store, name, limits, now).await?;
+    Ok(budgets(name, limits, now))
+}
+
+/// Check a key's rate limits, counting the request against `rpm`: what can be checked
+/// before the request's body is read.
+///
+/// # Errors
+/// 429 with `Retry-After` when over `rpm` or `tpm`.
+pub async fn admit_rates(
+    store: &dyn SharedState,
+    name: &str,
+    limits: &KeyLimits,
+    now: UnixMillis,
+) -> Result<(), AccessError> {
     if let Some(tpm) = limits.tpm {
         if let Err(wait) = store.rate(&tpm_bucket(name), tpm, 0, now).await {
             return Err(AccessError::rate_limited(
@@ -95,6 +111,12 @@ pub async fn admit(
             ));
         }
     }
+    Ok(())
+}
+
+/// The budgets a request of key `name` spends against, as the gateway's call options.
+#[must_use]
+pub fn budgets(name: &str, limits: &KeyLimits, now: UnixMillis) -> CallOptions {
     let budgets = limits
         .budget
         .map(|(limit, period)| Budget {
@@ -103,10 +125,10 @@ pub async fn admit(
         })
         .into_iter()
         .collect();
-    Ok(CallOptions {
+    CallOptions {
         budgets,
         ..CallOptions::default()
-    })
+    }
 }
 
 /// Count the tokens a call used against the key's `tpm`. The count saturates: huge

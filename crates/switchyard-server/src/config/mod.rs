@@ -754,6 +754,12 @@ fn validate_key_limits(k: &KeyToml, at: &str, p: &mut Problems) {
             );
         }
     }
+    if k.max_in_flight == Some(0) {
+        p.add(
+            format!("{at}.max_in_flight"),
+            "must be at least 1 (omit it for a quarter of [server] max_in_flight)",
+        );
+    }
     for (field, v) in [("rpm", k.rpm), ("tpm", k.tpm)] {
         if v == Some(0) {
             p.add(

@@ -95,6 +95,10 @@ pub fn preflight(config: &Config, cli: Option<&str>) -> Vec<String> {
         if let Err(e) = t.otlp(&|name| std::env::var(name).ok()) {
             problems.push(e);
         }
+        // so must the metrics token's
+        if let Err(e) = t.metrics_token(&|name| std::env::var(name).ok()) {
+            problems.push(e);
+        }
     }
     problems
 }
@@ -179,6 +183,19 @@ mod tests {
         assert_eq!(
             preflight(&cfg, None),
             ["telemetry.otlp_headers.x-token: environment variable SWITCHYARD_TEST_UNSET_COLLECTOR_TOKEN is not set"]
+        );
+    }
+
+    #[test]
+    fn the_metrics_token_needs_its_environment_variable() {
+        let mut cfg = config("", false);
+        cfg.telemetry = Some(
+            toml::from_str("metrics_token_env = \"SWITCHYARD_TEST_UNSET_METRICS_TOKEN\"\n")
+                .unwrap(),
+        );
+        assert_eq!(
+            preflight(&cfg, None),
+            ["telemetry.metrics_token_env: environment variable SWITCHYARD_TEST_UNSET_METRICS_TOKEN is not set"]
         );
     }
 

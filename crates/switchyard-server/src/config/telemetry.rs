@@ -44,6 +44,10 @@ pub struct TelemetryToml {
     /// `gen_ai.output.messages`, each cut to 64 KiB) (default false: content never leaves
     /// the gateway).
     pub capture_content: Option<bool>,
+    /// The environment variable holding a token that may read `/metrics` (a Prometheus
+    /// scraper's `Authorization: Bearer`). With `[[keys]]`, `/metrics` otherwise needs an
+    /// admin key; without keys it is open on loopback unless this is set.
+    pub metrics_token_env: Option<String>,
 }
 
 /// The configured log format: `server` (`[server] log_format`), else `[telemetry]
@@ -88,6 +92,25 @@ pub(super) fn validate_log_format(
 }
 
 impl TelemetryToml {
+    /// The metrics token, read from the variable `metrics_token_env` names in `env`.
+    ///
+    /// # Errors
+    /// The variable is unset or empty.
+    pub fn metrics_token(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<String>, String> {
+        let Some(var) = &self.metrics_token_env else {
+            return Ok(None);
+        };
+        match env(var).filter(|t| !t.trim().is_empty()) {
+            Some(token) => Ok(Some(token)),
+            None => Err(format!(
+                "telemetry.metrics_token_env: environment variable {var} is not set"
+            )),
+        }
+    }
+
     /// The export settings, when traces are exported: the endpoint from the config or
     /// `env`'s standard OTLP variables; header values read from `env`.
     ///
@@ -166,6 +189,13 @@ pub(super) fn validate(t: Option<&TelemetryToml>, p: &mut Problems) {
                 "must name an environment variable (the value itself never goes in the config)",
             );
         }
+    }
+    if let Some(problem) = t
+        .metrics_token_env
+        .as_deref()
+        .and_then(super::env_name_problem)
+    {
+        p.add("telemetry.metrics_token_env", problem);
     }
     if let Some(r) = t.sampling_ratio {
         if !(0.0..=1.0).contains(&r) {

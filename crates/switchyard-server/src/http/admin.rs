@@ -2,7 +2,8 @@
 //!
 //! Owns what an operator or an orchestrator reads: liveness, readiness, the breakers and
 //! books as JSON (behind an admin key when keys are configured), and the Prometheus
-//! exposition (open, like the probes). Does not own the numbers themselves
+//! exposition (behind an admin key or the metrics token when keys are configured: it names
+//! every key's spend; open on keyless loopback, like the probes). Does not own the numbers themselves
 //! (the gateway's health and ledger, [`Metrics`](crate::telemetry::metrics::Metrics)) nor the
 //! readiness flag's life cycle (`serve` sets and clears it).
 
@@ -79,8 +80,18 @@ pub async fn health(
     })))
 }
 
-/// `GET /metrics`: the Prometheus text exposition.
-pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+/// `GET /metrics`: the Prometheus text exposition. It names every key with its spend and
+/// remaining budget, so with keys configured it needs an admin key or the metrics token
+/// (`[telemetry] metrics_token_env`); keyless (loopback) it is open unless a metrics token
+/// is configured.
+///
+/// # Errors
+/// 401 without a valid token or key, 403 for a key that is not an admin key.
+pub async fn metrics(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<impl IntoResponse, ApiError> {
+    state.keys.authorize_metrics(&headers)?;
     let health = state.gateway.health().await;
     let store = state.gateway.state().status();
     let extras = Extras {
@@ -92,7 +103,7 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     let body = state
         .metrics
         .render_with(&health, state.log.dropped(), &store, &extras);
-    ([(header::CONTENT_TYPE, CONTENT_TYPE)], body)
+    Ok(([(header::CONTENT_TYPE, CONTENT_TYPE)], body))
 }
 
 /// Dollars left in every route's and key's budget (the key's current period).
@@ -266,7 +277,7 @@ mod tests {
     async fn metrics_render_with_the_prometheus_content_type() {
         let s = state(KeyStore::default(), true);
         s.gateway.complete("hello").await.unwrap();
-        let resp = metrics(State(s)).await.into_response();
+        let resp = metrics(State(s), HeaderMap::new()).await.into_response();
         let ct = resp.headers()[header::CONTENT_TYPE]
             .to_str()
             .unwrap()
@@ -314,7 +325,7 @@ mod tests {
         assert!(last["at_ms"].as_u64().is_some(), "{last}");
         assert_eq!(v["providers"][0]["state"], "auth_failed");
         assert_eq!(v["ledger"]["aurora"]["health_checks"], 2);
-        let (_, text) = body(metrics(State(s)).await.into_response()).await;
+        let (_, text) = body(metrics(State(s), HeaderMap::new()).await.into_response()).await;
         for line in [
             r#"switchyard_health_checks_total{provider="aurora",result="ok"} 1"#,
             r#"switchyard_health_checks_total{provider="aurora",result="auth"} 1"#,

@@ -19,6 +19,7 @@ use crate::http::{app, AppState, Shared};
 use crate::telemetry::log::RequestLog;
 use crate::telemetry::metrics::Metrics;
 
+mod admission;
 mod anthropic_out;
 mod dashboard;
 mod embeddings;
@@ -29,6 +30,7 @@ mod messages;
 mod messages_beta;
 mod recovery;
 mod responses;
+mod surcharges;
 mod threads;
 mod wildcard;
 

@@ -32,6 +32,7 @@ use switchyard::Usage;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::shutdown::Tasks;
+use crate::telemetry::refusals::Refusals;
 
 /// Lines that may wait for the writer before new ones are dropped.
 const CHANNEL_CAPACITY: usize = 8192;
@@ -142,6 +143,8 @@ pub struct RequestLog {
     counters: Arc<Counters>,
     /// Told of every entry before it is queued for the file.
     taps: Vec<Arc<dyn LogTap>>,
+    /// Unauthenticated refusals: the first of each reason per second is logged.
+    refusals: Arc<Refusals>,
 }
 
 impl std::fmt::Debug for RequestLog {
@@ -186,6 +189,7 @@ impl RequestLog {
             tx: Some(tx),
             counters,
             taps: Vec::new(),
+            refusals: Arc::default(),
         })
     }
 
@@ -213,6 +217,25 @@ impl RequestLog {
         if tokio::time::timeout(ACK_WAIT, ack).await.is_err() {
             self.counters.late.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// The line of a request refused for want of a valid client key, for `reason`
+    /// (`missing_key`, `invalid_key`): committed as [`RequestLog::commit`] does when it is the
+    /// first of its reason this second, else only counted for the summary
+    /// (`crate::telemetry::refusals`), so a flood of bad keys cannot fill the log (or the
+    /// access log, a tap). Returns whether the line was logged.
+    pub async fn commit_refusal(&self, entry: LogEntry, reason: &'static str) -> bool {
+        if !self.refusals.admit(reason) {
+            return false;
+        }
+        self.commit(entry).await;
+        true
+    }
+
+    /// The windows of unauthenticated refusals (their task: [`Refusals::run`]).
+    #[must_use]
+    pub fn refusals(&self) -> &Arc<Refusals> {
+        &self.refusals
     }
 
     /// Tell the tap, queue for the file; the receiver hears when it is written.

@@ -19,6 +19,7 @@ pub mod insight;
 pub mod log;
 pub mod metrics;
 pub mod otlp;
+pub mod refusals;
 pub mod trace;
 
 /// What the telemetry tests share.

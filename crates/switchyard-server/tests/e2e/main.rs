@@ -7,6 +7,10 @@
 //! - `errors.rs`: every error status the proxy itself returns (400 401 403 404 413 402 502 504);
 //! - `rescue.rs`: a stream cut mid-answer, rescued by restart-and-splice or ended with an
 //!   error event;
+//! - `admission.rs`: slow bodies of keys refused anyway (no route, over rpm) hold no slot;
+//!   a key at its `max_in_flight` is refused while others are served;
+//! - `auth_leaks.rs`: a Vertex token endpoint answering off-spec: its token in no error,
+//!   log line or admin view;
 //! - `hostile.rs`: keyless mode refuses a web page's requests (Host, Origin, content type);
 //!   a 4 MiB `model` is refused by name and logged cut;
 //! - `edge.rs`: slow, silent and too many clients; the connection and in-flight caps; the
@@ -74,8 +78,10 @@ mod common;
 mod support;
 mod upstream;
 
+mod admission;
 mod anthropic_sdk;
 mod anthropic_threads;
+mod auth_leaks;
 mod bedrock;
 mod claude_code;
 mod codex;

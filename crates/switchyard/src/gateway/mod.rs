@@ -4,8 +4,11 @@
 //! snapshot, and — in `run` — one request's journey: plan the route, and for each candidate
 //! ask its breaker, reserve budget, run the retry loop around `Provider::send` under the
 //! deadline, record the outcome, settle or release, and fail over or return. Side outputs
-//! (observers, ledger) watch; they never steer.
+//! (observers, ledger) watch; they never steer. A call that is no request of its own (a
+//! token count) goes through a provider's breaker with `guarded`'s
+//! [`Gateway::call_through_breaker`].
 
+mod guarded;
 mod health;
 mod hold;
 mod run;
@@ -28,6 +31,8 @@ use crate::observe::{Ledger, Observer};
 use crate::provider::Provider;
 use crate::route::{Api, Route};
 use crate::state::{MemoryState, SharedState};
+
+pub use guarded::Guarded;
 
 pub use stream::{CancelSlot, ChatStream, StreamEvent};
 

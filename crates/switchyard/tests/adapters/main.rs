@@ -17,6 +17,7 @@
 mod suite;
 
 mod anthropic;
+mod auth_answers;
 mod azure;
 mod bedrock;
 mod bedrock_embed;

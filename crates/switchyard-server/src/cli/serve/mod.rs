@@ -198,6 +198,8 @@ pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result
     .with_tap(insight.clone())
     .with_tap(metrics.clone());
     let telemetry = config.telemetry.clone().unwrap_or_default();
+    let metrics_token = telemetry.metrics_token(&env)?;
+    tasks.spawn(Arc::clone(log.refusals()).run(tasks.stopping()));
     let access = if telemetry.access_log == Some(true) {
         let access = AccessLog::stdout(tasks).map_err(|e| format!("access log: {e}"))?;
         log = log.with_tap(access.clone());
@@ -216,7 +218,11 @@ pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result
     };
     Ok(AppState(Arc::new(Shared {
         gateway: built.gateway,
-        keys: KeyStore::new(&config.keys),
+        keys: KeyStore::with_in_flight_default(
+            &config.keys,
+            (config.server.max_in_flight).unwrap_or(crate::http::edge::DEFAULT_MAX_IN_FLIGHT),
+        )
+        .with_metrics_token(metrics_token.as_deref()),
         metrics,
         log,
         insight,

@@ -51,6 +51,12 @@ pub(crate) struct Ctx {
     pub key: Option<String>,
     /// The key's limits (tokens used are counted against its `tpm`).
     pub limits: Option<crate::access::limits::KeyLimits>,
+    /// The request's place among its key's requests in flight: given back when the last
+    /// clone of the context is dropped (a stream's writer holds one to the end).
+    pub key_slot: Option<crate::access::in_flight::KeySlot>,
+    /// Refused for want of a valid client key, and why (`missing_key`, `invalid_key`): its
+    /// line is logged in moderation (`crate::telemetry::refusals`).
+    pub unauthenticated: Option<&'static str>,
     /// Wall time the request arrived.
     pub time_ms: u64,
     /// Gateway-clock time the request arrived.
@@ -96,6 +102,8 @@ impl Ctx {
             route_label: "unknown".to_owned(),
             key: None,
             limits: None,
+            key_slot: None,
+            unauthenticated: None,
             time_ms: clock.unix_ms(),
             started: clock.now(),
             stream: false,

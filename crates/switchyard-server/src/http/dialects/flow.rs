@@ -1,9 +1,13 @@
 //! The path every dialect's request takes, written once.
 //!
 //! Order of checks (after the guard's Host, Origin and content type: `crate::http::guard`):
-//! client key (401) → body size and read timeout (413 / 408) → the dialect's decoder (400
-//! naming the field) → route (404, listing the routes the key may use) → key's routes (403)
-//! → the dialect's `prepare` → key limits (429) → gateway. Streams hold their headers until
+//! what can be checked before the body is read — client key (401), the key may use some
+//! route (403), its requests in flight (429, `[[keys]] max_in_flight`) and its rate limits
+//! (429; the request counts against `rpm`) — then body size and read timeout (413 / 408) →
+//! the dialect's decoder (400 naming the field) → route (404, listing the routes the key may
+//! use) → key's routes (403) → the dialect's `prepare` → key budgets (a budgeted request
+//! using a field billed above list price is a 400 naming it: `super::surcharges`) →
+//! gateway. So a key refused anyway never holds a slot while its body trickles in. Streams hold their headers until
 //! the gateway commits (first content chunk), so failures before that get honest statuses.
 //! Every request gets one log line: [`serve`] commits it before the answer goes out, a
 //! stream's writer before its last event ([`super::sse`]), and [`Abandoned`] when the
@@ -77,8 +81,13 @@ pub(crate) async fn answer_with(
             (resp, Some(entry))
         }
     };
-    if let Some(line) = line {
-        state.log.commit(line).await;
+    match (line, ctx.unauthenticated) {
+        (Some(line), Some(reason)) => {
+            state.metrics.unauthenticated(reason);
+            state.log.commit_refusal(line, reason).await;
+        }
+        (Some(line), None) => state.log.commit(line).await,
+        (None, _) => {}
     }
     resp
 }
@@ -107,19 +116,57 @@ impl Drop for Abandoned {
     }
 }
 
-/// The client key, then the body within the limit.
+/// The client key and what can be checked of it before the body ([`admit_key`]), then
+/// the body within the limit.
 ///
 /// # Errors
-/// 401, 413, 408, or 400 for an unreadable body.
+/// 401, 403, 429, 413, 408, or 400 for an unreadable body.
 pub(crate) async fn admit_body(
     state: &AppState,
     ctx: &mut Ctx,
     request: Request,
 ) -> Result<(Option<Caller>, Bytes), ApiError> {
-    let caller = state.keys.authenticate(request.headers())?;
-    ctx.key = caller.as_ref().map(|c| c.name.clone());
+    let caller = admit_key(state, ctx, request.headers()).await?;
     let body = read_body(request.into_body(), state.max_body_bytes).await?;
     Ok((caller, body))
+}
+
+/// The client key, and everything about it that needs no body: it may use some route,
+/// it has a place among its requests in flight (held in `ctx` for the request's life, a
+/// stream's included), and it is within its rate limits (the request counts against
+/// `rpm` here).
+///
+/// # Errors
+/// 401 (no or unknown key), 403 (a key that may use no route), 429 (in flight or rate).
+async fn admit_key(
+    state: &AppState,
+    ctx: &mut Ctx,
+    headers: &axum::http::HeaderMap,
+) -> Result<Option<Caller>, ApiError> {
+    let caller = state.keys.authenticate(headers).inspect_err(|_| {
+        let carried = crate::access::keys::KeyStore::carries_key(headers);
+        ctx.unauthenticated = Some(if carried {
+            "invalid_key"
+        } else {
+            "missing_key"
+        });
+    })?;
+    let Some(c) = caller.as_ref() else {
+        return Ok(None);
+    };
+    ctx.key = Some(c.name.clone());
+    let routes = state.gateway.routes();
+    if !c.allows_any(routes.iter().map(|r| r.name.as_str())) {
+        return Err(ApiError::forbidden(format!(
+            "key {:?} may not use any route",
+            c.name
+        )));
+    }
+    ctx.key_slot = Some(c.enter()?);
+    ctx.limits = Some(c.limits);
+    let now = state.gateway.clock().unix_ms();
+    limits::admit_rates(state.gateway.state().as_ref(), &c.name, &c.limits, now).await?;
+    Ok(caller)
 }
 
 /// The route the client named, if the caller may use it.
@@ -147,29 +194,16 @@ pub(crate) fn admit_route<'s>(
     Ok(route)
 }
 
-/// The key's rate limits and budget, as the gateway's call options.
+/// The key's budgets (its rate limits were checked before the body: [`admit_body`]), as
+/// the gateway's call options.
 ///
-/// # Errors
-/// 429 when the key is over a limit.
-pub(crate) async fn admit_limits(
-    state: &AppState,
-    ctx: &mut Ctx,
-    caller: Option<&Caller>,
-) -> Result<CallOptions, ApiError> {
-    match caller {
-        Some(c) => {
-            ctx.limits = Some(c.limits);
-            let now = state.gateway.clock().unix_ms();
-            let mut opts =
-                limits::admit(state.gateway.state().as_ref(), &c.name, &c.limits, now).await?;
-            opts.upstream = ctx.upstream();
-            Ok(opts)
-        }
-        None => Ok(CallOptions {
-            upstream: ctx.upstream(),
-            ..CallOptions::default()
-        }),
-    }
+pub(crate) fn admit_limits(state: &AppState, ctx: &Ctx, caller: Option<&Caller>) -> CallOptions {
+    let mut opts = match caller {
+        Some(c) => limits::budgets(&c.name, &c.limits, state.gateway.clock().unix_ms()),
+        None => CallOptions::default(),
+    };
+    opts.upstream = ctx.upstream();
+    opts
 }
 
 async fn handle<D: Dialect>(
@@ -181,9 +215,12 @@ async fn handle<D: Dialect>(
     let mut decoded: Decoded<D::Extra> = D::decode(&body, ctx)?;
     drop(body);
     ctx.fields = decoded.request.fields_used();
-    admit_route(state, ctx, caller.as_ref())?;
+    let budgeted = admit_route(state, ctx, caller.as_ref())?.budget.is_some();
     D::prepare(state, ctx, &mut decoded).await?;
-    let opts = admit_limits(state, ctx, caller.as_ref()).await?;
+    let opts = admit_limits(state, ctx, caller.as_ref());
+    if budgeted || !opts.budgets.is_empty() {
+        super::surcharges::refuse_on_budget(&decoded.request)?;
+    }
     let Decoded { request, extra, .. } = decoded;
     ctx.capture(state, &request);
     if ctx.stream {

@@ -23,6 +23,7 @@ pub mod messages;
 pub(crate) mod passthrough;
 pub mod responses;
 pub(crate) mod sse;
+pub(crate) mod surcharges;
 
 use std::future::Future;
 

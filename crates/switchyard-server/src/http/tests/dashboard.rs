@@ -135,6 +135,7 @@ async fn admin_endpoints_need_an_admin_key_when_keys_are_configured() {
         "/admin/requests",
         "/admin/requests/req_1",
         "/admin/health",
+        "/metrics",
     ];
     for path in paths {
         let (status, body) = call(&s, get(path, None)).await;
@@ -152,13 +153,7 @@ async fn admin_endpoints_need_an_admin_key_when_keys_are_configured() {
         };
         assert_eq!(status, want, "{path}");
     }
-    for open in [
-        "/healthz",
-        "/readyz",
-        "/metrics",
-        "/",
-        "/dashboard/dashboard.js",
-    ] {
+    for open in ["/healthz", "/readyz", "/", "/dashboard/dashboard.js"] {
         assert_eq!(call(&s, get(open, None)).await.0, StatusCode::OK, "{open}");
     }
 }
@@ -166,9 +161,90 @@ async fn admin_endpoints_need_an_admin_key_when_keys_are_configured() {
 #[tokio::test]
 async fn without_keys_the_admin_endpoints_are_open() {
     let s = state(&[]);
-    for path in ["/admin/overview", "/admin/transitions", "/admin/requests"] {
+    for path in [
+        "/admin/overview",
+        "/admin/transitions",
+        "/admin/requests",
+        "/metrics",
+    ] {
         assert_eq!(call(&s, get(path, None)).await.0, StatusCode::OK, "{path}");
     }
+}
+
+/// A Prometheus scraper's token for `/metrics` (`[telemetry] metrics_token_env`).
+const SCRAPER: &str = "sy-metrics-scraper-4b8e";
+
+fn with_metrics_token(state: AppState, token: &str) -> AppState {
+    let Ok(mut shared) = Arc::try_unwrap(state.0) else {
+        panic!("the state is shared");
+    };
+    shared.keys = shared.keys.with_metrics_token(Some(token));
+    AppState(Arc::new(shared))
+}
+
+#[tokio::test]
+async fn metrics_names_every_keys_spend_so_keys_mode_guards_it() {
+    let s = state(&keys());
+    traffic(&s).await;
+    let (status, body) = call(&s, get("/metrics", None)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    assert!(!body.contains("team"), "{body}");
+    let (status, body) = call(&s, get("/metrics", Some(TEAM))).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(body.contains("admin_key_required"), "{body}");
+    let (status, body) = call(&s, get("/metrics", Some(ADMIN))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        body.contains("scope=\"key\",name=\"team\""),
+        "the admin sees the keys: {body}"
+    );
+
+    // a scraper's token reads it too, and only it besides admin keys
+    let s = with_metrics_token(s, SCRAPER);
+    let (status, body) = call(&s, get("/metrics", Some(SCRAPER))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains("scope=\"key\",name=\"team\""), "{body}");
+    assert_eq!(
+        call(&s, get("/metrics", Some(ADMIN))).await.0,
+        StatusCode::OK
+    );
+    assert_eq!(
+        call(&s, get("/metrics", Some("sy-metrics-scraper-4b8f")))
+            .await
+            .0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        call(&s, get("/metrics", Some(TEAM))).await.0,
+        StatusCode::FORBIDDEN
+    );
+    // the scraper's token is no client key and no admin key
+    let (status, _) = call(&s, get("/admin/health", Some(SCRAPER))).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let mut req = chat("smart", false);
+    req.headers_mut().insert(
+        "authorization",
+        format!("Bearer {SCRAPER}").parse().unwrap(),
+    );
+    assert_eq!(call(&s, req).await.0, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn keyless_metrics_stay_open_unless_a_metrics_token_is_set() {
+    let s = with_metrics_token(state(&[]), SCRAPER);
+    let (status, body) = call(&s, get("/metrics", None)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    assert!(body.contains("metrics_token_env"), "{body}");
+    assert_eq!(
+        call(&s, get("/metrics", Some("wrong"))).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        call(&s, get("/metrics", Some(SCRAPER))).await.0,
+        StatusCode::OK
+    );
+    // the rest of keyless mode is unchanged
+    assert_eq!(call(&s, get("/admin/health", None)).await.0, StatusCode::OK);
 }
 
 #[tokio::test]

@@ -757,6 +757,20 @@ async fn counting_fixture(
     first: wiremock::ResponseTemplate,
     second: wiremock::ResponseTemplate,
 ) -> (AppState, wiremock::MockServer, wiremock::MockServer) {
+    counting_fixture_on(
+        first,
+        second,
+        Route::new("smart", &["claude-a", "claude-b"]),
+    )
+    .await
+}
+
+/// [`counting_fixture`] with its route as given (providers `claude-a`, `claude-b`).
+async fn counting_fixture_on(
+    first: wiremock::ResponseTemplate,
+    second: wiremock::ResponseTemplate,
+    route: Route,
+) -> (AppState, wiremock::MockServer, wiremock::MockServer) {
     use switchyard::provider::anthropic::{Anthropic, AnthropicConfig};
     use switchyard::provider::http::Transport;
     let mut servers = Vec::new();
@@ -776,7 +790,7 @@ async fn counting_fixture(
     let gateway = Gateway::builder()
         .provider(ProviderSpec::new("claude-a", provider(servers[0].uri())))
         .provider(ProviderSpec::new("claude-b", provider(servers[1].uri())))
-        .route(Route::new("smart", &["claude-a", "claude-b"]))
+        .route(route)
         .observer(metrics.clone())
         .build()
         .unwrap();
@@ -847,6 +861,87 @@ async fn a_count_the_client_got_wrong_is_not_retried_elsewhere() {
         .unwrap()
         .contains("messages.0.role: bad"));
     assert!(second.received_requests().await.unwrap().is_empty());
+}
+
+fn count_body(req_body: &Value, betas: Option<&str>) -> Request<Body> {
+    let mut req = Request::post("/v1/messages/count_tokens")
+        .header("content-type", "application/json")
+        .body(Body::from(req_body.to_string()))
+        .unwrap();
+    if let Some(b) = betas {
+        req.headers_mut()
+            .insert("anthropic-beta", b.parse().unwrap());
+    }
+    req
+}
+
+fn counted() -> wiremock::ResponseTemplate {
+    wiremock::ResponseTemplate::new(200).set_body_json(json!({"input_tokens": 17}))
+}
+
+#[tokio::test]
+async fn count_tokens_judges_unknown_fields_as_messages_does() {
+    let (state, first, _second) = counting_fixture(counted(), counted()).await;
+    let hi = json!([{"role": "user", "content": "hi"}]);
+    // Anthropic's own count fields pass
+    let known = json!({"model": "smart", "messages": hi, "speed": "fast",
+        "output_config": {"effort": "low"}, "cache_control": {"type": "ephemeral"}});
+    assert_eq!(
+        call(&state, count_body(&known, None)).await.status(),
+        StatusCode::OK
+    );
+    // a field it does not define is Anthropic's 400, naming it, and nothing is sent
+    let unknown = json!({"model": "smart", "messages": hi, "max_tokens": 10, "bogus": true});
+    let (status, err) = error_of(call(&state, count_body(&unknown, None)).await).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(err["error"]["type"], "invalid_request_error");
+    assert_eq!(
+        err["error"]["message"],
+        "bogus, max_tokens: Extra inputs are not permitted"
+    );
+    assert_eq!(first.received_requests().await.unwrap().len(), 1);
+    // under a beta they are Anthropic's to judge, as for /v1/messages
+    let resp = call(&state, count_body(&unknown, Some("some-beta-2026-01-01"))).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let sent = first.received_requests().await.unwrap();
+    let body: Value = serde_json::from_slice(&sent[1].body).unwrap();
+    assert_eq!(body["bogus"], true);
+
+    // a route that passes unknown fields through sends them without a beta
+    let route = Route::new("smart", &["claude-a", "claude-b"]).passthrough_unknown(true);
+    let (state, first, _second) = counting_fixture_on(counted(), counted(), route).await;
+    let resp = call(&state, count_body(&unknown, None)).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let sent = first.received_requests().await.unwrap();
+    let body: Value = serde_json::from_slice(&sent[0].body).unwrap();
+    assert_eq!(body["bogus"], true);
+}
+
+#[tokio::test]
+async fn count_tokens_goes_through_the_breaker() {
+    let (state, first, second) = counting_fixture(
+        wiremock::ResponseTemplate::new(401).set_body_json(json!({"type": "error",
+            "error": {"type": "authentication_error", "message": "invalid x-api-key"}})),
+        counted(),
+    )
+    .await;
+    // the first count fails at claude-a (a bad key opens its circuit at once), then counts
+    let resp = call(&state, count_request(None)).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(header(&resp, "x-switchyard-provider"), "claude-b");
+    let health = state.gateway.health().await;
+    let a = health.iter().find(|h| h.name == "claude-a").unwrap();
+    assert_eq!(
+        a.state, "auth_failed",
+        "the failed count opened its circuit"
+    );
+    // the open circuit skips claude-a: it is not asked again
+    let resp = call(&state, count_request(None)).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(header(&resp, "x-switchyard-provider"), "claude-b");
+    assert_eq!(header(&resp, "x-switchyard-failed-over"), "true");
+    assert_eq!(first.received_requests().await.unwrap().len(), 1);
+    assert_eq!(second.received_requests().await.unwrap().len(), 2);
 }
 
 /// A gateway whose route `smart` is an Anthropic provider (one attempt) then an OpenAI

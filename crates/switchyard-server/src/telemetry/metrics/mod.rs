@@ -104,6 +104,11 @@ struct TransitionLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct TokenLabels {
     provider: String,
     direction: &'static str,
@@ -208,6 +213,7 @@ struct Families {
     unpriced: Family<ProviderLabels, Counter>,
     overruns: Family<ProviderLabels, Counter>,
     overhead: Histogram,
+    unauthenticated: Family<ReasonLabels, Counter>,
 }
 
 impl Families {
@@ -225,6 +231,7 @@ impl Families {
             unpriced: Family::default(),
             overruns: Family::default(),
             overhead: Histogram::new(OVERHEAD_BUCKETS),
+            unauthenticated: Family::default(),
         }
     }
 
@@ -259,6 +266,11 @@ impl Families {
             "switchyard_gateway_overhead_seconds",
             "Time the gateway itself added to a non-streamed request answered in one attempt (time in the gateway less the upstream call)",
             self.overhead.clone(),
+        );
+        r.register(
+            "switchyard_unauthenticated",
+            "Requests refused for want of a valid client key (401), by reason (missing_key, invalid_key); the request log keeps the first of each reason per second",
+            self.unauthenticated.clone(),
         );
     }
 
@@ -449,6 +461,14 @@ impl Metrics {
     /// A stream's time to its first content chunk.
     pub fn ttft(&self, route: &str, d: Duration) {
         self.route(route).ttft.observe(d.as_secs_f64());
+    }
+
+    /// A request refused for want of a valid client key, for `reason` (a fixed label).
+    pub fn unauthenticated(&self, reason: &'static str) {
+        self.families
+            .unauthenticated
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
     }
 
     /// The time the gateway itself added to a request (not waiting on upstreams).

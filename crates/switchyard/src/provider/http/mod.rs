@@ -40,7 +40,8 @@ mod tests;
 pub use endpoint::{endpoint, insert_header, insert_secret_header, Endpoint};
 pub use response::{header, HttpFailure, UpstreamResponse};
 pub use scrub::{
-    redact, redact_all, snippet, truncate, Classify, ErrorPolicy, CODE_LIMIT, MESSAGE_LIMIT,
+    auth_snippet, credential_free, redact, redact_all, snippet, truncate, Classify, ErrorPolicy,
+    CODE_LIMIT, MASK, MESSAGE_LIMIT,
 };
 
 use std::error::Error as StdError;

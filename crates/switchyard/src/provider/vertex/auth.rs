@@ -17,7 +17,10 @@
 //! so that call's deadline bounds it: a call dropped mid-exchange abandons it and the next
 //! waiter starts its own. Errors: an answer refusing the assertion (4xx) is `Auth`; a 5xx is
 //! `Server`, a 429 `RateLimited`, an unreachable issuer `Connection` / `Timeout`. No error
-//! carries the private key (it is never formatted) or the assertion (scrubbed).
+//! carries the private key (it is never formatted), the assertion (scrubbed) or a token the
+//! endpoint issued in an answer that could not be used (the answer is quoted
+//! [`credential_free`](crate::provider::http::credential_free): a string `expires_in`
+//! beside a good `access_token` must not put that token in a 502 or a log line).
 
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
@@ -30,7 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::Clock;
 use crate::error::{ErrorKind, ProviderError};
-use crate::provider::http::{self as transport, snippet, ConfigError, Endpoint, HttpClient};
+use crate::provider::http::{self as transport, auth_snippet, ConfigError, Endpoint, HttpClient};
 use crate::provider::secret::Secret;
 use crate::provider::token::TokenSource;
 
@@ -266,7 +269,7 @@ impl ServiceAccountTokens {
                 format!(
                     "token exchange at {uri} refused (HTTP {}): {}",
                     failure.status,
-                    snippet(&failure.body)
+                    auth_snippet(&failure.body)
                 ),
             )
             .with_retry_after(failure.retry_after(self.clock.system_time()));
@@ -279,7 +282,7 @@ impl ServiceAccountTokens {
                 ErrorKind::Auth,
                 format!(
                     "token exchange at {uri}: not a token answer: {}",
-                    snippet(&bytes)
+                    auth_snippet(&bytes)
                 ),
             ))
         })?;

@@ -5,9 +5,10 @@
 //!
 //! Not a chat [`super::Dialect`] (its request and answer are the library's embedding
 //! shape), but the same steps of the shared flow (`super::flow`), in the same order:
-//! client key (401) → body size and read timeout (413 / 408) → JSON and fields (400 naming
+//! client key and what needs no body (401; 403 for a key with no route; 429 for its requests
+//! in flight or rate) → body size and read timeout (413 / 408) → JSON and fields (400 naming
 //! the field; `wire.rs`) → route (404, listing the routes the key may use) → key's routes
-//! (403) → the route serves embeddings (400 naming it) → key limits (429) → the gateway.
+//! (403) → the route serves embeddings (400 naming it) → key budgets → the gateway.
 
 pub mod wire;
 
@@ -64,7 +65,7 @@ async fn handle(state: &AppState, ctx: &mut Ctx, request: Request) -> Result<Res
             ),
         ));
     }
-    let opts = admit_limits(state, ctx, caller.as_ref()).await?;
+    let opts = admit_limits(state, ctx, caller.as_ref());
     let resp = state.gateway.embed_with(&ctx.route, &req, &opts).await?;
     record_tokens(state, ctx, resp.usage.as_ref()).await;
     let out = answered(state, ctx, &resp, encoding);

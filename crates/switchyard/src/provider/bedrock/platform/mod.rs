@@ -17,7 +17,11 @@
 //!   source), and until the credentials in hand expire, calls keep signing with them;
 //! - every failure is `Auth` (the gateway fails over instead of retrying the provider),
 //!   its message naming the source and never a credential: each issuer scrubs the tokens it
-//!   holds, and the provider scrubs [`PlatformCredentials::secrets`] from every error.
+//!   holds, the provider scrubs [`PlatformCredentials::secrets`] from every error, and what
+//!   is quoted from a source's answer (a refusal's body, a code and message, an
+//!   `Expiration`) has every credential-shaped value masked first
+//!   ([`transport::credential_free`]): an answer that could not be used may still hold
+//!   credentials nobody knows to scrub yet.
 //!
 //! Expiry is read on the provider's [`Clock`] (wall time, so a manual clock moves it in
 //! tests); the failure hold on its monotonic time. Does not read the environment: the
@@ -235,10 +239,12 @@ pub(crate) fn failed(message: impl Into<String>) -> ProviderError {
 
 /// A source's non-2xx answer as an `Auth` error with its status: `refused (HTTP 403)`, then
 /// `hint` (what the status means at this source, or nothing) and the start of the body.
+/// The body is quoted [`transport::credential_free`]: an answer this source could not use
+/// may still carry credentials.
 pub(crate) fn refused(status: u16, hint: &str, body: &[u8]) -> ProviderError {
     failed(format!(
         "refused (HTTP {status}){hint}: {}",
-        transport::snippet(body)
+        transport::auth_snippet(body)
     ))
     .with_status(status)
 }
@@ -323,12 +329,15 @@ struct JsonCredentials {
 ///
 /// # Errors
 /// Not JSON, a `Code` other than `Success`, a missing key or an unreadable `Expiration`:
-/// `Auth`, naming the field, never a value but the code and message the source gave.
+/// `Auth`, naming the field, never a value but the code and message the source gave (and
+/// those with every credential-shaped value masked).
 fn from_json(body: &[u8], source: &str) -> Result<Issued, ProviderError> {
     let answer: JsonCredentials = serde_json::from_slice(body)
         .map_err(|_| failed(format!("{source}: the answer is not credentials JSON")))?;
     if let Some(code) = answer.code.as_deref().filter(|c| *c != "Success") {
-        let message = answer.message.as_deref().unwrap_or("");
+        // both are the source's text, quoted from an answer that may hold credentials
+        let code = transport::credential_free(code);
+        let message = transport::credential_free(answer.message.as_deref().unwrap_or(""));
         return Err(failed(format!("{source}: {code}: {message}")).with_vendor_code(code));
     }
     let missing = |field: &str| failed(format!("{source}: the answer has no {field}"));
@@ -343,7 +352,8 @@ fn from_json(body: &[u8], source: &str) -> Result<Issued, ProviderError> {
     let expires_at = match answer.expiration {
         Some(text) => Some(parse_expiration(&text).ok_or_else(|| {
             failed(format!(
-                "{source}: Expiration {text:?} is not an ISO 8601 time"
+                "{source}: Expiration {:?} is not an ISO 8601 time",
+                transport::credential_free(&text)
             ))
         })?),
         None => None,

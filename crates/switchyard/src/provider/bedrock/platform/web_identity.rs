@@ -228,7 +228,7 @@ pub fn parse_credentials(body: &[u8]) -> Result<Issued, ProviderError> {
     let expires_at = parse_expiration(&c.expiration).ok_or_else(|| {
         failed(format!(
             "Expiration {:?} is not an ISO 8601 time",
-            c.expiration
+            transport::credential_free(&c.expiration)
         ))
     })?;
     if c.access_key_id.trim().is_empty() || c.secret_access_key.trim().is_empty() {
@@ -262,12 +262,14 @@ pub fn refusal(status: u16, body: &[u8]) -> ProviderError {
                     code: Some(code),
                     message,
                 },
-        }) => failed(format!(
-            "refused (HTTP {status}) {code}: {}",
-            message.unwrap_or_default()
-        ))
-        .with_vendor_code(code)
-        .with_status(status),
+        }) => {
+            // quoted from STS's answer: masked of anything shaped like a credential
+            let code = transport::credential_free(&code);
+            let message = transport::credential_free(&message.unwrap_or_default());
+            failed(format!("refused (HTTP {status}) {code}: {message}"))
+                .with_vendor_code(code)
+                .with_status(status)
+        }
         _ => refused(status, "", body),
     }
 }
