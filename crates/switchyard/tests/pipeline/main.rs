@@ -22,6 +22,7 @@ mod recovery;
 mod reported;
 mod rescue_buffer;
 mod seeds;
+mod size_timeouts;
 mod stream;
 mod wildcard;
 mod worst_case;
