@@ -257,6 +257,7 @@ fn validate_server(config: &Config, p: &mut Problems) {
     );
     p.duration("server.body_read_timeout", s.body_read_timeout.as_deref());
     p.duration("server.idle_timeout", s.idle_timeout.as_deref());
+    p.duration("server.write_timeout", s.write_timeout.as_deref());
     if s.max_connections == Some(0) {
         p.add("server.max_connections", "must be greater than zero");
     }

@@ -78,6 +78,10 @@ pub struct ServerToml {
     pub body_read_timeout: Option<String>,
     /// Longest a keep-alive connection may sit between requests (default `"60s"`).
     pub idle_timeout: Option<String>,
+    /// Longest a write may wait for the client to take bytes (default `"30s"`); past it the
+    /// connection is closed and what its request holds (a stream's upstream call, its
+    /// in-flight slot) is let go.
+    pub write_timeout: Option<String>,
     /// Most open client connections (default: half the open-file limit less 64, at most
     /// 10,000). At the cap, the connection idle the longest is closed for a new one.
     pub max_connections: Option<usize>,

@@ -1,7 +1,8 @@
 //! Hostile clients against the real binary over a socket, in keyless loopback mode: a web
 //! page's requests (another Host, a foreign Origin, a `text/plain` body) are refused before
 //! they can spend anything, the dashboard still works from its own origin, and a 4 MiB
-//! `model` is refused by name and reaches the request log cut.
+//! `model` is refused by name and reaches the request log cut; a 4 MiB model an upstream
+//! reports is cut in the answer, its trail and the log.
 
 use serde_json::{json, Value};
 
@@ -109,4 +110,39 @@ async fn a_huge_model_is_refused_by_name_and_logged_cut() {
         recent["requests"][0]["route"], entry["route"],
         "the dashboard keeps the same cut"
     );
+}
+
+/// An upstream that reports a 4 MiB model name: the answer, its trail and the log line
+/// carry the first 256 bytes of it, marked cut, not megabytes.
+#[tokio::test]
+async fn a_huge_model_an_upstream_reports_is_cut_in_the_answer_and_the_log() {
+    let huge = "m".repeat(4 << 20);
+    let mut answer = crate::upstream::completion("hi");
+    answer["model"] = json!(huge);
+    let mock =
+        crate::upstream::upstream(wiremock::ResponseTemplate::new(200).set_body_json(answer)).await;
+    let scratch = Scratch::new("e2e", "hostile-reported-model");
+    let log = scratch.file("requests.jsonl");
+    let config = format!(
+        "[server]\nrequest_log = {:?}\n\n{}{}",
+        log.display().to_string(),
+        crate::support::openai_provider("vendor", &mock.uri(), ""),
+        route("smart", &["vendor"], ""),
+    );
+    let server = Server::start(scratch, &config, &crate::support::key_env());
+    let reply = server.chat(&chat_body("smart", "hi")).await;
+    reply.expect_status(200);
+    assert!(
+        reply.text.len() < 8192,
+        "a {}-byte answer",
+        reply.text.len()
+    );
+    let cut = format!("{}…[+{} bytes]", "m".repeat(256), (4 << 20) - 256);
+    assert_eq!(reply.json()["model"], cut);
+    assert_eq!(reply.trail()["attempts"][0]["model"], cut);
+    eventually("the log line", || !lines_of(&log).is_empty()).await;
+    let line = lines_of(&log).remove(0);
+    assert!(line.len() < 8192, "a {}-byte log line", line.len());
+    let entry: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(entry["attempts"][0]["model"], cut);
 }

@@ -16,6 +16,8 @@
 //! - `edge.rs`: slow, silent and too many clients; the connection and in-flight caps; the
 //!   HTTP layer's own errors in OpenAI's JSON;
 //! - `shutdown.rs`: SIGTERM with streams still open at the end of the grace period;
+//! - `slow_readers.rs`: a client that stops reading a stream is let go at the route's
+//!   deadline or the write timeout (upstream cancelled, slot back, log line written);
 //! - `lifecycle.rs`: request log + `report`, graceful shutdown, `check`, `keys new`, the
 //!   non-loopback refusal;
 //! - `money.rs`: budgets hold against requests without `max_tokens`, the route's
@@ -108,3 +110,4 @@ mod responses_native;
 mod responses_sdk;
 mod sdk_fields;
 mod shutdown;
+mod slow_readers;

@@ -4,7 +4,8 @@
 //! call (`post` → classify a non-2xx answer → parse the reply), the streamed call (an event
 //! stream read under the shared completion rule of [`super::sse`]; a JSON or HTML answer to
 //! a streamed call handled the same way for every vendor), the health check's free listing
-//! request, and the key scrubbed from every error it returns.
+//! request, the key scrubbed from every error it returns, and the model name a reply
+//! reports bounded ([`super::bound_reported_model`]).
 //!
 //! A vendor is a [`Codec`] in its own folder (`openai/`, `anthropic/`, `gemini/`): its
 //! request body, its reply and stream-event parsers, its error classifier and how it sends
@@ -485,10 +486,11 @@ impl<C: Codec> HttpProvider<C> {
             let bytes = futures_util::stream::iter([Ok(events)]);
             return Ok(self.chunks(SseStream::new(bytes, usize::MAX), call));
         }
-        let reply = self
+        let mut reply = self
             .codec
             .parse_reply(bytes, call)
             .map_err(|e| self.redact(e))?;
+        super::bound_reported_model(&mut reply.model);
         Ok(Box::pin(futures_util::stream::iter([Ok(reply_as_chunk(
             reply,
         ))])))
@@ -505,7 +507,10 @@ impl<C: Codec> HttpProvider<C> {
         let bearer = self.bearer.clone();
         let signer = self.signer.clone();
         Box::pin(chunks.map(move |item| {
-            item.map_err(|e| scrub_all(key.as_ref(), bearer.as_ref(), signer.as_ref(), e))
+            let mut chunk =
+                item.map_err(|e| scrub_all(key.as_ref(), bearer.as_ref(), signer.as_ref(), e))?;
+            super::bound_reported_model(&mut chunk.model);
+            Ok(chunk)
         }))
     }
 }
@@ -621,7 +626,9 @@ impl<C: Codec> Provider for HttpProvider<C> {
     }
 
     async fn embed(&self, req: &EmbeddingRequest) -> Result<EmbeddingReply, ProviderError> {
-        self.embed_all(req).await
+        let mut reply = self.embed_all(req).await?;
+        super::bound_reported_model(&mut reply.model);
+        Ok(reply)
     }
 
     async fn count_tokens(
@@ -657,6 +664,7 @@ impl<C: Codec> HttpProvider<C> {
         if latency.is_some() {
             reply.reported_latency = latency;
         }
+        super::bound_reported_model(&mut reply.model);
         Ok(reply)
     }
 

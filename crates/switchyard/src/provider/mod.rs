@@ -165,6 +165,29 @@ pub(crate) fn encode_body<T: serde::Serialize>(body: &T) -> Result<Vec<u8>, Prov
     Ok(buf)
 }
 
+/// The most bytes kept of a model name an upstream reports (a reply's, a chunk's, an
+/// embeddings answer's). Real ids are well under 100 bytes; a longer one is cut to this
+/// with a `…[+N bytes]` marker where the HTTP provider parses replies
+/// ([`codec::HttpProvider`]), so a broken or hostile upstream cannot make every answer,
+/// trail entry and log line carry megabytes (the name appears in each).
+pub const MAX_REPORTED_MODEL_BYTES: usize = 256;
+
+/// Cut `model`, as an upstream reported it, to [`MAX_REPORTED_MODEL_BYTES`] (at a character
+/// boundary), marking how much was cut; a new allocation, so the long one is freed.
+pub fn bound_reported_model(model: &mut Option<String>) {
+    let Some(m) = model
+        .as_mut()
+        .filter(|m| m.len() > MAX_REPORTED_MODEL_BYTES)
+    else {
+        return;
+    };
+    let mut keep = MAX_REPORTED_MODEL_BYTES;
+    while !m.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    *m = format!("{}…[+{} bytes]", &m[..keep], m.len() - keep);
+}
+
 /// A whole reply as the single chunk of a stream.
 #[must_use]
 pub fn reply_as_chunk(reply: ProviderReply) -> ChatChunk {

@@ -368,3 +368,39 @@ async fn redirects_are_not_followed() {
     let err = p.send(&ChatRequest::from_prompt(PROMPT)).await.unwrap_err();
     assert_eq!((err.kind, err.status), (ErrorKind::Server, Some(307)));
 }
+
+/// An upstream reporting a 4 MiB (streamed: 1 MiB) model name: the reply and the stream's
+/// chunks keep its first 256 bytes, marked cut (`…[+N bytes]`), never the whole name.
+#[tokio::test]
+async fn a_huge_reported_model_is_cut() {
+    let huge = "m".repeat(4 << 20);
+    let mut plain: Value = serde_json::from_str(&text_fixture()).unwrap();
+    plain["model"] = json!(huge);
+    // in every event, 1 MiB each (the stream stays under the body limit)
+    let sse = suite::fixture("openai", "stream_text.sse")
+        .replace("gpt-4o-mini-2024-07-18", &huge[..1 << 20]);
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(body_partial_json(json!({"stream": true})))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream"))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_raw(plain.to_string(), "application/json"),
+        )
+        .mount(&server)
+        .await;
+    let p = Harness.provider(&server.uri(), None, Clock::system());
+    let cut = format!("{}…[+{} bytes]", "m".repeat(256), (4 << 20) - 256);
+    let reply = p.send(&ChatRequest::from_prompt(PROMPT)).await.unwrap();
+    assert_eq!(reply.model.as_deref(), Some(cut.as_str()));
+    let items = suite::collect(p.stream(&ChatRequest::from_prompt(PROMPT)).await.unwrap()).await;
+    let models: Vec<&str> = (items.iter())
+        .filter_map(|c| c.as_ref().unwrap().model.as_deref())
+        .collect();
+    let streamed_cut = format!("{}…[+{} bytes]", "m".repeat(256), (1 << 20) - 256);
+    assert!(!models.is_empty());
+    assert!(models.iter().all(|m| *m == streamed_cut));
+    assert_eq!(suite::assemble(&items).0, ANSWER);
+}

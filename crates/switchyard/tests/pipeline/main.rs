@@ -23,6 +23,7 @@ mod reported;
 mod rescue_buffer;
 mod seeds;
 mod sentence;
+mod size_timeouts;
 mod stream;
 mod wildcard;
 mod worst_case;

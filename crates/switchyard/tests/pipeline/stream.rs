@@ -335,3 +335,32 @@ async fn the_deadline_mid_stream_is_reported_as_the_deadline_not_a_stall() {
         "the caller's deadline is not the provider's failure"
     );
 }
+
+/// A caller whose own client stops reading stops polling: nothing in the stream runs then
+/// (no spawned task), so the stream states its deadline for the caller to drop it by, and
+/// a stream dropped after its upstream finished, its end not yet taken, still leaves the
+/// whole completion for the caller's log line.
+#[tokio::test(start_paused = true)]
+async fn a_stream_dropped_with_its_end_untaken_leaves_the_completion() {
+    let primary = Arc::new(ScriptedProvider::new("p").otherwise(Step::stream_words(&WORDS)));
+    let backup = Arc::new(ScriptedProvider::new("b"));
+    let gw = gateway(&primary, priced("backup", &backup));
+    let start = tokio::time::Instant::now();
+    let mut s = gw.stream("main", req()).await.unwrap();
+    assert_eq!(s.deadline, start + route(&["primary"]).deadline);
+    let cancelled = s.cancel_slot();
+    loop {
+        let Some(StreamEvent::Chunk(c)) = s.next().await else {
+            panic!("the finish chunk comes before the end")
+        };
+        if c.finish_reason.is_some() {
+            break;
+        }
+    }
+    drop(s);
+    let resp = cancelled
+        .take()
+        .expect("the completion the caller never took");
+    assert_eq!(resp.text, full());
+    assert_eq!(resp.usage.unwrap().output_tokens, 6);
+}

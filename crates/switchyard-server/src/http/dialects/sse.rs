@@ -4,7 +4,11 @@
 //! period ends, it ends with the dialect's error event and never its success terminator, so
 //! no client mistakes a truncated answer for a finished one. A client that goes away drops
 //! the body, which drops the gateway stream and cancels the upstream call; the partial usage
-//! is still logged (status 499; 503 when the shutdown ended it).
+//! is still logged (status 499; 503 when the shutdown ended it). A client that stops
+//! reading stops the writer too (it runs only as fast as its bytes are taken), so the
+//! response carries the stream's deadline to the edge ([`Delivery`]), which closes the
+//! connection when the write timeout or that deadline passes with writes waiting; the body
+//! is then dropped the same way, and logged 499 with `error: "client_stopped_reading"`.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -18,6 +22,7 @@ use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use super::ctx::{completion_entry, record_tokens, who_answered, Ctx};
 use super::{Dialect, StreamEncoder};
+use crate::http::edge::Delivery;
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
 
@@ -43,8 +48,10 @@ pub(crate) fn respond<D: Dialect>(
         None,
     );
     let encoder = D::encoder(&ctx, &extra, &stream.model);
+    let delivery = Delivery::until(stream.deadline);
     let writer = Writer::<D> {
         cancel: stream.cancel_slot(),
+        delivery: delivery.clone(),
         stream: Some(stream),
         encoder,
         extra,
@@ -57,6 +64,7 @@ pub(crate) fn respond<D: Dialect>(
     };
     let body = Body::from_stream(writer.into_stream());
     let mut resp = (StatusCode::OK, body).into_response();
+    resp.extensions_mut().insert(delivery);
     resp.headers_mut().extend(headers);
     let h = resp.headers_mut();
     h.insert(
@@ -74,6 +82,8 @@ struct Writer<D: Dialect> {
     ctx: Ctx,
     stream: Option<ChatStream>,
     cancel: CancelSlot,
+    /// What the edge says of the client: whether it stopped reading.
+    delivery: Delivery,
     encoder: D::Encoder,
     extra: D::Extra,
     ttft: std::time::Duration,
@@ -177,8 +187,9 @@ impl<D: Dialect> Writer<D> {
 }
 
 impl<D: Dialect> Drop for Writer<D> {
-    /// The client went away before the end: drop the gateway stream (cancelling the
-    /// upstream call) and log what was delivered and used, without waiting for the write.
+    /// The client went away before the end, or stopped reading and was let go by the edge:
+    /// drop the gateway stream (cancelling the upstream call) and log what was delivered
+    /// and used, without waiting for the write.
     fn drop(&mut self) {
         if self.logged {
             return;
@@ -187,9 +198,11 @@ impl<D: Dialect> Drop for Writer<D> {
         let Some(partial) = self.cancel.take() else {
             return;
         };
-        self.state
-            .log
-            .write(completion_entry(&self.ctx, &partial, 499, Some(self.ttft)));
+        let mut entry = completion_entry(&self.ctx, &partial, 499, Some(self.ttft));
+        if self.delivery.client_stopped_reading() {
+            entry.error = Some("client_stopped_reading".to_owned());
+        }
+        self.state.log.write(entry);
         self.state
             .metrics
             .request(&self.ctx.route_label, 499, true, self.ctx.started.elapsed());

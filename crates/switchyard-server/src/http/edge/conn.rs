@@ -7,7 +7,9 @@
 //! over: `header_read_timeout` from the accept (or from the first byte after an idle gap)
 //! until a request head is complete, `idle_timeout` between requests. A busy connection
 //! has no such deadline (its body has `body_read_timeout`; its handler, the route's own
-//! deadline). The accept loop and shutdown steer a connection through its command
+//! deadline). Writes have theirs, whatever the state: [`Watched`] closes the connection
+//! when the client takes no bytes for `write_timeout`, or when a response's own deadline
+//! ([`Delivery`]) passes while its writes wait (`write.rs`). The accept loop and shutdown steer a connection through its command
 //! ([`Command`]): drain (finish the request in progress, then close) or close now.
 //!
 //! [`Watched`] also replaces hyper's own answer to a request it cannot parse (a status
@@ -17,7 +19,7 @@
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
@@ -29,6 +31,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tower_service::Service as _;
 
 use super::body::{Timed, Tracked};
+use super::write::{self, Delivery, WriteClock};
 use super::{errors, Edge, Socket};
 
 /// What the edge has asked of a connection.
@@ -60,6 +63,9 @@ pub(super) struct ConnState {
     command: AtomicU8,
     /// Wakes the watchdog when `command` changes.
     control: tokio::sync::Notify,
+    /// The response being written, when it asked for a deadline or wants to hear that its
+    /// client stopped reading (locked only when a write has to wait, and per response).
+    delivery: Mutex<Option<Delivery>>,
 }
 
 impl ConnState {
@@ -72,6 +78,7 @@ impl ConnState {
             since: AtomicU64::new(now_ms),
             command: AtomicU8::new(Command::Serve as u8),
             control: tokio::sync::Notify::new(),
+            delivery: Mutex::new(None),
         }
     }
 
@@ -102,8 +109,28 @@ impl ConnState {
         self.busy.store(true, Ordering::Release);
     }
 
+    /// The response being written from now on.
+    fn deliver(&self, delivery: Option<Delivery>) {
+        *self.delivery.lock().unwrap_or_else(PoisonError::into_inner) = delivery;
+    }
+
+    /// When the response being written must be over, if it said.
+    fn response_deadline(&self) -> Option<tokio::time::Instant> {
+        let delivery = self.delivery.lock().unwrap_or_else(PoisonError::into_inner);
+        delivery.as_ref().and_then(Delivery::deadline)
+    }
+
+    /// The client stopped taking bytes: tell the response being written.
+    fn client_stopped_reading(&self) {
+        let delivery = self.delivery.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(d) = delivery.as_ref() {
+            d.mark_stopped();
+        }
+    }
+
     /// The response is over (sent or dropped): idle from `now_ms`.
     pub(super) fn end_request(&self, now_ms: u64) {
+        self.deliver(None);
         self.since.store(now_ms, Ordering::Release);
         self.heard.store(false, Ordering::Release);
         self.served.store(true, Ordering::Release);
@@ -254,6 +281,7 @@ impl Link {
         } else {
             errors::overloaded().into_response()
         };
+        (served.link.conn).deliver(response.extensions().get::<Delivery>().cloned());
         Ok(response.map(|inner| Tracked {
             inner,
             _guard: served,
@@ -261,12 +289,15 @@ impl Link {
     }
 }
 
-/// A client socket as hyper sees it: notes arrivals for the watchdog, and swaps hyper's
-/// bodiless parse-error responses for OpenAI-shaped ones.
+/// A client socket as hyper sees it: notes arrivals for the watchdog, times writes that
+/// wait for the client, and swaps hyper's bodiless parse-error responses for OpenAI-shaped
+/// ones.
 struct Watched<T> {
     io: T,
     conn: Arc<ConnState>,
     edge: Arc<Edge>,
+    /// Since when writes have waited for the client, if they do.
+    clock: WriteClock,
     /// Our replacement for hyper's error response, and how much of it is written. Once
     /// set, everything hyper writes is discarded (it closes the connection next).
     replacement: Option<(Vec<u8>, usize)>,
@@ -278,8 +309,29 @@ impl<T> Watched<T> {
             io,
             conn,
             edge,
+            clock: WriteClock::default(),
             replacement: None,
         }
+    }
+
+    /// A write's outcome, under the write clock: one that has to wait fails once the
+    /// client has taken nothing for `write_timeout` or the response's deadline has passed.
+    fn timed(
+        &mut self,
+        cx: &mut Context<'_>,
+        written: Poll<io::Result<usize>>,
+    ) -> Poll<io::Result<usize>> {
+        if written.is_ready() {
+            self.clock.progress();
+            return written;
+        }
+        let timeout = self.edge.limits.write_timeout;
+        let conn = &self.conn;
+        ready!(self
+            .clock
+            .poll_expired(cx, timeout, || conn.response_deadline()));
+        self.conn.client_stopped_reading();
+        Poll::Ready(Err(write::stopped_reading(timeout)))
     }
 
     /// Is `buf` hyper's own answer to a request it could not parse? Such a response has
@@ -369,7 +421,8 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
         if let Some(swapped) = this.poll_swap(cx, buf, buf.len()) {
             return swapped;
         }
-        Pin::new(&mut this.io).poll_write(cx, buf)
+        let written = Pin::new(&mut this.io).poll_write(cx, buf);
+        this.timed(cx, written)
     }
 
     fn poll_write_vectored(
@@ -387,7 +440,8 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
         if let Some(swapped) = this.poll_swap(cx, head, len) {
             return swapped;
         }
-        Pin::new(&mut this.io).poll_write_vectored(cx, bufs)
+        let written = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
+        this.timed(cx, written)
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -1,8 +1,8 @@
 //! The connection-level edge: the accept loop and every limit that protects the server
 //! from slow, idle or too many clients, in front of the router (`crate::http::app`).
 //!
-//! Owns [`Limits`] (`[server]`: header read, body read and idle timeouts, the connection
-//! and in-flight caps) and [`Edge`], which accepts connections (with `TCP_NODELAY`) and
+//! Owns [`Limits`] (`[server]`: header read, body read, idle and write timeouts, the
+//! connection and in-flight caps) and [`Edge`], which accepts connections (with `TCP_NODELAY`) and
 //! drives each with hyper's HTTP/1 connection and a watchdog (`conn`); a connection holds
 //! no HTTP state (no read buffer) until its first bytes arrive. At the connection
 //! cap a new client is not refused while others merely wait: the connection that has been
@@ -10,6 +10,9 @@
 //! connection is serving a request is the new one closed at once. Running out of file
 //! descriptors evicts the same way. Requests beyond the in-flight cap get 503 with
 //! `Retry-After` at once; [`EXEMPT_FROM_IN_FLIGHT`] lists the probes that are never shed.
+//! A client that stops reading its response is let go when it has taken no bytes for the
+//! write timeout, or when the response's own deadline passes ([`Delivery`], `write.rs`):
+//! a response is produced only as fast as it is written, so nothing else would notice.
 //!
 //! Shutdown ([`Edge::drain`], [`Edge::close_all`]) is sequenced by `crate::cli::serve`.
 //! Does not own request-level checks (keys, body size, fields: the handlers).
@@ -17,6 +20,7 @@
 mod body;
 mod conn;
 mod errors;
+mod write;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -34,6 +38,7 @@ use conn::{Command, ConnState};
 
 pub use body::is_body_timeout;
 pub use errors::{body_timeout, method_not_allowed, shutting_down};
+pub use write::Delivery;
 
 /// Paths that never take an in-flight slot: liveness, readiness and metrics must answer
 /// while the server sheds load, so an orchestrator can tell busy from dead.
@@ -48,6 +53,9 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default `[server] idle_timeout`.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default `[server] write_timeout`: a client that takes no bytes for this long is gone in
+/// all but name (a slow mobile link still takes some every few seconds).
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default `[server] max_in_flight`.
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 1024;
 /// The most connections the default `[server] max_connections` allows, whatever the
@@ -67,6 +75,9 @@ pub struct Limits {
     pub body_read_timeout: Duration,
     /// Longest gap between requests on a keep-alive connection.
     pub idle_timeout: Duration,
+    /// Longest a write may wait for the client to take bytes; then the connection closes
+    /// (and the response, with everything its request holds, is dropped).
+    pub write_timeout: Duration,
     /// Most open client connections.
     pub max_connections: usize,
     /// Most requests being served at once (the probes in [`EXEMPT_FROM_IN_FLIGHT`] aside).
@@ -88,6 +99,7 @@ impl Limits {
             )?,
             body_read_timeout: or(s.body_read_timeout.as_deref(), DEFAULT_BODY_READ_TIMEOUT)?,
             idle_timeout: or(s.idle_timeout.as_deref(), DEFAULT_IDLE_TIMEOUT)?,
+            write_timeout: or(s.write_timeout.as_deref(), DEFAULT_WRITE_TIMEOUT)?,
             max_connections: s
                 .max_connections
                 .unwrap_or_else(|| default_max_connections(open_file_limit())),

@@ -19,6 +19,7 @@ fn limits() -> Limits {
         header_read_timeout: Duration::from_secs(10),
         body_read_timeout: Duration::from_secs(5),
         idle_timeout: Duration::from_secs(30),
+        write_timeout: Duration::from_secs(20),
         max_connections: 100,
         max_in_flight: 100,
     }
@@ -457,4 +458,152 @@ async fn a_tcp_connection_waits_for_its_first_byte_without_reading_it() {
         1,
         "and left for hyper to read"
     );
+}
+
+/// An endless response body of 1 KiB chunks: how many it produced, and whether it was
+/// dropped (with everything a real stream would hold).
+#[derive(Clone, Default)]
+struct Flood {
+    produced: Arc<std::sync::atomic::AtomicUsize>,
+    dropped: Arc<std::sync::atomic::AtomicBool>,
+    /// The `Delivery` the response carried, when it asked for a deadline.
+    delivery: Arc<std::sync::Mutex<Option<Delivery>>>,
+}
+
+/// Sets `dropped` when the body goes.
+struct DropFlag(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Flood {
+    fn body(&self) -> axum::body::Body {
+        let produced = Arc::clone(&self.produced);
+        let flag = DropFlag(Arc::clone(&self.dropped));
+        let chunks = futures_util::stream::poll_fn(move |_| {
+            let _held = &flag;
+            produced.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let chunk = axum::body::Bytes::from_static(&[b'x'; 1024]);
+            std::task::Poll::Ready(Some(Ok::<_, std::convert::Infallible>(chunk)))
+        });
+        axum::body::Body::from_stream(chunks)
+    }
+
+    fn produced(&self) -> usize {
+        self.produced.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn dropped(&self) -> bool {
+        self.dropped.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// `/flood`: the endless body; `/flood-until`: the same, over 5 s from now whatever
+    /// the client does (`Delivery::until`).
+    fn router(&self) -> Router {
+        let (plain, timed) = (self.clone(), self.clone());
+        Router::new()
+            .route("/flood", get(move || async move { plain.body() }))
+            .route(
+                "/flood-until",
+                get(move || async move {
+                    use axum::response::IntoResponse as _;
+                    let delivery = Delivery::until(Instant::now() + 5 * SECOND);
+                    *timed.delivery.lock().unwrap() = Some(delivery.clone());
+                    let mut resp = timed.body().into_response();
+                    resp.extensions_mut().insert(delivery);
+                    resp
+                }),
+            )
+    }
+}
+
+/// An edge over `flood`'s routes, and a client whose connection buffers 4 KiB.
+fn flooded(limits: Limits, flood: &Flood) -> (Arc<Edge>, Tasks, DuplexStream) {
+    let edge = Edge::new(limits, flood.router());
+    let tasks = Tasks::new();
+    let (client, server) = tokio::io::duplex(4096);
+    edge.admit(server, &tasks);
+    (edge, tasks, client)
+}
+
+fn in_flight(edge: &Edge) -> usize {
+    edge.in_flight.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_that_stops_reading_is_let_go_at_the_write_timeout() {
+    let flood = Flood::default();
+    let (edge, _tasks, mut c) = flooded(limits(), &flood);
+    send(&mut c, &get_request("/flood")).await;
+    let mut first = [0u8; 200];
+    c.read_exact(&mut first).await.unwrap();
+    assert!(first.starts_with(b"HTTP/1.1 200"));
+    // the client reads nothing more; the body is not polled while its bytes wait, and
+    // only a bounded amount is produced ahead of the client (backpressure, no queue)
+    tokio::time::sleep(19 * SECOND).await;
+    let ahead = flood.produced();
+    assert!(
+        ahead < 64,
+        "{ahead} chunks produced ahead of a client that reads nothing"
+    );
+    assert!(!flood.dropped(), "let go before the write timeout");
+    assert_eq!(in_flight(&edge), 1);
+    tokio::time::sleep(2 * SECOND).await;
+    assert!(
+        flood.dropped(),
+        "the response (and what it holds) is dropped"
+    );
+    assert_eq!(in_flight(&edge), 0, "the in-flight slot is back");
+    assert_eq!(edge.open_connections(), 0, "the connection is closed");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_response_deadline_holds_while_its_client_stops_reading() {
+    let flood = Flood::default();
+    let (edge, _tasks, mut c) = flooded(limits(), &flood);
+    send(&mut c, &get_request("/flood-until")).await;
+    let mut first = [0u8; 200];
+    c.read_exact(&mut first).await.unwrap();
+    tokio::time::sleep(4 * SECOND).await;
+    assert!(!flood.dropped(), "let go before the deadline");
+    tokio::time::sleep(2 * SECOND).await;
+    assert!(
+        flood.dropped(),
+        "dropped at the deadline, long before the write timeout"
+    );
+    assert_eq!(in_flight(&edge), 0);
+    let delivery = flood.delivery.lock().unwrap().clone().unwrap();
+    assert!(delivery.client_stopped_reading(), "the response hears why");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_that_reads_slowly_but_steadily_is_not_let_go() {
+    let flood = Flood::default();
+    let (_edge, _tasks, mut c) = flooded(limits(), &flood);
+    send(&mut c, &get_request("/flood")).await;
+    let mut buf = [0u8; 1024];
+    // a kilobyte every 5 s (within the 20 s write timeout) for two minutes
+    for _ in 0..24 {
+        c.read_exact(&mut buf).await.unwrap();
+        tokio::time::sleep(5 * SECOND).await;
+    }
+    assert!(!flood.dropped(), "a reading client keeps its response");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_that_leaves_is_not_said_to_have_stopped_reading() {
+    let flood = Flood::default();
+    let (edge, _tasks, mut c) = flooded(limits(), &flood);
+    send(&mut c, &get_request("/flood-until")).await;
+    let mut first = [0u8; 200];
+    c.read_exact(&mut first).await.unwrap();
+    drop(c);
+    tokio::time::sleep(SECOND).await;
+    assert!(flood.dropped());
+    assert_eq!(in_flight(&edge), 0);
+    let delivery = flood.delivery.lock().unwrap().clone().unwrap();
+    assert!(!delivery.client_stopped_reading());
 }

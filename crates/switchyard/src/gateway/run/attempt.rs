@@ -1,6 +1,11 @@
 //! The retry loop on one provider: attempts under their timeouts (a half-open probe's is
 //! one attempt under the probe limit), each failure recorded and told to the breaker, and
 //! the backoff between them; a stream attempt reads up to its commit point.
+//!
+//! A plain call's timeout is judged against the request's size ([`outgrows`]): one that
+//! asked for more output than a healthy provider writes within the timeout proves nothing
+//! about the provider, so it is not retried there and does not count against its breaker
+//! (docs/design.md, "Circuit breaker").
 
 use std::time::Duration;
 
@@ -14,6 +19,22 @@ use crate::error::{ErrorKind, ProviderError};
 use crate::gateway::{ProviderSpec, Slot};
 use crate::retry::{self, Backoff, Decision};
 use crate::route::Probe;
+
+/// The slowest pace, in output tokens a second, at which a healthy provider is taken to
+/// write an answer: a plain call asking for more than its timeout allows at this pace may
+/// time out for its own size. Low on purpose (large models under load write 20–40 a
+/// second): a client must not be able to pass off a dead provider's timeout as its own.
+pub(crate) const HEALTHY_PACE: u64 = 20;
+
+/// Does `req` ask for more output than a healthy provider writes within `timeout`? Only the
+/// request's own `max_tokens` (as sent) says: a request that names no size does not outgrow
+/// any timeout.
+#[must_use]
+pub(crate) fn outgrows(req: &ChatRequest, timeout: Duration) -> bool {
+    req.max_tokens.is_some_and(|asked| {
+        u128::from(asked) * 1000 > timeout.as_millis() * u128::from(HEALTHY_PACE)
+    })
+}
 
 /// How long one attempt may take, before the deadline clamps it.
 #[derive(Debug, Clone, Copy)]
@@ -71,6 +92,7 @@ impl Run {
         let mut attempt = 0;
         loop {
             attempt += 1;
+            self.outgrown = false;
             if let Some(lease) = lease {
                 let timeout = limits.timeout.min(self.time_left());
                 let until_ms = self.now() + crate::clock::duration_ms(timeout);
@@ -101,7 +123,7 @@ impl Run {
             };
             let model = slot.spec.provider.model();
             self.record_failure(slot, model, attempt, &err, latency);
-            let policy = self.route.policy_for(err.kind);
+            let policy = self.policy_for(&err);
             let op = Op::AttemptFailed {
                 kind: err.kind,
                 effect: policy.breaker,
@@ -164,10 +186,17 @@ impl Run {
             if clamped {
                 self.deadline_hit = true;
             }
-            Err(ProviderError::new(
-                ErrorKind::Timeout,
-                format!("no response within {}ms", timeout.as_millis()),
-            ))
+            let mut message = format!("no response within {}ms", timeout.as_millis());
+            if let Call::Send(req) = call {
+                self.outgrown = outgrows(req, timeout);
+                if self.outgrown {
+                    let asked = req.max_tokens.unwrap_or_default();
+                    message.push_str(&format!(
+                        " for up to {asked} output tokens: the request's size, not counted against the provider"
+                    ));
+                }
+            }
+            Err(ProviderError::new(ErrorKind::Timeout, message))
         })
     }
 }

@@ -158,6 +158,9 @@ pub(super) struct Run {
     /// provider's text as a prefill, so a refusal that blames the request is the rescue's
     /// failure, not this provider's ([`Run::declines`]). Set by `stream/rescue.rs`.
     pub continuing: bool,
+    /// The latest attempt timed out for the request's own size (`attempt::outgrows`): not
+    /// retried there, and nothing to the provider's breaker ([`Run::policy_for`]).
+    outgrown: bool,
     rng: fastrand::Rng,
 }
 
@@ -235,6 +238,7 @@ impl Run {
             resolved,
             probing: false,
             continuing: false,
+            outgrown: false,
             rng,
         }
     }
@@ -665,8 +669,23 @@ impl Run {
         if self.declines(err) {
             crate::error::BreakerEffect::Ignore
         } else {
-            self.route.policy_for(err.kind).breaker
+            self.policy_for(err).breaker
         }
+    }
+
+    /// The route's policy for `err`; for a timeout the request's own size caused
+    /// ([`Run::outgrown`]), no retry on that provider and no breaker effect (a probe that
+    /// ends so gives the probe back).
+    pub(super) fn policy_for(&self, err: &ProviderError) -> crate::fault::KindPolicy {
+        let policy = self.route.policy_for(err.kind);
+        if self.outgrown && err.kind == ErrorKind::Timeout {
+            return crate::fault::KindPolicy {
+                retry: false,
+                breaker: crate::error::BreakerEffect::Ignore,
+                ..policy
+            };
+        }
+        policy
     }
 
     /// Record a failed attempt (trail and errors; a rate limit notes when it ends).

@@ -57,6 +57,7 @@ impl Live {
             model: self.model.clone(),
             attempts: self.run.attempts.clone(),
             dropped: self.segment.dropped,
+            deadline: self.run.deadline,
             cancelled: self.cancelled.clone(),
             // boxed: the state moves through every poll, and a pointer is cheaper to move
             inner: Box::pin(futures_util::stream::unfold(
@@ -348,9 +349,17 @@ impl Live {
 
 impl Drop for Live {
     /// The client went away mid-stream: the upstream call is dropped with us; bill what
-    /// the vendor reported, or estimate one token per content chunk it produced.
+    /// the vendor reported, or estimate one token per content chunk it produced. A stream
+    /// that finished but whose end its caller never took leaves that completion instead.
     fn drop(&mut self) {
         if self.run.settled {
+            let done = self.queue.iter().find_map(|e| match e {
+                StreamEvent::Done(resp) => Some(resp),
+                _ => None,
+            });
+            if let Some(resp) = done {
+                self.cancelled.put((**resp).clone());
+            }
             return;
         }
         self.close_segment(false);

@@ -26,7 +26,10 @@
 //! text is dropped and the stream is served on unrescuable; if it breaks, the trail marks
 //! the remaining candidates skipped (`rescue_buffer_full`) and it ends as in 3.
 //!
-//! Dropping the stream cancels the upstream call; what was used is still reported.
+//! Dropping the stream cancels the upstream call; what was used is still reported. A
+//! stream runs only while it is polled: its stall and deadline timers too. A caller that
+//! stops polling (its own client stopped reading) must drop it by
+//! [`ChatStream::deadline`] to have the upstream call cancelled then.
 //!
 //! Here: the public stream types, the opening (the run's attempt loop up to the commit
 //! point), and the state a committed stream owns besides its run. `live.rs` passes chunks
@@ -84,6 +87,11 @@ pub struct ChatStream {
     /// (`docs/fields.md`; `x-switchyard-dropped`). A rescue by another provider may drop
     /// others: the [`StreamEvent::Done`] completion names the last one's.
     pub dropped: crate::chat::FieldSet,
+    /// When the route's deadline passes. A stream polled then ends with
+    /// `DeadlineExceeded`; one its caller stops polling (a client that stopped reading)
+    /// has no timer running, so the caller must drop it by then: dropping cancels the
+    /// upstream call and frees what the stream holds.
+    pub deadline: Instant,
     cancelled: CancelSlot,
     inner: Pin<Box<dyn Stream<Item = StreamEvent> + Send>>,
 }
