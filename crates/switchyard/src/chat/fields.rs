@@ -327,9 +327,19 @@ impl FieldSet {
         self.0 == 0
     }
 
-    /// The fields, in declaration order.
+    /// The fields, in declaration order: only the set bits are visited (a field's bit is
+    /// its place in [`Field::ALL`]), so an empty set costs one test (every request asks
+    /// it of its dropped and ignored fields).
     pub fn iter(self) -> impl Iterator<Item = Field> {
-        Field::ALL.into_iter().filter(move |f| self.contains(*f))
+        let mut bits = self.0;
+        std::iter::from_fn(move || {
+            if bits == 0 {
+                return None;
+            }
+            let at = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            Field::ALL.get(at).copied()
+        })
     }
 
     /// The fields in both sets.
@@ -564,5 +574,24 @@ mod tests {
         let mut set = FieldSet::EMPTY;
         set.insert(last);
         assert!(set.contains(last) && !set.contains(Field::Temperature));
+    }
+
+    #[test]
+    fn a_fields_bit_is_its_place_in_all_and_iter_keeps_that_order() {
+        for (at, f) in Field::ALL.into_iter().enumerate() {
+            assert_eq!(f as usize, at, "{f}");
+        }
+        let set: FieldSet = [Field::Functions, Field::Temperature, Field::Seed, Field::N]
+            .into_iter()
+            .collect();
+        let seen: Vec<Field> = set.iter().collect();
+        assert_eq!(
+            seen,
+            [Field::Temperature, Field::Seed, Field::N, Field::Functions]
+        );
+        let every: FieldSet = Field::ALL.into_iter().collect();
+        assert!(every.iter().eq(Field::ALL));
+        assert_eq!(FieldSet::EMPTY.iter().count(), 0);
+        assert!(FieldSet::EMPTY.names().is_empty());
     }
 }

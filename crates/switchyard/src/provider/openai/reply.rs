@@ -44,11 +44,8 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
         .choices
         .ok_or_else(|| malformed("chat completion without `choices`"))?;
     let mut extras = Vec::new();
-    let mut choices: Vec<(Choice, Vec<Thinking>)> = choices
+    let mut choices: Vec<(Choice, Vec<Thinking>)> = by_index(choices)
         .into_iter()
-        .map(|c| (c.index, c))
-        .collect::<std::collections::BTreeMap<_, _>>()
-        .into_values()
         .map(|mut c| {
             let index = c.index;
             let m = &mut c.message;
@@ -77,6 +74,19 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
         reported_latency: None,
         native: (!extras.is_empty()).then(|| Arc::new(json!({ "choices": extras }))),
     })
+}
+
+/// The choices in order of `index`, one per index (the last of a repeated one). Most
+/// answers have one choice, or several already in order: those are kept as they came,
+/// without building a map.
+fn by_index(choices: Vec<wire::Choice>) -> Vec<wire::Choice> {
+    if choices.windows(2).all(|w| w[0].index < w[1].index) {
+        return choices;
+    }
+    (choices.into_iter().map(|c| (c.index, c)))
+        .collect::<std::collections::BTreeMap<_, _>>()
+        .into_values()
+        .collect()
 }
 
 /// One choice of a completion (its text, tool calls, finish reason and log probabilities)

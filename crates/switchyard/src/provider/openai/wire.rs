@@ -231,6 +231,9 @@ pub(super) fn extras(
     annotations: Option<Value>,
     function_call: Option<Value>,
 ) -> Option<serde_json::Map<String, Value>> {
+    if audio.is_none() && annotations.is_none() && function_call.is_none() {
+        return None; // (every answer but OpenAI's own: no map built)
+    }
     let mut out = serde_json::Map::new();
     if let Some(a) = audio.filter(|a| !a.is_null()) {
         out.insert("audio".into(), a);

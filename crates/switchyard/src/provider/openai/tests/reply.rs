@@ -334,6 +334,25 @@ fn several_choices_and_their_logprobs_come_back_in_index_order() {
     assert_eq!(reply.alternatives[0].logprobs, None);
 }
 
+/// Choices already in order are taken as they came; a repeated index keeps its last
+/// choice, in order or not.
+#[test]
+fn choices_in_order_stay_and_a_repeated_index_keeps_its_last() {
+    let choice = |i: u32, text: &str| json!({"index": i, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"});
+    let texts = |choices: Vec<Value>| {
+        let reply = parse_response(json!({"choices": choices}).to_string().as_bytes()).unwrap();
+        let mut all = vec![reply.text.clone()];
+        all.extend(reply.alternatives.iter().map(|c| c.text.clone()));
+        all
+    };
+    let in_order = texts(vec![choice(0, "a"), choice(1, "b"), choice(2, "c")]);
+    assert_eq!(in_order, ["a", "b", "c"]);
+    let repeated = texts(vec![choice(0, "a"), choice(1, "b"), choice(1, "B")]);
+    assert_eq!(repeated, ["a", "B"]);
+    let shuffled = texts(vec![choice(1, "b"), choice(0, "a"), choice(1, "B")]);
+    assert_eq!(shuffled, ["a", "B"]);
+}
+
 /// Groq reports a stream's usage under `x_groq.usage` on its last chunk.
 #[test]
 fn groq_stream_usage_under_x_groq_counts() {
