@@ -116,3 +116,104 @@ pub struct EmbeddingResponse {
     /// Time inside the gateway.
     pub latency: Duration,
 }
+
+/// What one provider's embeddings calls for a request have produced so far, kept across
+/// the attempts of its turn: the vectors of the inputs already embedded (by the range of
+/// inputs each call carried), so a retry sends only what is missing, and the usage of every
+/// call that was answered (each one billed, used or not), so a turn that fails still knows
+/// what it spent.
+#[derive(Debug, Clone, Default)]
+pub struct EmbeddingProgress {
+    /// Vectors by the first input of the call that produced them: (end of its range, one
+    /// vector per input).
+    done: std::collections::BTreeMap<usize, (usize, Vec<Vec<f32>>)>,
+    /// Usage summed over the answered calls.
+    usage: Usage,
+    /// Some answered call reported no usage.
+    unreported: bool,
+    /// The token bound of the inputs the answered calls carried.
+    bound: u64,
+    /// Answered calls.
+    calls: u32,
+    /// The model the first answered call named.
+    model: Option<String>,
+}
+
+impl EmbeddingProgress {
+    /// Whether the inputs `range` are embedded already.
+    #[must_use]
+    pub fn has(&self, range: &std::ops::Range<usize>) -> bool {
+        self.done
+            .get(&range.start)
+            .is_some_and(|(end, _)| *end == range.end)
+    }
+
+    /// An answered call for the inputs `range` of `req`: its usage counted (it was billed),
+    /// its vectors kept when there is one per input. False when they are not (the call is
+    /// then to be made again).
+    pub fn record(
+        &mut self,
+        req: &EmbeddingRequest,
+        range: std::ops::Range<usize>,
+        reply: EmbeddingReply,
+    ) -> bool {
+        self.calls = self.calls.saturating_add(1);
+        let inputs = req.inputs.get(range.clone()).unwrap_or_default();
+        let bound = inputs.iter().map(EmbeddingInput::token_bound);
+        self.bound = bound.fold(self.bound, u64::saturating_add);
+        match reply.usage {
+            Some(u) => self.usage = self.usage.plus(u),
+            None => self.unreported = true,
+        }
+        if self.model.is_none() {
+            self.model = reply.model;
+        }
+        if reply.vectors.len() != range.len() {
+            return false;
+        }
+        self.done.insert(range.start, (range.end, reply.vectors));
+        true
+    }
+
+    /// The whole answer once every one of `ranges` is embedded (taking the vectors): in
+    /// input order, usage summed over every answered call (`None` if one reported none).
+    pub fn finish(&mut self, ranges: &[std::ops::Range<usize>]) -> Option<EmbeddingReply> {
+        if !ranges.iter().all(|r| self.has(r)) {
+            return None;
+        }
+        let mut vectors = Vec::new();
+        for r in ranges {
+            vectors.extend(
+                self.done
+                    .remove(&r.start)
+                    .map(|(_, v)| v)
+                    .unwrap_or_default(),
+            );
+        }
+        Some(EmbeddingReply {
+            vectors,
+            model: self.model.clone(),
+            usage: self.usage(),
+        })
+    }
+
+    /// Calls answered so far.
+    #[must_use]
+    pub fn calls(&self) -> u32 {
+        self.calls
+    }
+
+    /// Usage summed over the answered calls; `None` when there were none, or one of them
+    /// reported none.
+    #[must_use]
+    pub fn usage(&self) -> Option<Usage> {
+        (self.calls > 0 && !self.unreported).then_some(self.usage)
+    }
+
+    /// An upper bound on the answered calls' input tokens (their inputs' token bounds), for
+    /// pricing calls that reported no usage.
+    #[must_use]
+    pub fn input_bound(&self) -> u64 {
+        self.bound
+    }
+}

@@ -126,8 +126,9 @@ pub struct Wildcard {
     /// Allow-list patterns: an exact model id, or a prefix ending in `*` (`"*"` admits any
     /// well-formed model).
     pub models: Vec<String>,
-    /// The most distinct models the route calls its template with; a new model past that
-    /// is refused (each one holds a breaker, a ledger row and metric series).
+    /// The most distinct models the route keeps (each one holds a breaker, a ledger row and
+    /// metric series): a model takes a place once it has answered, and gives it up when
+    /// unused for `gateway::MODEL_IDLE`; a new model while every place is held is refused.
     pub max_models: usize,
     /// Whether a model may hold `/` between well-formed segments (Together's
     /// `meta-llama/Llama-3.3-70B-Instruct-Turbo`, OpenRouter's `anthropic/claude-sonnet-4.5`).

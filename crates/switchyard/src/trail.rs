@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::fault::ErrorKind;
+use crate::money::Money;
 
 /// Why a provider was not called.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -179,6 +180,21 @@ pub struct Reported {
     /// The HTTP status of its answer, when it reached an HTTP upstream (failures carry
     /// theirs in [`Attempt::status`]).
     pub status: Option<u16>,
+    /// On a failed attempt: what the provider's turn, which it ended, billed though it
+    /// failed (the embeddings calls of a fan-out that were answered before one failed;
+    /// their input tokens are in `tokens`). Counted by the ledger and the request log.
+    pub spent: Option<Money>,
+}
+
+/// What the failed attempts of `attempts` billed though they failed (see
+/// [`Reported::spent`]); `None` when none did.
+#[must_use]
+pub fn spent(attempts: &[Attempt]) -> Option<Money> {
+    attempts
+        .iter()
+        .filter(|a| matches!(a.outcome, Outcome::Failed { .. }))
+        .filter_map(|a| a.reported.as_ref()?.spent)
+        .reduce(|a, b| a + b)
 }
 
 impl Attempt {

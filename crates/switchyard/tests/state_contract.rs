@@ -530,10 +530,13 @@ mod fleet {
         let (a, b) = (fleet.store(0), fleet.store(1));
         let factory = |model: &str| -> Result<Arc<dyn Provider>, String> {
             let p = ScriptedProvider::new(model);
-            Ok(Arc::new(if model == "bad" {
-                p.otherwise(Step::fail(ErrorKind::Server))
-            } else {
-                p
+            Ok(Arc::new(match model {
+                // answers once (so it is kept: a model on trial has no circuit), then fails
+                "bad" => p
+                    .then(Step::text("once"))
+                    .otherwise(Step::fail(ErrorKind::Server)),
+                "never" => p.otherwise(Step::fail(ErrorKind::Server)),
+                _ => p,
             }))
         };
         let template = ScriptedProvider::new("own");
@@ -552,8 +555,10 @@ mod fleet {
             .build()
             .unwrap();
         let hi = ChatRequest::from_prompt("hi");
+        assert!(gw.chat("w/bad", &hi).await.is_ok());
         assert!(gw.chat("w/bad", &hi).await.is_err());
         assert!(gw.chat("w/good", &hi).await.is_ok());
+        assert!(gw.chat("w/never", &hi).await.is_err());
         let now = Clock::system().unix_ms();
         eventually(Duration::from_secs(2), "B sees tmpl/bad open", || async {
             state_of(&b, "tmpl/bad", now).await == CircuitState::Open
@@ -565,6 +570,10 @@ mod fleet {
             b.breaker("tmpl").await.snapshot(now).consecutive_failures,
             0
         );
+        // a model that never answered left no circuit under any name
+        for name in ["tmpl/never", "tmpl/*"] {
+            assert_eq!(b.breaker(name).await.snapshot(now).consecutive_failures, 0);
+        }
         fleet.stop().await;
     }
 
@@ -747,6 +756,159 @@ mod fleet {
         assert!(s.reserve("b", usd(100), usd(100), LEASE).await.is_err());
         drop(proxy);
         fleet.stop_after_outage().await;
+    }
+
+    /// A settle that ran in Redis but whose reply was lost (the store times out, degrades,
+    /// and keeps the settle for the resync) is counted once, not again when it is sent
+    /// again; so is spend settled on a local reservation whose push's reply was lost.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_settle_whose_reply_was_lost_is_counted_once() {
+        let proxy = Proxy::start().await;
+        let mut fleet = Fleet::start("lost-settle", 0).await;
+        let cfg_ = RedisConfig {
+            op_timeout: Duration::from_millis(200),
+            ..test_config(&format!("redis://{}", proxy.addr), &fleet.prefix)
+        };
+        let state = fleet.add(cfg_).await;
+        fleet.add(test_config(REDIS_URL, &fleet.prefix)).await;
+        let (s, direct) = (fleet.store(0), fleet.store(1));
+        let id = s.reserve("b", usd(100), usd(2), LEASE).await.unwrap();
+        proxy.mute();
+        s.settle("b", id, usd(2), usd(1)).await; // runs in Redis; its reply is lost
+        assert!(!s.status().connected);
+        assert_eq!(
+            state.pending_spend()["b"],
+            usd(1),
+            "owed until Redis answers"
+        );
+        // a request on a local reservation, settled while degraded, then pushed
+        let local = s.reserve("b", usd(100), usd(5), LEASE).await.unwrap();
+        s.settle("b", local, usd(5), usd(3)).await;
+        proxy.unmute();
+        proxy.down(); // the muted connection goes; the store reconnects through the proxy
+        proxy.up();
+        eventually(Duration::from_secs(10), "resynced", || async {
+            s.status().connected && state.pending_spend().is_empty()
+        })
+        .await;
+        let books = direct.budget("b", usd(100)).await;
+        assert_eq!(books.spent, usd(4), "each settle counted once: {books:?}");
+        assert_eq!(books.reserved, Money::ZERO);
+        drop(proxy);
+        fleet.stop_after_outage().await;
+    }
+
+    /// With `store_url`, stored values go to their own Redis (never the budget one), and
+    /// when that Redis is full (`noeviction`, `OOM` on every write) a value is kept on this
+    /// replica instead, while budget state stays shared: nothing degrades.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn stored_values_keep_to_their_own_redis_and_a_full_one_fails_only_them() {
+        let store =
+            PrivateRedis::start(&["--maxmemory", "4mb", "--maxmemory-policy", "noeviction"]).await;
+        let mut fleet = Fleet::start("store-url", 0).await;
+        let cfg_ = RedisConfig {
+            store_url: Some(store.url()),
+            ..test_config(REDIS_URL, &fleet.prefix)
+        };
+        let state = fleet.add(cfg_).await;
+        let s = fleet.store(0);
+        let (ttl, now) = (Duration::from_secs(600), Clock::system().unix_ms());
+        assert!(s.kv_put("first", b"kept apart".to_vec(), ttl, now).await);
+        let mut own = store.conn().await;
+        let key = format!("{}:kv:first", fleet.prefix);
+        let there: Option<Vec<u8>> = ::redis::cmd("GET")
+            .arg(&key)
+            .query_async(&mut own)
+            .await
+            .unwrap();
+        assert_eq!(
+            there.as_deref(),
+            Some(&b"kept apart"[..]),
+            "in the store's Redis"
+        );
+        let mut shared = ::redis::Client::open(REDIS_URL)
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let exists: i64 = ::redis::cmd("EXISTS")
+            .arg(&key)
+            .query_async(&mut shared)
+            .await
+            .unwrap();
+        assert_eq!(exists, 0, "not in the budget Redis");
+
+        // 24 values of 512 KiB: the store's Redis (4 MiB, noeviction) refuses most of them
+        for i in 0..24 {
+            assert!(
+                s.kv_put(&format!("big{i}"), vec![b'x'; 512 * 1024], ttl, now)
+                    .await
+            );
+        }
+        let refused: Option<Vec<u8>> = ::redis::cmd("GET")
+            .arg(format!("{}:kv:big23", fleet.prefix))
+            .query_async(&mut own)
+            .await
+            .unwrap();
+        assert!(refused.is_none(), "a full noeviction Redis refused it");
+        assert_eq!(
+            s.kv_get("big23", now).await.map(|v| v.len()),
+            Some(512 * 1024),
+            "kept on this replica instead"
+        );
+        // budgets never noticed
+        let id = s.reserve("b", usd(10), usd(2), LEASE).await.unwrap();
+        s.settle("b", id, usd(2), usd(1)).await;
+        assert!(state.status().connected, "{:?}", state.status());
+        assert!(state.pending_spend().is_empty());
+        assert_eq!(s.budget("b", usd(10)).await.spent, usd(1));
+        fleet.stop().await;
+    }
+
+    /// The eviction policy `serve` and `check` read: `CONFIG GET`, else `INFO memory`,
+    /// else it cannot be checked (and says why, never a password).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_eviction_policy_is_read_with_config_or_info() {
+        use switchyard::state::{eviction_policy, Eviction};
+        let wait = Duration::from_secs(5);
+        let lru = PrivateRedis::start(&["--maxmemory-policy", "allkeys-lru"]).await;
+        assert_eq!(
+            eviction_policy(&lru.url(), wait).await,
+            Eviction::AllKeys("allkeys-lru".into())
+        );
+        let plain = PrivateRedis::start(&[]).await;
+        assert_eq!(eviction_policy(&plain.url(), wait).await, Eviction::Never);
+        let no_config = PrivateRedis::start(&[
+            "--maxmemory-policy",
+            "volatile-lru",
+            "--rename-command",
+            "CONFIG",
+            "",
+        ])
+        .await;
+        assert_eq!(
+            eviction_policy(&no_config.url(), wait).await,
+            Eviction::Volatile("volatile-lru".into()),
+            "read from INFO"
+        );
+        let neither = PrivateRedis::start(&[
+            "--maxmemory-policy",
+            "allkeys-lru",
+            "--rename-command",
+            "CONFIG",
+            "",
+            "--rename-command",
+            "INFO",
+            "",
+        ])
+        .await;
+        let Eviction::Unknown(why) = eviction_policy(&neither.url(), wait).await else {
+            panic!("neither CONFIG nor INFO answers")
+        };
+        assert!(
+            why.contains("CONFIG GET refused") && why.contains("INFO refused"),
+            "{why}"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

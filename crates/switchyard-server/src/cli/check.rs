@@ -12,7 +12,9 @@
 //! (`config::parse`). Exits non-zero on an
 //! invalid config (every problem listed) and on everything `serve` would refuse before
 //! listening (`config::preflight`, in `serve`'s words: a public address without keys, a
-//! request log that cannot be read or appended to).
+//! request log that cannot be read or appended to), and on a budget Redis whose
+//! `maxmemory-policy` can evict budget books (`config::redis_policy`; a policy that evicts
+//! other state, or one that cannot be read, is a warning).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -37,8 +39,31 @@ pub struct CheckArgs {
 /// The config's problems.
 pub fn run(args: &CheckArgs) -> Result<(), String> {
     let env = |name: &str| std::env::var(name).ok();
-    print!("{}", report(&args.config, args.listen.as_deref(), &env)?);
+    let mut text = report(&args.config, args.listen.as_deref(), &env)?;
+    if let Some(warning) = redis_policy(&args.config)? {
+        if !text.contains("\nwarnings:\n") {
+            text.push_str("\nwarnings:\n");
+        }
+        let _ = writeln!(text, "  - {warning}");
+    }
+    print!("{text}");
     Ok(())
+}
+
+/// The budget Redis's eviction policy, read as `serve` reads it at start (`serve`'s words).
+///
+/// # Errors
+/// A policy that can evict budget books.
+fn redis_policy(path: &std::path::Path) -> Result<Option<String>, String> {
+    let cfg = config::load(path).map_err(|e| e.to_string())?;
+    if config::redis_config(&cfg)?.is_none() {
+        return Ok(None);
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot check Redis: {e}"))?;
+    rt.block_on(config::redis_policy(&cfg))
 }
 
 /// The text `check` prints, as for `serve --listen listen`, today.

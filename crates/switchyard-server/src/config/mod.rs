@@ -35,7 +35,9 @@ pub use bedrock::credentials_source;
 pub use build::resolve_key;
 pub use build::{build_gateway, KeyLookup, Wiring};
 pub use health::health_checks;
-pub use preflight::{grace_period, listen_address, preflight, redis_config};
+pub use preflight::{
+    grace_period, listen_address, memory_store_bytes, preflight, redis_config, redis_policy,
+};
 pub use schema::{
     BreakerToml, Config, HealthCheckToml, KeyToml, ProviderToml, RetryToml, RouteToml,
 };
@@ -771,33 +773,56 @@ fn validate_key_limits(k: &KeyToml, at: &str, p: &mut Problems) {
     }
 }
 
+/// A Redis URL at `field` (`required`: must be there): `redis://` or `rediss://`, and
+/// readable as written (checked without parsing; the message shows it masked).
+fn redis_url(p: &mut Problems, field: &str, url: Option<&str>, required: bool) {
+    let Some(url) = url else {
+        if required {
+            p.add(
+                field,
+                "is required for backend \"redis\" and must start with redis://",
+            );
+        }
+        return;
+    };
+    if !url.starts_with("redis://") && !url.starts_with("rediss://") {
+        p.add(field, "must start with redis:// (or rediss://)");
+        return;
+    }
+    if let Err(problem) = switchyard::state::RedisConfig::new(url.to_owned()).check_url() {
+        p.add(field, problem);
+    }
+}
+
 fn validate_state(config: &Config, p: &mut Problems) {
     let Some(s) = &config.state else { return };
     match s.backend.as_deref().unwrap_or("memory") {
-        "memory" => {}
         "redis" => {
-            if s.url
-                .as_deref()
-                .is_none_or(|u| !u.starts_with("redis://") && !u.starts_with("rediss://"))
-            {
-                p.add(
-                    "state.url",
-                    "is required for backend \"redis\" and must start with redis://",
-                );
-            } else if let Some(url) = &s.url {
-                // checked without parsing; the message shows the URL masked
-                let cfg = switchyard::state::RedisConfig::new(url.clone());
-                if let Err(problem) = cfg.check_url() {
-                    p.add("state.url", problem);
-                }
-            }
+            redis_url(p, "state.url", s.url.as_deref(), true);
+            redis_url(p, "state.store_url", s.store_url.as_deref(), false);
         }
+        "memory" if s.store_url.is_some() => p.add(
+            "state.store_url",
+            "applies to backend \"redis\" only (the memory backend keeps stored conversations in memory)",
+        ),
+        "memory" => {}
         other => p.add(
             "state.backend",
             format!("{other:?} is not one of memory, redis"),
         ),
     }
     p.duration("state.timeout", s.timeout.as_deref());
+    if s.memory_store_bytes
+        .is_some_and(|b| b < preflight::MIN_MEMORY_STORE_BYTES)
+    {
+        p.add(
+            "state.memory_store_bytes",
+            format!(
+                "must be at least {} (1 MiB)",
+                preflight::MIN_MEMORY_STORE_BYTES
+            ),
+        );
+    }
 }
 
 #[cfg(test)]

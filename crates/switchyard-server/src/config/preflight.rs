@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use switchyard::state::RedisConfig;
+use switchyard::state::{RedisConfig, KV_MEMORY_BYTES};
 
 use super::{duration, Config};
 
@@ -50,6 +50,19 @@ pub fn grace_period(config: &Config) -> Result<Duration, String> {
         .map_or(Ok(Duration::from_secs(10)), duration)
 }
 
+/// The smallest `[state] memory_store_bytes` accepted.
+pub const MIN_MEMORY_STORE_BYTES: usize = 1024 * 1024;
+
+/// `[state] memory_store_bytes`: what stored conversations may cost this process's memory
+/// (default [`KV_MEMORY_BYTES`]; a value `validate` refuses counts as unset).
+#[must_use]
+pub fn memory_store_bytes(config: &Config) -> usize {
+    (config.state.as_ref())
+        .and_then(|s| s.memory_store_bytes)
+        .filter(|b| *b >= MIN_MEMORY_STORE_BYTES)
+        .unwrap_or(KV_MEMORY_BYTES)
+}
+
 /// The Redis settings, when `[state] backend = "redis"`.
 ///
 /// # Errors
@@ -69,7 +82,28 @@ pub fn redis_config(config: &Config) -> Result<Option<RedisConfig>, String> {
     if let Some(t) = &state.timeout {
         cfg.op_timeout = duration(t)?;
     }
+    cfg.local_store_bytes = memory_store_bytes(config);
+    cfg.store_url.clone_from(&state.store_url);
     Ok(Some(cfg))
+}
+
+/// How long `serve` and `check` wait to read the budget Redis's eviction policy.
+pub const POLICY_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What `serve` and `check` say of the eviction policy of the Redis that keeps budgets
+/// (`[state] url`): `Err` for one that can evict budget books (they refuse to start), a
+/// warning when it evicts other state or cannot be read, `None` when it is `noeviction` or
+/// the backend is memory.
+///
+/// # Errors
+/// An `allkeys-*` policy, or a `[state]` `serve` refuses anyway.
+pub async fn redis_policy(config: &Config) -> Result<Option<String>, String> {
+    let Some(redis) = redis_config(config)? else {
+        return Ok(None);
+    };
+    switchyard::state::eviction_policy(&redis.url, POLICY_CHECK_TIMEOUT)
+        .await
+        .verdict(&redis.redacted_url())
 }
 
 /// Everything `serve` would refuse before listening, given `--listen` `cli`, in the words

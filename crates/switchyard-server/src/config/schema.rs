@@ -410,4 +410,11 @@ pub struct StateToml {
     pub timeout: Option<String>,
     /// Key prefix in Redis, so fleets can share one server (default `"switchyard"`).
     pub prefix: Option<String>,
+    /// What stored conversations (stored responses, message threads) may cost this
+    /// process's memory, in bytes (default 256 MiB): the memory backend's bound, and what a
+    /// Redis backend keeps locally while Redis is away.
+    pub memory_store_bytes: Option<usize>,
+    /// A Redis of their own for stored conversations (redis backend only; default: `url`,
+    /// on a connection of their own).
+    pub store_url: Option<String>,
 }

@@ -456,7 +456,7 @@ mod tests {
         let p = problems("[state]\nbackend = \"memory\"\nflavour = \"x\"\n");
         assert_eq!(
             p,
-            ["state.flavour: unknown field `flavour`; expected one of `backend`, `url`, `timeout`, `prefix`"]
+            ["state.flavour: unknown field `flavour`; expected one of `backend`, `url`, `timeout`, `prefix`, `memory_store_bytes`, `store_url`"]
         );
     }
 

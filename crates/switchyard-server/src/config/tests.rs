@@ -341,6 +341,63 @@ fn routes_and_keys_are_cross_checked() {
 }
 
 #[test]
+fn the_memory_store_bound_is_read_and_a_tiny_one_refused() {
+    let base = "[[providers]]\nname = \"s\"\nkind = \"simulated\"\n[[routes]]\nname = \"r\"\nproviders = [\"s\"]\n";
+    let config = parse(
+        &format!("{base}[state]\nmemory_store_bytes = 33554432\n"),
+        "t.toml",
+    )
+    .unwrap();
+    assert_eq!(memory_store_bytes(&config), 32 << 20);
+    let config = parse(base, "t.toml").unwrap();
+    assert_eq!(
+        memory_store_bytes(&config),
+        switchyard::state::KV_MEMORY_BYTES
+    );
+    let p = problems(&format!("{base}[state]\nmemory_store_bytes = 4096\n"));
+    assert!(
+        p.iter()
+            .any(|l| l.starts_with("state.memory_store_bytes: must be at least 1048576")),
+        "{p:?}"
+    );
+}
+
+#[test]
+fn a_store_url_is_for_the_redis_backend_and_checked_like_its_url() {
+    let base = "[[providers]]\nname = \"s\"\nkind = \"simulated\"\n[[routes]]\nname = \"r\"\nproviders = [\"s\"]\n";
+    let p = problems(&format!(
+        "{base}[state]\nstore_url = \"redis://127.0.0.1:6380\"\n"
+    ));
+    assert!(
+        p.iter()
+            .any(|l| l.starts_with("state.store_url: applies to backend \"redis\" only")),
+        "{p:?}"
+    );
+    let redis = "[state]\nbackend = \"redis\"\nurl = \"redis://127.0.0.1:6379\"\n";
+    let p = problems(&format!("{base}{redis}store_url = \"http://x\"\n"));
+    assert!(
+        p.iter()
+            .any(|l| l.starts_with("state.store_url: must start with redis://")),
+        "{p:?}"
+    );
+    let p = problems(&format!(
+        "{base}{redis}store_url = \"redis://:pa/ss@127.0.0.1:6380\"\n"
+    ));
+    assert!(
+        p.iter()
+            .any(|l| l.starts_with("state.store_url:") && !l.contains("pa/ss")),
+        "{p:?}"
+    );
+    let config = parse(
+        &format!("{base}{redis}store_url = \"redis://127.0.0.1:6380/2\"\n"),
+        "t.toml",
+    )
+    .unwrap();
+    let cfg = redis_config(&config).unwrap().unwrap();
+    assert_eq!(cfg.store_url.as_deref(), Some("redis://127.0.0.1:6380/2"));
+}
+
+#[test]
 fn the_example_file_builds_every_adapter_and_warns_of_missing_keys() {
     let text = include_str!("../../../../switchyard.example.toml");
     let config = parse(text, "switchyard.example.toml").unwrap();

@@ -860,6 +860,7 @@ mod tests {
             finish: Some("tool_calls".into()),
             tokens: Some((120, 7)),
             status: Some(200),
+            spent: None,
         });
         let failed = Outcome::Failed {
             kind: switchyard::ErrorKind::Server,

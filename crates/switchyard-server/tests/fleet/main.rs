@@ -15,6 +15,8 @@
 //!   Redis), taken over by the survivor when its holder dies.
 //! - `threads.rs`: a Messages thread created on one replica continues on the other, one
 //!   `continue` at a time across both (its lease in Redis).
+//! - `eviction.rs`: `serve` and `check` refuse a budget Redis whose eviction policy can
+//!   evict budget books, and warn of one they cannot read.
 //!
 //! Redis: tests that kill or freeze it start their own `redis-server` on a free port
 //! (and fail if there is none on PATH); the others share the one at 127.0.0.1:6379 under
@@ -38,6 +40,7 @@ mod support;
 
 mod breakers;
 mod budgets;
+mod eviction;
 mod health;
 mod limits;
 mod outage;

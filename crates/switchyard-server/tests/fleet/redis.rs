@@ -57,12 +57,20 @@ pub struct RedisServer {
     /// Its port, kept across a restart.
     pub port: u16,
     dir: PathBuf,
+    /// Settings it starts with beyond the harness's own (`--maxmemory-policy ...`).
+    args: Vec<String>,
 }
 
 impl RedisServer {
     /// Start one and wait until it answers PING. Fails the test when `redis-server` is
     /// not on PATH: these tests are the proof of fleet mode and must not silently skip.
     pub async fn start(tag: &str) -> RedisServer {
+        Self::start_with(tag, &[]).await
+    }
+
+    /// [`RedisServer::start`] with settings of its own (`["--maxmemory-policy",
+    /// "allkeys-lru"]`).
+    pub async fn start_with(tag: &str, args: &[&str]) -> RedisServer {
         let dir = std::env::temp_dir().join(format!(
             "switchyard-fleet-redis-{}-{tag}",
             std::process::id()
@@ -77,6 +85,7 @@ impl RedisServer {
                 child: None,
                 port,
                 dir: dir.clone(),
+                args: args.iter().map(|a| (*a).to_owned()).collect(),
             };
             if server.spawn().await {
                 return server;
@@ -144,6 +153,7 @@ impl RedisServer {
         let spawned = Command::new("redis-server")
             .args(["--port", &port, "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
+            .args(&self.args)
             .arg("--dir")
             .arg(&self.dir)
             .current_dir(&self.dir)

@@ -35,6 +35,7 @@ use crate::state::{MemoryState, SharedState};
 pub use guarded::Guarded;
 
 pub use stream::{CancelSlot, ChatStream, StreamEvent};
+pub use wildcard::MODEL_IDLE;
 
 /// Default cap on what a committed stream keeps of the text and tool calls it delivered
 /// (for a rescue and the final response): 4 MiB. See [`GatewayBuilder::rescue_buffer_bytes`].
@@ -202,6 +203,9 @@ struct Slot {
     /// This process's last health-check verdict ([`health::VERDICT_NONE`] until the first),
     /// so a check report says whether the verdict changed.
     verdict: std::sync::atomic::AtomicU8,
+    /// A wildcard route's model that has not answered yet (`wildcard.rs`): the name it is
+    /// kept under once it answers. Until then it has no breaker and no slot of its own.
+    keep_as: Option<String>,
 }
 
 /// Weight of the newest observation in the latency moving average.
@@ -224,6 +228,7 @@ impl Slot {
             spec,
             latency_ms: Mutex::new(None),
             verdict: std::sync::atomic::AtomicU8::new(health::VERDICT_NONE),
+            keep_as: None,
         }
     }
 

@@ -2,59 +2,104 @@
 //! `openai/gpt-4.1-mini`), checked against the route's allow-list and resolved to its own
 //! slot of the route's template provider.
 //!
-//! Each resolved model is a slot named `{template}/{model}` built once by the template's
-//! [`super::ModelFactory`] and kept (at most the route's `max_models`): the breaker, the
-//! price table, budgets, the ledger and observers all see it as a provider of its own, so
-//! one failing model never opens its siblings' circuit. Its price, output limit and
+//! A model's first calls are a **trial**: a slot built for the request by the template's
+//! [`super::ModelFactory`], reported as provider `{template}/*` (one name per template,
+//! whatever the client names), with no breaker and nothing kept. Once a call answers, the
+//! model is **kept**: a slot named `{template}/{model}` (at most the route's `max_models`),
+//! and the answer is reported under that name. A kept slot is its own provider to the
+//! breaker, the price table, budgets, the ledger and observers, so one failing model never
+//! opens its siblings' circuit; one unused for [`MODEL_IDLE`] gives its place up when a new
+//! model needs it. So models that never answer (a misspelt or made-up name, a dead
+//! endpoint) take no place, and a place taken is given back. Prices, output limits and the
 //! reasoning flag come from the price table's entry for the resolved model; the template's
 //! own overrides are for its own model and do not carry over. Ordinary routes never come
 //! here: their lookup is the exact-name map alone.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use super::{Gateway, Slot};
 use crate::error::GatewayError;
 use crate::route::{ModelRefusal, Route};
 
-/// The slots a wildcard route has resolved so far, by slot name.
+/// How long a kept wildcard model may go unused before its place may be given to another
+/// (it is dropped only when a new model needs the room, and never while a request uses it).
+pub const MODEL_IDLE: Duration = Duration::from_secs(15 * 60);
+
+/// A kept model's slot and when a request last resolved it.
+struct Kept {
+    slot: Arc<Slot>,
+    used: Instant,
+}
+
+/// The models a wildcard route keeps, by slot name.
 #[derive(Default)]
 pub(super) struct Resolved {
-    slots: Mutex<HashMap<String, Arc<Slot>>>,
+    slots: Mutex<HashMap<String, Kept>>,
 }
 
 impl Resolved {
-    /// Every slot resolved so far.
+    /// Every slot kept now.
     pub(super) fn all(&self) -> Vec<Arc<Slot>> {
         self.slots
             .lock()
-            .map(|s| s.values().cloned().collect())
+            .map(|s| s.values().map(|k| Arc::clone(&k.slot)).collect())
             .unwrap_or_default()
     }
 
-    /// The slot called `name`, if resolved.
+    /// The slot called `name`, if kept.
     pub(super) fn get(&self, name: &str) -> Option<Arc<Slot>> {
-        self.slots.lock().ok()?.get(name).cloned()
+        Some(Arc::clone(&self.slots.lock().ok()?.get(name)?.slot))
     }
 
-    /// Whether slot `name` is resolved, or there is room for it under `max`.
-    fn room_for(&self, name: &str, max: usize) -> Room {
-        let Ok(slots) = self.slots.lock() else {
-            return Room::Full;
-        };
-        match slots.get(name) {
-            Some(slot) => Room::Resolved(Arc::clone(slot)),
-            None if slots.len() >= max => Room::Full,
-            None => Room::Free,
+    /// The slot kept as `name`, marked used at `now`.
+    fn touch(&self, name: &str, now: Instant) -> Option<Arc<Slot>> {
+        let mut slots = self.slots.lock().ok()?;
+        let kept = slots.get_mut(name)?;
+        kept.used = now;
+        Some(Arc::clone(&kept.slot))
+    }
+
+    /// Whether one more model fits under `max` at `now`, idle ones given up first.
+    fn has_room(&self, max: usize, now: Instant) -> bool {
+        self.slots
+            .lock()
+            .is_ok_and(|mut slots| make_room(&mut slots, max, now))
+    }
+
+    /// Keep `slot` as `name` (or the one another request kept meanwhile); `None` when the
+    /// route keeps `max` models, none of them idle.
+    fn keep(&self, name: &str, slot: Arc<Slot>, max: usize, now: Instant) -> Option<Arc<Slot>> {
+        let mut slots = self.slots.lock().ok()?;
+        if let Some(kept) = slots.get_mut(name) {
+            kept.used = now;
+            return Some(Arc::clone(&kept.slot));
         }
+        if !make_room(&mut slots, max, now) {
+            return None;
+        }
+        let kept = Kept {
+            slot: Arc::clone(&slot),
+            used: now,
+        };
+        slots.insert(name.to_owned(), kept);
+        Some(slot)
     }
 }
 
-/// What [`Resolved::room_for`] found.
-enum Room {
-    Resolved(Arc<Slot>),
-    Full,
-    Free,
+/// Give up idle models (unused for [`MODEL_IDLE`], no request holding them) while the
+/// route keeps `max` or more: true when one more fits.
+fn make_room(slots: &mut HashMap<String, Kept>, max: usize, now: Instant) -> bool {
+    if slots.len() < max {
+        return true;
+    }
+    slots.retain(|_, k| {
+        now.saturating_duration_since(k.used) < MODEL_IDLE || Arc::strong_count(&k.slot) > 1
+    });
+    slots.len() < max
 }
 
 impl Gateway {
@@ -102,35 +147,49 @@ impl Gateway {
             )));
         };
         let name = format!("{}/{model}", template.spec.name);
-        let full = || GatewayError::ModelRefused {
-            route: route.name.clone(),
-            model: model.to_owned(),
-            reason: format!(
-                "the route already calls its most distinct models ({}, its max_models)",
-                w.max_models
-            ),
-            malformed: false,
+        let now = self.inner.clock.now();
+        if let Some(slot) = resolved.touch(&name, now) {
+            return Ok(Some(slot));
+        }
+        if !resolved.has_room(w.max_models, now) {
+            return Err(GatewayError::ModelRefused {
+                route: route.name.clone(),
+                model: model.to_owned(),
+                reason: format!(
+                    "the route already calls its most distinct models ({}, its max_models; one unused for {} minutes gives its place up)",
+                    w.max_models,
+                    MODEL_IDLE.as_secs() / 60
+                ),
+                malformed: false,
+            });
+        }
+        // a trial: built for this request (outside any lock: a template may read a
+        // credential file as it is built), kept only once it answers
+        let trial_name = format!("{}/*", template.spec.name);
+        let mut trial = self.build_for(template, &trial_name, model)?;
+        trial.keep_as = Some(name);
+        Ok(Some(Arc::new(trial)))
+    }
+
+    /// A trial on wildcard `route` answered: its slot under its own name, kept while the
+    /// route has room (else made for this request alone). Any other slot as it is.
+    pub(super) fn keep_answered(&self, route: &Route, trial: Arc<Slot>) -> Arc<Slot> {
+        let Some(name) = trial.keep_as.clone() else {
+            return trial;
         };
-        match resolved.room_for(&name, w.max_models) {
-            Room::Resolved(slot) => return Ok(Some(slot)),
-            Room::Full => return Err(full()),
-            Room::Free => {}
-        }
-        // built outside the lock: a template may read a credential file as it is built
-        let built = Arc::new(self.build_for(template, &name, model)?);
-        let Ok(mut slots) = resolved.slots.lock() else {
-            return Err(GatewayError::InvalidRequest(
-                "wildcard state poisoned".into(),
-            ));
+        let mut spec = trial.spec.clone();
+        spec.name.clone_from(&name);
+        let named = Arc::new(Slot::new(spec, &self.inner.prices));
+        let (Some(w), Some(resolved)) = (
+            route.wildcard.as_ref(),
+            self.inner.resolved.get(&route.name),
+        ) else {
+            return named;
         };
-        if let Some(slot) = slots.get(&name) {
-            return Ok(Some(Arc::clone(slot))); // another request built it meanwhile
-        }
-        if slots.len() >= w.max_models {
-            return Err(full());
-        }
-        slots.insert(name, Arc::clone(&built));
-        Ok(Some(built))
+        let now = self.inner.clock.now();
+        resolved
+            .keep(&name, Arc::clone(&named), w.max_models, now)
+            .unwrap_or(named)
     }
 
     /// A slot like `template` calling `model`, priced by the table.

@@ -31,7 +31,8 @@ pub struct LedgerRow {
     pub cost: Money,
     /// Calls whose cost is unknown (not counted as $0 in `cost`).
     pub unpriced_calls: u64,
-    /// Failed attempts by kind (never billed).
+    /// Failed attempts by kind (billed only for what a failed embeddings fan-out's answered
+    /// calls used, in `cost` and `input_tokens`).
     pub failures: BTreeMap<ErrorKind, u64>,
     /// Calls that reported more tokens than they were allowed or had reserved.
     pub overruns: u64,
@@ -75,10 +76,19 @@ impl Ledger {
 }
 
 impl Observer for Ledger {
+    /// Failures by kind; and what a failed turn billed though it failed (an embeddings
+    /// fan-out's answered calls, on its last attempt), in the provider's cost and tokens.
     fn on_attempt(&self, _route: &str, attempt: &Attempt) {
         if let Outcome::Failed { kind, .. } = attempt.outcome {
+            let reported = attempt.reported.as_ref();
             self.with_row(&attempt.provider, |row| {
                 *row.failures.entry(kind).or_default() += 1;
+                if let Some((input, _)) = reported.and_then(|r| r.tokens) {
+                    row.input_tokens = row.input_tokens.saturating_add(input);
+                }
+                if let Some(cost) = reported.and_then(|r| r.spent) {
+                    row.cost += cost;
+                }
             });
         }
     }

@@ -22,7 +22,7 @@ use crate::embedding::EmbeddingResponse;
 use crate::error::GatewayError;
 use crate::health::CheckReport;
 use crate::propagate::Headroom;
-pub use crate::trail::{Attempt, Outcome, Reported};
+pub use crate::trail::{spent, Attempt, Outcome, Reported};
 
 /// A call that reported more tokens than it was allowed or than its reservation assumed.
 ///

@@ -35,7 +35,7 @@ use super::token::TokenSource;
 use super::{embeddings_unsupported, fanout, reply_as_chunk, ChunkStream, Provider};
 use crate::chat::{ChatRequest, Field, FieldSet, ProviderReply, Support, Usage};
 use crate::clock::Clock;
-use crate::embedding::{EmbeddingReply, EmbeddingRequest};
+use crate::embedding::{EmbeddingProgress, EmbeddingReply, EmbeddingRequest};
 use crate::error::{ErrorKind, ProviderError};
 
 /// One vendor's API: what goes on the wire and how its answers read. No I/O.
@@ -147,7 +147,8 @@ pub trait Codec: std::fmt::Debug + Send + Sync + 'static {
     /// (Bedrock's Titan: one input a call; Vertex AI: its model's instance and token
     /// limits). More than one range: that many calls inside the one attempt, a few at once
     /// ([`EMBEDDING_CALLS_AT_ONCE`]), their vectors joined in order and their usage summed;
-    /// any call failing fails the attempt. The default: one call.
+    /// any call failing fails the attempt, and the calls answered are kept for its retry
+    /// ([`Provider::embed_resuming`]) and counted as spent. The default: one call.
     ///
     /// # Errors
     /// `BadRequest` for a request no call could carry (token-id inputs to a vendor that
@@ -626,7 +627,17 @@ impl<C: Codec> Provider for HttpProvider<C> {
     }
 
     async fn embed(&self, req: &EmbeddingRequest) -> Result<EmbeddingReply, ProviderError> {
-        let mut reply = self.embed_all(req).await?;
+        self.embed_resuming(req, &mut EmbeddingProgress::default())
+            .await
+    }
+
+    /// The codec's batches not yet in `progress`, a few at once (see [`Self::embed_all`]).
+    async fn embed_resuming(
+        &self,
+        req: &EmbeddingRequest,
+        progress: &mut EmbeddingProgress,
+    ) -> Result<EmbeddingReply, ProviderError> {
+        let mut reply = self.embed_all(req, progress).await?;
         super::bound_reported_model(&mut reply.model);
         Ok(reply)
     }
@@ -697,8 +708,16 @@ impl<C: Codec> HttpProvider<C> {
         })
     }
 
-    /// An embeddings request: one call, or the codec's batches a few at once.
-    async fn embed_all(&self, req: &EmbeddingRequest) -> Result<EmbeddingReply, ProviderError> {
+    /// An embeddings request: one call, or the codec's batches not yet in `progress`, a
+    /// few at once. Each answered call is recorded in `progress` as it lands (its vectors,
+    /// and its usage: it is billed). The first failure stops new calls from starting; the
+    /// ones in flight finish and are kept (they are billed too), and the attempt fails with
+    /// that first error, leaving the rest to a retry.
+    async fn embed_all(
+        &self,
+        req: &EmbeddingRequest,
+        progress: &mut EmbeddingProgress,
+    ) -> Result<EmbeddingReply, ProviderError> {
         let Some(url) = &self.embeddings else {
             return Err(embeddings_unsupported(C::KIND));
         };
@@ -706,40 +725,58 @@ impl<C: Codec> HttpProvider<C> {
         if batches.len() <= 1 {
             return self.embed_call(url, req).await;
         }
-        let parts: Vec<EmbeddingRequest> = (batches.into_iter())
-            .map(|range| EmbeddingRequest {
-                inputs: req.inputs[range].to_vec(),
-                dimensions: req.dimensions,
-                user: req.user.clone(),
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let calls: Vec<_> = (batches.iter())
+            .filter(|range| !progress.has(range))
+            .map(|range| {
+                let part = EmbeddingRequest {
+                    inputs: req.inputs[range.clone()].to_vec(),
+                    dimensions: req.dimensions,
+                    user: req.user.clone(),
+                };
+                let stop = &stop;
+                async move {
+                    if stop.load(std::sync::atomic::Ordering::Acquire) {
+                        return (range.clone(), None); // not sent: left to a retry
+                    }
+                    let reply = self.embed_call(url, &part).await;
+                    if reply.is_err() {
+                        stop.store(true, std::sync::atomic::Ordering::Release);
+                    }
+                    (range.clone(), Some(reply))
+                }
             })
             .collect();
-        // consecutive calls, a few in flight at once, read back in order; the first
-        // failure ends the attempt (the calls still in flight are dropped)
-        let calls: Vec<_> = (parts.iter())
-            .map(|part| async move { (part.inputs.len(), self.embed_call(url, part).await) })
-            .collect();
-        let mut replies = futures_util::stream::iter(calls).buffered(EMBEDDING_CALLS_AT_ONCE);
-        let mut whole = EmbeddingReply {
-            vectors: Vec::with_capacity(req.inputs.len()),
-            usage: Some(Usage::default()),
-            model: None,
-        };
-        while let Some((asked, reply)) = replies.next().await {
-            let reply = reply?;
-            if reply.vectors.len() != asked {
-                return Err(ProviderError::new(
-                    ErrorKind::Malformed,
-                    format!(
-                        "{} vectors for {asked} inputs in one embeddings call",
-                        reply.vectors.len()
-                    ),
-                ));
+        let mut replies =
+            futures_util::stream::iter(calls).buffer_unordered(EMBEDDING_CALLS_AT_ONCE);
+        let mut failed = None;
+        while let Some((range, reply)) = replies.next().await {
+            match reply {
+                Some(Ok(reply)) => {
+                    let (asked, got) = (range.len(), reply.vectors.len());
+                    if !progress.record(req, range, reply) {
+                        stop.store(true, std::sync::atomic::Ordering::Release);
+                        failed.get_or_insert(ProviderError::new(
+                            ErrorKind::Malformed,
+                            format!("{got} vectors for {asked} inputs in one embeddings call"),
+                        ));
+                    }
+                }
+                Some(Err(e)) => {
+                    failed.get_or_insert(e);
+                }
+                None => {}
             }
-            whole.vectors.extend(reply.vectors);
-            whole.usage = whole.usage.zip(reply.usage).map(|(a, b)| a.plus(b));
-            whole.model = whole.model.or(reply.model);
         }
-        Ok(whole)
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        progress.finish(&batches).ok_or_else(|| {
+            ProviderError::new(
+                ErrorKind::Malformed,
+                "embeddings calls left inputs unembedded",
+            )
+        })
     }
 
     /// `POST {count_tokens_url}` with the client's body (this provider's model in it) and

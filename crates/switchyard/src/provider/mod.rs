@@ -36,7 +36,7 @@ use async_trait::async_trait;
 use futures_util::Stream;
 
 use crate::chat::{ChatChunk, ChatRequest, Field, FieldSet, ProviderReply, Support};
-use crate::embedding::{EmbeddingReply, EmbeddingRequest};
+use crate::embedding::{EmbeddingProgress, EmbeddingReply, EmbeddingRequest};
 use crate::error::{ErrorKind, ProviderError};
 
 /// A stream of chunks from one upstream call. It ends after the chunk carrying the
@@ -119,6 +119,19 @@ pub trait Provider: Send + Sync {
     /// embeddings route, which the route fails over and an operator must fix).
     async fn embed(&self, _req: &EmbeddingRequest) -> Result<EmbeddingReply, ProviderError> {
         Err(embeddings_unsupported(self.kind()))
+    }
+
+    /// [`Provider::embed`] within a provider's turn: `progress` holds what its earlier
+    /// attempts produced and takes what this one produces (the vectors, and the usage of
+    /// every call answered even when the attempt fails), so that a retry sends only the
+    /// inputs not yet embedded and a failed turn still knows what it spent. The default
+    /// makes one call for everything, as [`Provider::embed`].
+    async fn embed_resuming(
+        &self,
+        req: &EmbeddingRequest,
+        _progress: &mut EmbeddingProgress,
+    ) -> Result<EmbeddingReply, ProviderError> {
+        self.embed(req).await
     }
 
     /// An active health check against a free endpoint (never a billable completion).

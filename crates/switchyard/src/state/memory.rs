@@ -1,8 +1,9 @@
-//! In-process state: one mutex-guarded map per concern, never held across an await.
+//! In-process state: one mutex-guarded map per concern, never held across an await, and
+//! held only for short updates (the key-value part copies and frees values outside it).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -205,22 +206,38 @@ impl MemoryState {
         }
     }
 
-    /// Keep a value locally (see [`SharedState::kv_put`]).
+    /// Keep a value locally (see [`SharedState::kv_put`]). The value is copied to an
+    /// exact-length allocation, and whatever the write drops is freed, outside the lock:
+    /// the lock is held for the map and order updates only (O(log n)).
     pub fn kv_put_local(&self, key: &str, value: Vec<u8>, ttl: Duration, now: UnixMillis) -> bool {
         let expires = now.saturating_add(crate::clock::duration_ms(ttl));
-        self.kv
-            .lock()
-            .is_ok_and(|mut kv| kv.put(key, value, expires, now))
+        let value: Arc<[u8]> = Arc::from(value);
+        let Ok(mut kv) = self.kv.lock() else {
+            return false;
+        };
+        let (kept, evicted) = kv.put(key, value, expires, now);
+        drop(kv);
+        drop(evicted);
+        kept
     }
 
-    /// A value kept locally, unless absent or expired.
+    /// A value kept locally, unless absent or expired (copied out after the lock is
+    /// released).
     pub fn kv_get_local(&self, key: &str, now: UnixMillis) -> Option<Vec<u8>> {
-        self.kv.lock().ok()?.get(key, now)
+        let (value, evicted) = self.kv.lock().ok()?.get(key, now);
+        drop(evicted);
+        value.map(|v| v.to_vec())
     }
 
     /// Delete a value kept locally: true when a live one was there.
     pub fn kv_delete_local(&self, key: &str, now: UnixMillis) -> bool {
-        self.kv.lock().is_ok_and(|mut kv| kv.delete(key, now))
+        let Ok(mut kv) = self.kv.lock() else {
+            return false;
+        };
+        let (live, evicted) = kv.delete(key, now);
+        drop(kv);
+        drop(evicted);
+        live
     }
 
     /// Run a cleanup locally.

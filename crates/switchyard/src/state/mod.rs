@@ -20,8 +20,8 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 #[cfg(feature = "redis")]
-pub use self::redis::{RedisConfig, RedisState};
-pub use kv::KV_MEMORY_BYTES;
+pub use self::redis::{eviction_policy, Eviction, RedisConfig, RedisState};
+pub use kv::{KV_ENTRY_OVERHEAD, KV_MEMORY_BYTES};
 pub use memory::MemoryState;
 
 use crate::breaker::{Applied, Breaker, BreakerConfig, Op, Transition};

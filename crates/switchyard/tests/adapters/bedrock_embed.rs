@@ -298,3 +298,158 @@ async fn invoke_errors_classify_as_the_table_says() {
         assert!(!format!("{err} {err:?}").contains(KEY), "{}", row["name"]);
     }
 }
+
+/// Titan, except that a call for `text` fails (503, ServiceUnavailableException) its first
+/// `failures` times.
+struct FailingOn {
+    text: &'static str,
+    failures: std::sync::atomic::AtomicUsize,
+}
+
+impl FailingOn {
+    fn new(text: &'static str, failures: usize) -> Self {
+        Self {
+            text,
+            failures: std::sync::atomic::AtomicUsize::new(failures),
+        }
+    }
+}
+
+impl Respond for FailingOn {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let ours = body["inputText"] == self.text;
+        let fail = ours
+            && self
+                .failures
+                .fetch_update(
+                    std::sync::atomic::Ordering::SeqCst,
+                    std::sync::atomic::Ordering::SeqCst,
+                    |n| n.checked_sub(1),
+                )
+                .is_ok();
+        if fail {
+            return ResponseTemplate::new(503)
+                .insert_header("x-amzn-ErrorType", "ServiceUnavailableException")
+                .set_body_json(json!({"message": "Service unavailable"}));
+        }
+        Titan.respond(request)
+    }
+}
+
+/// 64 inputs (`t0`, `t1`, … `t62`, then `last`): 63 answered calls before the last fails.
+fn sixty_four() -> (Vec<String>, u64) {
+    let mut texts: Vec<String> = (0..63).map(|i| format!("t{i}")).collect();
+    let answered: usize = texts.iter().map(String::len).sum();
+    texts.push("last".to_owned());
+    (texts, answered as u64)
+}
+
+/// Issue 24 item 7: a fan-out whose last call fails keeps the 63 answered (and billed)
+/// calls, and its retry sends only the one that failed.
+#[tokio::test]
+async fn a_failed_call_keeps_what_was_answered_and_a_retry_sends_only_the_rest() {
+    use switchyard::embedding::EmbeddingProgress;
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(TITAN_PATH))
+        .respond_with(FailingOn::new("last", 1))
+        .mount(&server)
+        .await;
+    let (texts, answered) = sixty_four();
+    let req = EmbeddingRequest::texts(&texts);
+    let titan = bedrock(&server, TITAN);
+    let mut progress = EmbeddingProgress::default();
+    let err = titan.embed_resuming(&req, &mut progress).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Overloaded, "{err}");
+    assert_eq!(
+        progress.calls(),
+        63,
+        "every other call answered, and was kept"
+    );
+    assert_eq!(progress.usage().unwrap().input_tokens, answered);
+
+    let reply = titan.embed_resuming(&req, &mut progress).await.unwrap();
+    let firsts: Vec<f32> = reply.vectors.iter().map(|v| v[0]).collect();
+    let lengths: Vec<f32> = texts.iter().map(|t| t.len() as f32).collect();
+    assert_eq!(firsts, lengths, "one vector per input, in input order");
+    assert_eq!(reply.usage.unwrap().input_tokens, answered + 4);
+    let sent = server.received_requests().await.unwrap().len();
+    assert_eq!(sent, 65, "64 calls and the one retried, not 128");
+}
+
+/// The gateway records what a failed fan-out spent — in the ledger, the budget (key and
+/// route alike: one reservation) and the failed attempt the request log reads — and a
+/// retry on the same provider sends only what failed.
+#[tokio::test]
+async fn the_gateway_records_a_failed_fan_outs_spend_and_retries_only_what_failed() {
+    use switchyard::cost::Price;
+    use switchyard::{Api, Gateway, Money, ProviderSpec, Route};
+    let price = Price::from_usd_per_mtok(0.02, 0.0, None, None).unwrap();
+    let (texts, answered) = sixty_four();
+    let req = EmbeddingRequest::texts(&texts);
+    let gateway = |server: &MockServer, attempts: u32| {
+        Gateway::builder()
+            .provider(
+                ProviderSpec::new("titan", bedrock(server, TITAN))
+                    .price(price)
+                    .max_attempts(attempts),
+            )
+            .route(
+                Route::new("embed", &["titan"])
+                    .api(Api::Embeddings)
+                    .budget(Money::from_usd(1.0)),
+            )
+            .build()
+            .unwrap()
+    };
+    let spent = price.cost_of_calls(
+        &switchyard::Usage {
+            input_tokens: answered,
+            ..switchyard::Usage::default()
+        },
+        63,
+    );
+    assert!(spent > Money::ZERO);
+
+    // the last call always fails: the request fails, and what the 63 cost is recorded
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(TITAN_PATH))
+        .respond_with(FailingOn::new("last", usize::MAX))
+        .mount(&server)
+        .await;
+    let gw = gateway(&server, 1);
+    let err = gw.embed("embed", &req).await.unwrap_err();
+    let last = err.attempts().last().unwrap();
+    assert_eq!(
+        last.reported.as_ref().and_then(|r| r.spent),
+        Some(spent),
+        "{last:?}"
+    );
+    assert_eq!(switchyard::observe::spent(err.attempts()), Some(spent));
+    let row = &gw.ledger().summary()["titan"];
+    assert_eq!((row.cost, row.input_tokens), (spent, answered));
+    let books = gw.budget("embed").await.unwrap();
+    assert_eq!((books.spent, books.reserved), (spent, Money::ZERO));
+
+    // failing once: the retry sends the one call that failed, and the answer costs all 64
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(TITAN_PATH))
+        .respond_with(FailingOn::new("last", 1))
+        .mount(&server)
+        .await;
+    let gw = gateway(&server, 2);
+    let resp = gw.embed("embed", &req).await.unwrap();
+    assert_eq!(resp.vectors.len(), 64);
+    assert_eq!(server.received_requests().await.unwrap().len(), 65);
+    assert_eq!(resp.usage.unwrap().input_tokens, answered + 4);
+    let books = gw.budget("embed").await.unwrap();
+    assert_eq!(books.spent, resp.cost.unwrap());
+    assert_eq!(
+        switchyard::observe::spent(&resp.attempts),
+        None,
+        "nothing billed twice"
+    );
+}

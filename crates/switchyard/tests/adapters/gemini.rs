@@ -441,3 +441,48 @@ async fn a_stream_of_two_candidates_is_read_to_both_ends() {
         "one finish signal, at the end"
     );
 }
+
+/// Issue 24 item 3 for Gemini: `n` is `candidateCount`, so the reservation must cover
+/// every candidate. The audit's case — 20 concurrent `n: 128, max_tokens: 1000` requests on
+/// a route with a $0.05 budget — is refused before any call reaches Google.
+#[tokio::test]
+async fn candidate_count_is_reserved_for_every_candidate() {
+    use switchyard::{Gateway, GatewayError, Money, ProviderSpec, Route};
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(json_response(fixture("completion_text.json")))
+        .mount(&server)
+        .await;
+    let p = Harness.provider(&server.uri(), None, Clock::system());
+    let gw = Gateway::builder()
+        .provider(ProviderSpec::new("gemini", p))
+        .route(Route::new("main", &["gemini"]).budget(Money::from_usd(0.05)))
+        .build()
+        .unwrap();
+    assert!(
+        gw.price_of("gemini").is_some(),
+        "{MODEL} is in the shipped table"
+    );
+    let req = ChatRequest {
+        n: Some(128),
+        max_tokens: Some(1000),
+        ..ChatRequest::from_prompt(PROMPT)
+    };
+    let answers = futures_util::future::join_all((0..20).map(|_| gw.chat("main", &req))).await;
+    for a in &answers {
+        assert!(
+            matches!(a, Err(GatewayError::BudgetExceeded { .. })),
+            "{a:?}"
+        );
+    }
+    assert!(server.received_requests().await.unwrap().is_empty());
+    let books = gw.budget("main").await.unwrap();
+    assert_eq!((books.spent, books.reserved), (Money::ZERO, Money::ZERO));
+    // one candidate fits the same budget
+    let one = ChatRequest {
+        max_tokens: Some(1000),
+        ..ChatRequest::from_prompt(PROMPT)
+    };
+    assert!(gw.chat("main", &one).await.is_ok());
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+}

@@ -47,6 +47,7 @@ async fn a_plain_answer_reports_its_id_finish_and_usage() {
             finish: Some("tool_calls".into()),
             tokens: Some((12, 7)),
             status: None, // no HTTP upstream
+            spent: None,
         })
     );
     // carried in memory only: the trail's JSON (log line, response body) is unchanged

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use switchyard::breaker::SkipReason;
 use switchyard::gateway::StreamEvent;
@@ -104,12 +105,16 @@ async fn one_models_open_breaker_leaves_its_siblings_closed() {
     let t = Template::new();
     t.script(
         "gpt-a",
-        ScriptedProvider::new("gpt-a").otherwise(Step::fail(ErrorKind::Server)),
+        ScriptedProvider::new("gpt-a")
+            .then(Step::text("first"))
+            .otherwise(Step::fail(ErrorKind::Server)),
     );
     let b = t.script("gpt-b", ScriptedProvider::new("gpt-b"));
     let gw = gateway(&t, wildcard(&["tmpl", "backup"], &["gpt-*"]));
 
-    // A fails and fails over to the backup; with a threshold of 1 its circuit opens
+    // A answers once (it is kept), then fails over to the backup; with a threshold of 1
+    // its circuit opens
+    assert_eq!(gw.chat("tmpl/gpt-a", &hi()).await.unwrap().text, "first");
     let resp = gw.chat("tmpl/gpt-a", &hi()).await.unwrap();
     assert_eq!(resp.provider, "backup");
     assert!(resp.failed_over);
@@ -136,6 +141,98 @@ async fn one_models_open_breaker_leaves_its_siblings_closed() {
     let ledger = gw.ledger().summary();
     assert_eq!(ledger["tmpl/gpt-a"].failures[&ErrorKind::Server], 1);
     assert!(ledger["tmpl/gpt-b"].failures.is_empty());
+}
+
+/// Issue 24 item 9: eight requests for models that do not exist used to fill
+/// `max_models` for good. A model takes a place only once it has answered; until then it
+/// is a trial reported as `tmpl/*`, with no breaker and no ledger row of its own.
+#[tokio::test(start_paused = true)]
+async fn models_that_never_answer_take_no_place() {
+    let t = Template::new();
+    for i in 0..8 {
+        let m = format!("gpt-4.1-bogus{i}");
+        t.script(
+            &m,
+            ScriptedProvider::new(&m).otherwise(Step::fail(ErrorKind::ModelNotFound)),
+        );
+    }
+    let r = wildcard(&["tmpl"], &["*"]).max_models(2);
+    let gw = gateway(&t, r);
+    for i in 0..8 {
+        let err = gw
+            .chat(&format!("tmpl/gpt-4.1-bogus{i}"), &hi())
+            .await
+            .unwrap_err();
+        let attempts = err.attempts();
+        assert_eq!(attempts.len(), 1, "{err:?}");
+        assert_eq!(attempts[0].provider, "tmpl/*");
+        assert_eq!(attempts[0].model, format!("gpt-4.1-bogus{i}"));
+    }
+    // every client's real models still find a place
+    for m in ["gpt-4.1-mini", "o4-mini"] {
+        let resp = gw.chat(&format!("tmpl/{m}"), &hi()).await.unwrap();
+        assert_eq!(resp.provider, format!("tmpl/{m}"));
+    }
+    let names: Vec<String> = gw.health().await.into_iter().map(|h| h.name).collect();
+    assert_eq!(
+        names,
+        ["tmpl", "backup", "tmpl/gpt-4.1-mini", "tmpl/o4-mini"]
+    );
+    let ledger = gw.ledger().summary();
+    assert_eq!(ledger["tmpl/*"].failures[&ErrorKind::ModelNotFound], 8);
+    assert!(!ledger.keys().any(|k| k.contains("bogus")), "{ledger:?}");
+    // a bogus model asked again is tried again (nothing remembered of it), and refused
+    // once the route is full of models that answered
+    assert!(matches!(
+        gw.chat("tmpl/gpt-4.1-bogus0", &hi()).await,
+        Err(GatewayError::ModelRefused { .. })
+    ));
+}
+
+/// A kept model unused for `MODEL_IDLE` gives its place to a new one; one in use or used
+/// lately does not.
+#[tokio::test(start_paused = true)]
+async fn an_idle_model_gives_its_place_up() {
+    use switchyard::gateway::MODEL_IDLE;
+    let t = Template::new();
+    let gw = gateway(&t, wildcard(&["tmpl"], &["*"]).max_models(1));
+    gw.chat("tmpl/m1", &hi()).await.unwrap();
+    tokio::time::advance(MODEL_IDLE - Duration::from_secs(1)).await;
+    let err = gw.chat("tmpl/m2", &hi()).await.unwrap_err();
+    assert!(err.to_string().contains("max_models"), "{err}");
+    assert!(err.to_string().contains("15 minutes"), "{err}");
+    gw.chat("tmpl/m1", &hi()).await.unwrap(); // used again: idle from now
+    tokio::time::advance(MODEL_IDLE).await;
+    let resp = gw.chat("tmpl/m2", &hi()).await.unwrap();
+    assert_eq!(resp.provider, "tmpl/m2");
+    let names: Vec<String> = gw.health().await.into_iter().map(|h| h.name).collect();
+    assert_eq!(names, ["tmpl", "backup", "tmpl/m2"]);
+    assert!(
+        gw.chat("tmpl/m1", &hi()).await.is_err(),
+        "m2 holds the place now"
+    );
+    assert_eq!(t.built(), ["m1", "m2"]);
+}
+
+/// A trial that fails, then answers on a retry, is reported as that model throughout.
+#[tokio::test(start_paused = true)]
+async fn a_trial_answering_on_a_retry_is_reported_under_its_name() {
+    let t = Template::new();
+    t.script(
+        "gpt-r",
+        ScriptedProvider::new("gpt-r").then(Step::fail(ErrorKind::Server)),
+    );
+    let gw = Gateway::builder()
+        .provider(t.spec().max_attempts(2))
+        .route(wildcard(&["tmpl"], &["*"]))
+        .seed(1)
+        .build()
+        .unwrap();
+    let resp = gw.chat("tmpl/gpt-r", &hi()).await.unwrap();
+    assert_eq!(resp.provider, "tmpl/gpt-r");
+    assert!(!resp.failed_over, "{:?}", resp.attempts);
+    let names: Vec<&str> = resp.attempts.iter().map(|a| a.provider.as_str()).collect();
+    assert_eq!(names, ["tmpl/gpt-r", "tmpl/gpt-r"]);
 }
 
 #[tokio::test(start_paused = true)]

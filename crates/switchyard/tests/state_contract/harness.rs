@@ -226,6 +226,8 @@ pub struct Proxy {
     frozen: CancellationToken,
     /// Fired on drop: frozen connections close.
     gone: CancellationToken,
+    /// While set, Redis's replies are read and thrown away (commands still run).
+    muted: Arc<AtomicBool>,
     task: JoinHandle<()>,
 }
 
@@ -238,6 +240,8 @@ impl Proxy {
         let (frozen, gone) = (CancellationToken::new(), CancellationToken::new());
         let (up2, cut2) = (up.clone(), cut.clone());
         let (frozen2, gone2) = (frozen.clone(), gone.clone());
+        let muted = Arc::new(AtomicBool::new(false));
+        let muted2 = muted.clone();
         let task = tokio::spawn(async move {
             while let Ok((inbound, _)) = listener.accept().await {
                 if !up2.load(Ordering::SeqCst) {
@@ -245,7 +249,7 @@ impl Proxy {
                 }
                 let cut = cut2.lock().unwrap().clone();
                 let stops = [cut, frozen2.clone(), gone2.clone()];
-                tokio::spawn(pipe(inbound, stops));
+                tokio::spawn(pipe(inbound, stops, muted2.clone()));
             }
         });
         Proxy {
@@ -254,8 +258,18 @@ impl Proxy {
             cut,
             frozen,
             gone,
+            muted,
             task,
         }
+    }
+
+    /// Lose Redis's replies from now on (until `unmute`): what it is sent still runs.
+    pub fn mute(&self) {
+        self.muted.store(true, Ordering::SeqCst);
+    }
+
+    pub fn unmute(&self) {
+        self.muted.store(false, Ordering::SeqCst);
     }
 
     /// Close every connection and refuse new ones.
@@ -285,13 +299,34 @@ impl Drop for Proxy {
 }
 
 /// Forward one connection until it is cut (closed), frozen (held open, silent, until the
-/// proxy goes) or done.
-async fn pipe(mut inbound: TcpStream, [cut, frozen, gone]: [CancellationToken; 3]) {
-    let Ok(mut outbound) = TcpStream::connect("127.0.0.1:6379").await else {
+/// proxy goes) or done; replies are dropped while `muted`.
+async fn pipe(
+    inbound: TcpStream,
+    [cut, frozen, gone]: [CancellationToken; 3],
+    muted: Arc<AtomicBool>,
+) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let Ok(outbound) = TcpStream::connect("127.0.0.1:6379").await else {
         return;
     };
+    let (mut from_client, mut to_client) = inbound.into_split();
+    let (mut from_redis, mut to_redis) = outbound.into_split();
+    let commands = tokio::io::copy(&mut from_client, &mut to_redis);
+    let replies = async {
+        let mut buf = vec![0u8; 16 * 1024];
+        loop {
+            let n = from_redis.read(&mut buf).await?;
+            if n == 0 {
+                return Ok::<_, std::io::Error>(());
+            }
+            if !muted.load(Ordering::SeqCst) {
+                to_client.write_all(&buf[..n]).await?;
+            }
+        }
+    };
     tokio::select! {
-        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => return,
+        _ = commands => return,
+        _ = replies => return,
         () = cut.cancelled() => return,
         () = gone.cancelled() => return,
         () = frozen.cancelled() => {}
@@ -300,5 +335,68 @@ async fn pipe(mut inbound: TcpStream, [cut, frozen, gone]: [CancellationToken; 3
         () = cut.cancelled() => {}
         () = gone.cancelled() => {}
     }
-    drop((inbound, outbound));
+}
+
+// ---------------------------------------------------------------------------------
+// A Redis of the test's own, for what must not touch the shared one's settings (memory
+// limits, eviction policies, renamed commands).
+
+/// A `redis-server` child on a free port, started with `args` (no persistence), killed on
+/// drop.
+pub struct PrivateRedis {
+    child: std::process::Child,
+    pub port: u16,
+}
+
+impl PrivateRedis {
+    /// Start one and wait (at most 10 s) until it answers. Fails the test when
+    /// `redis-server` is not on PATH (scripts/test needs it for the shared one too).
+    pub async fn start(args: &[&str]) -> PrivateRedis {
+        for _ in 0..5 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let mut child = std::process::Command::new("redis-server")
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--save", "", "--appendonly", "no"])
+                .args(args)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("redis-server on PATH (apt-get install redis-server)");
+            let end = tokio::time::Instant::now() + Duration::from_secs(10);
+            while tokio::time::Instant::now() < end {
+                if TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+                    return PrivateRedis { child, port };
+                }
+                if child.try_wait().unwrap().is_some() {
+                    break; // the port was taken meanwhile: another one
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("redis-server did not start on any of 5 free ports");
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// A connection of the test's own.
+    pub async fn conn(&self) -> ::redis::aio::MultiplexedConnection {
+        let client = ::redis::Client::open(self.url()).unwrap();
+        client.get_multiplexed_async_connection().await.unwrap()
+    }
+}
+
+impl Drop for PrivateRedis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

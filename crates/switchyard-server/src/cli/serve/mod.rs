@@ -321,6 +321,10 @@ async fn state_store(
     tasks: &Tasks,
 ) -> Result<Arc<dyn SharedState>, String> {
     if let Some(redis) = redis_config(config)? {
+        // budgets evicted are budgets reset: refuse an allkeys-* policy, say the rest
+        if let Some(warning) = config::redis_policy(config).await? {
+            tracing::warn!(target: SERVE, "{warning}");
+        }
         let store = RedisState::connect(redis, clock).await;
         tasks.spawn(store.background(tasks.stopping()));
         let status = store.status();
@@ -333,7 +337,9 @@ async fn state_store(
         }
         return Ok(Arc::new(store));
     }
-    let memory = Arc::new(MemoryState::new());
+    let memory = Arc::new(MemoryState::with_kv_limit(config::memory_store_bytes(
+        config,
+    )));
     if let Some(path) = &config.server.request_log {
         let (r, skipped) = restore::replay_file(config, path.as_ref(), &memory, clock.unix_ms())
             .map_err(|e| format!("reading the request log {path} to restore spend: {e}"))?;

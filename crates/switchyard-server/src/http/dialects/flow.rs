@@ -19,7 +19,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use switchyard::gateway::CallOptions;
 use switchyard::route::Route;
-use switchyard::{ChatResponse, GatewayError};
+use switchyard::{ChatResponse, GatewayError, Money};
 use tracing::Instrument as _;
 
 pub(crate) use super::ctx::{completion_entry, record_tokens, set, who_answered, Ctx, Trail};
@@ -72,6 +72,8 @@ pub(crate) async fn answer_with(
             let status = err.status.as_u16();
             let mut entry = ctx.entry(status);
             entry.attempts.clone_from(&err.attempts);
+            // what failed turns billed though the request failed (an embeddings fan-out)
+            entry.cost_usd = switchyard::observe::spent(&err.attempts).map(Money::to_usd);
             entry.error = Some(err.code.unwrap_or(err.kind).to_owned());
             state
                 .metrics

@@ -577,6 +577,14 @@ impl Observer for Metrics {
         if attempt.was_called() {
             p.attempt_duration.observe(attempt.latency.as_secs_f64());
         }
+        // what a failed embeddings fan-out's answered calls billed (switchyard::observe::Reported::spent)
+        let failed = matches!(attempt.outcome, Outcome::Failed { .. });
+        if let Some(r) = attempt.reported.as_ref().filter(|_| failed) {
+            p.tokens[0].inc_by(r.tokens.map_or(0, |t| t.0));
+            if let Some(cost) = r.spent {
+                p.cost.add(cost);
+            }
+        }
     }
 
     fn on_transition(&self, provider: &str, transition: &Transition) {

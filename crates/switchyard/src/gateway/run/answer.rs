@@ -150,6 +150,7 @@ pub(in crate::gateway) fn reported(
         }),
         tokens: usage.map(|u| (u.input_tokens, u.output_tokens)),
         status,
+        spent: None,
     }
 }
 

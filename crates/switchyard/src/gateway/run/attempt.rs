@@ -14,9 +14,11 @@ use futures_util::StreamExt as _;
 use super::{Answer, Call, Run};
 use crate::breaker::Op;
 use crate::chat::ChatRequest;
-use crate::embedding::{EmbeddingReply, EmbeddingRequest};
+use crate::chat::Usage;
+use crate::embedding::{EmbeddingProgress, EmbeddingReply, EmbeddingRequest};
 use crate::error::{ErrorKind, ProviderError};
 use crate::gateway::{ProviderSpec, Slot};
+use crate::observe::Reported;
 use crate::retry::{self, Backoff, Decision};
 use crate::route::Probe;
 
@@ -70,6 +72,7 @@ impl Run {
         slot: &Slot,
         call: Call<'_>,
         lease: Option<u64>,
+        progress: &mut EmbeddingProgress,
     ) -> Result<(Answer, Duration, u32, Option<u16>), ProviderError> {
         // A half-open probe is one attempt under the probe's own limit: its outcome alone
         // decides the circuit, and a failure fails the request over at once.
@@ -100,15 +103,14 @@ impl Run {
             }
             let started = self.gw.inner.clock.now();
             let (result, status) = if self.upstream.is_empty() {
-                (self.attempt(slot, call, limits).await, None)
+                (self.attempt(slot, call, limits, progress).await, None)
             } else {
                 // the call's headers name the span of the trail entry it will become
                 let headers = self.upstream.headers(self.attempts.len());
                 // boxed: the task-local scope would otherwise move the attempt's whole
                 // future once more per call
-                let (result, returned) =
-                    crate::propagate::scoped(headers, Box::pin(self.attempt(slot, call, limits)))
-                        .await;
+                let attempt = Box::pin(self.attempt(slot, call, limits, progress));
+                let (result, returned) = crate::propagate::scoped(headers, attempt).await;
                 if let Some(h) = returned.headroom {
                     for o in &self.gw.inner.observers {
                         o.on_headroom(&slot.spec.name, &h);
@@ -121,9 +123,16 @@ impl Run {
                 Ok(answer) => return Ok((answer, latency, attempt, status)),
                 Err(e) => e,
             };
-            let model = slot.spec.provider.model();
-            self.record_failure(slot, model, attempt, &err, latency);
             let policy = self.policy_for(&err);
+            let wait = backoff.next().unwrap_or_default();
+            let (retry, left) = (&self.route.retry, self.time_left());
+            let decision = retry::decide(&policy, retry, max_attempts, attempt, &err, wait, left);
+            // the turn ends here: what its answered calls billed goes on this attempt
+            let spent = matches!(decision, Decision::Stop(_))
+                .then(|| spent(slot, progress))
+                .flatten();
+            let model = slot.spec.provider.model();
+            self.record_failure_spending(slot, model, attempt, &err, latency, spent);
             let op = Op::AttemptFailed {
                 kind: err.kind,
                 effect: policy.breaker,
@@ -133,9 +142,7 @@ impl Run {
             if !self.declines(&err) {
                 self.breaker(slot, op).await; // a declined continuation is not its failure
             }
-            let wait = backoff.next().unwrap_or_default();
-            let (retry, left) = (&self.route.retry, self.time_left());
-            match retry::decide(&policy, retry, max_attempts, attempt, &err, wait, left) {
+            match decision {
                 Decision::Retry(wait) => tokio::time::sleep(wait).await,
                 Decision::Stop(reason) => {
                     if reason == retry::StopReason::NoTimeLeft {
@@ -154,6 +161,7 @@ impl Run {
         slot: &Slot,
         call: Call<'_>,
         limits: AttemptLimits,
+        progress: &mut EmbeddingProgress,
     ) -> Result<Answer, ProviderError> {
         let left = self.time_left();
         let timeout = limits.timeout.min(left);
@@ -163,9 +171,11 @@ impl Run {
             Call::Send(req) => tokio::time::timeout(timeout, provider.send(req))
                 .await
                 .map(|r| r.map(Answer::Reply)),
-            Call::Embed(req) => tokio::time::timeout(timeout, provider.embed(req))
-                .await
-                .map(|r| r.and_then(|reply| one_per_input(req, reply).map(Answer::Vectors))),
+            Call::Embed(req) => {
+                tokio::time::timeout(timeout, provider.embed_resuming(req, progress))
+                    .await
+                    .map(|r| r.and_then(|reply| one_per_input(req, reply).map(Answer::Vectors)))
+            }
             Call::Stream(req) => {
                 let first = limits.first_token.min(left);
                 let clamped = clamped || left < limits.first_token;
@@ -199,6 +209,29 @@ impl Run {
             Err(ProviderError::new(ErrorKind::Timeout, message))
         })
     }
+}
+
+/// What a provider's embeddings calls in `progress` billed: their usage (input tokens)
+/// and its cost at `slot`'s price (usage unreported: the price of their inputs' token
+/// bound, as reserved); `None` when no call was answered.
+fn spent(slot: &Slot, progress: &EmbeddingProgress) -> Option<Reported> {
+    let calls = progress.calls();
+    if calls == 0 {
+        return None;
+    }
+    let usage = progress.usage();
+    let bound = Usage {
+        input_tokens: progress.input_bound(),
+        ..Usage::default()
+    };
+    let cost = slot
+        .price
+        .map(|p| p.cost_of_calls(usage.as_ref().unwrap_or(&bound), calls));
+    Some(Reported {
+        tokens: usage.map(|u| (u.input_tokens, 0)),
+        spent: cost,
+        ..Reported::default()
+    })
 }
 
 /// An embeddings reply that has exactly one vector per input; any other is `Malformed`

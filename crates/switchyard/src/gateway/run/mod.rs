@@ -279,7 +279,12 @@ impl Run {
             .map_or(FieldSet::EMPTY, ChatRequest::fields_used);
         for pos in 0..self.plan.len() {
             match self.candidate(self.plan[pos], call).await {
-                Ok(Some(won)) => return Ok((pos, won)),
+                Ok(Some(won)) => {
+                    if self.plan[pos] == RESOLVED {
+                        self.keep_answered();
+                    }
+                    return Ok((pos, won));
+                }
                 Ok(None) => {}
                 Err(stop) => {
                     self.settled = true;
@@ -316,6 +321,21 @@ impl Run {
             }
             TurnEnd::Failed(_) => Ok(None),
         }
+    }
+
+    /// The wildcard model on trial answered: from now on it is the route's slot of that
+    /// name (kept, while the route has room), and the answer is reported under it.
+    fn keep_answered(&mut self) {
+        let Some(trial) = self.resolved.take() else {
+            return;
+        };
+        let tried = trial.spec.name.clone();
+        let kept = self.gw.keep_answered(&self.route, trial);
+        // the turn's earlier attempts were this model's too
+        for a in (self.attempts.iter_mut().rev()).take_while(|a| a.provider == tried) {
+            a.provider.clone_from(&kept.spec.name);
+        }
+        self.resolved = Some(kept);
     }
 
     /// The error for a stop, carrying the trail so far.
@@ -477,6 +497,13 @@ impl Run {
     }
 
     pub(super) async fn breaker(&self, slot: &Slot, op: Op) -> crate::breaker::Applied {
+        if slot.keep_as.is_some() {
+            // a wildcard model on trial has no circuit yet (`wildcard.rs`)
+            return crate::breaker::Applied {
+                admission: Admission::Admit,
+                transition: None,
+            };
+        }
         let applied = self
             .state()
             .breaker_op(&slot.spec.name, &self.route.breaker, self.now(), op)
@@ -622,7 +649,8 @@ impl Run {
             Err((scope, books)) => return TurnEnd::Refused(scope, books),
         };
         limits.input = reservation.as_ref().map(|r| r.input_tokens);
-        let end = self.attempts_loop(slot, call, lease).await;
+        let mut progress = crate::embedding::EmbeddingProgress::default();
+        let end = self.attempts_loop(slot, call, lease, &mut progress).await;
         if let Some(p) = probe.as_mut() {
             p.disarm(); // the breaker gets its verdict below (or releases the lease itself)
         }
@@ -640,8 +668,13 @@ impl Run {
                 })
             }
             Err(err) => {
-                if let Some(mut r) = reservation {
-                    r.release_now();
+                // what answered calls billed though the turn failed (an embeddings
+                // fan-out's), on its last attempt: settled, else nothing was billed
+                let spent = (self.attempts.last()).and_then(|a| a.reported.as_ref()?.spent);
+                match (reservation, spent) {
+                    (Some(r), Some(cost)) => r.settle(self.state().as_ref(), Some(cost)).await,
+                    (Some(mut r), None) => r.release_now(),
+                    (None, _) => {}
                 }
                 let effect = self.breaker_effect(&err);
                 let op = Op::TurnFailed {
@@ -697,6 +730,20 @@ impl Run {
         err: &ProviderError,
         latency: Duration,
     ) {
+        self.record_failure_spending(slot, model, attempt, err, latency, None);
+    }
+
+    /// [`Run::record_failure`], with what the turn it ends billed though it failed
+    /// ([`crate::observe::Reported::spent`]).
+    pub(super) fn record_failure_spending(
+        &mut self,
+        slot: &Slot,
+        model: &str,
+        attempt: u32,
+        err: &ProviderError,
+        latency: Duration,
+        spent: Option<crate::observe::Reported>,
+    ) {
         if self.declines(err) {
             let outcome = Outcome::Declined {
                 kind: err.kind,
@@ -734,7 +781,7 @@ impl Run {
             latency,
             start: None,
             probe: false, // set by `record`
-            reported: None,
+            reported: spent,
         });
     }
 }

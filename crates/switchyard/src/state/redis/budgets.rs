@@ -29,17 +29,53 @@ pub(super) fn remote_id(id: u64) -> Option<u64> {
     (id & LOCAL_ID == 0).then_some(id)
 }
 
-/// What this replica knows of one budget beyond Redis.
+/// What this replica knows of one budget beyond Redis: the spend Redis last reported, and
+/// what Redis has not (yet, or not knowingly) been told. Everything owed is sent again until
+/// Redis answers; Redis counts each settle and each push once however often it arrives
+/// (`scripts::SETTLE`), so a lost reply never counts spend twice.
 #[derive(Debug, Default)]
 pub(super) struct Books {
     /// Settled spend as Redis last reported it.
     known_spent: Money,
-    /// Spend settled here and not yet in Redis.
-    pending: Money,
     /// Held by reservations made here while degraded (Redis never saw them).
     local_reserved: Money,
-    /// Redis reservations settled or released here whose removal has not reached Redis.
+    /// Spend settled here on local reservations and not sent yet.
+    fresh: Money,
+    /// Redis reservations to drop (released here, or reserved with a lost reply), not sent
+    /// yet (dropping one twice is harmless).
     drop: Vec<u64>,
+    /// Settles of Redis reservations not known to have reached Redis: (id, spend).
+    settles: Vec<(u64, Money)>,
+    /// Pushes of spend whose answer was lost: (push id, spend), sent again with the same id.
+    sent: Vec<(u64, Money)>,
+}
+
+impl Books {
+    /// Spend settled here that Redis is not known to have.
+    fn pending(&self) -> Money {
+        let owed = self.settles.iter().chain(&self.sent).map(|(_, m)| *m);
+        owed.fold(self.fresh, |a, b| a + b)
+    }
+
+    fn owes(&self) -> bool {
+        self.fresh != Money::ZERO
+            || !self.drop.is_empty()
+            || !self.settles.is_empty()
+            || !self.sent.is_empty()
+    }
+}
+
+/// One call of the settle script: what it adds, settles and drops.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Push {
+    /// Spend to add.
+    spend: Money,
+    /// The Redis reservation `spend` settles (counted only while it is held or lapsed).
+    settles: Option<u64>,
+    /// The push's id, for spend on no Redis reservation (counted once per id).
+    id: Option<u64>,
+    /// Reservations to drop.
+    drops: Vec<u64>,
 }
 
 /// The books as a budget script returns them.
@@ -62,7 +98,7 @@ impl Inner {
         lease: Duration,
     ) -> Result<u64, BudgetState> {
         let now = self.clock.unix_ms();
-        let extra = self.with_books(scope, |b| b.pending + b.local_reserved);
+        let extra = self.with_books(scope, |b| b.pending() + b.local_reserved);
         // chosen here, so a reservation whose reply is lost can still be dropped
         let id = fastrand::u64(1..LOCAL_ID);
         let mut inv = RESERVE.prepare_invoke();
@@ -88,7 +124,7 @@ impl Inner {
                 // Unknown outcome (no reply, or a reply we cannot read): the script may
                 // have reserved in Redis. Drop that id at the next resync (a tombstone
                 // stops it if it has not run yet) and hold the money locally.
-                self.keep_pending(scope, Money::ZERO, Some(id));
+                self.keep_drop(scope, id);
                 self.reserve_local(scope, limit, amount)
             }
         }
@@ -99,7 +135,7 @@ impl Inner {
         let b = books.entry(scope.to_owned()).or_default();
         let state = BudgetState {
             limit,
-            spent: b.known_spent + b.pending,
+            spent: b.known_spent + b.pending(),
             reserved: b.local_reserved,
         };
         if state.spent + state.reserved + amount > limit {
@@ -111,11 +147,11 @@ impl Inner {
 
     pub(super) async fn settle(&self, scope: &str, id: u64, reserved: Money, actual: Money) {
         let remote = self.release_now(scope, id, reserved);
-        self.push_or_keep(scope, actual, remote).await;
+        self.spend(scope, actual, remote).await;
     }
 
     pub(super) async fn budget(&self, scope: &str, limit: Money) -> BudgetState {
-        let remote = self.push(scope, Money::ZERO, Vec::new()).await;
+        let remote = self.push(scope, Push::default()).await;
         self.view(scope, limit, remote)
     }
 
@@ -124,7 +160,7 @@ impl Inner {
     fn view(&self, scope: &str, limit: Money, remote: Option<Remote>) -> BudgetState {
         self.with_books(scope, |b| BudgetState {
             limit,
-            spent: remote.map_or(b.known_spent, |r| r.spent) + b.pending,
+            spent: remote.map_or(b.known_spent, |r| r.spent) + b.pending(),
             reserved: remote.map_or(Money::ZERO, |r| r.reserved) + b.local_reserved,
         })
     }
@@ -140,39 +176,84 @@ impl Inner {
         remote
     }
 
-    /// Add spend and drop a reservation in Redis, or keep both for the resync.
-    pub(super) async fn push_or_keep(&self, scope: &str, spend: Money, id: Option<u64>) {
-        let ids = id.into_iter().collect();
-        if self.push(scope, spend, ids).await.is_none() {
-            self.keep_pending(scope, spend, id);
+    /// Record `spend` in Redis: settling Redis reservation `id`, or (`None`: a local
+    /// reservation's) as a push with an id of its own. Kept for the resync when Redis does
+    /// not answer; never counted twice.
+    pub(super) async fn spend(&self, scope: &str, spend: Money, id: Option<u64>) {
+        if let Some(id) = id {
+            let push = Push {
+                spend,
+                settles: Some(id),
+                ..Push::default()
+            };
+            if self.push(scope, push).await.is_none() {
+                self.with_books(scope, |b| b.settles.push((id, spend)));
+            }
+            return;
+        }
+        if spend == Money::ZERO {
+            return;
+        }
+        if !self.link.is_connected() {
+            self.with_books(scope, |b| b.fresh += spend);
+            return;
+        }
+        let push_id = fastrand::u64(1..);
+        let push = Push {
+            spend,
+            id: Some(push_id),
+            ..Push::default()
+        };
+        if self.push(scope, push).await.is_none() {
+            self.with_books(scope, |b| b.sent.push((push_id, spend)));
         }
     }
 
-    pub(super) fn keep_pending(&self, scope: &str, spend: Money, id: Option<u64>) {
-        self.with_books(scope, |b| {
-            b.pending += spend;
-            b.drop.extend(id);
+    /// Drop Redis reservation `id` (released, or reserved with a lost reply), or keep the
+    /// drop for the resync.
+    pub(super) async fn drop_remote(&self, scope: &str, id: u64) {
+        let push = Push {
+            drops: vec![id],
+            ..Push::default()
+        };
+        if self.push(scope, push).await.is_none() {
+            self.keep_drop(scope, id);
+        }
+    }
+
+    /// A drop for the resync.
+    pub(super) fn keep_drop(&self, scope: &str, id: u64) {
+        self.with_books(scope, |b| b.drop.push(id));
+    }
+
+    /// A settle (`Some` Redis reservation) or local spend for the resync.
+    pub(super) fn keep_spend(&self, scope: &str, spend: Money, id: Option<u64>) {
+        self.with_books(scope, |b| match id {
+            Some(id) => b.settles.push((id, spend)),
+            None => b.fresh += spend,
         });
     }
 
-    async fn push(&self, scope: &str, spend: Money, ids: Vec<u64>) -> Option<Remote> {
+    async fn push(&self, scope: &str, push: Push) -> Option<Remote> {
         let conn = self.link.conn()?;
-        self.push_on(&conn, scope, spend, ids).await
+        self.push_on(&conn, scope, push).await
     }
 
     async fn push_on(
         &self,
         conn: &MultiplexedConnection,
         scope: &str,
-        spend: Money,
-        ids: Vec<u64>,
+        push: Push,
     ) -> Option<Remote> {
         let mut inv = SETTLE.prepare_invoke();
+        let id = |n: Option<u64>| n.map(|n| n.to_string()).unwrap_or_default();
         inv.key(self.keys.books(scope))
             .key(self.keys.leases(scope))
             .arg(self.clock.unix_ms())
-            .arg(spend.picos())
-            .arg(ids);
+            .arg(push.spend.picos())
+            .arg(id(push.settles))
+            .arg(id(push.id))
+            .arg(push.drops);
         let (s, r): (String, String) = self
             .link
             .call_on(conn, "budget settle", |mut c| async move {
@@ -182,20 +263,48 @@ impl Inner {
         self.note(scope, &s, &r)
     }
 
-    /// Push spend and reservation drops kept during an outage. `None` if Redis failed.
+    /// Send what was kept during an outage: local spend (under a push id chosen now, kept
+    /// until answered), drops, then settles and pushes not known to have arrived. `None` if
+    /// Redis failed (what is left stays owed).
     pub(super) async fn sync_budgets(&self, conn: &MultiplexedConnection) -> Option<()> {
-        let owed: Vec<(String, Money, Vec<u64>)> = self
-            .books()
-            .iter()
-            .filter(|(_, b)| b.pending != Money::ZERO || !b.drop.is_empty())
-            .map(|(scope, b)| (scope.clone(), b.pending, b.drop.clone()))
+        let owing: Vec<String> = (self.books().iter())
+            .filter(|(_, b)| b.owes())
+            .map(|(scope, _)| scope.clone())
             .collect();
-        for (scope, spend, ids) in owed {
-            self.push_on(conn, &scope, spend, ids.clone()).await?;
-            self.with_books(&scope, |b| {
-                b.pending = b.pending - spend;
-                b.drop.retain(|id| !ids.contains(id));
+        for scope in owing {
+            let (drops, settles, sent) = self.with_books(&scope, |b| {
+                if b.fresh != Money::ZERO {
+                    b.sent.push((fastrand::u64(1..), b.fresh));
+                    b.fresh = Money::ZERO;
+                }
+                (b.drop.clone(), b.settles.clone(), b.sent.clone())
             });
+            if !drops.is_empty() {
+                let push = Push {
+                    drops: drops.clone(),
+                    ..Push::default()
+                };
+                self.push_on(conn, &scope, push).await?;
+                self.with_books(&scope, |b| b.drop.retain(|id| !drops.contains(id)));
+            }
+            for (id, spend) in settles {
+                let push = Push {
+                    spend,
+                    settles: Some(id),
+                    ..Push::default()
+                };
+                self.push_on(conn, &scope, push).await?;
+                self.with_books(&scope, |b| b.settles.retain(|s| s.0 != id));
+            }
+            for (id, spend) in sent {
+                let push = Push {
+                    spend,
+                    id: Some(id),
+                    ..Push::default()
+                };
+                self.push_on(conn, &scope, push).await?;
+                self.with_books(&scope, |b| b.sent.retain(|s| s.0 != id));
+            }
         }
         Some(())
     }
@@ -204,8 +313,8 @@ impl Inner {
     pub(super) fn pending_spend(&self) -> HashMap<String, Money> {
         self.books()
             .iter()
-            .filter(|(_, b)| b.pending != Money::ZERO)
-            .map(|(scope, b)| (scope.clone(), b.pending))
+            .filter(|(_, b)| b.pending() != Money::ZERO)
+            .map(|(scope, b)| (scope.clone(), b.pending()))
             .collect()
     }
 

@@ -1,5 +1,6 @@
-//! Stored values in Redis (`P:kv:{key}`, `SET PX`), falling back to the local mirror while
-//! Redis is away (see the module docs of `super` for what a fleet sees then).
+//! Stored values in Redis (`P:kv:{key}`, `SET PX`) on a connection of their own (to
+//! `store_url` when set), falling back to the local mirror while that Redis is away or
+//! refuses a write (see the module docs of `super` for what a fleet sees then).
 
 use std::time::Duration;
 
@@ -13,6 +14,16 @@ use crate::clock::{duration_ms, UnixMillis};
 const KV_OP_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl Inner {
+    /// Reconnect the stored values' connection if it is down (from the background task).
+    pub(super) async fn kv_reconnect(&self) {
+        if self.kv_link.is_connected() {
+            return;
+        }
+        if let Some(conn) = self.kv_link.open().await {
+            self.kv_link.up(conn);
+        }
+    }
+
     pub(super) async fn kv_put(
         &self,
         key: &str,
@@ -20,13 +31,13 @@ impl Inner {
         ttl: Duration,
         now: UnixMillis,
     ) -> bool {
-        if self.link.is_connected() {
+        if self.kv_link.is_connected() {
             let k = self.keys.kv(key);
             let ms = duration_ms(ttl).max(1);
             let v = value.clone();
             let done: Option<()> = self
-                .link
-                .call_within("kv put", KV_OP_TIMEOUT, |mut c| async move {
+                .kv_link
+                .call_answered("kv put", KV_OP_TIMEOUT, |mut c| async move {
                     c.pset_ex(k, v, ms).await
                 })
                 .await;
@@ -40,11 +51,11 @@ impl Inner {
     }
 
     pub(super) async fn kv_get(&self, key: &str, now: UnixMillis) -> Option<Vec<u8>> {
-        if self.link.is_connected() {
+        if self.kv_link.is_connected() {
             let k = self.keys.kv(key);
             let got: Option<Option<Vec<u8>>> = self
-                .link
-                .call_within(
+                .kv_link
+                .call_answered(
                     "kv get",
                     KV_OP_TIMEOUT,
                     |mut c| async move { c.get(k).await },
@@ -59,13 +70,13 @@ impl Inner {
 
     pub(super) async fn kv_delete(&self, key: &str, now: UnixMillis) -> bool {
         let local = self.mirror.kv_delete_local(key, now);
-        if !self.link.is_connected() {
+        if !self.kv_link.is_connected() {
             return local;
         }
         let k = self.keys.kv(key);
         let n: Option<u64> = self
-            .link
-            .call_within(
+            .kv_link
+            .call_answered(
                 "kv delete",
                 KV_OP_TIMEOUT,
                 |mut c| async move { c.del(k).await },

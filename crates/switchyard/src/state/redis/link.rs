@@ -19,6 +19,15 @@ use crate::clock::{Clock, UnixMillis};
 use crate::provider::secret::Secret;
 use crate::state::StateStatus;
 
+/// Whether `e` is Redis's own answer (an error reply such as `OOM`), not a broken or
+/// silent connection.
+fn answered(e: &::redis::RedisError) -> bool {
+    matches!(
+        e.kind(),
+        ::redis::ErrorKind::Server(_) | ::redis::ErrorKind::Extension
+    )
+}
+
 /// Redis as one replica sees it.
 pub(super) struct Link {
     /// `None` when the URL cannot be used (the store then stays degraded).
@@ -33,6 +42,9 @@ pub(super) struct Link {
     /// Scrubbed from every error message: the URL's passwords, as written and decoded.
     secrets: Vec<Secret>,
     clock: Clock,
+    /// What this connection carries, in its log lines (`shared state`, `stored
+    /// conversations`).
+    label: &'static str,
     /// Woken when a call fails, so the background task reconnects at once.
     pub(super) lost: Notify,
 }
@@ -49,6 +61,7 @@ impl Link {
         op_timeout: Duration,
         connect_timeout: Duration,
         clock: Clock,
+        label: &'static str,
     ) -> Link {
         // checked (and masked) before the URL is parsed: a parser misreads such a URL
         let client = match credentials::problem(url) {
@@ -65,6 +78,7 @@ impl Link {
             connect_timeout,
             secrets: credentials::secrets(url),
             clock,
+            label,
             lost: Notify::new(),
         };
         if let Err(e) = client {
@@ -103,9 +117,12 @@ impl Link {
         self.call_on_within(conn, what, self.op_timeout, f).await
     }
 
-    /// [`call`](Self::call) with its own time bound (at least `op_timeout`): for calls
-    /// that move more bytes than a breaker's, such as stored values.
-    pub(super) async fn call_within<T, F, Fut>(
+    /// [`call`](Self::call) with its own time bound (at least `op_timeout`, for calls that
+    /// move more bytes than a breaker's, such as stored values), and where an error Redis
+    /// answers with (`OOM` when it is full, say) is only that call's failure: the
+    /// connection works, so the link stays up. No answer in time, or a broken connection,
+    /// degrades as any call.
+    pub(super) async fn call_answered<T, F, Fut>(
         &self,
         what: &str,
         bound: Duration,
@@ -117,7 +134,23 @@ impl Link {
     {
         let conn = self.conn()?;
         let bound = bound.max(self.op_timeout);
-        self.call_on_within(&conn, what, bound, f).await
+        match tokio::time::timeout(bound, f(conn)).await {
+            Ok(Ok(v)) => Some(v),
+            Ok(Err(e)) if answered(&e) => {
+                let error = self.scrub(&format!("{what}: {e}"));
+                tracing::warn!(error = %error, "{}: Redis refused a write", self.label);
+                None
+            }
+            Ok(Err(e)) => {
+                self.fail(&format!("{what}: {e}"));
+                None
+            }
+            Err(_) => {
+                let ms = bound.as_millis();
+                self.fail(&format!("{what}: no answer within {ms} ms"));
+                None
+            }
+        }
     }
 
     async fn call_on_within<T, F, Fut>(
@@ -211,7 +244,7 @@ impl Link {
         if let Ok(mut h) = self.health.lock() {
             if let Some(since) = h.degraded_since_ms.take() {
                 let down_ms = self.clock.unix_ms().saturating_sub(since);
-                tracing::info!(down_ms, "shared state: Redis reachable again, resynced");
+                tracing::info!(down_ms, "{}: Redis reachable again, resynced", self.label);
             }
         }
         self.connected.store(true, Ordering::Release);
@@ -227,7 +260,7 @@ impl Link {
         if let Ok(mut h) = self.health.lock() {
             if h.degraded_since_ms.is_none() {
                 h.degraded_since_ms = Some(self.clock.unix_ms());
-                tracing::warn!(error = %error, "shared state: Redis unavailable, serving from local state");
+                tracing::warn!(error = %error, "{}: Redis unavailable, serving from local state", self.label);
             }
             h.last_error = Some(error);
         }
@@ -267,6 +300,7 @@ mod tests {
             Duration::from_millis(50),
             Duration::from_millis(200),
             Clock::system(),
+            "shared state",
         );
         link.fail("connect to redis://:hunter2@127.0.0.1:1 failed (hunter2)");
         let status = link.status();
@@ -291,6 +325,7 @@ mod tests {
                 Duration::from_millis(50),
                 Duration::from_millis(200),
                 Clock::system(),
+                "shared state",
             );
             assert!(link.client.is_none(), "{url} must not be used");
             let err = link.status().last_error.unwrap();

@@ -18,8 +18,10 @@
 //!   traffic for at most one pub/sub hop after another replica opened a circuit.
 //! - Budgets: reserve, settle and release are Lua scripts over integer pico-dollars, so
 //!   the fleet never reserves past a limit; a reservation whose holder died lapses after
-//!   its lease. A settle whose reply is lost is counted again on resync: spend is counted
-//!   at least once (the books may over-count by such a settle, never under-count).
+//!   its lease. A settle or push whose reply is lost is sent again on resync and counted
+//!   once: a settle adds spend only while its reservation is held (or lapsed unsettled), a
+//!   push of spend made while degraded carries an id Redis remembers for a day. A write
+//!   Redis did not answer is never recorded as done: it stays owed until Redis answers.
 //! - Rate limits: one GCRA per bucket in a Lua script, with `ratelimit::Gcra`'s exact
 //!   integer arithmetic (µs; exact while timestamps stay below 2⁵³ µs, year 2255).
 //!
@@ -36,9 +38,16 @@
 //!   Local spend is kept as pending deltas per scope and pushed (`HINCRBY`) on resync.
 //! - Rate limits count this replica's traffic only: a fleet of N degraded replicas can
 //!   admit up to N times a limit.
-//! - Stored values (`kv_*`) written while degraded stay on this replica (its mirror) until
-//!   they expire: other replicas do not see them, and they are not pushed on resync. A read
-//!   that Redis misses also looks in the mirror; a delete deletes in both.
+//! - Stored values (`kv_*`) travel on a connection of their own (to `store_url` when set:
+//!   a Redis of their own, which cannot then evict budget books or fill the memory budget
+//!   writes need), so their outage, or a write their Redis refuses (`OOM`), degrades them
+//!   alone. Values written while their Redis is away (or refusing) stay on this replica
+//!   (its mirror) until they expire: other replicas do not see them, and they are not
+//!   pushed on resync. A read that Redis misses also looks in the mirror; a delete deletes
+//!   in both.
+//!
+//! Before a server trusts a Redis with budgets it reads its `maxmemory-policy`
+//! ([`eviction_policy`]): an `allkeys-*` policy can evict budget books.
 //!
 //! Standalone Redis (or one shard): the scripts touch keys derived from their arguments.
 //! Paused tokio time does not mix with real sockets: under `start_paused` the op timeout
@@ -49,6 +58,7 @@ mod budgets;
 mod credentials;
 mod kv;
 mod link;
+mod policy;
 mod scripts;
 mod sync;
 
@@ -69,6 +79,7 @@ use crate::clock::{Clock, UnixMillis};
 use crate::cost::{BudgetState, Money};
 use budgets::Books;
 use link::Link;
+pub use policy::{eviction_policy, Eviction};
 use scripts::Keys;
 
 /// Cleanups queued for Redis before `cleanup` stops queueing and counts drops.
@@ -89,6 +100,15 @@ pub struct RedisConfig {
     /// How often the background task polls Redis (backing up pub/sub) and, while
     /// degraded, tries to reconnect. Default 1 s.
     pub sync_interval: Duration,
+    /// What stored values (`kv_*`) written while Redis is away may cost this replica's
+    /// memory (its mirror's bound). Default [`super::KV_MEMORY_BYTES`].
+    pub local_store_bytes: usize,
+    /// Where stored values (`kv_*`: stored conversations) go: a Redis of their own, so
+    /// that they can neither evict budget state nor fill the memory budget writes need
+    /// (`None`, the default: `url`). Either way they travel on a connection of their own,
+    /// so a large value never delays a budget call, and a write Redis refuses (`OOM`) is
+    /// that value's failure only.
+    pub store_url: Option<String>,
 }
 
 impl RedisConfig {
@@ -100,6 +120,8 @@ impl RedisConfig {
             prefix: "switchyard".to_owned(),
             op_timeout: Duration::from_millis(50),
             sync_interval: Duration::from_secs(1),
+            local_store_bytes: super::KV_MEMORY_BYTES,
+            store_url: None,
         }
     }
 
@@ -116,7 +138,10 @@ impl RedisConfig {
     /// A password (or user name) holding `/`, `?` or `#` unescaped: a URL parser would
     /// misread the host. The message shows the URL masked and says to percent-encode.
     pub fn check_url(&self) -> Result<(), String> {
-        credentials::problem(&self.url).map_or(Ok(()), Err)
+        let urls = std::iter::once(&self.url).chain(&self.store_url);
+        urls.filter_map(|u| credentials::problem(u))
+            .next()
+            .map_or(Ok(()), Err)
     }
 }
 
@@ -127,6 +152,11 @@ impl fmt::Debug for RedisConfig {
             .field("prefix", &self.prefix)
             .field("op_timeout", &self.op_timeout)
             .field("sync_interval", &self.sync_interval)
+            .field("local_store_bytes", &self.local_store_bytes)
+            .field(
+                "store_url",
+                &self.store_url.as_deref().map(credentials::mask),
+            )
             .finish()
     }
 }
@@ -146,6 +176,9 @@ struct Inner {
     clock: Clock,
     sync_interval: Duration,
     link: Link,
+    /// The connection stored values (`kv_*`) take: to `store_url`, else to `url` beside
+    /// `link`. Its failures degrade stored values only.
+    kv_link: Link,
     /// The local half: breaker mirror (admission) and rate windows used while degraded.
     mirror: MemoryState,
     /// The newest shared version merged into the mirror, per provider, so a slow poll
@@ -180,8 +213,21 @@ impl RedisState {
             replica: format!("{:016x}", fastrand::u64(..)),
             clock,
             sync_interval: cfg.sync_interval,
-            link: Link::new(&cfg.url, cfg.op_timeout, connect_timeout, clock),
-            mirror: MemoryState::new(),
+            link: Link::new(
+                &cfg.url,
+                cfg.op_timeout,
+                connect_timeout,
+                clock,
+                "shared state",
+            ),
+            kv_link: Link::new(
+                cfg.store_url.as_deref().unwrap_or(&cfg.url),
+                cfg.op_timeout,
+                connect_timeout,
+                clock,
+                "stored conversations",
+            ),
+            mirror: MemoryState::with_kv_limit(cfg.local_store_bytes),
             versions: Mutex::default(),
             books: Mutex::default(),
             local_ids: AtomicU64::new(0),
@@ -191,10 +237,14 @@ impl RedisState {
             listening: AtomicBool::new(false),
             fleet: OnceLock::new(),
         };
-        if let Some(conn) = inner.link.open().await {
+        let (conn, kv_conn) = tokio::join!(inner.link.open(), inner.kv_link.open());
+        if let Some(conn) = conn {
             if inner.resync(&conn).await.is_some() {
                 inner.link.up(conn);
             }
+        }
+        if let Some(kv_conn) = kv_conn {
+            inner.kv_link.up(kv_conn);
         }
         RedisState {
             inner: Arc::new(inner),
@@ -407,15 +457,13 @@ impl Inner {
                 self.release_probe_key(&provider, lease).await;
             }
             Cleanup::ReleaseBudget { scope, id, .. } => {
-                self.push_or_keep(&scope, Money::ZERO, budgets::remote_id(id))
-                    .await;
+                if let Some(id) = budgets::remote_id(id) {
+                    self.drop_remote(&scope, id).await;
+                }
             }
             Cleanup::SettleBudget {
                 scope, id, actual, ..
-            } => {
-                self.push_or_keep(&scope, actual, budgets::remote_id(id))
-                    .await;
-            }
+            } => self.spend(&scope, actual, budgets::remote_id(id)).await,
             Cleanup::ReleaseLease { name, holder } => {
                 self.release_lease_key(&name, &holder).await;
             }
@@ -428,11 +476,13 @@ impl Inner {
         match cleanup {
             Cleanup::ReleaseProbe { .. } | Cleanup::ReleaseLease { .. } => {}
             Cleanup::ReleaseBudget { scope, id, .. } => {
-                self.keep_pending(&scope, Money::ZERO, budgets::remote_id(id));
+                if let Some(id) = budgets::remote_id(id) {
+                    self.keep_drop(&scope, id);
+                }
             }
             Cleanup::SettleBudget {
                 scope, id, actual, ..
-            } => self.keep_pending(&scope, actual, budgets::remote_id(id)),
+            } => self.keep_spend(&scope, actual, budgets::remote_id(id)),
         }
     }
 

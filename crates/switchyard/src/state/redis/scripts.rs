@@ -13,10 +13,12 @@
 //!   per provider); taken when absent, renewed only by its holder, expiring after its TTL.
 //! - `P:budget:{scope}` — hash: `spent` and `reserved` (integer pico-dollars),
 //!   `r:{id}` = the amount of each outstanding reservation (ids are chosen by the
-//!   replica), and `d:{id}` tombstones for ids dropped before their reserve arrived.
-//!   No TTL: spend persists.
-//! - `P:leases:{scope}` — sorted set: reservation ids and tombstones scored by their
-//!   expiry (Unix ms); lapsed ones are purged by every budget script.
+//!   replica), `d:{id}` tombstones for ids dropped before their reserve arrived, `l:{id}`
+//!   for reservations that lapsed unsettled (so a settle that arrives after its lease still
+//!   counts, once), and `s:{push}` for pushes of spend made while degraded (so a push whose
+//!   reply was lost, sent again, counts once). No TTL: spend persists.
+//! - `P:leases:{scope}` — sorted set: reservation ids and the markers above scored by
+//!   their expiry (Unix ms); lapsed ones are purged by every budget script.
 //! - `P:rate:{bucket}` — string: the GCRA's TAT in µs; TTL = how far it is ahead + 60 s.
 //! - `P:kv:{key}` — string: a value kept by `SharedState::kv_put`, with its TTL.
 //!
@@ -192,20 +194,25 @@ local function unreserve(books, leases, id)
   end
   return false
 end
+local function mark(books, leases, name, now, ms)
+  redis.call('HSET', books, name, '1')
+  redis.call('ZADD', leases, tonumber(now) + ms, name)
+end
 local function drop(books, leases, id, now)
   if not unreserve(books, leases, id) then
     -- not reserved (yet): a RESERVE of this id arriving late must not take effect
-    redis.call('HSET', books, 'd:' .. id, '1')
-    redis.call('ZADD', leases, tonumber(now) + 600000, 'd:' .. id)
+    mark(books, leases, 'd:' .. id, now, 600000)
   end
 end
 local function purge(books, leases, now)
   for _, m in ipairs(redis.call('ZRANGEBYSCORE', leases, '-inf', now)) do
-    if string.sub(m, 1, 2) == 'd:' then
+    local kind = string.sub(m, 1, 2)
+    if kind == 'd:' or kind == 'l:' or kind == 's:' then
       redis.call('HDEL', books, m)
       redis.call('ZREM', leases, m)
-    else
-      unreserve(books, leases, m)
+    elseif unreserve(books, leases, m) then
+      -- lapsed unsettled: its holder may still settle it, once (after an outage)
+      mark(books, leases, 'l:' .. m, now, 86400000)
     end
   end
 end
@@ -246,16 +253,40 @@ return {{1, field(books, 'spent'), field(books, 'reserved')}}
     ))
 });
 
-/// Drop reservations (settled or released) and add spend; with no ids and 0 it only
-/// purges and reads. KEYS: books, leases. ARGV: now ms, spend delta, ids...
+/// Settle a reservation, push spend made while degraded, or drop reservations; with
+/// nothing to do it only purges and reads. Every form counts its spend once however often
+/// it is sent (a reply lost, the push sent again on resync):
+/// - settling reservation `id` adds its spend only while the reservation is held (`r:`) or
+///   lapsed unsettled (`l:`); once settled neither is there, and a second settle adds
+///   nothing;
+/// - a push of spend with a push id adds it unless that id's marker (`s:`, kept a day) says
+///   it was added already.
+///
+/// KEYS: books, leases. ARGV: now ms, spend delta, the reservation it settles ('' for
+/// none), push id ('' for none), ids to drop...
 /// Returns `{spent, reserved}` (decimal strings).
 pub(super) static SETTLE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
         r"{BUDGET_LIB}
-local books, leases = KEYS[1], KEYS[2]
-purge(books, leases, ARGV[1])
-for i = 3, #ARGV do drop(books, leases, ARGV[i], ARGV[1]) end
-if ARGV[2] ~= '0' then redis.call('HINCRBY', books, 'spent', ARGV[2]) end
+local books, leases, now = KEYS[1], KEYS[2], ARGV[1]
+purge(books, leases, now)
+local count = ARGV[2] ~= '0'
+if ARGV[3] ~= '' then
+  if unreserve(books, leases, ARGV[3]) then
+  elseif redis.call('HDEL', books, 'l:' .. ARGV[3]) == 1 then
+    redis.call('ZREM', leases, 'l:' .. ARGV[3])
+  else
+    count = false
+  end
+elseif ARGV[4] ~= '' and count then
+  if redis.call('HEXISTS', books, 's:' .. ARGV[4]) == 1 then
+    count = false
+  else
+    mark(books, leases, 's:' .. ARGV[4], now, 86400000)
+  end
+end
+for i = 5, #ARGV do drop(books, leases, ARGV[i], now) end
+if count then redis.call('HINCRBY', books, 'spent', ARGV[2]) end
 return {{field(books, 'spent'), field(books, 'reserved')}}
 "
     ))

@@ -97,6 +97,7 @@ impl Inner {
         if let Some(conn) = self.link.conn() {
             let _ = self.resync(&conn).await;
         }
+        self.kv_reconnect().await;
     }
 
     /// Degraded: apply cleanups locally until it is time to try Redis again.
@@ -107,7 +108,10 @@ impl Inner {
             tokio::select! {
                 biased;
                 () = stop.cancelled() => return,
-                () = &mut retry => return,
+                () = &mut retry => {
+                    self.kv_reconnect().await;
+                    return;
+                }
                 Some(cleanup) = queue.recv() => self.cleanup_failed(cleanup),
             }
         }

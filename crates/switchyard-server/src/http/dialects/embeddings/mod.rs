@@ -84,6 +84,15 @@ fn decode(
     wire.into_request()
 }
 
+/// What the request cost: the answer, and what failed turns before it billed though they
+/// failed (`switchyard::observe::Reported::spent`: a fan-out's answered calls).
+fn total_cost(resp: &EmbeddingResponse) -> Option<Money> {
+    match (resp.cost, switchyard::observe::spent(&resp.attempts)) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    }
+}
+
 /// The response: body, headers, metrics (the caller logs).
 fn answered(state: &AppState, ctx: &Ctx, resp: &EmbeddingResponse, encoding: Encoding) -> Response {
     let body = ListBody::new(resp, encoding);
@@ -99,7 +108,7 @@ fn answered(state: &AppState, ctx: &Ctx, resp: &EmbeddingResponse, encoding: Enc
         &resp.provider,
         &resp.attempts,
         resp.failed_over,
-        resp.cost,
+        total_cost(resp),
     )
 }
 
@@ -111,7 +120,7 @@ fn entry(ctx: &Ctx, resp: &EmbeddingResponse) -> LogEntry {
     entry.failed_over = resp.failed_over;
     entry.attempts.clone_from(&resp.attempts);
     entry.usage = resp.usage;
-    entry.cost_usd = resp.cost.map(Money::to_usd);
+    entry.cost_usd = total_cost(resp).map(Money::to_usd);
     entry
 }
 
@@ -168,7 +177,7 @@ impl<'a> ListBody<'a> {
             switchyard: Trail {
                 provider: &resp.provider,
                 failed_over: resp.failed_over,
-                cost_usd: resp.cost.map(Money::to_usd),
+                cost_usd: total_cost(resp).map(Money::to_usd),
                 attempts: &resp.attempts,
             },
         }
