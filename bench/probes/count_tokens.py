@@ -1,10 +1,11 @@
 """Issue 24 item 17: count_tokens judges unknown fields as /v1/messages does, and goes
 through the breaker."""
 
-import http.client
 import http.server
 import json
 import threading
+
+from _http import post
 
 NAME = "count_tokens"
 ITEM = "24.17"
@@ -59,15 +60,7 @@ class Anthropic(http.server.BaseHTTPRequestHandler):
 
 
 def count(port, body):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    try:
-        conn.request("POST", "/v1/messages/count_tokens", json.dumps(body),
-                     {"content-type": "application/json", "anthropic-version": "2023-06-01"})
-        resp = conn.getresponse()
-        resp.read()
-        return resp.status
-    finally:
-        conn.close()
+    return post(port, "/v1/messages/count_tokens", body, headers={"anthropic-version": "2023-06-01"}).status
 
 
 def run(ctx):

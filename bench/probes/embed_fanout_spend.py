@@ -1,9 +1,10 @@
 """Issue 24 item 7: an embeddings fan-out whose last call fails must record what it spent."""
 
-import http.client
 import http.server
 import json
 import threading
+
+from _http import get, post
 
 NAME = "embed_fanout_spend"
 ITEM = "24.7"
@@ -69,24 +70,7 @@ class Titan(http.server.BaseHTTPRequestHandler):
 
 
 def embed(port, texts):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    try:
-        conn.request("POST", "/v1/embeddings", json.dumps({"model": "embed", "input": texts}),
-                     {"content-type": "application/json"})
-        resp = conn.getresponse()
-        resp.read()
-        return resp.status
-    finally:
-        conn.close()
-
-
-def get_json(port, path):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    try:
-        conn.request("GET", path)
-        return json.loads(conn.getresponse().read())
-    finally:
-        conn.close()
+    return post(port, "/v1/embeddings", {"model": "embed", "input": texts}, timeout=120).status
 
 
 def run(ctx):
@@ -97,7 +81,7 @@ def run(ctx):
         texts = [f"input {i:04d}" for i in range(INPUTS - 1)] + ["last"]
         failed_status = embed(port, texts)  # `last` fails on both attempts
         calls_failed = Titan.calls
-        health = get_json(port, "/admin/health")
+        health = get(port, "/admin/health").json()
         spent = health.get("budgets", {}).get("embed", {}).get("spent_usd")
         lines = [json.loads(l) for l in (ctx.run / "requests.jsonl").read_text().splitlines() if l.strip()]
         logged = lines[-1].get("cost_usd") if lines else None

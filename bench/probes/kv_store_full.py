@@ -5,6 +5,8 @@ import json
 import multiprocessing
 import time
 
+from _http import provider
+
 NAME = "kv_store_full"
 ITEM = "24.5"
 DESCRIPTION = ("stored responses from one client with unrelated chat requests from another, timed "
@@ -16,14 +18,7 @@ FILL_SECS = 150      # ... or as many as this allows (a debug build on a busy ma
 PHASE = 1_500        # stored responses sent during each timed phase
 WRITERS = 4
 
-CONFIG = f"""
-[[providers]]
-name = "primary"
-kind = "openai"
-model = "bench-model"
-base_url = "http://127.0.0.1:MOCK/v1"
-price = {{ input_per_mtok = 0.15, output_per_mtok = 0.6 }}
-
+CONFIG = provider() + f"""
 [[routes]]
 name = "bench-model"
 providers = ["primary"]

@@ -1,8 +1,8 @@
 """Issue 24 item 12: `/metrics` must not show every key's spend to anyone in keys mode."""
 
 import hashlib
-import http.client
-import json
+
+from _http import call, provider
 
 NAME = "metrics_keys"
 ITEM = "24.12"
@@ -18,14 +18,7 @@ TOKEN_CONFIG = """
 metrics_token_env = "SWITCHYARD_PROBE_METRICS_TOKEN"
 """
 
-CONFIG = """
-[[providers]]
-name = "primary"
-kind = "openai"
-model = "bench-model"
-base_url = "http://127.0.0.1:MOCK/v1"
-price = { input_per_mtok = 0.15, output_per_mtok = 0.6 }
-
+CONFIG = provider() + """
 [[routes]]
 name = "bench-model"
 providers = ["primary"]
@@ -44,25 +37,12 @@ admin = true
 """
 
 
-def request(port, method, path, token=None, body=None):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    headers = {"content-type": "application/json"}
-    if token:
-        headers["authorization"] = f"Bearer {token}"
-    try:
-        conn.request(method, path, body, headers)
-        resp = conn.getresponse()
-        return resp.status, resp.read().decode(errors="replace")
-    finally:
-        conn.close()
-
-
 def exposure(port, who_tokens):
     """Who (of `who_tokens`) gets `/metrics` with the keys' budgets in it."""
     seen = {}
     for who, token in who_tokens:
-        status, text = request(port, "GET", "/metrics", token)
-        seen[who] = {"status": status, "shows_budgets": "switchyard_budget_remaining_usd" in text}
+        reply = call(port, "GET", "/metrics", token=token, timeout=10)
+        seen[who] = {"status": reply.status, "shows_budgets": "switchyard_budget_remaining_usd" in reply.text()}
     return seen
 
 
@@ -72,8 +52,8 @@ def run(ctx):
               .replace("TEAM_HASH", hashlib.sha256(TEAM.encode()).hexdigest())
               .replace("OPS_HASH", hashlib.sha256(OPS.encode()).hexdigest()))
     _, port = ctx.serve(config)
-    chat = json.dumps({"model": "bench-model", "messages": [{"role": "user", "content": "hi"}]})
-    request(port, "POST", "/v1/chat/completions", TEAM, chat)
+    chat = {"model": "bench-model", "messages": [{"role": "user", "content": "hi"}]}
+    call(port, "POST", "/v1/chat/completions", chat, token=TEAM, timeout=10)
     seen = exposure(port, [("anonymous", None), ("client key", TEAM), ("admin key", OPS)])
     ctx.stop()
     try:

@@ -1,8 +1,8 @@
 """Issue 24 item 3: `n` must not escape a budget's reservation."""
 
 import concurrent.futures
-import http.client
-import json
+
+from _http import post, provider
 
 NAME = "n_budget"
 ITEM = "24.3"
@@ -11,14 +11,7 @@ DESCRIPTION = "20 concurrent n=128, max_tokens=1000 requests on a $0.05 route: s
 CONFIG = """
 [server]
 request_log = "{run}/requests.jsonl"
-
-[[providers]]
-name = "primary"
-kind = "openai"
-model = "bench-model"
-base_url = "http://127.0.0.1:MOCK/v1"
-price = { input_per_mtok = 0.15, output_per_mtok = 0.6 }
-
+""" + provider() + """
 [[routes]]
 name = "bench-model"
 providers = ["primary"]
@@ -27,17 +20,9 @@ budget_usd = 0.05
 
 
 def one(port):
-    body = json.dumps({"model": "bench-model", "n": 128, "max_tokens": 1000,
-                       "messages": [{"role": "user", "content": "hi"}]})
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    try:
-        conn.request("POST", "/v1/chat/completions", body, {"content-type": "application/json"})
-        resp = conn.getresponse()
-        data = resp.read()
-        cost = float(resp.getheader("x-switchyard-cost-usd") or 0) if resp.status == 200 else 0.0
-        return resp.status, cost, len(data)
-    finally:
-        conn.close()
+    reply = post(port, "/v1/chat/completions", {"model": "bench-model", "n": 128, "max_tokens": 1000,
+                                               "messages": [{"role": "user", "content": "hi"}]})
+    return reply.status, reply.cost if reply.status == 200 else 0.0, len(reply.data)
 
 
 def run(ctx):

@@ -1,8 +1,8 @@
 """Issue 24 item 13: stored conversations must not reset or inflate the budget books in Redis."""
 
-import http.client
-import json
 import subprocess
+
+from _http import get, post, provider
 
 NAME = "redis_store_apart"
 ITEM = "24.13"
@@ -13,14 +13,7 @@ DESCRIPTION = ("a budget Redis with maxmemory-policy allkeys-lru is refused at s
 REQUESTS = 12        # budgeted chat requests between the stored responses
 STORED = 240         # stored responses of ~100 KB each (about 3 times the store Redis's memory)
 
-CONFIG = """
-[[providers]]
-name = "primary"
-kind = "openai"
-model = "bench-model"
-base_url = "http://127.0.0.1:MOCK/v1"
-price = { input_per_mtok = 0.15, output_per_mtok = 0.6 }
-
+CONFIG = provider() + """
 [[routes]]
 name = "bench-model"
 providers = ["primary"]
@@ -41,26 +34,6 @@ def redis(ctx, name, *args):
            "--appendonly", "no", "--dir", str(ctx.run), *args]
     ctx.start(cmd, name, "Ready to accept connections")
     return port
-
-
-def post(port, path, body):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    try:
-        conn.request("POST", path, json.dumps(body), {"content-type": "application/json"})
-        resp = conn.getresponse()
-        resp.read()
-        return resp.status, float(resp.getheader("x-switchyard-cost-usd") or 0)
-    finally:
-        conn.close()
-
-
-def get_json(port, path):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    try:
-        conn.request("GET", path)
-        return json.loads(conn.getresponse().read())
-    finally:
-        conn.close()
 
 
 def refused_on(ctx, config):
@@ -91,17 +64,17 @@ def run(ctx):
     filler = "x" * 100_000
     for i in range(STORED):
         # every answer spends against the route's budget: the books must be their sum
-        status, cost = post(port, "/v1/responses", {"model": "bench-model", "input": f"{i} {filler}",
-                                                    "store": True, "max_output_tokens": 16})
-        failures += status != 200
-        costs += cost
+        reply = post(port, "/v1/responses", {"model": "bench-model", "input": f"{i} {filler}",
+                                             "store": True, "max_output_tokens": 16})
+        failures += reply.status != 200
+        costs += reply.cost
         if i % (STORED // REQUESTS) == 0:
-            status, cost = post(port, "/v1/chat/completions", {
+            reply = post(port, "/v1/chat/completions", {
                 "model": "bench-model", "max_tokens": 16,
                 "messages": [{"role": "user", "content": "hi"}]})
-            failures += status != 200
-            costs += cost
-    health = get_json(port, "/admin/health")
+            failures += reply.status != 200
+            costs += reply.cost
+    health = get(port, "/admin/health").json()
     spent = health.get("budgets", {}).get("bench-model", {}).get("spent_usd")
     state = health.get("state", {})
     exact = spent is not None and abs(spent - costs) < 1e-6

@@ -1,11 +1,12 @@
 """Issue 24 item 14: the model name an upstream reports must be bounded in the answer, the trail
 and the request log."""
 
-import http.client
 import http.server
 import json
 import threading
 import time
+
+from _http import post, provider
 
 NAME = "reported_model"
 ITEM = "24.14"
@@ -18,13 +19,7 @@ CONFIG = """
 [server]
 request_log = "{run}/requests.jsonl"
 
-[[providers]]
-name = "vendor"
-kind = "openai"
-model = "bench-model"
-base_url = "http://127.0.0.1:MOCK/v1"
-price = { input_per_mtok = 0.15, output_per_mtok = 0.6 }
-
+""" + provider("vendor") + """
 [[routes]]
 name = "bench-model"
 providers = ["vendor"]
@@ -59,12 +54,9 @@ def run(ctx):
     threading.Thread(target=mock.serve_forever, daemon=True).start()
     try:
         _, port = ctx.serve(CONFIG.replace("MOCK", str(mock.server_address[1])))
-        body = json.dumps({"model": "bench-model", "messages": [{"role": "user", "content": "hi"}]})
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        conn.request("POST", "/v1/chat/completions", body, {"content-type": "application/json"})
-        resp = conn.getresponse()
-        answer = resp.read()
-        conn.close()
+        resp = post(port, "/v1/chat/completions",
+                    {"model": "bench-model", "messages": [{"role": "user", "content": "hi"}]})
+        answer = resp.data
         log_path = ctx.run / "requests.jsonl"
         line = ""
         for _ in range(100):

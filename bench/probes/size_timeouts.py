@@ -1,9 +1,10 @@
 """Issue 24 item 10: a client must not open a shared circuit by asking for answers long enough to
 time out."""
 
-import http.client
 import json
 import time
+
+from _http import get, post, provider
 
 NAME = "size_timeouts"
 ITEM = "24.10"
@@ -15,21 +16,7 @@ CONFIG = """
 [server]
 request_log = "{run}/requests.jsonl"
 
-[[providers]]
-name = "primary"
-kind = "openai"
-model = "slow-model"
-base_url = "http://127.0.0.1:MOCK/v1"
-timeout = "3s"
-price = { input_per_mtok = 0.15, output_per_mtok = 0.6 }
-
-[[providers]]
-name = "backup"
-kind = "openai"
-model = "bench-model"
-base_url = "http://127.0.0.1:MOCK/v1"
-price = { input_per_mtok = 0.15, output_per_mtok = 0.6 }
-
+""" + provider(model="slow-model", extra='timeout = "3s"') + provider("backup") + """
 [[routes]]
 name = "chat"
 providers = ["primary", "backup"]
@@ -39,29 +26,18 @@ deadline = "30s"
 
 def ask(port, max_tokens):
     """One plain request: (status, the trail's first attempt as `provider:outcome`)."""
-    body = json.dumps({"model": "chat", "max_tokens": max_tokens,
-                       "messages": [{"role": "user", "content": "write it all"}]})
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=40)
-    try:
-        conn.request("POST", "/v1/chat/completions", body, {"content-type": "application/json"})
-        resp = conn.getresponse()
-        data = json.loads(resp.read() or b"{}")
-    finally:
-        conn.close()
+    reply = post(port, "/v1/chat/completions", {"model": "chat", "max_tokens": max_tokens,
+                 "messages": [{"role": "user", "content": "write it all"}]}, timeout=40)
+    data = reply.json()
     attempts = (data.get("switchyard") or {}).get("attempts") or [{}]
     first = attempts[0]
     outcome = first.get("outcome")
     label = outcome if isinstance(outcome, str) else json.dumps(outcome, sort_keys=True)
-    return resp.status, f"{first.get('provider')}:{label}"
+    return reply.status, f"{first.get('provider')}:{label}"
 
 
 def circuit(port):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        conn.request("GET", "/admin/health")
-        health = json.loads(conn.getresponse().read())
-    finally:
-        conn.close()
+    health = get(port, "/admin/health", timeout=10).json()
     return next(p["state"] for p in health["providers"] if p["name"] == "primary")
 
 

@@ -1,11 +1,11 @@
 """Issue 24 item 6: slow request bodies must not exhaust the in-flight slots."""
 
 import hashlib
-import http.client
-import json
 import selectors
 import socket
 import time
+
+from _http import post, provider
 
 NAME = "slow_bodies"
 ITEM = "24.6"
@@ -16,14 +16,7 @@ DESCRIPTION = ("[server] max_in_flight = 64: 64 connections trickle request bodi
 CONFIG = """
 [server]
 max_in_flight = 64
-
-[[providers]]
-name = "primary"
-kind = "openai"
-model = "bench-model"
-base_url = "http://127.0.0.1:MOCK/v1"
-price = { input_per_mtok = 0.15, output_per_mtok = 0.6 }
-
+""" + provider() + """
 [[routes]]
 name = "bench-model"
 providers = ["primary"]
@@ -81,16 +74,8 @@ def answered(socks, within):
 
 
 def good_request(port):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    try:
-        body = json.dumps({"model": "bench-model", "messages": [{"role": "user", "content": "hi"}]})
-        conn.request("POST", "/v1/chat/completions", body,
-                     {"content-type": "application/json", "authorization": f"Bearer {token('good')}"})
-        resp = conn.getresponse()
-        resp.read()
-        return resp.status
-    finally:
-        conn.close()
+    body = {"model": "bench-model", "messages": [{"role": "user", "content": "hi"}]}
+    return post(port, "/v1/chat/completions", body, token=token("good")).status
 
 
 def run(ctx):

@@ -2,11 +2,12 @@
 route's deadline."""
 
 import concurrent.futures
-import http.client
 import json
 import socket
 import time
 import urllib.request
+
+from _http import post, provider
 
 NAME = "slow_readers"
 ITEM = "24.1"
@@ -28,20 +29,7 @@ CONFIG = """
 request_log = "{run}/requests.jsonl"
 max_in_flight = 64
 
-[[providers]]
-name = "flooder"
-kind = "openai"
-model = "flood-model"
-base_url = "http://127.0.0.1:MOCK/v1"
-price = { input_per_mtok = 0.15, output_per_mtok = 0.6 }
-
-[[providers]]
-name = "primary"
-kind = "openai"
-model = "bench-model"
-base_url = "http://127.0.0.1:MOCK/v1"
-price = { input_per_mtok = 0.15, output_per_mtok = 0.6 }
-
+""" + provider("flooder", model="flood-model") + provider() + """
 [[routes]]
 name = "flood-model"
 providers = ["flooder"]
@@ -74,17 +62,11 @@ def stuck_stream(port):
 
 def served(port):
     """One plain request from another client: its status (0 when it failed to connect)."""
-    body = json.dumps({"model": "bench-model", "messages": [{"role": "user", "content": "hi"}]})
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    body = {"model": "bench-model", "messages": [{"role": "user", "content": "hi"}]}
     try:
-        conn.request("POST", "/v1/chat/completions", body, {"content-type": "application/json"})
-        resp = conn.getresponse()
-        resp.read()
-        return resp.status
+        return post(port, "/v1/chat/completions", body, timeout=5).status
     except OSError:
         return 0
-    finally:
-        conn.close()
 
 
 def lines(path):
