@@ -488,6 +488,16 @@ impl Native {
         self.headers.push((name.into(), value.into()));
         self
     }
+
+    /// The bytes the body sends upstream: its compact JSON and the [`Native::prefill`] a
+    /// codec appends. Budget reservations bound the input of a natively sent request by
+    /// it (`cost::estimate_sent_input_tokens`): what the shared shape does not model
+    /// still goes upstream.
+    #[must_use]
+    pub fn wire_len(&self) -> usize {
+        let body = usize::try_from(crate::cost::json_len(&self.body)).unwrap_or(usize::MAX);
+        body.saturating_add(self.prefill.as_ref().map_or(0, String::len))
+    }
 }
 
 impl ChatRequest {
