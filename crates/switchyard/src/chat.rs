@@ -495,8 +495,23 @@ impl Native {
     /// still goes upstream.
     #[must_use]
     pub fn wire_len(&self) -> usize {
-        let body = usize::try_from(crate::cost::json_len(&self.body)).unwrap_or(usize::MAX);
-        body.saturating_add(self.prefill.as_ref().map_or(0, String::len))
+        // the body's compact JSON, counted without building it
+        struct Count(usize);
+        impl std::io::Write for Count {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0 = self.0.saturating_add(buf.len());
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut count = Count(0);
+        // writing a `Value` to a sink that never fails cannot fail
+        let _ = serde_json::to_writer(&mut count, self.body.as_ref());
+        count
+            .0
+            .saturating_add(self.prefill.as_ref().map_or(0, String::len))
     }
 }
 

@@ -125,7 +125,7 @@ fn len(bytes: usize) -> u64 {
 }
 
 /// The length of a JSON value's compact text, counted without building the string.
-pub(crate) fn json_len(value: &serde_json::Value) -> u64 {
+fn json_len(value: &serde_json::Value) -> u64 {
     struct Count(u64);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
