@@ -488,6 +488,31 @@ impl Native {
         self.headers.push((name.into(), value.into()));
         self
     }
+
+    /// The bytes the body sends upstream: its compact JSON and the [`Native::prefill`] a
+    /// codec appends. Budget reservations bound the input of a natively sent request by
+    /// it (`cost::estimate_sent_input_tokens`): what the shared shape does not model
+    /// still goes upstream.
+    #[must_use]
+    pub fn wire_len(&self) -> usize {
+        // the body's compact JSON, counted without building it
+        struct Count(usize);
+        impl std::io::Write for Count {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0 = self.0.saturating_add(buf.len());
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut count = Count(0);
+        // writing a `Value` to a sink that never fails cannot fail
+        let _ = serde_json::to_writer(&mut count, self.body.as_ref());
+        count
+            .0
+            .saturating_add(self.prefill.as_ref().map_or(0, String::len))
+    }
 }
 
 impl ChatRequest {

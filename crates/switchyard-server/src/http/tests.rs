@@ -28,6 +28,7 @@ mod fields;
 mod hostile;
 mod messages;
 mod messages_beta;
+mod raw_items;
 mod recovery;
 mod responses;
 mod surcharges;

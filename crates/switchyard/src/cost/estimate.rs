@@ -6,7 +6,9 @@
 //! fixed overheads cover the framing vendors add (per message, per tool, the tool-use
 //! scaffolding). Images are bounded by their pixel count when the request carries them
 //! inline in a format whose header is read here (PNG, JPEG, GIF, WebP, BMP), and by a
-//! documented per-image allowance otherwise. The allowances are assumptions about vendor
+//! documented per-image allowance otherwise. A request a provider sends as the client's own
+//! body (`chat::Native`) is bounded by that body's bytes as well
+//! ([`estimate_sent_input_tokens`]): everything in it goes upstream, modelled or not. The allowances are assumptions about vendor
 //! tokenizers: a call that reports more input than its bound is reported to observers as
 //! an overrun (`gateway::run`), never silently absorbed.
 
@@ -54,6 +56,41 @@ pub fn estimate_input_tokens(req: &ChatRequest) -> u64 {
             .saturating_add(json_len(schema));
     }
     total
+}
+
+/// An upper bound on the request's input tokens as a provider that takes native bodies of
+/// `native_kind` sends it. When the request carries a body of that kind, the provider
+/// sends that body as is, with what the shared shape does not model (Responses items such
+/// as `custom_tool_call_output` or `computer_call_output`, Anthropic blocks of types the
+/// gateway does not know, a stored conversation spliced in): the bound is then the larger
+/// of [`estimate_input_tokens`] and the body's bytes ([`Native::wire_len`], a token being
+/// never shorter than a byte), with the images the shared shape holds counted as it
+/// counts them (by pixels, or the unsized allowance) instead of by their encoded bytes.
+/// Any other provider sends the shared shape: [`estimate_input_tokens`].
+///
+/// [`Native::wire_len`]: crate::chat::Native::wire_len
+#[must_use]
+pub fn estimate_sent_input_tokens(req: &ChatRequest, native_kind: Option<&str>) -> u64 {
+    let shared = estimate_input_tokens(req);
+    let Some(native) = native_kind.and_then(|kind| req.native_continuing(kind)) else {
+        return shared;
+    };
+    // the body carries each image the shared shape was decoded from, as the same text
+    let (mut image_bytes, mut image_bound) = (0u64, 0u64);
+    for part in req.messages.iter().flat_map(|m| &m.content) {
+        if let ContentPart::Image { source, .. } = part {
+            let text = match source {
+                ImageSource::Base64 { data, .. } => data,
+                ImageSource::Url { url } => url,
+            };
+            image_bytes = image_bytes.saturating_add(len(text.len()));
+            image_bound = image_bound.saturating_add(image_tokens(source));
+        }
+    }
+    let body = len(native.wire_len())
+        .saturating_sub(image_bytes)
+        .saturating_add(image_bound);
+    shared.max(body)
 }
 
 /// What a request may cost at most at `price`: [`estimate_input_tokens`] at the dearest
@@ -370,6 +407,72 @@ mod tests {
             estimate_input_tokens(&req),
             with_tools + call_msg + result_msg + 3 + schema
         );
+    }
+
+    /// Issue 24 item 4: a Responses item the shared shape does not model goes upstream in
+    /// the native body, and a provider that sends that body is bounded by its bytes.
+    #[test]
+    fn a_native_body_bounds_the_input_by_its_bytes_for_a_provider_that_sends_it() {
+        use crate::chat::Native;
+        let big = "x".repeat(300_000);
+        let body = serde_json::json!({"model": "m", "input": [
+            {"type": "custom_tool_call_output", "call_id": "c", "output": big}]});
+        let mut req = ChatRequest::from_prompt("hi");
+        let shared = estimate_input_tokens(&req);
+        req.native = Some(Native::new("openai-responses", body));
+        let wire = len(req.native.as_ref().unwrap().wire_len());
+        assert!(wire > 300_000, "{wire}");
+        assert_eq!(
+            estimate_sent_input_tokens(&req, Some("openai-responses")),
+            wire
+        );
+        // a provider that sends the shared shape, or natives of another kind, sends none of it
+        assert_eq!(estimate_sent_input_tokens(&req, None), shared);
+        assert_eq!(estimate_sent_input_tokens(&req, Some("anthropic")), shared);
+        // a continuation's prefill is appended to the body
+        req.native.as_mut().unwrap().prefill = Some("y".repeat(1000));
+        assert_eq!(
+            estimate_sent_input_tokens(&req, Some("openai-responses")),
+            wire + 1000
+        );
+        // a small body never lowers the shared bound
+        req.native = Some(Native::new("openai-responses", serde_json::json!({})));
+        assert_eq!(
+            estimate_sent_input_tokens(&req, Some("openai-responses")),
+            shared
+        );
+    }
+
+    /// Images in a native body count as the shared shape counts them, not by their encoded
+    /// bytes: a screenshot in a Messages history does not reserve a token per byte.
+    #[test]
+    fn images_in_a_native_body_count_by_pixels_not_bytes() {
+        use crate::chat::Native;
+        let data = b64(&png(64, 64)) + &"A".repeat(400_000);
+        let mut req = ChatRequest::from_prompt("");
+        req.messages[0].content = vec![ContentPart::Image {
+            source: ImageSource::Base64 {
+                media_type: "image/png".into(),
+                data: data.clone(),
+            },
+            detail: None,
+        }];
+        let shared = estimate_input_tokens(&req);
+        assert_eq!(
+            shared,
+            ESTIMATE_TOKENS_PER_MESSAGE + ESTIMATE_TOKENS_PER_IMAGE_MIN
+        );
+        let body = serde_json::json!({"model": "m", "messages": [{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}},
+            {"type": "unknown_block", "text": "z".repeat(10_000)}]}]});
+        req.native = Some(Native::new("anthropic", body));
+        let wire = len(req.native.as_ref().unwrap().wire_len());
+        let bound = estimate_sent_input_tokens(&req, Some("anthropic"));
+        assert_eq!(
+            bound,
+            wire - len(data.len()) + ESTIMATE_TOKENS_PER_IMAGE_MIN
+        );
+        assert!(bound > 10_000 && bound < 20_000, "{bound}");
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::chat::Usage;
 pub use crate::money::{Decimal, Money};
 
 pub use estimate::{
-    estimate_cost, estimate_input_tokens, ESTIMATE_TOKENS_FOR_TOOL_USE,
+    estimate_cost, estimate_input_tokens, estimate_sent_input_tokens, ESTIMATE_TOKENS_FOR_TOOL_USE,
     ESTIMATE_TOKENS_PER_IMAGE_MIN, ESTIMATE_TOKENS_PER_MESSAGE, ESTIMATE_TOKENS_PER_TOOL,
     ESTIMATE_TOKENS_PER_UNSIZED_IMAGE,
 };

@@ -103,3 +103,33 @@ async fn a_broken_native_stream_is_restarted_never_continued() {
     let sent = &second.requests()[0];
     assert!(sent.native.is_some(), "the restart keeps the native body");
 }
+
+/// Issue 24 item 4: the body a native provider sends carries what the shared shape does not
+/// model (here a 200 KB Responses item), and a budget reserves for it on that provider only:
+/// a provider that sends the shared shape reserves the shared shape's bound.
+#[tokio::test(start_paused = true)]
+async fn a_native_body_is_reserved_at_its_bytes_on_a_provider_that_sends_it() {
+    use switchyard::Money;
+    let body = json!({"input": [
+        {"type": "custom_tool_call_output", "call_id": "c", "output": "x".repeat(200_000)}]});
+    let req = ChatRequest {
+        max_tokens: Some(100),
+        native: Some(Native::new(KIND, body)),
+        ..ChatRequest::from_prompt("summarise")
+    };
+    // $1 per million input tokens: 200,000 bytes are $0.20, the shared shape a few micro-dollars
+    let budget = Money::from_usd(0.01);
+    let native = Arc::new(ScriptedProvider::new("codex").taking_native(KIND));
+    let plain = Arc::new(ScriptedProvider::new("chat-model"));
+    let gw = two(&native, &plain, route(&["primary"]).budget(budget));
+    let err = gw.chat("main", &req).await.unwrap_err();
+    assert!(
+        matches!(err, GatewayError::BudgetExceeded { .. }),
+        "{err:?}"
+    );
+    assert_eq!(native.calls(), 0, "refused before dispatch");
+
+    let gw = two(&native, &plain, route(&["backup"]).budget(budget));
+    let resp = gw.chat("main", &req).await.unwrap();
+    assert_eq!(resp.provider, "backup", "the shared shape fits the budget");
+}

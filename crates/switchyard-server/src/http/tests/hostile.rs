@@ -83,6 +83,48 @@ async fn a_huge_model_is_refused_by_name_and_logged_cut() {
     assert_eq!(provider.calls(), 0);
 }
 
+/// Issue 24 item 16: every dialect checks `model` against the name bound before it is used
+/// (the Messages dialect took it out of the body first and checked what was left, so a
+/// 1 MiB model was looked up and answered with a 404 quoting 3.9 KB of it).
+#[tokio::test]
+async fn a_huge_model_is_a_400_naming_it_in_every_dialect() {
+    let (state, provider) = server(&[], &[]);
+    let model = "m".repeat(1 << 20);
+    let hi = json!([{"role": "user", "content": "hi"}]);
+    let cases = [
+        (
+            "/v1/chat/completions",
+            json!({"model": model, "messages": hi}),
+        ),
+        ("/v1/responses", json!({"model": model, "input": "hi"})),
+        (
+            "/v1/messages",
+            json!({"model": model, "max_tokens": 16, "messages": hi}),
+        ),
+        (
+            "/v1/messages/count_tokens",
+            json!({"model": model, "messages": hi}),
+        ),
+        ("/v1/embeddings", json!({"model": model, "input": "hi"})),
+    ];
+    for (path, body) in cases {
+        let req = Request::post(path)
+            .header("content-type", "application/json")
+            .header("anthropic-version", "2023-06-01")
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        let (status, body) = small_answer(&state, req).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {body}");
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert_eq!(message, "model: longer than 256 characters", "{path}");
+        assert!(body.to_string().len() < 512, "{path}: {body}");
+        let entry = last_logged(&state);
+        assert_eq!(entry.status, 400, "{path}");
+        assert!(entry.route.len() <= 1100, "{path}: {}", entry.route.len());
+    }
+    assert_eq!(provider.calls(), 0);
+}
+
 #[tokio::test]
 async fn a_name_of_256_characters_is_a_name_and_257_are_too_many() {
     let (state, _) = server(&[], &[]);

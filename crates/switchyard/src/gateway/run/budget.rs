@@ -10,7 +10,7 @@
 use super::super::hold::{Guard, Hold, RESERVATION_SLACK};
 use super::{Call, Reservation, Run};
 use crate::chat::{ChatRequest, Usage};
-use crate::cost::{estimate_input_tokens, BudgetState, Money, Price};
+use crate::cost::{estimate_sent_input_tokens, BudgetState, Money, Price};
 use crate::gateway::{Gateway, Slot};
 use crate::observe::{BudgetExhausted, Overrun};
 use crate::state::Cleanup;
@@ -96,7 +96,8 @@ impl Run {
         (Some(req.clone().with_max_tokens(n)), limits)
     }
 
-    /// Reserve the request's worst case (input bound at the dearest input rate, `output`
+    /// Reserve the request's worst case (input bound at the dearest input rate — of the
+    /// request as this provider sends it, its native body when it takes one —, `output`
     /// tokens — every answer's — at the output rate; for a provider that makes one call
     /// per answer, each call's share of the output with the whole input, times the calls)
     /// against every budget that applies (the route's, the caller's); all or nothing.
@@ -111,7 +112,7 @@ impl Run {
         }
         let (input_tokens, calls) = match call {
             Call::Send(req) | Call::Stream(req) => (
-                estimate_input_tokens(req),
+                estimate_sent_input_tokens(req, slot.spec.provider.native_kind()),
                 slot.spec.provider.calls_for(req).max(1),
             ),
             Call::Embed(req) => (req.input_token_bound(), 1),

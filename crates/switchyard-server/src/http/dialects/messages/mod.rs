@@ -47,8 +47,8 @@ impl Dialect for Messages {
 
     fn decode(body: &Bytes, ctx: &mut Ctx) -> Result<Decoded<threads::Turn>, ApiError> {
         let (mut wire, unknown) = wire::parse(body)?;
-        ctx.route = std::mem::take(&mut wire.model);
         ctx.stream = wire.stream;
+        ctx.route = wire.take_model()?;
         let turn = threads::Turn::new(wire.thread.clone());
         let beta = ctx
             .anthropic_beta

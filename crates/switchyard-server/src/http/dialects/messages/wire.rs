@@ -447,13 +447,22 @@ impl WireRequest {
         Some(user)
     }
 
-    fn check_scalars(&self) -> Result<(), ApiError> {
+    /// The route name in `model`, taken out of the request once it is known to be a name:
+    /// one longer than `MAX_NAME_CHARS` is refused before anything looks it up or quotes it.
+    ///
+    /// # Errors
+    /// 400 naming `model`.
+    pub(super) fn take_model(&mut self) -> Result<String, ApiError> {
         if longer_than(&self.model, MAX_NAME_CHARS) {
             return Err(bad(
                 "model",
                 format!("longer than {MAX_NAME_CHARS} characters"),
             ));
         }
+        Ok(std::mem::take(&mut self.model))
+    }
+
+    fn check_scalars(&self) -> Result<(), ApiError> {
         if self.max_tokens == 0 {
             return Err(bad("max_tokens", "must be at least 1"));
         }
