@@ -1,8 +1,8 @@
 """Issue 24 item 16: every dialect checks `model` against the 256-character bound before it uses it."""
 
-import http.client
-import json
 import re
+
+from _http import post, provider
 
 NAME = "model_bound"
 ITEM = "24.16"
@@ -11,14 +11,7 @@ DESCRIPTION = ("a 1 MiB `model` on chat, responses, messages, count_tokens and e
 
 HUGE = 1 << 20
 
-CONFIG = """
-[[providers]]
-name = "primary"
-kind = "openai"
-model = "bench-model"
-base_url = "http://127.0.0.1:MOCK/v1"
-price = { input_per_mtok = 0.15, output_per_mtok = 0.6 }
-
+CONFIG = provider() + """
 [[routes]]
 name = "bench-model"
 providers = ["primary"]
@@ -39,15 +32,9 @@ def run(ctx):
     _, port = ctx.serve(CONFIG.replace("MOCK", str(mock)))
     results = {}
     for name, path, body in CASES:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        try:
-            conn.request("POST", path, json.dumps(dict(body, model="m" * HUGE)),
-                         {"content-type": "application/json", "anthropic-version": "2023-06-01"})
-            resp = conn.getresponse()
-            answer = resp.read()
-        finally:
-            conn.close()
-        error = json.loads(answer or b"{}").get("error") or {}
+        resp = post(port, path, dict(body, model="m" * HUGE), headers={"anthropic-version": "2023-06-01"})
+        answer = resp.data
+        error = resp.json().get("error") or {}
         message = str(error.get("message", ""))
         results[name] = {"status": resp.status, "answer_bytes": len(answer),
                          "model_bytes_quoted": max((len(run) for run in re.findall("m+", message)), default=0),

@@ -2,11 +2,12 @@
 body, so a budget's reservation must count them."""
 
 import hashlib
-import http.client
 import http.server
 import json
 import threading
 import time
+
+from _http import get, post as send
 
 NAME = "raw_items"
 ITEM = "24.4"
@@ -124,29 +125,16 @@ def messages_body(route):
 
 
 def post(port, path, body, token, beta=None):
-    headers = {"content-type": "application/json", "authorization": f"Bearer {token}",
-               "anthropic-version": "2023-06-01"}
+    headers = {"anthropic-version": "2023-06-01"}
     if beta:
         headers["anthropic-beta"] = beta
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    try:
-        conn.request("POST", path, json.dumps(body), headers)
-        resp = conn.getresponse()
-        data = json.loads(resp.read() or b"{}")
-        cost = float(resp.getheader("x-switchyard-cost-usd") or 0) if resp.status == 200 else 0.0
-        return resp.status, cost, data
-    finally:
-        conn.close()
+    reply = send(port, path, body, headers=headers, token=token, timeout=60)
+    return reply.status, reply.cost if reply.status == 200 else 0.0, reply.json()
 
 
 def wide_books(port):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        conn.request("GET", "/admin/health", headers={"authorization": f"Bearer {OPS}"})
-        data = json.loads(conn.getresponse().read() or b"{}")
-        return (data.get("budgets") or {}).get("wide") or {}
-    finally:
-        conn.close()
+    data = get(port, "/admin/health", token=OPS, timeout=10).json()
+    return (data.get("budgets") or {}).get("wide") or {}
 
 
 def refused(port, path, body, token, beta=None):
