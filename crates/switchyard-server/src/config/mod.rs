@@ -253,6 +253,7 @@ fn validate_server(config: &Config, p: &mut Problems) {
     if s.max_body_bytes == Some(0) {
         p.add("server.max_body_bytes", "must be greater than zero");
     }
+    expansion_problems(s, p);
     p.duration(
         "server.header_read_timeout",
         s.header_read_timeout.as_deref(),
@@ -822,6 +823,46 @@ fn validate_state(config: &Config, p: &mut Problems) {
                 preflight::MIN_MEMORY_STORE_BYTES
             ),
         );
+    }
+}
+
+/// `[server] max_request_items`, `max_request_depth`, `max_expanded_bytes`: each at least
+/// one; the depth at most what the JSON parser takes; the expanded bytes at least a body.
+fn expansion_problems(s: &schema::ServerToml, p: &mut Problems) {
+    use crate::http::dialects::expansion::DEPTH_CEILING;
+    if s.max_request_items == Some(0) {
+        p.add("server.max_request_items", "must be greater than zero");
+    }
+    if let Some(d) = s.max_request_depth {
+        if d == 0 || d > DEPTH_CEILING {
+            p.add(
+                "server.max_request_depth",
+                format!("{d} is out of range: between 1 and {DEPTH_CEILING}"),
+            );
+        }
+    }
+    let body = s
+        .max_body_bytes
+        .unwrap_or(crate::http::state::DEFAULT_MAX_BODY_BYTES);
+    if let Some(b) = s.max_expanded_bytes.filter(|b| *b < body) {
+        p.add(
+            "server.max_expanded_bytes",
+            format!("{b} is less than max_body_bytes ({body}): a whole body must fit"),
+        );
+    }
+}
+
+/// The memory bounds of one request (`[server]`; see `crate::http::dialects::expansion`).
+#[must_use]
+pub fn expansion_limits(config: &Config) -> crate::http::dialects::expansion::Limits {
+    let defaults = crate::http::dialects::expansion::Limits::default();
+    let s = &config.server;
+    crate::http::dialects::expansion::Limits {
+        max_items: s.max_request_items.unwrap_or(defaults.max_items),
+        max_depth: s.max_request_depth.unwrap_or(defaults.max_depth),
+        max_expanded_bytes: s
+            .max_expanded_bytes
+            .unwrap_or(defaults.max_expanded_bytes),
     }
 }
 

@@ -41,6 +41,8 @@ pub struct Shared {
     pub insight: Arc<Insight>,
     /// Largest accepted body.
     pub max_body_bytes: usize,
+    /// What one request may expand to in memory (`crate::http::dialects::expansion`).
+    pub expansion: crate::http::dialects::expansion::Limits,
     /// False while starting up or shutting down (`/readyz`).
     pub ready: AtomicBool,
     /// Browser origins other than the gateway's own that may call it (`crate::http::guard`).
@@ -80,6 +82,7 @@ impl Shared {
             log: RequestLog::disabled(),
             insight: Arc::new(Insight::new(switchyard::clock::Clock::system())),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            expansion: crate::http::dialects::expansion::Limits::default(),
             ready: AtomicBool::new(true),
             allowed_origins: AllowedOrigins::default(),
             grace_over: CancellationToken::new(),
