@@ -446,7 +446,8 @@ mod tests {
         assert_eq!(array_append(&rv("[0]"), &items).unwrap().get(), r#"[0,{"a":1},2]"#);
         assert_eq!(array_prepend(&rv("[0 ]"), &items).unwrap().get(), r#"[{"a":1},2,0]"#);
         assert!(array_append(&rv("{}"), &items).is_err());
-        let parts = array_items(&rv(r#"[1, "x", {"b": [2]}]"#)).unwrap();
+        let array = rv(r#"[1, "x", {"b": [2]}]"#);
+        let parts = array_items(&array).unwrap();
         assert_eq!(array_of(parts).get(), r#"[1,"x",{"b": [2]}]"#);
         let body = RawBody::from(json!({"b": 1, "a": [2]}));
         assert_eq!(body.to_value(), json!({"a": [2], "b": 1}));

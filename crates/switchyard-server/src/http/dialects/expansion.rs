@@ -19,35 +19,7 @@ use axum::http::StatusCode;
 
 use crate::http::error::ApiError;
 
-/// Default most JSON values one request may expand to (body and stored conversation).
-pub const DEFAULT_MAX_ITEMS: usize = 100_000;
-/// Default deepest nesting of objects and arrays.
-pub const DEFAULT_MAX_DEPTH: usize = 64;
-/// Default most bytes of body and stored conversation together.
-pub const DEFAULT_MAX_EXPANDED_BYTES: usize = 16 * 1024 * 1024;
-/// The deepest nesting a bound may allow: the JSON parser refuses deeper anyway.
-pub const DEPTH_CEILING: usize = 128;
-
-/// The bounds (`[server] max_request_items`, `max_request_depth`, `max_expanded_bytes`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// Most JSON values.
-    pub max_items: usize,
-    /// Deepest nesting.
-    pub max_depth: usize,
-    /// Most bytes of body and stored conversation.
-    pub max_expanded_bytes: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            max_items: DEFAULT_MAX_ITEMS,
-            max_depth: DEFAULT_MAX_DEPTH,
-            max_expanded_bytes: DEFAULT_MAX_EXPANDED_BYTES,
-        }
-    }
-}
+pub use crate::config::{ExpansionLimits as Limits, DEPTH_CEILING};
 
 /// What a JSON text holds, counted without parsing it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
