@@ -1,0 +1,155 @@
+"""Issue 24 item 2: memory amplification. Request bodies made of tiny items, and a tiny
+request continuing a large stored conversation, must not make the process hold many times
+what the requests carry."""
+
+import http.client
+import json
+import threading
+import time
+
+NAME = "amplification"
+ITEM = "24.2"
+DESCRIPTION = ("16 concurrent 4 MiB bodies of ~131,000 tiny items on /v1/responses, /v1/messages and "
+               "chat, then 16 at the items bound ([server] max_request_items) on each, then 16 ~100-byte "
+               "Responses requests continuing an ~8 MiB stored conversation; peak and after RSS")
+
+CONFIG = """
+[server]
+max_body_bytes = 4194304
+
+[[providers]]
+name = "primary"
+kind = "openai"
+model = "bench-model"
+base_url = "http://127.0.0.1:MOCK/v1"
+price = { input_per_mtok = 0.15, output_per_mtok = 0.6 }
+
+[[routes]]
+name = "bench-model"
+providers = ["primary"]
+"""
+
+CONCURRENT = 16
+BODY = 4 * 1024 * 1024 - 4096
+# what one request may make the process hold, above the idle server, on average over the 16
+# (the bodies themselves are 4 MiB each): the bound this probe holds the server to
+PEAK_PER_REQUEST_MB = 40
+PATHS = {"responses": ("/v1/responses", "input"), "messages": ("/v1/messages", "messages"),
+         "chat": ("/v1/chat/completions", "messages")}
+
+
+def body(path_key, item_bytes):
+    """A body of user messages of `item_bytes` each, filling BODY."""
+    _, field = PATHS[path_key]
+    pad = max(1, item_bytes - len('{"role":"user","content":""},'))
+    item = json.dumps({"role": "user", "content": "x" * pad}, separators=(",", ":"))
+    n = BODY // (len(item) + 1)
+    head = {"model": "bench-model"}
+    if path_key == "messages":
+        head["max_tokens"] = 16
+    text = json.dumps(head, separators=(",", ":"))[:-1] + f',"{field}":[' + ",".join([item] * n) + "]}"
+    return text.encode(), n
+
+
+def send(port, path, data, out):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        conn.request("POST", path, data, {"content-type": "application/json",
+                                          "anthropic-version": "2023-06-01"})
+        resp = conn.getresponse()
+        text = resp.read()
+        out.append((resp.status, text[:300].decode(errors="replace")))
+    except (OSError, http.client.HTTPException) as e:
+        out.append((0, str(e)))
+    finally:
+        conn.close()
+
+
+class Sampler(threading.Thread):
+    def __init__(self, ctx, pid):
+        super().__init__(daemon=True)
+        self.ctx, self.pid, self.peak, self.stop = ctx, pid, 0, threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            self.peak = max(self.peak, self.ctx.rss_kb(self.pid) or 0)
+            time.sleep(0.02)
+
+
+def burst(ctx, pid, port, path, datas):
+    """Send `datas` at once; (peak RSS MB, RSS MB 2 s after, statuses, a sample answer)."""
+    sampler = Sampler(ctx, pid)
+    sampler.start()
+    out = []
+    threads = [threading.Thread(target=send, args=(port, path, d, out)) for d in datas]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    time.sleep(2)
+    sampler.stop.set()
+    sampler.join()
+    statuses = {}
+    for status, _ in out:
+        statuses[str(status)] = statuses.get(str(status), 0) + 1
+    sample = next((text for status, text in out if status != 200), out[0][1] if out else "")
+    return round(sampler.peak / 1024, 1), round((ctx.rss_kb(pid) or 0) / 1024, 1), statuses, sample[:200]
+
+
+def stored(port, previous, n, item_bytes):
+    """Store a response whose input is `n` messages of `item_bytes` (continuing `previous`):
+    its id, or None and why."""
+    item = {"role": "user", "content": "y" * item_bytes}
+    req = {"model": "bench-model", "input": [item] * n}
+    if previous:
+        req["previous_response_id"] = previous
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        conn.request("POST", "/v1/responses", json.dumps(req).encode(), {"content-type": "application/json"})
+        resp = conn.getresponse()
+        text = resp.read()
+    finally:
+        conn.close()
+    if resp.status != 200:
+        return None, f"{resp.status} {text[:200]}"
+    answer = json.loads(text)
+    if not answer.get("switchyard", {}).get("stored", True):
+        return None, "not stored"
+    return answer.get("id"), None
+
+
+def run(ctx):
+    mock = ctx.mock()
+    proc, port = ctx.serve(CONFIG.replace("MOCK", str(mock)))
+    pid = proc.pid
+    time.sleep(0.5)
+    idle = round((ctx.rss_kb(pid) or 0) / 1024, 1)
+    results = {"idle_rss_mb": idle}
+    held = True
+    for shape, item_bytes in (("tiny", 32), ("at_bound", 128)):
+        for key, (path, _) in PATHS.items():
+            data, n = body(key, item_bytes)
+            peak, after, statuses, sample = burst(ctx, pid, port, path, [data] * CONCURRENT)
+            per_request = round((peak - idle) / CONCURRENT, 1)
+            ok = per_request <= PEAK_PER_REQUEST_MB
+            held = held and ok
+            results[f"{shape}_{key}"] = {"items": n, "peak_rss_mb": peak, "after_rss_mb": after,
+                                         "per_request_mb": per_request, "statuses": statuses,
+                                         "answer": sample, "held": ok}
+    # a large stored conversation: two turns of ~3.9 MiB of 2 KiB messages each
+    first, note = stored(port, None, 1800, 2048)
+    second, note2 = stored(port, first, 1800, 2048) if first else (None, None)
+    if second:
+        tiny = json.dumps({"model": "bench-model", "input": "go on", "previous_response_id": second}).encode()
+        peak, after, statuses, sample = burst(ctx, pid, port, "/v1/responses", [tiny] * CONCURRENT)
+        per_request = round((peak - idle) / CONCURRENT, 1)
+        ok = per_request <= PEAK_PER_REQUEST_MB
+        held = held and ok
+        results["previous_response_id"] = {"peak_rss_mb": peak, "after_rss_mb": after,
+                                           "per_request_mb": per_request, "statuses": statuses,
+                                           "answer": sample, "held": ok}
+    else:
+        results["previous_response_id"] = {"stored": False, "why": [note, note2]}
+    results["bound_per_request_mb"] = PEAK_PER_REQUEST_MB
+    results["held"] = held
+    return results
