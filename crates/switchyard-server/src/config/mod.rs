@@ -891,9 +891,7 @@ pub fn expansion_limits(config: &Config) -> ExpansionLimits {
     ExpansionLimits {
         max_items: s.max_request_items.unwrap_or(defaults.max_items),
         max_depth: s.max_request_depth.unwrap_or(defaults.max_depth),
-        max_expanded_bytes: s
-            .max_expanded_bytes
-            .unwrap_or(defaults.max_expanded_bytes),
+        max_expanded_bytes: s.max_expanded_bytes.unwrap_or(defaults.max_expanded_bytes),
     }
 }
 

@@ -442,9 +442,18 @@ mod tests {
         let one = rv(r#"{"a":1}"#);
         let two = rv("2");
         let items = [one.as_ref(), two.as_ref()];
-        assert_eq!(array_append(&rv("[ ]"), &items).unwrap().get(), r#"[{"a":1},2]"#);
-        assert_eq!(array_append(&rv("[0]"), &items).unwrap().get(), r#"[0,{"a":1},2]"#);
-        assert_eq!(array_prepend(&rv("[0 ]"), &items).unwrap().get(), r#"[{"a":1},2,0]"#);
+        assert_eq!(
+            array_append(&rv("[ ]"), &items).unwrap().get(),
+            r#"[{"a":1},2]"#
+        );
+        assert_eq!(
+            array_append(&rv("[0]"), &items).unwrap().get(),
+            r#"[0,{"a":1},2]"#
+        );
+        assert_eq!(
+            array_prepend(&rv("[0 ]"), &items).unwrap().get(),
+            r#"[{"a":1},2,0]"#
+        );
         assert!(array_append(&rv("{}"), &items).is_err());
         let array = rv(r#"[1, "x", {"b": [2]}]"#);
         let parts = array_items(&array).unwrap();

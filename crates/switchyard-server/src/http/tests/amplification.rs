@@ -39,20 +39,33 @@ async fn a_body_of_too_many_tiny_items_is_413_naming_the_setting_on_every_dialec
     let state = server(ExpansionLimits::default());
     let items = tiny(131_072);
     let bodies = [
-        ("/v1/chat/completions", format!(r#"{{"model":"smart","messages":[{items}]}}"#)),
-        ("/v1/responses", format!(r#"{{"model":"smart","input":[{items}]}}"#)),
+        (
+            "/v1/chat/completions",
+            format!(r#"{{"model":"smart","messages":[{items}]}}"#),
+        ),
+        (
+            "/v1/responses",
+            format!(r#"{{"model":"smart","input":[{items}]}}"#),
+        ),
         (
             "/v1/messages",
             format!(r#"{{"model":"smart","max_tokens":5,"messages":[{items}]}}"#),
         ),
-        ("/v1/embeddings", format!(r#"{{"model":"smart","input":[{items}]}}"#)),
+        (
+            "/v1/embeddings",
+            format!(r#"{{"model":"smart","input":[{items}]}}"#),
+        ),
     ];
     for (path, body) in bodies {
         let resp = call(&state, post_to(path, body)).await;
         assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE, "{path}");
         let text = text_body(resp).await;
         // the items, the object and the array holding them, and `model` (and `max_tokens`)
-        let n = if path == "/v1/messages" { "131,076" } else { "131,075" };
+        let n = if path == "/v1/messages" {
+            "131,076"
+        } else {
+            "131,075"
+        };
         let said = format!(
             "request expands to {n} JSON items, more than the 100,000 allowed ([server] \
              max_request_items)"
@@ -60,7 +73,10 @@ async fn a_body_of_too_many_tiny_items_is_413_naming_the_setting_on_every_dialec
         assert!(text.contains(&said), "{path}: {text}");
     }
     // the same request, within the bound, is answered
-    let body = format!(r#"{{"model":"smart","input":"hi","metadata":{{}},"x":[{}]}}"#, tiny(10));
+    let body = format!(
+        r#"{{"model":"smart","input":"hi","metadata":{{}},"x":[{}]}}"#,
+        tiny(10)
+    );
     let resp = call(&state, post_to("/v1/responses", body)).await;
     assert_ne!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
 }
@@ -98,12 +114,20 @@ async fn a_previous_response_id_past_the_bounds_is_413_naming_it() {
         "previous_response_id": id});
     let resp = call(&state, post_to("/v1/responses", next.to_string())).await;
     assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
-    let message = json_body(resp).await["error"]["message"].as_str().unwrap().to_owned();
+    let message = json_body(resp).await["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(
-        message.starts_with(&format!("the stored conversation of previous_response_id {id:?} is ")),
+        message.starts_with(&format!(
+            "the stored conversation of previous_response_id {id:?} is "
+        )),
         "{message}"
     );
-    assert!(message.contains("([server] max_expanded_bytes)"), "{message}");
+    assert!(
+        message.contains("([server] max_expanded_bytes)"),
+        "{message}"
+    );
     // a small continuation of it fits
     let small = json!({"model": "smart", "input": "more", "previous_response_id": id});
     let resp = call(&state, post_to("/v1/responses", small.to_string())).await;
@@ -124,9 +148,14 @@ async fn a_previous_response_id_past_the_bounds_is_413_naming_it() {
     let next = json!({"model": "smart", "input": many, "previous_response_id": id});
     let resp = call(&state, post_to("/v1/responses", next.to_string())).await;
     assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
-    let message = json_body(resp).await["error"]["message"].as_str().unwrap().to_owned();
+    let message = json_body(resp).await["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(
-        message.contains(&format!("previous_response_id {id:?} with this request expands to")),
+        message.contains(&format!(
+            "previous_response_id {id:?} with this request expands to"
+        )),
         "{message}"
     );
     assert!(message.contains("max_request_items"), "{message}");

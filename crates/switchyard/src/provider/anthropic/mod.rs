@@ -439,7 +439,9 @@ fn native_body(
     let mut patch = crate::chat::Patch::default();
     let encoding = |e: serde_json::Error| bad_request(format!("encoding the request: {e}"));
     patch.set_value("model", model).map_err(encoding)?;
-    patch.set_value("max_tokens", &max_tokens).map_err(encoding)?;
+    patch
+        .set_value("max_tokens", &max_tokens)
+        .map_err(encoding)?;
     patch.set_value("stream", &stream).map_err(encoding)?;
     let trimmed = match &native.prefill {
         Some(prefill) => {

@@ -190,7 +190,10 @@ async fn continued(
     // the lease first, then the thread: a request that gets the lease sees the thread as
     // its last holder left it
     let lease = store::Lease::take(state, previous).await;
-    let what = format!("thread.previous_message_id {:?}", clip(previous, ECHO_BYTES));
+    let what = format!(
+        "thread.previous_message_id {:?}",
+        clip(previous, ECHO_BYTES)
+    );
     let (mut record, size) = store::load_within(state, thread, ctx, &what)
         .await?
         .ok_or_else(|| not_found(previous))?;
