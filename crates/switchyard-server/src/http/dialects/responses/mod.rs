@@ -132,7 +132,10 @@ impl Dialect for Responses {
                 ),
             ));
         }
-        if let Some(native) = decoded.request.native.as_mut() {
+        // only a provider taking the body natively reads its input: for a route without
+        // one, the stored conversation is not written into it a second time
+        let takes_it = native::route_takes_it(state, &ctx.route);
+        if let Some(native) = decoded.request.native.as_mut().filter(|_| takes_it) {
             extra.native_input =
                 native::expand(native, &prior, prior_items, extra.base.echo.store)?;
         }
