@@ -15,7 +15,9 @@ use crate::money::Money;
 use crate::trail::Attempt;
 
 mod fields;
+pub mod raw;
 pub use fields::{Class, Field, FieldSet, ReasoningEffort, Support, Verbosity};
+pub use raw::{Patch, RawBody};
 
 /// The most prompt-cache breakpoints one request may set: Anthropic's limit (its API
 /// refuses a fifth), enforced by the dialects with a 400 naming the fifth.
@@ -433,8 +435,10 @@ pub struct ChatRequest {
 pub struct Native {
     /// The provider kind the body is written for (`anthropic`).
     pub kind: &'static str,
-    /// The body: a JSON object.
-    pub body: Arc<Value>,
+    /// The body: a JSON object, each top-level field as the client wrote it ([`RawBody`]:
+    /// about the body's size in memory, shared by every attempt; a codec writes it with
+    /// the call's fields patched in, never expanding the rest).
+    pub body: Arc<RawBody>,
     /// Headers forwarded with it (`anthropic-beta`), name and value.
     pub headers: Vec<(String, String)>,
     /// Only providers that take this body natively may answer: the body uses what the
@@ -452,12 +456,12 @@ pub struct Native {
 }
 
 impl Native {
-    /// A body for providers of `kind`.
+    /// A body for providers of `kind` (a [`RawBody`], or a `Value` object for tests).
     #[must_use]
-    pub fn new(kind: &'static str, body: Value) -> Self {
+    pub fn new(kind: &'static str, body: impl Into<RawBody>) -> Self {
         Self {
             kind,
-            body: Arc::new(body),
+            body: Arc::new(body.into()),
             headers: Vec::new(),
             required: false,
             required_by: Vec::new(),
@@ -480,6 +484,12 @@ impl Native {
         self.required = !fields.is_empty();
         self.required_by = fields;
         self
+    }
+
+    /// The bytes the body sends as it stands (without the call's patched fields).
+    #[must_use]
+    pub fn wire_len(&self) -> usize {
+        self.body.wire_len()
     }
 
     /// Builder: one forwarded header.

@@ -253,6 +253,7 @@ fn validate_server(config: &Config, p: &mut Problems) {
     if s.max_body_bytes == Some(0) {
         p.add("server.max_body_bytes", "must be greater than zero");
     }
+    expansion_problems(s, p);
     p.duration(
         "server.header_read_timeout",
         s.header_read_timeout.as_deref(),
@@ -822,6 +823,75 @@ fn validate_state(config: &Config, p: &mut Problems) {
                 preflight::MIN_MEMORY_STORE_BYTES
             ),
         );
+    }
+}
+
+/// Default largest request body.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// Default most JSON values one request may expand to (body and stored conversation).
+pub const DEFAULT_MAX_ITEMS: usize = 100_000;
+/// Default deepest nesting of objects and arrays.
+pub const DEFAULT_MAX_DEPTH: usize = 64;
+/// Default most bytes of body and stored conversation together.
+pub const DEFAULT_MAX_EXPANDED_BYTES: usize = 16 * 1024 * 1024;
+/// The deepest nesting a bound may allow: the JSON parser refuses deeper anyway.
+pub const DEPTH_CEILING: usize = 128;
+
+/// What one request may make the process hold (`[server] max_request_items`,
+/// `max_request_depth`, `max_expanded_bytes`), held by `crate::http::dialects::expansion`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExpansionLimits {
+    /// Most JSON values.
+    pub max_items: usize,
+    /// Deepest nesting.
+    pub max_depth: usize,
+    /// Most bytes of body and stored conversation.
+    pub max_expanded_bytes: usize,
+}
+
+impl Default for ExpansionLimits {
+    fn default() -> Self {
+        Self {
+            max_items: DEFAULT_MAX_ITEMS,
+            max_depth: DEFAULT_MAX_DEPTH,
+            max_expanded_bytes: DEFAULT_MAX_EXPANDED_BYTES,
+        }
+    }
+}
+
+/// `[server] max_request_items`, `max_request_depth`, `max_expanded_bytes`: each at least
+/// one; the depth at most what the JSON parser takes; the expanded bytes at least a body.
+fn expansion_problems(s: &schema::ServerToml, p: &mut Problems) {
+    if s.max_request_items == Some(0) {
+        p.add("server.max_request_items", "must be greater than zero");
+    }
+    if let Some(d) = s.max_request_depth {
+        if d == 0 || d > DEPTH_CEILING {
+            p.add(
+                "server.max_request_depth",
+                format!("{d} is out of range: between 1 and {DEPTH_CEILING}"),
+            );
+        }
+    }
+    let body = s.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
+    if let Some(b) = s.max_expanded_bytes.filter(|b| *b < body) {
+        p.add(
+            "server.max_expanded_bytes",
+            format!("{b} is less than max_body_bytes ({body}): a whole body must fit"),
+        );
+    }
+}
+
+/// The memory bounds of one request, as configured (`[server]`).
+#[must_use]
+pub fn expansion_limits(config: &Config) -> ExpansionLimits {
+    let defaults = ExpansionLimits::default();
+    let s = &config.server;
+    ExpansionLimits {
+        max_items: s.max_request_items.unwrap_or(defaults.max_items),
+        max_depth: s.max_request_depth.unwrap_or(defaults.max_depth),
+        max_expanded_bytes: s.max_expanded_bytes.unwrap_or(defaults.max_expanded_bytes),
     }
 }
 

@@ -57,6 +57,17 @@ pub struct ServerToml {
     pub request_log: Option<String>,
     /// Largest request body accepted (default 4 MiB).
     pub max_body_bytes: Option<usize>,
+    /// Most JSON values (objects, arrays, strings, numbers, literals) one request may
+    /// expand to: its body's and a stored conversation's it continues together; an
+    /// embeddings request's token ids are not counted (default 100,000). More get 413.
+    pub max_request_items: Option<usize>,
+    /// Deepest nesting of objects and arrays in a request body or a stored conversation
+    /// (default 64, at most 128). Deeper gets 400.
+    pub max_request_depth: Option<usize>,
+    /// Most bytes of a request body and the stored conversation its
+    /// `previous_response_id` or thread `continue` brings in, together (default 16 MiB, at
+    /// least `max_body_bytes`). More gets 413.
+    pub max_expanded_bytes: Option<usize>,
     /// What a committed stream keeps of what it delivered, for a rescue (default 4 MiB);
     /// past it the stream is served on but not rescued. `0` turns stream rescue off.
     pub rescue_buffer_bytes: Option<usize>,

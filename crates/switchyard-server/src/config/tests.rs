@@ -202,6 +202,44 @@ fn server_workers_must_be_a_sane_thread_count() {
 }
 
 #[test]
+fn the_memory_bounds_of_a_request_are_read_and_checked() {
+    let base = "[[providers]]\nname = \"s\"\nkind = \"simulated\"\n[[routes]]\nname = \"r\"\nproviders = [\"s\"]\n";
+    let bad =
+        "[server]\nmax_request_items = 0\nmax_request_depth = 129\nmax_expanded_bytes = 1000\n";
+    assert_eq!(
+        problems(&format!("{bad}{base}")),
+        vec![
+            "server.max_request_items: must be greater than zero".to_owned(),
+            "server.max_request_depth: 129 is out of range: between 1 and 128".to_owned(),
+            "server.max_expanded_bytes: 1000 is less than max_body_bytes (4194304): a whole \
+             body must fit"
+                .to_owned(),
+        ]
+    );
+    let good = "[server]\nmax_request_items = 5000\nmax_request_depth = 32\nmax_expanded_bytes = 8388608\n";
+    let config = parse(&format!("{good}{base}"), "t.toml").unwrap();
+    let limits = crate::config::expansion_limits(&config);
+    assert_eq!(
+        (
+            limits.max_items,
+            limits.max_depth,
+            limits.max_expanded_bytes
+        ),
+        (5000, 32, 8 << 20)
+    );
+    let example = parse(
+        include_str!("../../../../switchyard.example.toml"),
+        "switchyard.example.toml",
+    )
+    .unwrap();
+    assert_eq!(
+        crate::config::expansion_limits(&example),
+        crate::config::ExpansionLimits::default(),
+        "the example states the defaults"
+    );
+}
+
+#[test]
 fn unknown_fields_are_rejected_with_their_name() {
     let text = r#"
         [[providers]]

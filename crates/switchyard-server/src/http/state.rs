@@ -17,8 +17,7 @@ use crate::telemetry::log::RequestLog;
 use crate::telemetry::metrics::Metrics;
 use crate::telemetry::otlp::Traces;
 
-/// Default largest request body.
-pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+pub use crate::config::DEFAULT_MAX_BODY_BYTES;
 
 pub use crate::config::StoredResponses;
 pub use crate::config::ThreadLimits;
@@ -41,6 +40,8 @@ pub struct Shared {
     pub insight: Arc<Insight>,
     /// Largest accepted body.
     pub max_body_bytes: usize,
+    /// What one request may expand to in memory (`crate::http::dialects::expansion`).
+    pub expansion: crate::config::ExpansionLimits,
     /// False while starting up or shutting down (`/readyz`).
     pub ready: AtomicBool,
     /// Browser origins other than the gateway's own that may call it (`crate::http::guard`).
@@ -80,6 +81,7 @@ impl Shared {
             log: RequestLog::disabled(),
             insight: Arc::new(Insight::new(switchyard::clock::Clock::system())),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            expansion: crate::config::ExpansionLimits::default(),
             ready: AtomicBool::new(true),
             allowed_origins: AllowedOrigins::default(),
             grace_over: CancellationToken::new(),

@@ -20,6 +20,7 @@ use crate::telemetry::log::RequestLog;
 use crate::telemetry::metrics::Metrics;
 
 mod admission;
+mod amplification;
 mod anthropic_out;
 mod dashboard;
 mod embeddings;

@@ -149,7 +149,7 @@ async fn a_continuation_keeps_the_native_body_with_the_prefill() {
     assert_eq!(primary.requests()[0].native.as_ref().unwrap().prefill, None);
     let sent = &backup.requests()[0];
     let native = sent.native.as_ref().expect("the native body is kept");
-    assert_eq!(*native.body, body);
+    assert_eq!(native.body.to_value(), body);
     assert_eq!(native.prefill.as_deref(), Some("The quick "));
     assert_eq!(sent.messages.last().unwrap().joined_text(), "The quick ");
 }

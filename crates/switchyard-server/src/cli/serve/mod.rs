@@ -230,6 +230,7 @@ pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result
             .server
             .max_body_bytes
             .unwrap_or(DEFAULT_MAX_BODY_BYTES),
+        expansion: crate::config::expansion_limits(config),
         ready: AtomicBool::new(false),
         allowed_origins: crate::http::origins::AllowedOrigins::new(&config.server.allowed_origins),
         grace_over: CancellationToken::new(),

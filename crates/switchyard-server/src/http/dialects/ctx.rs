@@ -88,6 +88,9 @@ pub(crate) struct Ctx {
     /// when its spans carry content (`capture_content`): set just before the gateway
     /// call, else never built.
     pub input: Option<(Arc<str>, bool)>,
+    /// What the body spent of the request's memory bounds, for a stored conversation it
+    /// continues (`super::expansion`).
+    pub spent: super::expansion::Spent,
 }
 
 impl Ctx {
@@ -118,6 +121,7 @@ impl Ctx {
             dropped: FieldSet::EMPTY,
             trace: RequestTrace::of(headers, state.traces.as_deref()),
             input: None,
+            spent: super::expansion::Spent::default(),
         }
     }
 

@@ -130,6 +130,7 @@ pub(crate) async fn admit_body(
 ) -> Result<(Option<Caller>, Bytes), ApiError> {
     let caller = admit_key(state, ctx, request.headers()).await?;
     let body = read_body(request.into_body(), state.max_body_bytes).await?;
+    ctx.spent = super::expansion::admit_body(&state.expansion, &body, ctx.api)?;
     Ok((caller, body))
 }
 

@@ -33,6 +33,40 @@ pub(crate) async fn load<R: Owned>(
     (record.owner() == key).then_some((record, bytes.len()))
 }
 
+/// [`load`], for a request that brings the record into its conversation (`what`, e.g.
+/// `previous_response_id "resp_…"`): once the record is known to be `ctx`'s key's, its JSON
+/// is held to the request's memory bounds (`super::expansion`) before it is parsed.
+///
+/// # Errors
+/// 413 naming the bound the record and the request together would pass.
+pub(crate) async fn load_within<R: Owned>(
+    state: &AppState,
+    name: &str,
+    ctx: &super::Ctx,
+    what: &str,
+) -> Result<Option<(R, usize)>, crate::http::error::ApiError> {
+    /// The owner alone: everything else is skipped unread.
+    #[derive(serde::Deserialize)]
+    struct Owner {
+        #[serde(default)]
+        key: Option<String>,
+    }
+    let now = state.gateway.clock().unix_ms();
+    let Some(bytes) = state.gateway.state().kv_get(name, now).await else {
+        return Ok(None);
+    };
+    // another key's record is not found, whatever its size
+    let owner = serde_json::from_slice::<Owner>(&bytes).ok().map(|o| o.key);
+    if owner.as_ref().map(Option::as_deref) != Some(ctx.key.as_deref()) {
+        return Ok(None);
+    }
+    super::expansion::admit_stored(&state.expansion, ctx.spent, &bytes, what)?;
+    let Ok(record) = serde_json::from_slice::<R>(&bytes) else {
+        return Ok(None);
+    };
+    Ok((record.owner() == ctx.key.as_deref()).then_some((record, bytes.len())))
+}
+
 /// Keep `record` as `name` for `ttl`: false when its JSON is larger than `max_bytes` or the
 /// store refused it.
 pub(crate) async fn save<R: Owned>(

@@ -16,6 +16,7 @@
 pub mod chat;
 pub(crate) mod ctx;
 pub mod embeddings;
+pub mod expansion;
 pub(crate) mod flow;
 pub(crate) mod json;
 pub(crate) mod kept;

@@ -18,6 +18,7 @@
 //! (`flex`, `default`, `auto`, `scale`) pass everywhere.
 
 use serde_json::Value;
+use switchyard::chat::RawBody;
 use switchyard::ChatRequest;
 
 use crate::http::bounds::{clip, ECHO_BYTES};
@@ -74,7 +75,7 @@ fn found(req: &ChatRequest) -> Option<(String, String, &'static str)> {
         return Some(("web_search_options".into(), "set".into(), why));
     }
     let body = req.native.as_ref().map(|n| n.body.as_ref())?;
-    let text = |key: &str| body.get(key).and_then(Value::as_str);
+    let text = |key: &str| body.str(key);
     if let Some(tier) = text("service_tier").filter(|t| premium(t)) {
         return Some(("service_tier".into(), format!("{tier:?}"), tier_why));
     }
@@ -89,11 +90,19 @@ fn found(req: &ChatRequest) -> Option<(String, String, &'static str)> {
     fee_tool(body)
 }
 
+/// A tool's type alone (the rest of it is not read).
+#[derive(serde::Deserialize)]
+struct ToolType {
+    #[serde(rename = "type")]
+    kind: Option<Value>,
+}
+
 /// The first tool of a native body whose type bills a fee per call.
-fn fee_tool(body: &Value) -> Option<(String, String, &'static str)> {
-    let tools = body.get("tools").and_then(Value::as_array)?;
+fn fee_tool(body: &RawBody) -> Option<(String, String, &'static str)> {
+    let tools: Vec<&serde_json::value::RawValue> = body.get_as("tools")?;
     tools.iter().enumerate().find_map(|(i, tool)| {
-        let kind = tool.get("type").and_then(Value::as_str)?;
+        let tool: ToolType = serde_json::from_str(tool.get()).ok()?;
+        let kind = tool.kind.as_ref().and_then(Value::as_str)?;
         FEE_TOOLS.iter().any(|f| kind.starts_with(f)).then(|| {
             let why = "a built-in tool bills a fee per call or container on top of the tokens";
             (format!("tools[{i}].type"), format!("{kind:?}"), why)

@@ -336,8 +336,8 @@ async fn unknown_responses_fields_pass_only_to_native_providers_on_a_passthrough
     assert_eq!(f.backup.calls(), 0);
     let native = f.primary.requests()[0].native.clone().unwrap();
     assert!(native.required);
-    assert_eq!(native.body["frobnicate"], json!({"x": 1}));
-    assert_eq!(native.body["zap"], true);
+    assert_eq!(native.body.to_value()["frobnicate"], json!({"x": 1}));
+    assert_eq!(native.body.to_value()["zap"], true);
 
     let plain = fixture(
         ScriptedProvider::new("p"),
@@ -379,7 +379,7 @@ async fn unknown_messages_fields_pass_only_to_anthropic_on_a_passthrough_route()
     assert_eq!(f.backup.calls(), 0, "a plain provider cannot honour it");
     let native = f.primary.requests()[0].native.clone().unwrap();
     assert!(native.required);
-    assert_eq!(native.body["frobnicate"], 1);
+    assert_eq!(native.body.to_value()["frobnicate"], 1);
     // only top-level fields pass: an unknown field of a turn is refused by its path
     let mut nested = body.clone();
     nested.as_object_mut().unwrap().remove("frobnicate");

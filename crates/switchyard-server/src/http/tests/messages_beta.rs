@@ -113,7 +113,7 @@ async fn claude_codes_session_start_with_a_per_turn_system_turn_fails_over() {
     assert!(text_body(resp).await.contains("message_stop"));
     let native = f.primary.requests()[0].native.clone().unwrap();
     assert_eq!(
-        native.body["messages"][1]["output_config"],
+        native.body.to_value()["messages"][1]["output_config"],
         json!({"effort": "low"}),
         "Anthropic got the turn as written"
     );
@@ -233,7 +233,7 @@ async fn mid_conversation_tool_changes_are_the_tool_set_in_force() {
     assert_eq!(system_texts(&sent.messages), ["Tools changed."]);
     let native = f.primary.requests()[0].native.clone().unwrap();
     assert_eq!(
-        native.body["messages"][1]["content"][1]["type"],
+        native.body.to_value()["messages"][1]["content"][1]["type"],
         "tool_removal"
     );
 
@@ -330,8 +330,8 @@ async fn with_a_beta_unmodelled_keys_go_to_anthropic_and_are_named_for_others() 
     assert_eq!(header(&resp, "x-switchyard-provider"), "primary");
     assert!(resp.headers().get("x-switchyard-ignored").is_none());
     let native = f.primary.requests()[0].native.clone().unwrap();
-    assert_eq!(native.body["messages"][0]["frob"], 1);
-    assert_eq!(native.body["fallbacks"], "default");
+    assert_eq!(native.body.to_value()["messages"][0]["frob"], 1);
+    assert_eq!(native.body.to_value()["fallbacks"], "default");
     assert_eq!(
         native.headers,
         [("anthropic-beta".to_owned(), PER_TURN.to_owned())]
@@ -463,7 +463,7 @@ async fn diagnostics_is_accepted_without_a_beta_and_named_for_other_vendors() {
     assert_eq!(ignored(&resp), ["diagnostics"]);
     let native = f.primary.requests()[0].native.clone().unwrap();
     assert_eq!(
-        native.body["diagnostics"],
+        native.body.to_value()["diagnostics"],
         json!({"previous_message_id": null})
     );
 }
@@ -735,5 +735,5 @@ async fn a_thread_with_an_unknown_block_in_its_history_stays_with_anthropic() {
     let native = f.primary.requests()[1].native.clone().unwrap();
     let mut kept = hologram();
     kept.as_object_mut().unwrap().remove("cache_control"); // a thread keeps no breakpoints
-    assert_eq!(native.body["messages"][0]["content"][0], kept);
+    assert_eq!(native.body.to_value()["messages"][0]["content"][0], kept);
 }

@@ -319,7 +319,7 @@ impl Codec for AnthropicCodec {
                 trimmed,
                 json_tool: None,
             };
-            return Ok((crate::provider::encode_body(&body)?, call));
+            return Ok((body, call));
         }
         let (messages, trimmed) = request::wire_turns(&req.messages)?;
         if messages.is_empty() {
@@ -422,62 +422,94 @@ impl Codec for AnthropicCodec {
 /// The client's own Messages body with this call's `model`, `max_tokens` and `stream`,
 /// and the whitespace trimmed off a prefill. Nothing else is touched (`cache_control`,
 /// `thinking`, thinking blocks in history and every beta field go as the client wrote
-/// them), with two exceptions that turn thinking off ([`thinking_off`]): a rescue's
-/// continuation, whose prefill is appended ([`append_prefill`]; Anthropic takes no prefill
-/// with thinking on), and a tool turn without its thinking ([`drop_orphan_thinking`]). No
-/// prefill of the client's is trimmed: the client wrote the body for Anthropic, and
-/// Anthropic's answer to it is the client's to read.
+/// them, byte for byte), with two exceptions that turn thinking off ([`thinking_off`]): a
+/// rescue's continuation, whose prefill is appended ([`append_prefill`]; Anthropic takes no
+/// prefill with thinking on), and a tool turn without its thinking
+/// ([`drop_orphan_thinking`]). No prefill of the client's is trimmed: the client wrote the
+/// body for Anthropic, and Anthropic's answer to it is the client's to read. Only the
+/// fields these read are parsed (`thinking`, the last turns of `messages`); the body is
+/// written from the shared one with the changes patched in ([`crate::chat::Patch`]).
 fn native_body(
     native: &crate::chat::Native,
     model: &str,
     max_tokens: u32,
     stream: bool,
-) -> Result<(serde_json::Value, String), ProviderError> {
-    let serde_json::Value::Object(fields) = native.body.as_ref() else {
-        return Err(bad_request(
-            "a native Messages body that is not a JSON object",
-        ));
-    };
-    let mut fields = fields.clone();
-    fields.insert("model".to_owned(), model.into());
-    fields.insert("max_tokens".to_owned(), max_tokens.into());
-    fields.insert("stream".to_owned(), stream.into());
+) -> Result<(Vec<u8>, String), ProviderError> {
+    let body = native.body.as_ref();
+    let mut patch = crate::chat::Patch::default();
+    let encoding = |e: serde_json::Error| bad_request(format!("encoding the request: {e}"));
+    patch.set_value("model", model).map_err(encoding)?;
+    patch
+        .set_value("max_tokens", &max_tokens)
+        .map_err(encoding)?;
+    patch.set_value("stream", &stream).map_err(encoding)?;
     let trimmed = match &native.prefill {
         Some(prefill) => {
-            thinking_off(&mut fields);
-            append_prefill(&mut fields, prefill)?
+            thinking_off(body, &mut patch);
+            append_prefill(body, &mut patch, prefill)?
         }
         None => {
-            drop_orphan_thinking(&mut fields);
+            drop_orphan_thinking(body, &mut patch);
             String::new()
         }
     };
-    Ok((serde_json::Value::Object(fields), trimmed))
+    Ok((body.to_bytes_with(&patch), trimmed))
+}
+
+/// A message's role and content, read without copying its content.
+#[derive(serde::Deserialize)]
+struct Turn<'a> {
+    #[serde(borrow, default)]
+    role: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
+    content: Option<&'a serde_json::value::RawValue>,
+}
+
+/// A content block's type alone.
+#[derive(serde::Deserialize)]
+struct Block<'a> {
+    #[serde(borrow, default, rename = "type")]
+    kind: std::borrow::Cow<'a, str>,
+}
+
+/// The native `messages`, each as written.
+fn turns(body: &crate::chat::RawBody) -> Option<Vec<&serde_json::value::RawValue>> {
+    crate::chat::raw::array_items(body.get("messages")?).ok()
 }
 
 /// Append a rescue's prefill (the text already sent) to the native `messages`, as the
 /// shared shape's encoding does (see the module docs): joined to a final assistant turn's
 /// last text (the client's own prefill, whose reasoning blocks go: Anthropic refuses them
 /// in a final turn with thinking off), else as a new assistant turn; its trailing
-/// whitespace trimmed off and returned.
+/// whitespace trimmed off and returned. Only the final turn is read and rewritten.
 fn append_prefill(
-    fields: &mut serde_json::Map<String, serde_json::Value>,
+    body: &crate::chat::RawBody,
+    patch: &mut crate::chat::Patch,
     prefill: &str,
 ) -> Result<String, ProviderError> {
     use serde_json::{json, Value};
     let keep = prefill.trim_end();
     let trimmed = prefill[keep.len()..].to_owned();
-    let Some(messages) = fields.get_mut("messages").and_then(Value::as_array_mut) else {
+    let Some(mut messages) = turns(body) else {
         return Err(bad_request("a native Messages body without `messages`"));
     };
-    let last = messages.last_mut().filter(|m| m["role"] == "assistant");
-    let Some(turn) = last else {
+    let last = (messages.last())
+        .and_then(|m| serde_json::from_str::<Turn<'_>>(m.get()).ok())
+        .is_some_and(|t| t.role == "assistant");
+    let encoding = |e: serde_json::Error| bad_request(format!("encoding the request: {e}"));
+    if !last {
         if !keep.is_empty() {
-            messages
-                .push(json!({"role": "assistant", "content": [{"type": "text", "text": keep}]}));
+            let turn = json!({"role": "assistant", "content": [{"type": "text", "text": keep}]});
+            let turn = serde_json::value::to_raw_value(&turn).map_err(encoding)?;
+            messages.push(&turn);
+            patch.set("messages", crate::chat::raw::array_of(messages));
         }
         return Ok(trimmed);
+    }
+    let Some(final_turn) = messages.pop() else {
+        return Ok(trimmed);
     };
+    let mut turn: Value = serde_json::from_str(final_turn.get()).map_err(encoding)?;
     if let Some(text) = turn["content"].as_str() {
         turn["content"] = json!([{"type": "text", "text": text}]);
     }
@@ -495,6 +527,9 @@ fn append_prefill(
         _ if keep.is_empty() => {}
         _ => blocks.push(json!({"type": "text", "text": keep})),
     }
+    let turn = serde_json::value::to_raw_value(&turn).map_err(encoding)?;
+    messages.push(&turn);
+    patch.set("messages", crate::chat::raw::array_of(messages));
     Ok(trimmed)
 }
 
@@ -506,46 +541,55 @@ fn append_prefill(
 /// answered (it had no thinking blocks to send back). For such a request thinking is
 /// turned off ([`thinking_off`]). It cannot help a model that thinks by default with no
 /// `thinking` field: nothing is there to remove.
-fn drop_orphan_thinking(fields: &mut serde_json::Map<String, serde_json::Value>) {
-    let on = fields
-        .get("thinking")
+fn drop_orphan_thinking(body: &crate::chat::RawBody, patch: &mut crate::chat::Patch) {
+    let on = body
+        .get_as::<serde_json::Value>("thinking")
         .is_some_and(|t| t.get("type").and_then(serde_json::Value::as_str) != Some("disabled"));
     if !on {
         return;
     }
-    let last_assistant = fields
-        .get("messages")
-        .and_then(serde_json::Value::as_array)
-        .and_then(|m| m.iter().rev().find(|m| m["role"] == "assistant"));
-    let Some(blocks) = last_assistant.and_then(|m| m["content"].as_array()) else {
+    let Some(messages) = turns(body) else {
         return;
     };
-    let calls_a_tool = blocks.iter().any(|b| b["type"] == "tool_use");
+    let last_assistant = (messages.iter().rev())
+        .filter_map(|m| serde_json::from_str::<Turn<'_>>(m.get()).ok())
+        .find(|t| t.role == "assistant");
+    let blocks = (last_assistant.and_then(|t| t.content))
+        .and_then(|c| serde_json::from_str::<Vec<Block<'_>>>(c.get()).ok());
+    let Some(blocks) = blocks else {
+        return;
+    };
+    let calls_a_tool = blocks.iter().any(|b| b.kind == "tool_use");
     let starts_thinking = blocks
         .first()
-        .is_some_and(|b| b["type"] == "thinking" || b["type"] == "redacted_thinking");
+        .is_some_and(|b| b.kind == "thinking" || b.kind == "redacted_thinking");
     if calls_a_tool && !starts_thinking {
-        thinking_off(fields);
+        thinking_off(body, patch);
     }
 }
 
 /// Thinking off for this request: `thinking` removed, and `context_management`'s
 /// `clear_thinking_*` edits, which need it.
-fn thinking_off(fields: &mut serde_json::Map<String, serde_json::Value>) {
-    fields.remove("thinking");
-    if let Some(edits) = fields
-        .get_mut("context_management")
-        .and_then(|c| c.get_mut("edits"))
+fn thinking_off(body: &crate::chat::RawBody, patch: &mut crate::chat::Patch) {
+    patch.remove("thinking");
+    let Some(mut management) = body.get_as::<serde_json::Value>("context_management") else {
+        return;
+    };
+    let Some(edits) = management
+        .get_mut("edits")
         .and_then(serde_json::Value::as_array_mut)
-    {
-        edits.retain(|e| {
-            !e["type"]
-                .as_str()
-                .is_some_and(|t| t.starts_with("clear_thinking"))
-        });
-        if edits.is_empty() {
-            fields.remove("context_management");
-        }
+    else {
+        return;
+    };
+    edits.retain(|e| {
+        !e["type"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("clear_thinking"))
+    });
+    if edits.is_empty() {
+        patch.remove("context_management");
+    } else if let Ok(raw) = serde_json::value::to_raw_value(&management) {
+        patch.set("context_management", raw);
     }
 }
 

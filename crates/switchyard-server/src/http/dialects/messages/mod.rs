@@ -27,7 +27,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::{json, Value};
-use switchyard::chat::{FinishReason, Native};
+use switchyard::chat::{FinishReason, Native, RawBody};
 use switchyard::{ChatResponse, Usage};
 
 use super::flow::{self, Ctx, Trail};
@@ -59,8 +59,8 @@ impl Dialect for Messages {
         let mut request = wire.into_chat(&mut ignored)?;
         let (names, anthropic_only) = ignored.into_parts();
         ctx.ignored.extend(names);
-        // valid: it parsed above
-        let own: Value = serde_json::from_slice(body)
+        // valid: it parsed above; kept as its fields' own bytes, not a second tree
+        let own = RawBody::parse(body)
             .map_err(|e| ApiError::bad_request(None, format!("invalid request body: {e}")))?;
         let mut native = Native::new(ANTHROPIC, own);
         // the message-threads beta is the gateway's to serve: no provider gets it

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use serde_json::{json, Value};
-use switchyard::chat::{Message, Native};
+use switchyard::chat::{Message, Native, RawBody};
 use switchyard::provider::openai::responses::NATIVE_KIND;
 use switchyard::{ChatResponse, Role};
 
@@ -57,9 +57,10 @@ pub(crate) struct ResponsesExtra {
     /// What only a provider taking the body natively can serve (built-in tools, their
     /// items): (path, what). Empty: any provider can answer.
     native_only: Vec<(String, String)>,
-    /// The input items the native body carries (the stored conversation's first), kept
-    /// with a natively answered response so the next turn sends them again as they were.
-    native_input: Vec<Value>,
+    /// The native body as sent (its `input` the stored conversation's items first), shared
+    /// with the request, when the answer is to be stored: a natively answered response
+    /// keeps its input items so the next turn sends them again as they were.
+    native_input: Option<Arc<RawBody>>,
 }
 
 impl Dialect for Responses {
@@ -74,8 +75,8 @@ impl Dialect for Responses {
         wire::check_lengths(&wire, &ctx.route)?;
         refuse_unsupported(&wire)?;
         note_ignored(&wire, ctx);
-        // valid: it parsed above
-        let own: Value = serde_json::from_slice(body)
+        // valid: it parsed above; kept as its fields' own bytes, not a second tree
+        let own = RawBody::parse(body)
             .map_err(|e| ApiError::bad_request(None, format!("invalid request body: {e}")))?;
         let mut decoded = decode_request(wire, ctx, own)?;
         decoded.unknown = unknown;
@@ -96,8 +97,8 @@ impl Dialect for Responses {
         let mut prior = Vec::new();
         let mut prior_items = None;
         if let Some(id) = &extra.base.echo.previous_response_id {
-            let record = store::load(state, id, ctx.key.as_deref())
-                .await
+            let record = store::load_within(state, id, ctx)
+                .await?
                 .ok_or_else(|| store::not_found(id, Some("previous_response_id")))?;
             prior = record.conversation;
             prior_items = record.items;
@@ -131,7 +132,10 @@ impl Dialect for Responses {
                 ),
             ));
         }
-        if let Some(native) = decoded.request.native.as_mut() {
+        // only a provider taking the body natively reads its input: for a route without
+        // one, the stored conversation is not written into it a second time
+        let takes_it = native::route_takes_it(state, &ctx.route);
+        if let Some(native) = decoded.request.native.as_mut().filter(|_| takes_it) {
             extra.native_input =
                 native::expand(native, &prior, prior_items, extra.base.echo.store)?;
         }
@@ -178,11 +182,8 @@ impl Dialect for Responses {
         // what GET returns: the answer as the client gets it, kept
         base.stored.store(true, Ordering::Release);
         let native_output = native::output(resp);
-        let items = native_output.as_ref().map(|output| {
-            let mut items = extra.native_input.clone();
-            items.extend(output.iter().cloned());
-            items
-        });
+        let items = (native_output.as_ref().zip(extra.native_input.as_ref()))
+            .and_then(|(output, body)| native::stored_items(body, output));
         let output = native_output.unwrap_or_else(|| base.output(resp));
         let record = store::Record {
             key: ctx.key.clone(),
@@ -304,7 +305,7 @@ fn note_ignored(w: &WireRequest, ctx: &mut Ctx) {
 fn decode_request(
     mut w: WireRequest,
     ctx: &mut Ctx,
-    own: Value,
+    own: RawBody,
 ) -> Result<Decoded<ResponsesExtra>, ApiError> {
     let mut strict = false;
     let mut native_only = Vec::new();
@@ -422,7 +423,7 @@ fn decode_request(
             unanswered: conv.unanswered,
             conversation: Vec::new(),
             native_only,
-            native_input: Vec::new(),
+            native_input: None,
         },
         unknown: Vec::new(),
     })

@@ -37,8 +37,9 @@ pub(crate) struct Record {
     /// The same as Responses items as the vendor saw and returned them, when an OpenAI
     /// provider with `api = "responses"` answered natively (its built-in tools' items and
     /// encrypted reasoning included): what the next turn's native body starts with.
+    /// Kept as written (a JSON array), never parsed: the next turn splices it in by text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub items: Option<Vec<Value>>,
+    pub items: Option<Box<serde_json::value::RawValue>>,
 }
 
 impl kept::Owned for Record {
@@ -55,6 +56,21 @@ fn kv_key(id: &str) -> String {
 pub(crate) async fn load(state: &AppState, id: &str, key: Option<&str>) -> Option<Record> {
     let (record, _) = kept::load(state, &kv_key(id), key).await?;
     Some(record)
+}
+
+/// [`load`], for a request whose `previous_response_id` is `id`: the record's JSON held
+/// to the request's memory bounds before it is parsed.
+///
+/// # Errors
+/// 413 naming the bound the record and the request together would pass.
+pub(crate) async fn load_within(
+    state: &AppState,
+    id: &str,
+    ctx: &crate::http::dialects::Ctx,
+) -> Result<Option<Record>, ApiError> {
+    let what = format!("previous_response_id {:?}", clip(id, ECHO_BYTES));
+    let found = kept::load_within(state, &kv_key(id), ctx, &what).await?;
+    Ok(found.map(|(record, _)| record))
 }
 
 /// Keep `record` under `id`: false when it is too large or the store refused it.

@@ -43,7 +43,6 @@ pub use stream::Events;
 use std::time::{Duration, SystemTime};
 
 use ::http::HeaderMap;
-use serde_json::Value;
 
 use super::{embed, OpenAiConfig};
 use crate::chat::{ChatRequest, Field, ProviderReply, Support};
@@ -124,7 +123,7 @@ impl Codec for ResponsesCodec {
     fn encode(&self, req: &ChatRequest, stream: bool) -> Result<(Vec<u8>, bool), ProviderError> {
         if let Some(native) = req.native_for(NATIVE_KIND) {
             let body = native_body(&native.body, &self.model, req.max_tokens, stream)?;
-            return Ok((crate::provider::encode_body(&body)?, true));
+            return Ok((body, true));
         }
         request::body(req, &self.model, stream).map(|body| (body, false))
     }
@@ -162,24 +161,21 @@ impl Codec for ResponsesCodec {
 }
 
 /// The client's own Responses body with this call's `model`, `stream` and (when the
-/// request has one) `max_output_tokens`; nothing else is touched.
+/// request has one) `max_output_tokens`; nothing else is touched (written byte for byte).
 fn native_body(
-    body: &Value,
+    body: &crate::chat::RawBody,
     model: &str,
     max_tokens: Option<u32>,
     stream: bool,
-) -> Result<Value, ProviderError> {
-    let Value::Object(fields) = body else {
-        return Err(ProviderError::new(
-            ErrorKind::BadRequest,
-            "a native Responses body that is not a JSON object",
-        ));
+) -> Result<Vec<u8>, ProviderError> {
+    let encoding = |e: serde_json::Error| {
+        ProviderError::new(ErrorKind::BadRequest, format!("encoding the request: {e}"))
     };
-    let mut fields = fields.clone();
-    fields.insert("model".to_owned(), model.into());
-    fields.insert("stream".to_owned(), stream.into());
+    let mut patch = crate::chat::Patch::default();
+    patch.set_value("model", model).map_err(encoding)?;
+    patch.set_value("stream", &stream).map_err(encoding)?;
     if let Some(n) = max_tokens {
-        fields.insert("max_output_tokens".to_owned(), n.into());
+        patch.set_value("max_output_tokens", &n).map_err(encoding)?;
     }
-    Ok(Value::Object(fields))
+    Ok(body.to_bytes_with(&patch))
 }

@@ -27,7 +27,8 @@ mod store;
 use std::sync::{Arc, Mutex};
 
 use axum::http::StatusCode;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
+use switchyard::chat::RawBody;
 use switchyard::{ChatRequest, ChatResponse};
 
 use super::wire::{self, Thread as Param};
@@ -119,34 +120,32 @@ pub(super) async fn prepare(
         return Ok(());
     };
     let param = decoded.extra.param.clone();
-    if param.is_none() && native.body.get("thread").is_none() {
+    if param.is_none() && !native.body.contains("thread") {
         decoded.request.native = Some(native);
         return Ok(());
     }
     let mut body = Arc::unwrap_or_clone(std::mem::take(&mut native.body));
-    if let Some(fields) = body.as_object_mut() {
-        fields.remove("thread");
-        let pending = match param {
-            None => None,
-            Some(Param::Create {}) => Some(create(state, ctx, fields)?),
-            Some(Param::Continue {
-                previous_message_id,
-            }) => Some(continued(state, ctx, fields, &previous_message_id).await?),
-        };
-        if let Some(pending) = pending {
-            if pending.previous.is_some() {
-                let only;
-                (decoded.request, only) = whole(&body)?;
-                // what an earlier turn held that only Anthropic serves is in the history
-                if !only.is_empty() {
-                    native.required = true;
-                    native.required_by = only;
-                }
+    body.remove("thread");
+    let pending = match param {
+        None => None,
+        Some(Param::Create {}) => Some(create(state, ctx, &body)?),
+        Some(Param::Continue {
+            previous_message_id,
+        }) => Some(continued(state, ctx, &mut body, &previous_message_id).await?),
+    };
+    if let Some(pending) = pending {
+        if pending.previous.is_some() {
+            let only;
+            (decoded.request, only) = whole(&body)?;
+            // what an earlier turn held that only Anthropic serves is in the history
+            if !only.is_empty() {
+                native.required = true;
+                native.required_by = only;
             }
-            decoded.extra.id = Some(store::answer_id(&pending.thread));
-            if let Ok(mut slot) = decoded.extra.pending.lock() {
-                *slot = Some(pending);
-            }
+        }
+        decoded.extra.id = Some(store::answer_id(&pending.thread));
+        if let Ok(mut slot) = decoded.extra.pending.lock() {
+            *slot = Some(pending);
         }
     }
     native.body = Arc::new(body);
@@ -155,12 +154,12 @@ pub(super) async fn prepare(
 }
 
 /// A `create`: the conversation to keep with the answer.
-fn create(state: &AppState, ctx: &Ctx, fields: &Map<String, Value>) -> Result<Pending, ApiError> {
+fn create(state: &AppState, ctx: &Ctx, body: &RawBody) -> Result<Pending, ApiError> {
     let record = store::Record {
         key: ctx.key.clone(),
-        system: fields.get("system").cloned(),
-        tools: fields.get("tools").cloned(),
-        messages: messages_of(fields),
+        system: body.get_as("system"),
+        tools: body.get_as("tools"),
+        messages: messages_of(body),
         answers: Vec::new(),
     };
     let size = serde_json::to_vec(&record).map_or(0, |b| b.len());
@@ -176,22 +175,27 @@ fn create(state: &AppState, ctx: &Ctx, fields: &Map<String, Value>) -> Result<Pe
 }
 
 /// A `continue` from `previous`: the thread it continues, with the new messages appended,
-/// written into `fields` as the whole request.
+/// written into `body` as the whole request. The thread is held to the request's memory
+/// bounds before it is read (`crate::http::dialects::expansion`).
 async fn continued(
     state: &AppState,
     ctx: &Ctx,
-    fields: &mut Map<String, Value>,
+    body: &mut RawBody,
     previous: &str,
 ) -> Result<Pending, ApiError> {
-    if let Some(field) = CREATE_ONLY.iter().find(|f| fields.contains_key(**f)) {
+    if let Some(field) = CREATE_ONLY.iter().find(|f| body.contains(f)) {
         return Err(repeated(field));
     }
     let thread = store::thread_of(previous).ok_or_else(|| not_found(previous))?;
     // the lease first, then the thread: a request that gets the lease sees the thread as
     // its last holder left it
     let lease = store::Lease::take(state, previous).await;
-    let (mut record, size) = store::load(state, thread, ctx.key.as_deref())
-        .await
+    let what = format!(
+        "thread.previous_message_id {:?}",
+        clip(previous, ECHO_BYTES)
+    );
+    let (mut record, size) = store::load_within(state, thread, ctx, &what)
+        .await?
         .ok_or_else(|| not_found(previous))?;
     if record.head() != Some(previous) {
         return Err(if record.answers.iter().any(|a| a == previous) {
@@ -201,16 +205,18 @@ async fn continued(
         });
     }
     let lease = lease.ok_or_else(|| in_flight(previous))?;
-    let new = messages_of(fields);
+    let new = messages_of(body);
     let grown = size + serde_json::to_vec(&new).map_or(0, |b| b.len());
     if grown > state.threads.max_bytes {
         return Err(too_large(state, grown));
     }
     record.messages.extend(new);
-    fields.insert("messages".to_owned(), Value::Array(record.messages.clone()));
+    let encoding = |e: serde_json::Error| ApiError::bad_request(None, e.to_string());
+    body.set_value("messages", &record.messages)
+        .map_err(encoding)?;
     for (field, kept) in [("system", &record.system), ("tools", &record.tools)] {
         if let Some(value) = kept {
-            fields.insert(field.to_owned(), value.clone());
+            body.set_value(field, value).map_err(encoding)?;
         }
     }
     Ok(Pending {
@@ -222,18 +228,14 @@ async fn continued(
 }
 
 /// The request's `messages`, as sent.
-fn messages_of(fields: &Map<String, Value>) -> Vec<Value> {
-    match fields.get("messages") {
-        Some(Value::Array(m)) => m.clone(),
-        _ => Vec::new(),
-    }
+fn messages_of(body: &RawBody) -> Vec<Value> {
+    body.get_as("messages").unwrap_or_default()
 }
 
 /// The whole conversation in the shared shape, decoded as the request would be had the
 /// client sent it all (its own new part was checked already, with its own paths).
-fn whole(body: &Value) -> Result<(ChatRequest, Vec<String>), ApiError> {
-    let bytes = serde_json::to_vec(body)
-        .map_err(|e| ApiError::bad_request(None, format!("invalid request body: {e}")))?;
+fn whole(body: &RawBody) -> Result<(ChatRequest, Vec<String>), ApiError> {
+    let bytes = body.to_bytes();
     // unknown top-level fields are the turn's own, admitted or refused already
     let (request, _unknown) = wire::parse(&bytes)?;
     // what the thread keeps was admitted when it was sent: decoded as under a beta

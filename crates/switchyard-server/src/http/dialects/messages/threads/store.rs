@@ -105,6 +105,20 @@ pub(super) async fn load(
     kept::load(state, &kv_key(thread), key).await
 }
 
+/// [`load`], for a request that continues the thread: its JSON held to the request's
+/// memory bounds before it is parsed (`what` names the field that brings it in).
+///
+/// # Errors
+/// 413 naming the bound it would pass (`crate::http::dialects::expansion`).
+pub(super) async fn load_within(
+    state: &AppState,
+    thread: &str,
+    ctx: &crate::http::dialects::Ctx,
+    what: &str,
+) -> Result<Option<(Record, usize)>, crate::http::error::ApiError> {
+    kept::load_within(state, &kv_key(thread), ctx, what).await
+}
+
 /// Keep `record` as `thread` for `[threads] ttl`: false when it is larger than
 /// `max_thread_bytes` or the store refused it.
 pub(super) async fn save(state: &AppState, thread: &str, record: &Record) -> bool {
