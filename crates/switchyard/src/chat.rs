@@ -486,12 +486,6 @@ impl Native {
         self
     }
 
-    /// The bytes the body sends as it stands (without the call's patched fields).
-    #[must_use]
-    pub fn wire_len(&self) -> usize {
-        self.body.wire_len()
-    }
-
     /// Builder: one forwarded header.
     #[must_use]
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
@@ -505,22 +499,8 @@ impl Native {
     /// still goes upstream.
     #[must_use]
     pub fn wire_len(&self) -> usize {
-        // the body's compact JSON, counted without building it
-        struct Count(usize);
-        impl std::io::Write for Count {
-            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                self.0 = self.0.saturating_add(buf.len());
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let mut count = Count(0);
-        // writing a `Value` to a sink that never fails cannot fail
-        let _ = serde_json::to_writer(&mut count, self.body.as_ref());
-        count
-            .0
+        self.body
+            .wire_len()
             .saturating_add(self.prefill.as_ref().map_or(0, String::len))
     }
 }

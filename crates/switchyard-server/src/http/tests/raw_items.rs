@@ -100,7 +100,9 @@ async fn a_large_custom_tool_call_output_is_refused_on_a_capped_key_and_sent_wit
     assert_eq!(resp.status(), StatusCode::OK);
     let sent = f.primary.requests()[0].native.clone().unwrap();
     assert_eq!(
-        sent.body["input"][1]["output"].as_str().map(str::len),
+        sent.body.to_value()["input"][1]["output"]
+            .as_str()
+            .map(str::len),
         Some(BIG)
     );
 }
