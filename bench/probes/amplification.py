@@ -7,6 +7,8 @@ import json
 import threading
 import time
 
+from _http import post, provider
+
 NAME = "amplification"
 ITEM = "24.2"
 DESCRIPTION = ("16 concurrent 4 MiB bodies of ~131,000 tiny items on /v1/responses, /v1/messages and "
@@ -16,14 +18,7 @@ DESCRIPTION = ("16 concurrent 4 MiB bodies of ~131,000 tiny items on /v1/respons
 CONFIG = """
 [server]
 max_body_bytes = 4194304
-
-[[providers]]
-name = "primary"
-kind = "openai"
-model = "bench-model"
-base_url = "http://127.0.0.1:MOCK/v1"
-price = { input_per_mtok = 0.15, output_per_mtok = 0.6 }
-
+""" + provider() + """
 [[routes]]
 name = "bench-model"
 providers = ["primary"]
@@ -52,17 +47,11 @@ def body(path_key, item_bytes):
 
 
 def send(port, path, data, out):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     try:
-        conn.request("POST", path, data, {"content-type": "application/json",
-                                          "anthropic-version": "2023-06-01"})
-        resp = conn.getresponse()
-        text = resp.read()
-        out.append((resp.status, text[:300].decode(errors="replace")))
+        reply = post(port, path, data, headers={"anthropic-version": "2023-06-01"}, timeout=120)
+        out.append((reply.status, reply.data[:300].decode(errors="replace")))
     except (OSError, http.client.HTTPException) as e:
         out.append((0, str(e)))
-    finally:
-        conn.close()
 
 
 class Sampler(threading.Thread):
@@ -103,16 +92,10 @@ def stored(port, previous, n, item_bytes):
     req = {"model": "bench-model", "input": [item] * n}
     if previous:
         req["previous_response_id"] = previous
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    try:
-        conn.request("POST", "/v1/responses", json.dumps(req).encode(), {"content-type": "application/json"})
-        resp = conn.getresponse()
-        text = resp.read()
-    finally:
-        conn.close()
-    if resp.status != 200:
-        return None, f"{resp.status} {text[:200]}"
-    answer = json.loads(text)
+    reply = post(port, "/v1/responses", req, timeout=120)
+    if reply.status != 200:
+        return None, f"{reply.status} {reply.data[:200]}"
+    answer = reply.json()
     if not answer.get("switchyard", {}).get("stored", True):
         return None, "not stored"
     return answer.get("id"), None
