@@ -40,11 +40,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.answer(200, json.dumps(out, separators=(",", ":")).encode())
 
     def answer(self, status, data):
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        # head and body in one write: in two, whether the gateway reads them at once or
+        # wakes twice depends on timing, which moved bench/count's embeddings count by ~2 %
+        reason = {200: "OK", 404: "Not Found"}[status]
+        head = f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {len(data)}\r\n\r\n"
+        self.wfile.write(head.encode() + data)
 
     def log_message(self, *args):
         pass
