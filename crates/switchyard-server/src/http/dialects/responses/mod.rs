@@ -150,11 +150,12 @@ impl Dialect for Responses {
 
     fn reply(_ctx: &Ctx, extra: &ResponsesExtra, resp: &ChatResponse) -> Vec<u8> {
         let base = &extra.base;
-        let body = base.finished(
-            resp,
-            native::output(resp).unwrap_or_else(|| base.output(resp)),
-        );
-        serde_json::to_vec(&body).unwrap_or_default()
+        let body = base.finished(resp, output(base, resp));
+        let mut bytes = Vec::with_capacity(resp.text.len() + 2048);
+        if serde_json::to_writer(&mut bytes, &body).is_err() {
+            bytes.clear();
+        }
+        bytes
     }
 
     async fn finished(state: &AppState, ctx: &Ctx, extra: &ResponsesExtra, resp: &ChatResponse) {
@@ -181,13 +182,12 @@ impl Dialect for Responses {
         });
         // what GET returns: the answer as the client gets it, kept
         base.stored.store(true, Ordering::Release);
-        let native_output = native::output(resp);
-        let items = (native_output.as_ref().zip(extra.native_input.as_ref()))
+        let items = (native::output(resp).zip(extra.native_input.as_ref()))
             .and_then(|(output, body)| native::stored_items(body, output));
-        let output = native_output.unwrap_or_else(|| base.output(resp));
+        let response = base.finished(resp, output(base, resp));
         let record = store::Record {
             key: ctx.key.clone(),
-            response: base.finished(resp, output),
+            response: serde_json::to_value(response).unwrap_or_default(),
             conversation,
             items,
         };
@@ -197,6 +197,15 @@ impl Dialect for Responses {
 
     fn encoder(_ctx: &Ctx, extra: &ResponsesExtra, model: &str) -> stream::EventEncoder {
         stream::EventEncoder::new(Arc::clone(&extra.base), model)
+    }
+}
+
+/// The answer's output items: those a provider answering natively returned, as it did,
+/// else the answer's own.
+fn output<'a>(base: &Base, resp: &'a ChatResponse) -> Vec<body::Item<'a>> {
+    match native::output(resp) {
+        Some(items) => items.iter().map(body::Item::Native).collect(),
+        None => base.output(resp),
     }
 }
 
