@@ -35,15 +35,16 @@ pub(crate) struct Base {
 pub(crate) struct Echo {
     pub instructions: Option<String>,
     pub tools: Vec<Value>,
-    pub tool_choice: Value,
+    /// The tool choice as sent (`None`: echoed as `"auto"`).
+    pub tool_choice: Option<Value>,
     pub temperature: Option<f32>,
     pub top_p: Option<f32>,
     pub max_output_tokens: Option<u32>,
     pub parallel_tool_calls: bool,
     pub metadata: Map<String, Value>,
     pub previous_response_id: Option<String>,
-    pub text: Value,
-    pub reasoning: Value,
+    pub text: EchoText,
+    pub reasoning: EchoReasoning,
     pub store: bool,
     pub user: Option<String>,
     /// `top_logprobs` as the client sent it (0 when unset, as OpenAI echoes it).
@@ -54,6 +55,47 @@ pub(crate) struct Echo {
     /// Reasoning items carry `encrypted_content` (the sealed format): the client asked
     /// for it (`include`), or the response is stored (its items may come back as input).
     pub sealed_reasoning: bool,
+}
+
+/// `text` as echoed: the output format.
+#[derive(Debug, Default, Serialize)]
+pub(crate) struct EchoText {
+    pub format: EchoFormat,
+}
+
+/// `text.format` as echoed.
+#[derive(Debug, Default)]
+pub(crate) enum EchoFormat {
+    #[default]
+    Text,
+    JsonObject,
+    /// The `json_schema` format's object.
+    JsonSchema(Value),
+}
+
+impl Serialize for EchoFormat {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Kind {
+            #[serde(rename = "type")]
+            kind: &'static str,
+        }
+        match self {
+            EchoFormat::Text => Kind { kind: "text" }.serialize(s),
+            EchoFormat::JsonObject => Kind {
+                kind: "json_object",
+            }
+            .serialize(s),
+            EchoFormat::JsonSchema(v) => v.serialize(s),
+        }
+    }
+}
+
+/// `reasoning` as echoed.
+#[derive(Debug, Default, Serialize)]
+pub(crate) struct EchoReasoning {
+    pub effort: Option<String>,
+    pub summary: Option<String>,
 }
 
 impl Base {
@@ -132,7 +174,7 @@ impl Base {
             // as a `Value` holds an f32: widened (0.7 is written 0.699999988079071)
             temperature: e.temperature.map(f64::from),
             text: &e.text,
-            tool_choice: &e.tool_choice,
+            tool_choice: e.tool_choice.as_ref(),
             tools: &e.tools,
             top_logprobs: e.top_logprobs,
             top_p: e.top_p.map(f64::from),
@@ -227,21 +269,31 @@ pub(crate) struct ResponseObject<'a> {
     output: Vec<Item<'a>>,
     parallel_tool_calls: bool,
     previous_response_id: Option<&'a str>,
-    reasoning: &'a Value,
+    reasoning: &'a EchoReasoning,
     service_tier: &'static str,
     pub status: &'a str,
     store: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     switchyard: Option<SortedTrail<'a>>,
     temperature: Option<f64>,
-    text: &'a Value,
-    tool_choice: &'a Value,
+    text: &'a EchoText,
+    #[serde(serialize_with = "auto_unless_given")]
+    tool_choice: Option<&'a Value>,
     tools: &'a [Value],
     top_logprobs: u32,
     top_p: Option<f64>,
     truncation: &'static str,
     usage: Option<ResponseUsage>,
     user: Option<&'a str>,
+}
+
+/// The tool choice as sent, `"auto"` when none was.
+#[allow(clippy::ref_option)] // serde's `serialize_with` passes the field by reference
+fn auto_unless_given<S: serde::Serializer>(v: &Option<&Value>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => v.serialize(s),
+        None => s.serialize_str("auto"),
+    }
 }
 
 /// A failed stream's `error`.
@@ -474,7 +526,7 @@ mod tests {
         use switchyard::chat::Thinking;
         use switchyard::{ChatResponse, Usage};
 
-        use super::super::{item_status, outcome, sealed, Base, Ordering, Trail};
+        use super::super::{item_status, outcome, sealed, Base, EchoFormat, Ordering, Trail};
 
         pub fn reasoning_item(base: &Base, id: &str, block: &Thinking, status: &str) -> Value {
             let summary = if base.echo.reasoning_summary && !block.text.is_empty() {
@@ -507,12 +559,16 @@ mod tests {
                 "output": output,
                 "parallel_tool_calls": e.parallel_tool_calls,
                 "previous_response_id": e.previous_response_id,
-                "reasoning": e.reasoning,
+                "reasoning": {"effort": e.reasoning.effort, "summary": e.reasoning.summary},
                 "service_tier": "default",
                 "store": e.store,
                 "temperature": e.temperature,
-                "text": e.text,
-                "tool_choice": e.tool_choice,
+                "text": {"format": match &e.text.format {
+                    EchoFormat::Text => json!({"type": "text"}),
+                    EchoFormat::JsonObject => json!({"type": "json_object"}),
+                    EchoFormat::JsonSchema(v) => v.clone(),
+                }},
+                "tool_choice": e.tool_choice.clone().unwrap_or_else(|| json!("auto")),
                 "tools": e.tools,
                 "top_logprobs": e.top_logprobs,
                 "top_p": e.top_p,
@@ -630,15 +686,21 @@ mod tests {
                            "parameters": {"type": "object"}, "strict": true}),
                     json!({"type": "web_search"}),
                 ],
-                tool_choice: json!({"type": "function", "name": "get"}),
+                tool_choice: Some(json!({"type": "function", "name": "get"})),
                 temperature: Some(0.7),
                 top_p: Some(0.9),
                 max_output_tokens: Some(100),
                 parallel_tool_calls: false,
                 metadata: json!({"b": "2", "a": "1"}).as_object().cloned().unwrap(),
                 previous_response_id: Some("resp_prev".into()),
-                text: json!({"format": {"type": "text"}}),
-                reasoning: json!({"effort": "high", "summary": "auto"}),
+                text: EchoText {
+                    format: EchoFormat::JsonSchema(json!({"type": "json_schema", "name": "n",
+                        "schema": {"type": "object"}, "strict": null, "description": null})),
+                },
+                reasoning: EchoReasoning {
+                    effort: Some("high".into()),
+                    summary: Some("auto".into()),
+                },
                 store: true,
                 user: Some("ünïcode user".into()),
                 top_logprobs: 3,
@@ -772,9 +834,6 @@ mod tests {
         // the answer only tool calls (no message item)
         let plain = Base {
             echo: Echo {
-                tool_choice: json!("auto"),
-                text: json!({"format": {"type": "text"}}),
-                reasoning: json!({"effort": null, "summary": null}),
                 parallel_tool_calls: true,
                 ..Echo::default()
             },
@@ -827,6 +886,18 @@ mod tests {
             &typed,
             &value_built::response(&base, "m", "in_progress", Vec::new()),
         );
+        let json_object = Base {
+            echo: Echo {
+                text: EchoText {
+                    format: EchoFormat::JsonObject,
+                },
+                ..Echo::default()
+            },
+            ..full_base()
+        };
+        let typed = json_object.response("m", "in_progress", Vec::new());
+        let reference = value_built::response(&json_object, "m", "in_progress", Vec::new());
+        same(&typed, &reference);
         let native = vec![json!({"type": "web_search_call", "id": "ws_1", "status": "completed"})];
         let typed = base.finished(&resp, native.iter().map(Item::Native).collect());
         same(&typed, &value_built::finished(&base, &resp, native.clone()));

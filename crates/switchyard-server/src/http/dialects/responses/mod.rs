@@ -37,7 +37,7 @@ use super::flow::Ctx;
 use super::{Decoded, Dialect};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
-use body::{Base, Echo};
+use body::{Base, Echo, EchoFormat, EchoReasoning, EchoText};
 use wire::{bad, WireRequest};
 
 /// OpenAI's Responses API.
@@ -457,15 +457,14 @@ fn echo(
         reasoning_summary: summary.is_some_and(|s| s != "none"),
         sealed_reasoning: include || store,
         tools: echo_tools(tools, w.tools.as_deref()),
-        tool_choice: w
-            .tool_choice
-            .filter(|v| !v.is_null())
-            .unwrap_or_else(|| json!("auto")),
-        text: json!({ "format": echo_format(format) }),
-        reasoning: json!({
-            "effort": w.reasoning.as_ref().and_then(|r| r.effort.clone()),
-            "summary": w.reasoning.as_ref().and_then(|r| r.summary.clone()),
-        }),
+        tool_choice: w.tool_choice.filter(|v| !v.is_null()),
+        text: EchoText {
+            format: echo_format(format),
+        },
+        reasoning: EchoReasoning {
+            effort: w.reasoning.as_ref().and_then(|r| r.effort.clone()),
+            summary: w.reasoning.as_ref().and_then(|r| r.summary.clone()),
+        },
         metadata: w.metadata.unwrap_or_default(),
         instructions: w.instructions,
         temperature: w.temperature,
@@ -503,31 +502,38 @@ fn echo_tools(tools: &[switchyard::chat::Tool], raw: Option<&[Value]>) -> Vec<Va
         .collect()
 }
 
-fn echo_format(format: Option<&wire::WireFormat>) -> Value {
+fn echo_format(format: Option<&wire::WireFormat>) -> EchoFormat {
     match format {
-        None | Some(wire::WireFormat::Text) => json!({"type": "text"}),
-        Some(wire::WireFormat::JsonObject) => json!({"type": "json_object"}),
+        None | Some(wire::WireFormat::Text) => EchoFormat::Text,
+        Some(wire::WireFormat::JsonObject) => EchoFormat::JsonObject,
         Some(wire::WireFormat::JsonSchema {
             name,
             schema,
             strict,
             description,
-        }) => json!({
+        }) => EchoFormat::JsonSchema(json!({
             "type": "json_schema",
             "name": name,
             "schema": schema,
             "strict": strict,
             "description": description,
-        }),
+        })),
     }
 }
 
 /// `resp_` and 32 random hex digits (from the OS: ids of stored responses are not
 /// guessable), falling back to the process's generator.
 fn response_id() -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut bytes = [0u8; 16];
     if getrandom::fill(&mut bytes).is_err() {
         bytes = fastrand::u128(..).to_le_bytes();
     }
-    format!("resp_{}", hex::encode(bytes))
+    let mut id = String::with_capacity(5 + 2 * bytes.len());
+    id.push_str("resp_");
+    for b in bytes {
+        id.push(char::from(HEX[usize::from(b >> 4)]));
+        id.push(char::from(HEX[usize::from(b & 15)]));
+    }
+    id
 }
