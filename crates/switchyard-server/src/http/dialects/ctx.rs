@@ -334,6 +334,148 @@ pub(crate) struct Trail<'a> {
     dropped: Vec<&'static str>,
 }
 
+/// A [`Trail`] with `stored` (whether the answer was kept) and every key, its attempts'
+/// too, in sorted order: the Responses dialect's `switchyard` object. Its response object
+/// was once a `serde_json::Value` tree, whose maps sort their keys; it is written directly
+/// now, in the same order, so its bytes did not change.
+pub(crate) struct SortedTrail<'a> {
+    pub trail: Trail<'a>,
+    pub stored: bool,
+}
+
+impl Serialize for SortedTrail<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Trail {
+            provider,
+            failed_over,
+            cost_usd,
+            attempts,
+            max_tokens_applied,
+            ignored,
+            dropped,
+        } = &self.trail;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("attempts", &SortedAttempts(attempts))?;
+        m.serialize_entry("cost_usd", cost_usd)?;
+        if !dropped.is_empty() {
+            m.serialize_entry("dropped", dropped)?;
+        }
+        m.serialize_entry("failed_over", failed_over)?;
+        if !ignored.is_empty() {
+            m.serialize_entry("ignored", ignored)?;
+        }
+        if let Some(n) = max_tokens_applied {
+            m.serialize_entry("max_tokens_applied", n)?;
+        }
+        m.serialize_entry("provider", provider)?;
+        m.serialize_entry("stored", &self.stored)?;
+        m.end()
+    }
+}
+
+/// Attempts as [`Attempt`]'s own `Serialize` writes them, with each one's keys sorted.
+struct SortedAttempts<'a>(&'a [switchyard::observe::Attempt]);
+
+impl Serialize for SortedAttempts<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(SortedAttempt))
+    }
+}
+
+struct SortedAttempt<'a>(&'a switchyard::observe::Attempt);
+
+impl Serialize for SortedAttempt<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        use switchyard::observe::{Attempt, Outcome};
+        let Attempt {
+            provider,
+            model,
+            attempt,
+            outcome,
+            status,
+            latency,
+            start,
+            probe,
+            reported: _,
+        } = self.0;
+        let ms = |d: &std::time::Duration| d.as_secs_f64() * 1000.0;
+        let (mut at, mut fields, mut kind, mut message) = (None, None, None, None);
+        let (mut method, mut reason, mut sent) = (None, None, None);
+        let tag = match outcome {
+            Outcome::Success => "success",
+            Outcome::Failed {
+                kind: k,
+                message: m,
+            } => {
+                (kind, message) = (Some(k), Some(m));
+                "failed"
+            }
+            Outcome::Skipped {
+                reason: r,
+                fields: f,
+            } => {
+                reason = Some(r);
+                fields = Some(f).filter(|f| !f.is_empty());
+                "skipped"
+            }
+            Outcome::Rescue { method: m } => {
+                method = Some(m);
+                "rescue"
+            }
+            Outcome::Diverged { at: a, sent: n } => {
+                (at, sent) = (Some(a), Some(n));
+                "diverged"
+            }
+            Outcome::Declined {
+                kind: k,
+                message: m,
+            } => {
+                (kind, message) = (Some(k), Some(m));
+                "declined"
+            }
+        };
+        let mut m = s.serialize_map(None)?;
+        if let Some(at) = at {
+            m.serialize_entry("at", at)?;
+        }
+        m.serialize_entry("attempt", attempt)?;
+        if let Some(fields) = fields {
+            m.serialize_entry("fields", fields)?;
+        }
+        if let Some(kind) = kind {
+            m.serialize_entry("kind", kind)?;
+        }
+        m.serialize_entry("latency_ms", &ms(latency))?;
+        if let Some(message) = message {
+            m.serialize_entry("message", message)?;
+        }
+        if let Some(method) = method {
+            m.serialize_entry("method", method)?;
+        }
+        m.serialize_entry("model", model)?;
+        m.serialize_entry("outcome", tag)?;
+        if *probe {
+            m.serialize_entry("probe", probe)?;
+        }
+        m.serialize_entry("provider", provider)?;
+        if let Some(reason) = reason {
+            m.serialize_entry("reason", reason)?;
+        }
+        if let Some(sent) = sent {
+            m.serialize_entry("sent", sent)?;
+        }
+        if let Some(start) = start {
+            m.serialize_entry("start_ms", &ms(start))?;
+        }
+        if let Some(status) = status {
+            m.serialize_entry("status", status)?;
+        }
+        m.end()
+    }
+}
+
 impl<'a> Trail<'a> {
     pub(crate) fn of(resp: &'a ChatResponse) -> Self {
         Self {

@@ -250,6 +250,25 @@ async fn client_mistakes_are_400s_naming_the_field() {
     assert_eq!(f.primary.calls(), 0);
 }
 
+/// `input` of neither kind is a 400 naming it and saying what it must be.
+#[tokio::test]
+async fn an_input_neither_text_nor_items_is_a_400_saying_what_it_must_be() {
+    let f = basic();
+    for input in [json!(5), json!({"role": "user"}), json!(true)] {
+        let body = json!({"model": "smart", "input": input});
+        let resp = call(&f.state, post_responses(&body)).await;
+        assert_eq!(resp.status(), StatusCode::BAD_REQUEST, "{body}");
+        let e = json_body(resp).await;
+        assert_eq!(e["error"]["param"], "input", "{e}");
+        let message = e["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("expected a string or an array of input items"),
+            "{e}"
+        );
+    }
+    assert_eq!(f.primary.calls(), 0);
+}
+
 /// `max_tool_calls` and `truncation: "auto"` change the answer and only the Responses API
 /// has them: a route without a provider that takes the body as written refuses them by
 /// name (never ignored); `truncation: "disabled"` is the default and goes anywhere.

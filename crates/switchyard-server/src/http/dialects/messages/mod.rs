@@ -239,7 +239,7 @@ struct MessageBody<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     role: &'static str,
-    content: Vec<Value>,
+    content: Vec<Block<'a>>,
     model: &'a str,
     stop_reason: &'static str,
     stop_sequence: Option<&'a str>,
@@ -253,7 +253,7 @@ impl<'a> MessageBody<'a> {
             id,
             kind: "message",
             role: "assistant",
-            content: content(resp),
+            content: blocks(resp),
             model: &resp.model,
             stop_reason: stop_reason(resp),
             stop_sequence: None,
@@ -263,30 +263,91 @@ impl<'a> MessageBody<'a> {
     }
 }
 
-/// An answer's content blocks, as a reply carries them (and a thread keeps them).
+/// An answer's content blocks as a thread keeps them.
 pub(super) fn content(resp: &ChatResponse) -> Vec<Value> {
+    (blocks(resp).iter())
+        .map(|b| serde_json::to_value(b).unwrap_or_default())
+        .collect()
+}
+
+/// An answer's content blocks, as a reply carries them.
+fn blocks(resp: &ChatResponse) -> Vec<Block<'_>> {
     let mut content = Vec::with_capacity(1 + resp.thinking.len() + resp.tool_calls.len());
     // Anthropic puts reasoning first; the client sends it back with its next turn
     content.extend(resp.thinking.iter().map(thinking_block));
     // Anthropic has no refusal field: a refusal message (OpenAI's) is the text
     if !resp.text.is_empty() || !resp.refusal.is_empty() || resp.tool_calls.is_empty() {
-        let text = format!("{}{}", resp.text, resp.refusal);
-        content.push(json!({"type": "text", "text": text}));
+        content.push(Block::Text {
+            text: Joined(&resp.text, &resp.refusal),
+            kind: "text",
+        });
     }
     for call in &resp.tool_calls {
-        content.push(json!({"type": "tool_use", "id": call.id, "name": call.name,
-                            "input": tool_input(&call.arguments)}));
+        content.push(Block::ToolUse {
+            id: &call.id,
+            input: tool_input(&call.arguments),
+            name: &call.name,
+            kind: "tool_use",
+        });
     }
     content
 }
 
+/// A content block of a reply, written directly; keys in sorted order (as the
+/// `serde_json::Value` maps it was once built as had them: the bytes did not change).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Block<'a> {
+    Text {
+        text: Joined<'a>,
+        #[serde(rename = "type")]
+        kind: &'static str,
+    },
+    Thinking {
+        signature: &'a str,
+        thinking: &'a str,
+        #[serde(rename = "type")]
+        kind: &'static str,
+    },
+    Redacted {
+        data: &'a str,
+        #[serde(rename = "type")]
+        kind: &'static str,
+    },
+    ToolUse {
+        id: &'a str,
+        input: Value,
+        name: &'a str,
+        #[serde(rename = "type")]
+        kind: &'static str,
+    },
+}
+
+/// Two strings written as one.
+struct Joined<'a>(&'a str, &'a str);
+
+impl Serialize for Joined<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Joined(a, "") => s.serialize_str(a),
+            Joined(a, b) => s.collect_str(&format_args!("{a}{b}")),
+        }
+    }
+}
+
 /// A reasoning block as Anthropic writes it: `redacted_thinking` with its `data`, or
 /// `thinking` with its text and signature (`""` when the vendor sent none).
-fn thinking_block(t: &switchyard::chat::Thinking) -> Value {
+fn thinking_block(t: &switchyard::chat::Thinking) -> Block<'_> {
     match &t.redacted {
-        Some(data) => json!({"type": "redacted_thinking", "data": data}),
-        None => json!({"type": "thinking", "thinking": t.text,
-                       "signature": t.signature.as_deref().unwrap_or("")}),
+        Some(data) => Block::Redacted {
+            data,
+            kind: "redacted_thinking",
+        },
+        None => Block::Thinking {
+            signature: t.signature.as_deref().unwrap_or(""),
+            thinking: &t.text,
+            kind: "thinking",
+        },
     }
 }
 
@@ -433,5 +494,77 @@ mod tests {
         assert_eq!(stop_reason(&resp), "tool_use", "a stop with tool calls");
         assert_eq!(tool_input("not json"), json!("not json"));
         assert_eq!(tool_input(" "), json!({}));
+    }
+
+    /// The blocks as they were built before they were written directly: `Value` maps
+    /// (kept here as the reference the typed blocks must match byte for byte).
+    #[test]
+    fn reply_blocks_are_the_value_built_ones_byte_for_byte() {
+        let old = |resp: &ChatResponse| {
+            let mut content = Vec::new();
+            for t in &resp.thinking {
+                content.push(match &t.redacted {
+                    Some(data) => json!({"type": "redacted_thinking", "data": data}),
+                    None => json!({"type": "thinking", "thinking": t.text,
+                                   "signature": t.signature.as_deref().unwrap_or("")}),
+                });
+            }
+            if !resp.text.is_empty() || !resp.refusal.is_empty() || resp.tool_calls.is_empty() {
+                let text = format!("{}{}", resp.text, resp.refusal);
+                content.push(json!({"type": "text", "text": text}));
+            }
+            for call in &resp.tool_calls {
+                content.push(json!({"type": "tool_use", "id": call.id, "name": call.name,
+                                    "input": tool_input(&call.arguments)}));
+            }
+            content
+        };
+        let full = ChatResponse {
+            text: "Text \"quoted\"\n ünïcode".into(),
+            refusal: " and a refusal".into(),
+            thinking: vec![
+                switchyard::chat::Thinking {
+                    text: "hmm".into(),
+                    signature: Some("sig".into()),
+                    redacted: None,
+                },
+                switchyard::chat::Thinking {
+                    text: "unsigned".into(),
+                    ..Default::default()
+                },
+                switchyard::chat::Thinking {
+                    redacted: Some("ZGF0YQ".into()),
+                    ..Default::default()
+                },
+            ],
+            tool_calls: vec![
+                switchyard::chat::ToolCall {
+                    id: "t1".into(),
+                    name: "f".into(),
+                    arguments: r#"{"b": 1, "a": [2]}"#.into(),
+                },
+                switchyard::chat::ToolCall {
+                    id: "t2".into(),
+                    name: "g".into(),
+                    arguments: "not json".into(),
+                },
+            ],
+            ..ChatResponse::default()
+        };
+        let text_only = ChatResponse {
+            text: "plain".into(),
+            ..ChatResponse::default()
+        };
+        let calls_only = ChatResponse {
+            text: String::new(),
+            refusal: String::new(),
+            thinking: Vec::new(),
+            ..full.clone()
+        };
+        for resp in [full, text_only, calls_only, ChatResponse::default()] {
+            let typed = serde_json::to_string(&blocks(&resp)).unwrap();
+            assert_eq!(typed, serde_json::to_string(&old(&resp)).unwrap());
+            assert_eq!(content(&resp), old(&resp), "as a thread keeps them");
+        }
     }
 }

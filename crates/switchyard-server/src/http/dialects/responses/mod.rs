@@ -37,7 +37,7 @@ use super::flow::Ctx;
 use super::{Decoded, Dialect};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
-use body::{Base, Echo};
+use body::{Base, Echo, EchoFormat, EchoReasoning, EchoText};
 use wire::{bad, WireRequest};
 
 /// OpenAI's Responses API.
@@ -150,11 +150,12 @@ impl Dialect for Responses {
 
     fn reply(_ctx: &Ctx, extra: &ResponsesExtra, resp: &ChatResponse) -> Vec<u8> {
         let base = &extra.base;
-        let body = base.finished(
-            resp,
-            native::output(resp).unwrap_or_else(|| base.output(resp)),
-        );
-        serde_json::to_vec(&body).unwrap_or_default()
+        let body = base.finished(resp, output(base, resp));
+        let mut bytes = Vec::with_capacity(resp.text.len() + 2048);
+        if serde_json::to_writer(&mut bytes, &body).is_err() {
+            bytes.clear();
+        }
+        bytes
     }
 
     async fn finished(state: &AppState, ctx: &Ctx, extra: &ResponsesExtra, resp: &ChatResponse) {
@@ -181,13 +182,12 @@ impl Dialect for Responses {
         });
         // what GET returns: the answer as the client gets it, kept
         base.stored.store(true, Ordering::Release);
-        let native_output = native::output(resp);
-        let items = (native_output.as_ref().zip(extra.native_input.as_ref()))
+        let items = (native::output(resp).zip(extra.native_input.as_ref()))
             .and_then(|(output, body)| native::stored_items(body, output));
-        let output = native_output.unwrap_or_else(|| base.output(resp));
+        let response = base.finished(resp, output(base, resp));
         let record = store::Record {
             key: ctx.key.clone(),
-            response: base.finished(resp, output),
+            response: serde_json::to_value(response).unwrap_or_default(),
             conversation,
             items,
         };
@@ -197,6 +197,15 @@ impl Dialect for Responses {
 
     fn encoder(_ctx: &Ctx, extra: &ResponsesExtra, model: &str) -> stream::EventEncoder {
         stream::EventEncoder::new(Arc::clone(&extra.base), model)
+    }
+}
+
+/// The answer's output items: those a provider answering natively returned, as it did,
+/// else the answer's own.
+fn output<'a>(base: &Base, resp: &'a ChatResponse) -> Vec<body::Item<'a>> {
+    match native::output(resp) {
+        Some(items) => items.iter().map(body::Item::Native).collect(),
+        None => base.output(resp),
     }
 }
 
@@ -448,15 +457,14 @@ fn echo(
         reasoning_summary: summary.is_some_and(|s| s != "none"),
         sealed_reasoning: include || store,
         tools: echo_tools(tools, w.tools.as_deref()),
-        tool_choice: w
-            .tool_choice
-            .filter(|v| !v.is_null())
-            .unwrap_or_else(|| json!("auto")),
-        text: json!({ "format": echo_format(format) }),
-        reasoning: json!({
-            "effort": w.reasoning.as_ref().and_then(|r| r.effort.clone()),
-            "summary": w.reasoning.as_ref().and_then(|r| r.summary.clone()),
-        }),
+        tool_choice: w.tool_choice.filter(|v| !v.is_null()),
+        text: EchoText {
+            format: echo_format(format),
+        },
+        reasoning: EchoReasoning {
+            effort: w.reasoning.as_ref().and_then(|r| r.effort.clone()),
+            summary: w.reasoning.as_ref().and_then(|r| r.summary.clone()),
+        },
         metadata: w.metadata.unwrap_or_default(),
         instructions: w.instructions,
         temperature: w.temperature,
@@ -494,31 +502,38 @@ fn echo_tools(tools: &[switchyard::chat::Tool], raw: Option<&[Value]>) -> Vec<Va
         .collect()
 }
 
-fn echo_format(format: Option<&wire::WireFormat>) -> Value {
+fn echo_format(format: Option<&wire::WireFormat>) -> EchoFormat {
     match format {
-        None | Some(wire::WireFormat::Text) => json!({"type": "text"}),
-        Some(wire::WireFormat::JsonObject) => json!({"type": "json_object"}),
+        None | Some(wire::WireFormat::Text) => EchoFormat::Text,
+        Some(wire::WireFormat::JsonObject) => EchoFormat::JsonObject,
         Some(wire::WireFormat::JsonSchema {
             name,
             schema,
             strict,
             description,
-        }) => json!({
+        }) => EchoFormat::JsonSchema(json!({
             "type": "json_schema",
             "name": name,
             "schema": schema,
             "strict": strict,
             "description": description,
-        }),
+        })),
     }
 }
 
 /// `resp_` and 32 random hex digits (from the OS: ids of stored responses are not
 /// guessable), falling back to the process's generator.
 fn response_id() -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut bytes = [0u8; 16];
     if getrandom::fill(&mut bytes).is_err() {
         bytes = fastrand::u128(..).to_le_bytes();
     }
-    format!("resp_{}", hex::encode(bytes))
+    let mut id = String::with_capacity(5 + 2 * bytes.len());
+    id.push_str("resp_");
+    for b in bytes {
+        id.push(char::from(HEX[usize::from(b >> 4)]));
+        id.push(char::from(HEX[usize::from(b & 15)]));
+    }
+    id
 }

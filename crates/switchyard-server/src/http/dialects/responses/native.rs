@@ -94,6 +94,10 @@ pub(super) fn stored_items(body: &RawBody, output: &[Value]) -> Option<Box<RawVa
 }
 
 /// The output items of a natively answered response, as the vendor returned them.
-pub(super) fn output(resp: &ChatResponse) -> Option<Vec<Value>> {
-    resp.native.as_ref()?.get("output")?.as_array().cloned()
+pub(super) fn output(resp: &ChatResponse) -> Option<&[Value]> {
+    resp.native
+        .as_ref()?
+        .get("output")?
+        .as_array()
+        .map(Vec::as_slice)
 }

@@ -27,9 +27,7 @@ use serde_json::{json, Value};
 use switchyard::chat::{Thinking, ThinkingDelta};
 use switchyard::{ChatChunk, ChatResponse};
 
-use super::body::{
-    call_item, item_status, message_item, refusal_part, summary_part, text_part, Base,
-};
+use super::body::{self, item_status, Base, Logprobs, ResponseObject, SummaryPart};
 use crate::http::dialects::{frame, StreamEncoder};
 use crate::http::error::ApiError;
 
@@ -80,16 +78,32 @@ enum Part {
 
 impl Part {
     /// The part as the response object has it.
-    fn value(&self) -> Value {
+    fn typed(&self) -> body::Part<'_> {
         match self {
-            Part::Text { text, logprobs } => {
-                let mut part = text_part(text);
-                part["logprobs"] = json!(logprobs);
-                part
-            }
-            Part::Refusal(r) => refusal_part(r),
+            Part::Text { text, logprobs } => body::Part::text(text, Logprobs::List(logprobs)),
+            Part::Refusal(r) => body::Part::refusal(r),
         }
     }
+}
+
+/// A `response.*` event carrying the response object (keys in sorted order, as the
+/// other events' `Value`s have them).
+#[derive(serde::Serialize)]
+struct ResponseEvent<'a> {
+    response: ResponseObject<'a>,
+    sequence_number: u64,
+    #[serde(rename = "type")]
+    kind: &'a str,
+}
+
+/// Write a [`ResponseEvent`].
+fn response_event(out: &mut Vec<u8>, kind: &str, seq: u64, response: ResponseObject<'_>) {
+    let event = ResponseEvent {
+        response,
+        sequence_number: seq,
+        kind,
+    };
+    out.extend_from_slice(&frame(Some(kind), &event));
 }
 
 /// Writes one stream's events.
@@ -122,9 +136,14 @@ impl EventEncoder {
     /// One event: `event: <type>` and its data with `type` and `sequence_number` added.
     fn event(&mut self, out: &mut Vec<u8>, kind: &str, mut data: Value) {
         data["type"] = json!(kind);
-        data["sequence_number"] = json!(self.seq);
-        self.seq += 1;
+        data["sequence_number"] = json!(self.next_seq());
         out.extend_from_slice(&frame(Some(kind), &data));
+    }
+
+    /// The next event's `sequence_number`.
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq - 1
     }
 
     fn open_message(&mut self, out: &mut Vec<u8>) -> usize {
@@ -137,7 +156,7 @@ impl EventEncoder {
         self.event(
             out,
             "response.output_item.added",
-            json!({"output_index": index, "item": message_item(&id, Vec::new(), "in_progress")}),
+            json!({"output_index": index, "item": body::Item::message(&*id, Vec::new(), "in_progress")}),
         );
         self.items.push(Item::Message {
             id,
@@ -175,7 +194,7 @@ impl EventEncoder {
             }
         };
         let added = json!({"item_id": id, "output_index": index,
-            "content_index": parts.len(), "part": part.value()});
+            "content_index": parts.len(), "part": part.typed()});
         parts.push(part);
         let at = parts.len() - 1;
         self.event(out, "response.content_part.added", added);
@@ -204,11 +223,11 @@ impl EventEncoder {
                     let mut text = at.clone();
                     text["text"] = json!(block.text);
                     let mut part = at;
-                    part["part"] = summary_part(&block.text);
+                    part["part"] = json!(SummaryPart::of(&block.text));
                     events.push(("response.reasoning_summary_text.done", text));
                     events.push(("response.reasoning_summary_part.done", part));
                 }
-                let item = base.reasoning_item(id, block, "completed");
+                let item = base.reasoning_item(&**id, block, "completed");
                 events.push((
                     "response.output_item.done",
                     json!({"output_index": index, "item": item}),
@@ -233,11 +252,12 @@ impl EventEncoder {
                         }
                     };
                     let mut part_done = at;
-                    part_done["part"] = part.value();
+                    part_done["part"] = json!(part.typed());
                     events.push((kind, done));
                     events.push(("response.content_part.done", part_done));
                 }
-                let item = message_item(id, parts.iter().map(Part::value).collect(), status);
+                let item =
+                    body::Item::message(&**id, parts.iter().map(Part::typed).collect(), status);
                 events.push((
                     "response.output_item.done",
                     json!({"output_index": index, "item": item}),
@@ -260,7 +280,7 @@ impl EventEncoder {
                     ),
                     (
                         "response.output_item.done",
-                        json!({"output_index": index, "item": call_item(id, call_id, name, arguments, "completed")}),
+                        json!({"output_index": index, "item": body::Item::call(&**id, call_id, name, arguments, "completed")}),
                     ),
                 ]
             }
@@ -332,7 +352,7 @@ impl EventEncoder {
         let at_part = json!({"item_id": id, "output_index": at, "summary_index": 0});
         if first {
             let mut added = at_part.clone();
-            added["part"] = summary_part("");
+            added["part"] = json!(SummaryPart::of(""));
             self.event(out, "response.reasoning_summary_part.added", added);
         }
         let mut delta = at_part;
@@ -413,7 +433,7 @@ impl EventEncoder {
                 self.event(
                     out,
                     "response.output_item.added",
-                    json!({"output_index": at, "item": call_item(&id, &call_id, &name, "", "in_progress")}),
+                    json!({"output_index": at, "item": body::Item::call(&*id, &call_id, &name, "", "in_progress")}),
                 );
                 self.items.push(Item::Call {
                     id,
@@ -442,13 +462,13 @@ impl EventEncoder {
     }
 
     /// The output items as streamed, each with its final status.
-    fn output(&self, status: &str) -> Vec<Value> {
+    fn output<'a>(&'a self, status: &'a str) -> Vec<body::Item<'a>> {
         self.items
             .iter()
             .map(|it| match it {
-                Item::Reasoning { id, block, .. } => self.base.reasoning_item(id, block, status),
+                Item::Reasoning { id, block, .. } => self.base.reasoning_item(&**id, block, status),
                 Item::Message { id, parts, .. } => {
-                    message_item(id, parts.iter().map(Part::value).collect(), status)
+                    body::Item::message(&**id, parts.iter().map(Part::typed).collect(), status)
                 }
                 Item::Call {
                     id,
@@ -456,8 +476,8 @@ impl EventEncoder {
                     name,
                     arguments,
                     ..
-                } => call_item(id, call_id, name, arguments, status),
-                Item::Native { item, .. } => item.clone(),
+                } => body::Item::call(&**id, call_id, name, arguments, status),
+                Item::Native { item, .. } => body::Item::Native(item),
             })
             .collect()
     }
@@ -505,14 +525,11 @@ impl EventEncoder {
 impl StreamEncoder for EventEncoder {
     fn start(&mut self) -> Bytes {
         let mut out = Vec::with_capacity(2048);
-        let created = self.base.response(&self.model, "in_progress", Vec::new());
-        self.event(&mut out, "response.created", json!({ "response": created }));
-        let progress = self.base.response(&self.model, "in_progress", Vec::new());
-        self.event(
-            &mut out,
-            "response.in_progress",
-            json!({ "response": progress }),
-        );
+        for kind in ["response.created", "response.in_progress"] {
+            let seq = self.next_seq();
+            let object = self.base.response(&self.model, "in_progress", Vec::new());
+            response_event(&mut out, kind, seq, object);
+        }
         Bytes::from(out)
     }
 
@@ -546,19 +563,21 @@ impl StreamEncoder for EventEncoder {
         for i in 0..self.items.len() {
             self.close(&mut out, i, status);
         }
+        let seq = self.next_seq();
         let body = self.base.finished(resp, self.output(status));
-        let kind = if body["status"] == "incomplete" {
+        let kind = if body.status == "incomplete" {
             "response.incomplete"
         } else {
             "response.completed"
         };
-        self.event(&mut out, kind, json!({ "response": body }));
+        response_event(&mut out, kind, seq, body);
         Bytes::from(out)
     }
 
     /// `response.failed` with the partial output (items `incomplete`) and the error.
     fn failed(&mut self, err: &ApiError) -> Bytes {
         let mut out = Vec::new();
+        let seq = self.next_seq();
         let mut body = self
             .base
             .response(&self.model, "failed", self.output("incomplete"));
@@ -566,8 +585,9 @@ impl StreamEncoder for EventEncoder {
             429 => "rate_limit_exceeded",
             _ => "server_error",
         };
-        body["error"] = json!({"code": code, "message": err.body()["error"]["message"]});
-        self.event(&mut out, "response.failed", json!({ "response": body }));
+        let message = err.body()["error"]["message"].clone();
+        body.error = Some(body::Failure { code, message });
+        response_event(&mut out, "response.failed", seq, body);
         Bytes::from(out)
     }
 }

@@ -62,12 +62,38 @@ pub(super) struct WireRequest {
     pub context_management: Option<Value>,
 }
 
-/// `input`: a string (one user message) or a list of items.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
+/// `input`: a string (one user message) or a list of items. (Read by hand rather than as
+/// an untagged enum: no buffering of the value, and an error that says what was expected.)
+#[derive(Debug)]
 pub(super) enum WireInput {
     Text(String),
     Items(Vec<Value>),
+}
+
+impl<'de> Deserialize<'de> for WireInput {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Input;
+        impl<'de> serde::de::Visitor<'de> for Input {
+            type Value = WireInput;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or an array of input items")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<WireInput, E> {
+                Ok(WireInput::Text(s.to_owned()))
+            }
+            fn visit_string<E: serde::de::Error>(self, s: String) -> Result<WireInput, E> {
+                Ok(WireInput::Text(s))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<WireInput, A::Error> {
+                Vec::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+                    .map(WireInput::Items)
+            }
+        }
+        d.deserialize_any(Input)
+    }
 }
 
 /// `text`: the output format (and verbosity).

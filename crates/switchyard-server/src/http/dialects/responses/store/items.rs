@@ -16,7 +16,7 @@
 use serde_json::{json, Value};
 use switchyard::chat::{ContentPart, ImageSource, Message, Role};
 
-use super::super::body::{call_item, message_item, text_part};
+use super::super::body::{Item, Logprobs, Part};
 use super::super::sealed;
 use crate::http::bounds::{clip, ECHO_BYTES};
 use crate::http::error::ApiError;
@@ -184,16 +184,12 @@ fn answer_items(m: &Message, page: &Page) -> Vec<Value> {
     }
     let text = m.joined_text();
     if !text.is_empty() || m.tool_calls.is_empty() {
-        out.push(message_item("", vec![text_part(&text)], "completed"));
+        let parts = vec![Part::text(&text, Logprobs::List(&[]))];
+        out.push(json!(Item::message("", parts, "completed")));
     }
     for call in &m.tool_calls {
-        out.push(call_item(
-            "",
-            &call.id,
-            &call.name,
-            &call.arguments,
-            "completed",
-        ));
+        let item = Item::call("", &call.id, &call.name, &call.arguments, "completed");
+        out.push(json!(item));
     }
     out
 }
