@@ -98,6 +98,12 @@ impl SseParser {
     /// Feed the next bytes; returns the events they complete, in order.
     pub fn push(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
         let mut events = Vec::new();
+        self.push_into(bytes, |e| events.push(e));
+        events
+    }
+
+    /// [`push`](Self::push), handing each completed event to `out` (no list built).
+    pub fn push_into(&mut self, bytes: &[u8], mut out: impl FnMut(SseEvent)) {
         let mut rest = self.skip_bom(bytes);
         if self.after_cr && !rest.is_empty() {
             self.after_cr = false;
@@ -105,14 +111,21 @@ impl SseParser {
                 rest = &rest[1..];
             }
         }
-        while let Some(end) = rest.iter().position(|b| *b == b'\n' || *b == b'\r') {
-            self.line.extend_from_slice(&rest[..end]);
-            let line = std::mem::take(&mut self.line);
-            if let Some(event) = self.process_line(&line) {
-                events.push(event);
+        while let Some(end) = memchr::memchr2(b'\n', b'\r', rest) {
+            let event = if self.line.is_empty() {
+                // the whole line is in this piece: read it where it is
+                self.process_line(&rest[..end])
+            } else {
+                self.line.extend_from_slice(&rest[..end]);
+                let line = std::mem::take(&mut self.line);
+                let event = self.process_line(&line);
+                self.line = line;
+                self.line.clear();
+                event
+            };
+            if let Some(event) = event {
+                out(event);
             }
-            self.line = line;
-            self.line.clear();
             let terminator = rest[end];
             rest = &rest[end + 1..];
             if terminator == b'\r' {
@@ -124,7 +137,6 @@ impl SseParser {
             }
         }
         self.line.extend_from_slice(rest);
-        events
     }
 
     /// Bytes held for an event not yet complete (the unterminated line plus the data
@@ -157,20 +169,30 @@ impl SseParser {
         if line[0] == b':' {
             return None;
         }
-        let line = String::from_utf8_lossy(line);
-        let (field, value) = match line.split_once(':') {
-            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
-            None => (&*line, ""),
+        // the field name is ASCII: split on the raw bytes, decode only the value
+        let (field, value) = match memchr::memchr(b':', line) {
+            Some(at) => {
+                let value = &line[at + 1..];
+                (&line[..at], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (line, &b""[..]),
         };
         match field {
-            "event" => value.clone_into(&mut self.event),
-            "data" => {
-                self.data.push_str(value);
+            b"data" => {
+                push_lossy(&mut self.data, value);
                 self.data.push('\n');
             }
-            "id" if !value.contains('\0') => self.last_id = Some(value.to_owned()),
-            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
-                self.retry = value.parse().ok();
+            b"event" => {
+                self.event.clear();
+                push_lossy(&mut self.event, value);
+            }
+            b"id" if !value.contains(&0) => {
+                let mut id = String::new();
+                push_lossy(&mut id, value);
+                self.last_id = Some(id);
+            }
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                self.retry = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
             }
             _ => {}
         }
@@ -184,8 +206,9 @@ impl SseParser {
         if self.data.is_empty() {
             return None;
         }
-        let mut data = std::mem::take(&mut self.data);
-        data.pop(); // the `\n` appended after the last data line
+        // an exact-size copy; the buffer stays for the next event
+        let data = self.data[..self.data.len() - 1].to_owned(); // without the last `\n`
+        self.data.clear();
         Some(SseEvent {
             event: if event.is_empty() {
                 "message".to_owned()
@@ -196,6 +219,15 @@ impl SseParser {
             id: self.last_id.clone().filter(|id| !id.is_empty()),
             retry,
         })
+    }
+}
+
+/// Append `bytes` to `out` as UTF-8, invalid sequences replaced (one check: valid text,
+/// nearly all of it, is copied as it is).
+fn push_lossy(out: &mut String, bytes: &[u8]) {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => out.push_str(text),
+        Err(_) => out.push_str(&String::from_utf8_lossy(bytes)),
     }
 }
 
@@ -305,7 +337,7 @@ pub struct SseFrames {
 
 impl Deframe for SseFrames {
     fn push(&mut self, bytes: &[u8], ready: &mut VecDeque<SseEvent>) -> Result<(), ProviderError> {
-        ready.extend(self.parser.push(bytes));
+        self.parser.push_into(bytes, |e| ready.push_back(e));
         if self.parser.buffered_len() > self.max_event_bytes {
             // the events this piece completed go with it
             ready.clear();
@@ -361,6 +393,7 @@ where
         held: None,
         usage: None,
         ended: false,
+        stated: Stated::default(),
     };
     // boxed: the state moves through every poll, and a pointer is cheaper to move
     Box::pin(futures_util::stream::unfold(
@@ -382,6 +415,39 @@ struct Driver<E, F> {
     /// The latest usage seen.
     usage: Option<Usage>,
     ended: bool,
+    /// What a chunk passed over (no content) stated.
+    stated: Stated,
+}
+
+/// The model and `system_fingerprint` a chunk with nothing to pass on stated, for the
+/// next chunk that is passed on: an adapter may state them only where they change (the
+/// OpenAI stream's role chunk), and whoever reads the stream keeps the latest.
+#[derive(Default)]
+struct Stated {
+    model: Option<String>,
+    fingerprint: Option<String>,
+}
+
+impl Stated {
+    /// Keep what `chunk` (about to be dropped) stated.
+    fn keep(&mut self, chunk: &mut ChatChunk) {
+        if chunk.model.is_some() {
+            self.model = chunk.model.take();
+        }
+        if chunk.system_fingerprint.is_some() {
+            self.fingerprint = chunk.system_fingerprint.take();
+        }
+    }
+
+    /// Give `chunk` (about to be passed on) what was kept, unless it states its own.
+    fn restate(&mut self, chunk: &mut ChatChunk) {
+        if let Some(model) = self.model.take() {
+            chunk.model.get_or_insert(model);
+        }
+        if let Some(fingerprint) = self.fingerprint.take() {
+            chunk.system_fingerprint.get_or_insert(fingerprint);
+        }
+    }
 }
 
 impl<E, F> Driver<E, F>
@@ -445,8 +511,14 @@ where
             self.usage = Some(usage);
         }
         let Some(finish_reason) = chunk.finish_reason.take() else {
-            return chunk.has_content().then_some(chunk);
+            if !chunk.has_content() {
+                self.stated.keep(&mut chunk);
+                return None;
+            }
+            self.stated.restate(&mut chunk);
+            return Some(chunk);
         };
+        self.stated.restate(&mut chunk);
         let finish = ChatChunk {
             finish_reason: Some(finish_reason),
             id: chunk.id.take(),
