@@ -24,6 +24,7 @@
 //! Does not know any vendor's payloads: adapters interpret `data`.
 
 use std::collections::VecDeque;
+use std::future::Future as _;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -395,23 +396,21 @@ where
         ended: false,
         stated: Stated::default(),
     };
-    // boxed: the state moves through every poll, and a pointer is cheaper to move
-    Box::pin(futures_util::stream::unfold(
-        Box::new(driver),
-        |mut d| async move {
-            let item = d.next().await?;
-            Some((item, d))
-        },
-    ))
+    // polled by hand, not an `unfold` of an async step: each chunk is moved once out of
+    // it, not through a future's state and the unfold's (boxed: the state stays put)
+    Box::pin(Chunks(Box::new(driver)))
 }
+
+/// The stream [`into_chunks`] returns.
+struct Chunks<E, F>(Box<Driver<E, F>>);
 
 /// The state of [`into_chunks`].
 struct Driver<E, F> {
     events: E,
     parse: F,
     grace: Duration,
-    /// The finish chunk waiting for usage, and when to stop waiting.
-    held: Option<(ChatChunk, tokio::time::Instant)>,
+    /// The finish chunk waiting for usage, and the timer that stops the wait.
+    held: Option<(ChatChunk, Pin<Box<tokio::time::Sleep>>)>,
     /// The latest usage seen.
     usage: Option<Usage>,
     ended: bool,
@@ -450,60 +449,72 @@ impl Stated {
     }
 }
 
-impl<E, F> Driver<E, F>
+impl<E, F> Stream for Chunks<E, F>
 where
     E: Stream<Item = Result<SseEvent, ProviderError>> + Unpin,
     F: FnMut(&SseEvent) -> Result<Parsed, ProviderError>,
 {
-    async fn next(&mut self) -> Option<Result<ChatChunk, ProviderError>> {
+    type Item = Result<ChatChunk, ProviderError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let d = &mut *self.get_mut().0;
         loop {
-            if self.ended {
-                return None;
+            if d.ended {
+                return Poll::Ready(None);
             }
-            if let Some((_, until)) = &self.held {
-                let until = *until;
-                let next = tokio::time::timeout_at(until, self.events.next()).await;
+            if let Some((_, timer)) = &mut d.held {
+                // the next event, or none once the grace is over
+                let next = match d.events.poll_next_unpin(cx) {
+                    Poll::Ready(next) => next,
+                    Poll::Pending => match timer.as_mut().poll(cx) {
+                        Poll::Ready(()) => None,
+                        Poll::Pending => return Poll::Pending,
+                    },
+                };
                 let parsed = match next {
-                    Ok(Some(Ok(event))) => (self.parse)(&event),
+                    Some(Ok(event)) => (d.parse)(&event),
                     _ => Ok(Parsed::Done),
                 };
                 match parsed {
                     Ok(Parsed::Skip) => continue,
                     Ok(Parsed::Chunk(c)) if c.usage.is_none() => continue,
                     Ok(Parsed::Chunk(c)) => {
-                        self.usage = c.usage;
-                        return Some(Ok(self.finish()));
+                        d.usage = c.usage;
+                        return Poll::Ready(Some(Ok(d.finish())));
                     }
-                    Ok(Parsed::Done) | Err(_) => return Some(Ok(self.finish())),
+                    Ok(Parsed::Done) | Err(_) => return Poll::Ready(Some(Ok(d.finish()))),
                 }
             }
-            let parsed = match self.events.next().await {
-                None => Ok(Parsed::Done),
-                Some(Err(e)) => Err(e),
-                Some(Ok(event)) => (self.parse)(&event),
+            let parsed = match d.events.poll_next_unpin(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => Ok(Parsed::Done),
+                Poll::Ready(Some(Err(e))) => Err(e),
+                Poll::Ready(Some(Ok(event))) => (d.parse)(&event),
             };
             match parsed {
                 Ok(Parsed::Skip) => {}
                 Ok(Parsed::Done) => {
-                    self.ended = true;
-                    return Some(Err(ProviderError::new(
+                    d.ended = true;
+                    return Poll::Ready(Some(Err(ProviderError::new(
                         ErrorKind::Malformed,
                         "stream closed before the finish signal",
-                    )));
+                    ))));
                 }
                 Err(e) => {
-                    self.ended = true;
-                    return Some(Err(e));
+                    d.ended = true;
+                    return Poll::Ready(Some(Err(e)));
                 }
                 Ok(Parsed::Chunk(chunk)) => {
-                    if let Some(out) = self.take_chunk(chunk) {
-                        return Some(Ok(out));
+                    if let Some(out) = d.take_chunk(chunk) {
+                        return Poll::Ready(Some(Ok(out)));
                     }
                 }
             }
         }
     }
+}
 
+impl<E, F> Driver<E, F> {
     /// Handle a chunk before the finish: what to yield now, if anything.
     fn take_chunk(&mut self, mut chunk: ChatChunk) -> Option<ChatChunk> {
         let had_usage = chunk.usage.is_some();
@@ -523,11 +534,12 @@ where
             finish_reason: Some(finish_reason),
             id: chunk.id.take(),
             model: chunk.model.clone(),
+            system_fingerprint: chunk.system_fingerprint.clone(),
             native: chunk.native.take(),
             ..ChatChunk::default()
         };
         let until = tokio::time::Instant::now() + self.grace;
-        self.held = Some((finish, until));
+        self.held = Some((finish, Box::pin(tokio::time::sleep_until(until))));
         if had_usage {
             // The finish chunk is complete: content, finish and usage in one.
             let mut last = self.finish();
@@ -730,7 +742,8 @@ mod tests {
     }
 
     /// A toy vendor: `t:text`, `f` (finish), `fu:N` (finish with usage), `u:N` (usage
-    /// only), `p` (ping), `e` (error), `[DONE]`.
+    /// only), `m:model` (a model and fingerprint stated, no content), `p` (ping), `e`
+    /// (error), `[DONE]`.
     fn toy(event: &SseEvent) -> Result<Parsed, ProviderError> {
         let usage = |n: &str| {
             Some(Usage {
@@ -745,6 +758,11 @@ mod tests {
             },
             Some(("u", n)) => ChatChunk {
                 usage: usage(n),
+                ..ChatChunk::default()
+            },
+            Some(("m", model)) => ChatChunk {
+                model: Some(model.to_owned()),
+                system_fingerprint: Some(format!("fp-{model}")),
                 ..ChatChunk::default()
             },
             Some(("fu", n)) => ChatChunk {
@@ -830,6 +848,25 @@ mod tests {
             ["Hi", "err:malformed"]
         );
         assert_eq!(texts(&run(&["e", "t:never"], false).await), ["err:server"]);
+    }
+
+    /// A model stated on a chunk with nothing to pass on (OpenAI's role chunk) reaches the
+    /// reader on the next chunk that is passed on, unless that one states its own.
+    #[tokio::test(start_paused = true)]
+    async fn a_model_stated_on_a_skipped_chunk_is_carried_to_the_next() {
+        let out = run(&["m:a", "t:Hi", "t:there", "m:b", "m:c", "f", "u:1"], false).await;
+        let stated: Vec<_> = (out.iter().map(|r| r.as_ref().unwrap()))
+            .map(|c| (c.model.as_deref(), c.system_fingerprint.as_deref()))
+            .collect();
+        assert_eq!(
+            stated,
+            [
+                (Some("a"), Some("fp-a")),
+                (None, None),
+                (Some("c"), Some("fp-c"))
+            ]
+        );
+        assert_eq!(texts(&out), ["Hi", "there", "|finish|usage=1"]);
     }
 
     #[tokio::test(start_paused = true)]
