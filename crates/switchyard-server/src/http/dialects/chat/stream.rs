@@ -347,3 +347,48 @@ struct ToolDelta<'a> {
     kind: Option<&'static str>,
     function: WireFunctionCall,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A text chunk written from the cached head is, byte for byte, the chunk the serde
+    /// body writes: escapes, a model and fingerprint that change, a frame larger than the
+    /// buffer.
+    #[test]
+    fn a_text_chunk_is_written_as_the_serde_body_would_be() {
+        let mut e = ChunkEncoder {
+            id: "chatcmpl-\"q\"".to_owned(),
+            created: 1_764_410_400,
+            model: "m".to_owned(),
+            include_usage: false,
+            fingerprint: None,
+            opened: Vec::new(),
+            text_head: Vec::new(),
+            out: BytesMut::with_capacity(64),
+        };
+        let long = "é\"\\\n\u{1}x".repeat(2000);
+        let cases = [
+            ("Hi", None, None),
+            ("é \"q\" \\ \n\t\u{1}", Some("m2"), Some("fp_1")),
+            ("again", Some("m2"), None),
+            (long.as_str(), None, Some("fp_\"2\"")),
+            ("end", None, None),
+        ];
+        for (text, model, fingerprint) in cases {
+            let c = ChatChunk {
+                text: text.to_owned(),
+                model: model.map(str::to_owned),
+                system_fingerprint: fingerprint.map(str::to_owned),
+                ..ChatChunk::default()
+            };
+            let written = e.chunk(&c);
+            let delta = Delta {
+                content: Some(text),
+                ..Delta::default()
+            };
+            let expected = e.chunk_frame(delta, None, None, None, None);
+            assert_eq!(written, expected, "{text:.40}");
+        }
+    }
+}
