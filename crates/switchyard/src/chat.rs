@@ -1002,7 +1002,7 @@ pub struct ChatChunk {
     /// A piece of the model's refusal message (see [`ProviderReply::refusal`]).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub refusal: String,
-    /// The upstream's `system_fingerprint`, on the chunks that carry it.
+    /// The upstream's `system_fingerprint`, on the chunks that state it (as `model`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_fingerprint: Option<String>,
     /// Pieces of the answers after the first, for a streamed request with `n` > 1 (the
@@ -1021,7 +1021,8 @@ pub struct ChatChunk {
     pub finish_reason: Option<FinishReason>,
     /// Usage, usually on the final chunk.
     pub usage: Option<Usage>,
-    /// The model id reported by the vendor.
+    /// The model id reported by the vendor: on the chunks where it is stated, which may
+    /// be only where it changes (the OpenAI codec's); readers keep the latest.
     pub model: Option<String>,
     /// Log probabilities of this chunk's tokens: entries of OpenAI's `logprobs.content`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

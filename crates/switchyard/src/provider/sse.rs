@@ -24,6 +24,7 @@
 //! Does not know any vendor's payloads: adapters interpret `data`.
 
 use std::collections::VecDeque;
+use std::future::Future as _;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -98,6 +99,12 @@ impl SseParser {
     /// Feed the next bytes; returns the events they complete, in order.
     pub fn push(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
         let mut events = Vec::new();
+        self.push_into(bytes, |e| events.push(e));
+        events
+    }
+
+    /// [`push`](Self::push), handing each completed event to `out` (no list built).
+    pub fn push_into(&mut self, bytes: &[u8], mut out: impl FnMut(SseEvent)) {
         let mut rest = self.skip_bom(bytes);
         if self.after_cr && !rest.is_empty() {
             self.after_cr = false;
@@ -105,14 +112,21 @@ impl SseParser {
                 rest = &rest[1..];
             }
         }
-        while let Some(end) = rest.iter().position(|b| *b == b'\n' || *b == b'\r') {
-            self.line.extend_from_slice(&rest[..end]);
-            let line = std::mem::take(&mut self.line);
-            if let Some(event) = self.process_line(&line) {
-                events.push(event);
+        while let Some(end) = memchr::memchr2(b'\n', b'\r', rest) {
+            let event = if self.line.is_empty() {
+                // the whole line is in this piece: read it where it is
+                self.process_line(&rest[..end])
+            } else {
+                self.line.extend_from_slice(&rest[..end]);
+                let line = std::mem::take(&mut self.line);
+                let event = self.process_line(&line);
+                self.line = line;
+                self.line.clear();
+                event
+            };
+            if let Some(event) = event {
+                out(event);
             }
-            self.line = line;
-            self.line.clear();
             let terminator = rest[end];
             rest = &rest[end + 1..];
             if terminator == b'\r' {
@@ -124,7 +138,6 @@ impl SseParser {
             }
         }
         self.line.extend_from_slice(rest);
-        events
     }
 
     /// Bytes held for an event not yet complete (the unterminated line plus the data
@@ -157,20 +170,30 @@ impl SseParser {
         if line[0] == b':' {
             return None;
         }
-        let line = String::from_utf8_lossy(line);
-        let (field, value) = match line.split_once(':') {
-            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
-            None => (&*line, ""),
+        // the field name is ASCII: split on the raw bytes, decode only the value
+        let (field, value) = match memchr::memchr(b':', line) {
+            Some(at) => {
+                let value = &line[at + 1..];
+                (&line[..at], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (line, &b""[..]),
         };
         match field {
-            "event" => value.clone_into(&mut self.event),
-            "data" => {
-                self.data.push_str(value);
+            b"data" => {
+                push_lossy(&mut self.data, value);
                 self.data.push('\n');
             }
-            "id" if !value.contains('\0') => self.last_id = Some(value.to_owned()),
-            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
-                self.retry = value.parse().ok();
+            b"event" => {
+                self.event.clear();
+                push_lossy(&mut self.event, value);
+            }
+            b"id" if !value.contains(&0) => {
+                let mut id = String::new();
+                push_lossy(&mut id, value);
+                self.last_id = Some(id);
+            }
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                self.retry = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
             }
             _ => {}
         }
@@ -184,8 +207,9 @@ impl SseParser {
         if self.data.is_empty() {
             return None;
         }
-        let mut data = std::mem::take(&mut self.data);
-        data.pop(); // the `\n` appended after the last data line
+        // an exact-size copy; the buffer stays for the next event
+        let data = self.data[..self.data.len() - 1].to_owned(); // without the last `\n`
+        self.data.clear();
         Some(SseEvent {
             event: if event.is_empty() {
                 "message".to_owned()
@@ -196,6 +220,15 @@ impl SseParser {
             id: self.last_id.clone().filter(|id| !id.is_empty()),
             retry,
         })
+    }
+}
+
+/// Append `bytes` to `out` as UTF-8, invalid sequences replaced (one check: valid text,
+/// nearly all of it, is copied as it is).
+fn push_lossy(out: &mut String, bytes: &[u8]) {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => out.push_str(text),
+        Err(_) => out.push_str(&String::from_utf8_lossy(bytes)),
     }
 }
 
@@ -305,7 +338,7 @@ pub struct SseFrames {
 
 impl Deframe for SseFrames {
     fn push(&mut self, bytes: &[u8], ready: &mut VecDeque<SseEvent>) -> Result<(), ProviderError> {
-        ready.extend(self.parser.push(bytes));
+        self.parser.push_into(bytes, |e| ready.push_back(e));
         if self.parser.buffered_len() > self.max_event_bytes {
             // the events this piece completed go with it
             ready.clear();
@@ -361,83 +394,127 @@ where
         held: None,
         usage: None,
         ended: false,
+        stated: Stated::default(),
     };
-    // boxed: the state moves through every poll, and a pointer is cheaper to move
-    Box::pin(futures_util::stream::unfold(
-        Box::new(driver),
-        |mut d| async move {
-            let item = d.next().await?;
-            Some((item, d))
-        },
-    ))
+    // polled by hand, not an `unfold` of an async step: each chunk is moved once out of
+    // it, not through a future's state and the unfold's (boxed: the state stays put)
+    Box::pin(Chunks(Box::new(driver)))
 }
+
+/// The stream [`into_chunks`] returns.
+struct Chunks<E, F>(Box<Driver<E, F>>);
 
 /// The state of [`into_chunks`].
 struct Driver<E, F> {
     events: E,
     parse: F,
     grace: Duration,
-    /// The finish chunk waiting for usage, and when to stop waiting.
-    held: Option<(ChatChunk, tokio::time::Instant)>,
+    /// The finish chunk waiting for usage, and the timer that stops the wait.
+    held: Option<(ChatChunk, Pin<Box<tokio::time::Sleep>>)>,
     /// The latest usage seen.
     usage: Option<Usage>,
     ended: bool,
+    /// What a chunk passed over (no content) stated.
+    stated: Stated,
 }
 
-impl<E, F> Driver<E, F>
+/// The model and `system_fingerprint` a chunk with nothing to pass on stated, for the
+/// next chunk that is passed on: an adapter may state them only where they change (the
+/// OpenAI stream's role chunk), and whoever reads the stream keeps the latest.
+#[derive(Default)]
+struct Stated {
+    model: Option<String>,
+    fingerprint: Option<String>,
+}
+
+impl Stated {
+    /// Keep what `chunk` (about to be dropped) stated.
+    fn keep(&mut self, chunk: &mut ChatChunk) {
+        if chunk.model.is_some() {
+            self.model = chunk.model.take();
+        }
+        if chunk.system_fingerprint.is_some() {
+            self.fingerprint = chunk.system_fingerprint.take();
+        }
+    }
+
+    /// Give `chunk` (about to be passed on) what was kept, unless it states its own.
+    fn restate(&mut self, chunk: &mut ChatChunk) {
+        if let Some(model) = self.model.take() {
+            chunk.model.get_or_insert(model);
+        }
+        if let Some(fingerprint) = self.fingerprint.take() {
+            chunk.system_fingerprint.get_or_insert(fingerprint);
+        }
+    }
+}
+
+impl<E, F> Stream for Chunks<E, F>
 where
     E: Stream<Item = Result<SseEvent, ProviderError>> + Unpin,
     F: FnMut(&SseEvent) -> Result<Parsed, ProviderError>,
 {
-    async fn next(&mut self) -> Option<Result<ChatChunk, ProviderError>> {
+    type Item = Result<ChatChunk, ProviderError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let d = &mut *self.get_mut().0;
         loop {
-            if self.ended {
-                return None;
+            if d.ended {
+                return Poll::Ready(None);
             }
-            if let Some((_, until)) = &self.held {
-                let until = *until;
-                let next = tokio::time::timeout_at(until, self.events.next()).await;
+            if let Some((_, timer)) = &mut d.held {
+                // the next event, or none once the grace is over
+                let next = match d.events.poll_next_unpin(cx) {
+                    Poll::Ready(next) => next,
+                    Poll::Pending => match timer.as_mut().poll(cx) {
+                        Poll::Ready(()) => None,
+                        Poll::Pending => return Poll::Pending,
+                    },
+                };
                 let parsed = match next {
-                    Ok(Some(Ok(event))) => (self.parse)(&event),
+                    Some(Ok(event)) => (d.parse)(&event),
                     _ => Ok(Parsed::Done),
                 };
                 match parsed {
                     Ok(Parsed::Skip) => continue,
                     Ok(Parsed::Chunk(c)) if c.usage.is_none() => continue,
                     Ok(Parsed::Chunk(c)) => {
-                        self.usage = c.usage;
-                        return Some(Ok(self.finish()));
+                        d.usage = c.usage;
+                        return Poll::Ready(Some(Ok(d.finish())));
                     }
-                    Ok(Parsed::Done) | Err(_) => return Some(Ok(self.finish())),
+                    Ok(Parsed::Done) | Err(_) => return Poll::Ready(Some(Ok(d.finish()))),
                 }
             }
-            let parsed = match self.events.next().await {
-                None => Ok(Parsed::Done),
-                Some(Err(e)) => Err(e),
-                Some(Ok(event)) => (self.parse)(&event),
+            let parsed = match d.events.poll_next_unpin(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => Ok(Parsed::Done),
+                Poll::Ready(Some(Err(e))) => Err(e),
+                Poll::Ready(Some(Ok(event))) => (d.parse)(&event),
             };
             match parsed {
                 Ok(Parsed::Skip) => {}
                 Ok(Parsed::Done) => {
-                    self.ended = true;
-                    return Some(Err(ProviderError::new(
+                    d.ended = true;
+                    return Poll::Ready(Some(Err(ProviderError::new(
                         ErrorKind::Malformed,
                         "stream closed before the finish signal",
-                    )));
+                    ))));
                 }
                 Err(e) => {
-                    self.ended = true;
-                    return Some(Err(e));
+                    d.ended = true;
+                    return Poll::Ready(Some(Err(e)));
                 }
                 Ok(Parsed::Chunk(chunk)) => {
-                    if let Some(out) = self.take_chunk(chunk) {
-                        return Some(Ok(out));
+                    if let Some(out) = d.take_chunk(chunk) {
+                        return Poll::Ready(Some(Ok(out)));
                     }
                 }
             }
         }
     }
+}
 
+impl<E, F> Driver<E, F> {
     /// Handle a chunk before the finish: what to yield now, if anything.
     fn take_chunk(&mut self, mut chunk: ChatChunk) -> Option<ChatChunk> {
         let had_usage = chunk.usage.is_some();
@@ -445,17 +522,24 @@ where
             self.usage = Some(usage);
         }
         let Some(finish_reason) = chunk.finish_reason.take() else {
-            return chunk.has_content().then_some(chunk);
+            if !chunk.has_content() {
+                self.stated.keep(&mut chunk);
+                return None;
+            }
+            self.stated.restate(&mut chunk);
+            return Some(chunk);
         };
+        self.stated.restate(&mut chunk);
         let finish = ChatChunk {
             finish_reason: Some(finish_reason),
             id: chunk.id.take(),
             model: chunk.model.clone(),
+            system_fingerprint: chunk.system_fingerprint.clone(),
             native: chunk.native.take(),
             ..ChatChunk::default()
         };
         let until = tokio::time::Instant::now() + self.grace;
-        self.held = Some((finish, until));
+        self.held = Some((finish, Box::pin(tokio::time::sleep_until(until))));
         if had_usage {
             // The finish chunk is complete: content, finish and usage in one.
             let mut last = self.finish();
@@ -658,7 +742,8 @@ mod tests {
     }
 
     /// A toy vendor: `t:text`, `f` (finish), `fu:N` (finish with usage), `u:N` (usage
-    /// only), `p` (ping), `e` (error), `[DONE]`.
+    /// only), `m:model` (a model and fingerprint stated, no content), `p` (ping), `e`
+    /// (error), `[DONE]`.
     fn toy(event: &SseEvent) -> Result<Parsed, ProviderError> {
         let usage = |n: &str| {
             Some(Usage {
@@ -673,6 +758,11 @@ mod tests {
             },
             Some(("u", n)) => ChatChunk {
                 usage: usage(n),
+                ..ChatChunk::default()
+            },
+            Some(("m", model)) => ChatChunk {
+                model: Some(model.to_owned()),
+                system_fingerprint: Some(format!("fp-{model}")),
                 ..ChatChunk::default()
             },
             Some(("fu", n)) => ChatChunk {
@@ -758,6 +848,25 @@ mod tests {
             ["Hi", "err:malformed"]
         );
         assert_eq!(texts(&run(&["e", "t:never"], false).await), ["err:server"]);
+    }
+
+    /// A model stated on a chunk with nothing to pass on (OpenAI's role chunk) reaches the
+    /// reader on the next chunk that is passed on, unless that one states its own.
+    #[tokio::test(start_paused = true)]
+    async fn a_model_stated_on_a_skipped_chunk_is_carried_to_the_next() {
+        let out = run(&["m:a", "t:Hi", "t:there", "m:b", "m:c", "f", "u:1"], false).await;
+        let stated: Vec<_> = (out.iter().map(|r| r.as_ref().unwrap()))
+            .map(|c| (c.model.as_deref(), c.system_fingerprint.as_deref()))
+            .collect();
+        assert_eq!(
+            stated,
+            [
+                (Some("a"), Some("fp-a")),
+                (None, None),
+                (Some("c"), Some("fp-c"))
+            ]
+        );
+        assert_eq!(texts(&out), ["Hi", "there", "|finish|usage=1"]);
     }
 
     #[tokio::test(start_paused = true)]

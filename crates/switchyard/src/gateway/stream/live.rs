@@ -5,7 +5,10 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use futures_util::StreamExt as _;
+use tokio::time::Instant;
 
 use super::{CancelSlot, ChatStream, Diverged, Kept, Live, Mode, Rung, Segment, StreamEvent};
 use crate::breaker::Op;
@@ -41,6 +44,7 @@ impl Live {
             unrescued: Vec::new(),
             next: (pos + 1, Rung::Continuation),
             cancelled: CancelSlot::default(),
+            stall_timer: Box::pin(tokio::time::sleep_until(Instant::now())),
         };
         for chunk in head {
             // the first segment passes straight through: it cannot diverge
@@ -81,7 +85,16 @@ impl Live {
             }
             let stall = self.slot().spec.stall_timeout.min(self.run.time_left());
             let upstream = self.segment.upstream.as_mut()?;
-            match tokio::time::timeout(stall, upstream.next()).await {
+            // one timer for the stream, moved on before each chunk (pushing a deadline
+            // later does not touch the timer wheel; a fresh timeout per chunk would)
+            let mut timer = self.stall_timer.as_mut();
+            timer.as_mut().reset(deadline_after(stall));
+            let next = tokio::select! {
+                biased;
+                item = upstream.next() => Ok(item),
+                () = timer => Err(()),
+            };
+            match next {
                 Ok(Some(Ok(chunk))) => {
                     if let Err(d) = self.take(chunk) {
                         self.diverged(&d);
@@ -345,6 +358,14 @@ impl Live {
             o.on_complete(&self.run.route.name, result);
         }
     }
+}
+
+/// `after` from now, as `tokio::time::timeout` counts it (a span too long to add is
+/// as good as never).
+fn deadline_after(after: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(after)
+        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30))
 }
 
 impl Drop for Live {

@@ -302,4 +302,6 @@ struct Live {
     /// Next rescue candidate (position in the plan) and rung.
     next: (usize, Rung),
     cancelled: CancelSlot,
+    /// The stall timer, reset before each read of the upstream.
+    stall_timer: Pin<Box<tokio::time::Sleep>>,
 }

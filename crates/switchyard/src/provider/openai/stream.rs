@@ -1,8 +1,10 @@
 //! Chat Completions streams: [`parse_event`] reads one server-sent event alone (a
-//! one-answer stream needs no state); [`Events`] runs it for the shared HTTP provider and,
-//! for a request with `n` > 1, carries the later answers' pieces and holds the finish
+//! one-answer stream needs no state); [`Events`] reads a stream's events for the shared
+//! HTTP provider (the model and `system_fingerprint` on the chunks where they change only)
+//! and, for a request with `n` > 1, carries the later answers' pieces and holds the finish
 //! signal until every answer has finished.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -31,14 +33,37 @@ use crate::provider::sse::{Parsed, SseEvent};
 /// # Errors
 /// As above.
 pub fn parse_event(event: &SseEvent) -> Result<Parsed, ProviderError> {
-    Ok(match read(event)? {
+    Ok(match read(event, &mut Seen::default())? {
         Some((chunk, _)) => Parsed::Chunk(chunk),
         None => Parsed::Done,
     })
 }
 
+/// What a stream's earlier chunks stated, which later chunks state again: the model and
+/// `system_fingerprint` (on every OpenAI chunk, the same each time). A chunk carries them
+/// only when they change (whoever reads a stream keeps the latest): no copy per chunk.
+#[derive(Debug, Default)]
+struct Seen {
+    model: Option<String>,
+    fingerprint: Option<String>,
+}
+
+/// `stated` when it differs from what was `seen` (which it then becomes).
+fn changed(seen: &mut Option<String>, stated: Option<Cow<'_, str>>) -> Option<String> {
+    let stated = stated?;
+    if seen.as_deref() == Some(&*stated) {
+        return None;
+    }
+    let stated = stated.into_owned();
+    *seen = Some(stated.clone());
+    Some(stated)
+}
+
 /// One event as choice 0's chunk and the other choices' pieces; `None` for `[DONE]`.
-fn read(event: &SseEvent) -> Result<Option<(ChatChunk, Vec<ChoiceDelta>)>, ProviderError> {
+fn read(
+    event: &SseEvent,
+    seen: &mut Seen,
+) -> Result<Option<(ChatChunk, Vec<ChoiceDelta>)>, ProviderError> {
     let data = event.data.trim();
     if data == "[DONE]" {
         return Ok(None);
@@ -57,8 +82,8 @@ fn read(event: &SseEvent) -> Result<Option<(ChatChunk, Vec<ChoiceDelta>)>, Provi
     // Groq puts the final usage under `x_groq.usage`; the standard place wins when both are.
     let reported = chunk.usage.or(chunk.x_groq.and_then(|x| x.usage));
     let mut out = ChatChunk {
-        model: chunk.model,
-        system_fingerprint: chunk.system_fingerprint,
+        model: changed(&mut seen.model, chunk.model),
+        system_fingerprint: changed(&mut seen.fingerprint, chunk.system_fingerprint),
         usage: reported.map(usage).transpose()?,
         ..ChatChunk::default()
     };
@@ -93,7 +118,7 @@ fn read(event: &SseEvent) -> Result<Option<(ChatChunk, Vec<ChoiceDelta>)>, Provi
     }
     // the id is on every chunk: kept (copied) from those that finish an answer only
     if out.finish_reason.is_some() || others.iter().any(|c| c.finish_reason.is_some()) {
-        out.id = chunk.id.map(std::borrow::Cow::into_owned);
+        out.id = chunk.id.map(Cow::into_owned);
     }
     Ok(Some((out, others)))
 }
@@ -110,7 +135,7 @@ struct Piece {
     finish_reason: Option<FinishReason>,
 }
 
-fn piece(choice: wire::StreamChoice) -> Piece {
+fn piece(choice: wire::StreamChoice<'_>) -> Piece {
     let mut out = Piece {
         index: choice.index,
         finish_reason: choice.finish_reason.as_deref().map(finish_reason),
@@ -127,13 +152,13 @@ fn piece(choice: wire::StreamChoice) -> Piece {
         if !text.is_empty() {
             out.thinking = vec![ThinkingDelta {
                 index: 0,
-                text,
+                text: text.into_owned(),
                 ..ThinkingDelta::default()
             }];
         }
     }
-    out.text = delta.content.unwrap_or_default();
-    out.refusal = delta.refusal.unwrap_or_default();
+    out.text = delta.content.map(Cow::into_owned).unwrap_or_default();
+    out.refusal = delta.refusal.map(Cow::into_owned).unwrap_or_default();
     out.tool_calls = delta
         .tool_calls
         .unwrap_or_default()
@@ -154,8 +179,8 @@ fn piece(choice: wire::StreamChoice) -> Piece {
     out
 }
 
-/// A Chat Completions stream's events. With one answer each event is read alone by
-/// [`parse_event`]; with `n` > 1 the later answers' pieces ride on the chunk
+/// A Chat Completions stream's events. With one answer each event is read as by
+/// [`parse_event`], its model and fingerprint stated only when they change; with `n` > 1 the later answers' pieces ride on the chunk
 /// ([`ChatChunk::choices`]), and the finish signal (answer 0's reason) is held until all
 /// `n` answers have finished, since OpenAI finishes each answer on its own.
 #[derive(Debug)]
@@ -166,6 +191,8 @@ pub struct Events {
     finished: u32,
     /// Answer 0's finish reason, held until every answer has finished.
     first: Option<FinishReason>,
+    /// The model and fingerprint stated so far.
+    seen: Seen,
 }
 
 impl Events {
@@ -176,13 +203,14 @@ impl Events {
             choices: choices.max(1),
             finished: 0,
             first: None,
+            seen: Seen::default(),
         }
     }
 }
 
 impl StreamEvents for Events {
     fn parse_event(&mut self, event: &SseEvent) -> Result<Parsed, ProviderError> {
-        let Some((mut chunk, others)) = read(event)? else {
+        let Some((mut chunk, others)) = read(event, &mut self.seen)? else {
             return Ok(Parsed::Done);
         };
         if self.choices == 1 {

@@ -264,20 +264,21 @@ pub(super) struct ResponseFunction {
     pub arguments: Option<Value>,
 }
 
-/// A `chat.completion.chunk` object (or an error event).
+/// A `chat.completion.chunk` object (or an error event). Its strings borrow from the
+/// event where they have no escapes (the content is copied once, into the chunk).
 #[derive(Debug, Deserialize)]
 pub(super) struct Chunk<'a> {
     /// The completion's id, the same on every chunk: borrowed from the event (kept only
     /// from the chunk that finishes the stream).
     #[serde(default, borrow)]
-    pub id: Option<std::borrow::Cow<'a, str>>,
+    pub id: Option<Cow<'a, str>>,
     /// Empty (or `null`, or absent) on the final usage chunk.
-    #[serde(default)]
-    pub choices: Option<Vec<StreamChoice>>,
-    #[serde(default)]
-    pub model: Option<String>,
-    #[serde(default)]
-    pub system_fingerprint: Option<String>,
+    #[serde(default, borrow)]
+    pub choices: Option<Vec<StreamChoice<'a>>>,
+    #[serde(default, borrow)]
+    pub model: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub system_fingerprint: Option<Cow<'a, str>>,
     #[serde(default)]
     pub usage: Option<Usage>,
     /// Groq's extension: the final chunk's usage under `x_groq.usage`.
@@ -285,8 +286,8 @@ pub(super) struct Chunk<'a> {
     pub x_groq: Option<XGroq>,
     #[serde(default)]
     pub error: Option<Value>,
-    #[serde(default)]
-    pub object: Option<String>,
+    #[serde(default, borrow)]
+    pub object: Option<Cow<'a, str>>,
 }
 
 /// Groq's `x_groq` object on a chunk.
@@ -298,32 +299,32 @@ pub(super) struct XGroq {
 
 /// One choice of a chunk.
 #[derive(Debug, Deserialize)]
-pub(super) struct StreamChoice {
+pub(super) struct StreamChoice<'a> {
     #[serde(default)]
     pub index: u32,
-    #[serde(default)]
-    pub delta: Option<Delta>,
-    #[serde(default)]
-    pub finish_reason: Option<String>,
+    #[serde(default, borrow)]
+    pub delta: Option<Delta<'a>>,
+    #[serde(default, borrow)]
+    pub finish_reason: Option<Cow<'a, str>>,
     #[serde(default)]
     pub logprobs: Option<Value>,
 }
 
 /// What a chunk adds.
 #[derive(Debug, Deserialize)]
-pub(super) struct Delta {
-    #[serde(default)]
-    pub content: Option<String>,
-    #[serde(default)]
-    pub refusal: Option<String>,
+pub(super) struct Delta<'a> {
+    #[serde(default, borrow)]
+    pub content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub refusal: Option<Cow<'a, str>>,
     #[serde(default)]
     pub tool_calls: Option<Vec<DeltaToolCall>>,
     /// A piece of reasoning text (see [`ResponseMessage::reasoning_content`]).
-    #[serde(default)]
-    pub reasoning_content: Option<String>,
+    #[serde(default, borrow)]
+    pub reasoning_content: Option<Cow<'a, str>>,
     /// The same under its newer name.
-    #[serde(default)]
-    pub reasoning: Option<String>,
+    #[serde(default, borrow)]
+    pub reasoning: Option<Cow<'a, str>>,
     /// Spoken output (see [`Extras`]).
     #[serde(default)]
     pub audio: Option<Value>,

@@ -9,6 +9,7 @@
 //! `annotations`) is in the deltas as it sent them.
 
 use axum::body::Bytes;
+use bytes::BytesMut;
 use serde::Serialize;
 use serde_json::json;
 use switchyard::chat::FinishReason;
@@ -30,7 +31,16 @@ pub(crate) struct ChunkEncoder {
     fingerprint: Option<String>,
     /// Later answers (`n` > 1) that have had their role chunk.
     opened: Vec<u32>,
+    /// `data: ` and a text chunk's JSON up to its content (the stream's id, creation
+    /// time, model and fingerprint), built again when the model or fingerprint changes.
+    text_head: Vec<u8>,
+    /// Where frames are written: each frame is split off it, and the room the client's
+    /// writes gave back is reused.
+    out: BytesMut,
 }
+
+/// What follows a text chunk's content (see [`ChunkEncoder::text_head`]).
+const TEXT_TAIL: &[u8] = b"},\"finish_reason\":null,\"logprobs\":null}]}\n\n";
 
 impl ChunkEncoder {
     pub(super) fn new(ctx: &Ctx, model: &str, include_usage: bool) -> Self {
@@ -41,7 +51,36 @@ impl ChunkEncoder {
             include_usage,
             fingerprint: None,
             opened: Vec::new(),
+            text_head: Vec::new(),
+            // frames share it until it is full (then the next block is as large)
+            out: BytesMut::with_capacity(4096),
         }
+    }
+
+    /// A chunk with text and nothing else, the stream's usual one: written as
+    /// [`Self::frame`] would write it, the part before the text kept from the last.
+    fn text_frame(&mut self, text: &str) -> Bytes {
+        if self.text_head.is_empty() {
+            let head = &mut self.text_head;
+            head.extend_from_slice(b"data: {\"id\":");
+            let _ = serde_json::to_writer(&mut *head, &self.id);
+            head.extend_from_slice(b",\"object\":\"chat.completion.chunk\",\"created\":");
+            head.extend_from_slice(self.created.to_string().as_bytes());
+            head.extend_from_slice(b",\"model\":");
+            let _ = serde_json::to_writer(&mut *head, &self.model);
+            if let Some(f) = &self.fingerprint {
+                head.extend_from_slice(b",\"system_fingerprint\":");
+                let _ = serde_json::to_writer(&mut *head, f);
+            }
+            head.extend_from_slice(b",\"choices\":[{\"index\":0,\"delta\":{\"content\":");
+        }
+        let out = &mut self.out;
+        out.reserve(self.text_head.len() + text.len() + text.len() / 8 + 2 + TEXT_TAIL.len());
+        out.extend_from_slice(&self.text_head);
+        let mut w = bytes::BufMut::writer(&mut *out);
+        let _ = serde_json::to_writer(&mut w, text);
+        out.extend_from_slice(TEXT_TAIL);
+        out.split().freeze()
     }
 
     /// The chunk object of `choices`: this stream's id, creation time, model and
@@ -163,11 +202,25 @@ impl StreamEncoder for ChunkEncoder {
     /// A content chunk; answer 0's finish reason goes in its own chunk, as OpenAI sends
     /// it (a later answer's finish is on its piece).
     fn chunk(&mut self, c: &ChatChunk) -> Bytes {
-        if let Some(m) = &c.model {
+        if let Some(m) = c.model.as_ref().filter(|m| **m != self.model) {
             self.model.clone_from(m);
+            self.text_head.clear();
         }
-        if let Some(f) = &c.system_fingerprint {
+        if let Some(f) =
+            (c.system_fingerprint.as_ref()).filter(|f| self.fingerprint.as_ref() != Some(*f))
+        {
             self.fingerprint = Some(f.clone());
+            self.text_head.clear();
+        }
+        if !c.text.is_empty()
+            && c.refusal.is_empty()
+            && c.tool_calls.is_empty()
+            && c.thinking.is_empty()
+            && c.choices.is_empty()
+            && c.native.is_none()
+            && c.logprobs.is_none()
+        {
+            return self.text_frame(&c.text);
         }
         let reasoning: String = c.thinking.iter().map(|t| t.text.as_str()).collect();
         let mut choices = Vec::with_capacity(1 + c.choices.len());
@@ -293,4 +346,49 @@ struct ToolDelta<'a> {
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
     kind: Option<&'static str>,
     function: WireFunctionCall,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A text chunk written from the cached head is, byte for byte, the chunk the serde
+    /// body writes: escapes, a model and fingerprint that change, a frame larger than the
+    /// buffer.
+    #[test]
+    fn a_text_chunk_is_written_as_the_serde_body_would_be() {
+        let mut e = ChunkEncoder {
+            id: "chatcmpl-\"q\"".to_owned(),
+            created: 1_764_410_400,
+            model: "m".to_owned(),
+            include_usage: false,
+            fingerprint: None,
+            opened: Vec::new(),
+            text_head: Vec::new(),
+            out: BytesMut::with_capacity(64),
+        };
+        let long = "é\"\\\n\u{1}x".repeat(2000);
+        let cases = [
+            ("Hi", None, None),
+            ("é \"q\" \\ \n\t\u{1}", Some("m2"), Some("fp_1")),
+            ("again", Some("m2"), None),
+            (long.as_str(), None, Some("fp_\"2\"")),
+            ("end", None, None),
+        ];
+        for (text, model, fingerprint) in cases {
+            let c = ChatChunk {
+                text: text.to_owned(),
+                model: model.map(str::to_owned),
+                system_fingerprint: fingerprint.map(str::to_owned),
+                ..ChatChunk::default()
+            };
+            let written = e.chunk(&c);
+            let delta = Delta {
+                content: Some(text),
+                ..Delta::default()
+            };
+            let expected = e.chunk_frame(delta, None, None, None, None);
+            assert_eq!(written, expected, "{text:.40}");
+        }
+    }
 }
