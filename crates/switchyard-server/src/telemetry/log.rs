@@ -5,7 +5,11 @@
 //! [`read`]) and [`RequestLog`]. Lines go through a bounded channel to one writer thread
 //! that takes everything queued, writes it with a single `write(2)` and then acknowledges
 //! every line of that write (group commit: under load one syscall carries many lines, so
-//! throughput holds). [`RequestLog::commit`] waits for that acknowledgement — the chat
+//! throughput holds). The hand-off is kept cheap: the writer runs as `SCHED_BATCH` on Linux
+//! (queueing a line wakes it without preempting the worker, which goes on serving and
+//! queueing until it parks), and a write's acknowledgements go to one task on the runtime
+//! that tells every waiter there (one wake-up of the runtime per write, not one per line).
+//! [`RequestLog::commit`] waits for that acknowledgement — the chat
 //! handler awaits it before its response (or a stream's last event) goes out, so a line
 //! the client has seen answered survives `kill -9` (it is in the kernel, though not
 //! necessarily on disk: no fsync). [`RequestLog::write`] queues without waiting, for
@@ -176,14 +180,27 @@ impl RequestLog {
         let counters = Arc::new(Counters::default());
         let (done_tx, done_rx) = oneshot::channel::<()>();
         let writer_counters = Arc::clone(&counters);
+        // Bounded by the lines in flight (the line channel's capacity): one entry per write.
+        let (acks_tx, mut acks_rx) = mpsc::unbounded_channel::<Vec<oneshot::Sender<()>>>();
         std::thread::Builder::new()
             .name("switchyard-log".to_owned())
             .spawn(move || {
-                write_lines(file, rx, &writer_counters);
+                batch_policy();
+                write_lines(file, rx, acks_tx, &writer_counters);
                 let _ = done_tx.send(());
             })?;
         tasks.spawn(async move {
             let _ = done_rx.await;
+        });
+        // The writer's acknowledgements, sent from the runtime: waking the waiting tasks from
+        // here is local to a worker, where the writer thread's own wakes would each wake the
+        // runtime (and a woken worker preempts the writer before it has told the rest).
+        tasks.spawn(async move {
+            while let Some(acks) = acks_rx.recv().await {
+                for ack in acks {
+                    let _ = ack.send(());
+                }
+            }
         });
         Ok(Self {
             tx: Some(tx),
@@ -283,12 +300,42 @@ pub fn open_for_append(path: &Path) -> std::io::Result<std::fs::File> {
         .open(path)
 }
 
+/// Make the calling (writer) thread `SCHED_BATCH`: a thread of that policy never preempts
+/// the one that wakes it, so a worker that queues a line keeps its core until it parks (its
+/// other requests queue their lines meanwhile and share the next write) or its slice ends;
+/// it still gets its fair share of the CPU (unlike `SCHED_IDLE`), and an idle core runs it at
+/// once. A failure (a system that refuses the policy) leaves the thread as it was.
+#[cfg(target_os = "linux")]
+fn batch_policy() {
+    use thread_priority::{
+        NormalThreadSchedulePolicy, ThreadPriority, ThreadPriorityValue, ThreadSchedulePolicy,
+    };
+    // the crate maps 0..=99 onto nice 19..=-20: 49 is nice 0, the default
+    let Ok(nice_0) = ThreadPriorityValue::try_from(49u8) else {
+        return;
+    };
+    let _ = thread_priority::set_thread_priority_and_policy(
+        thread_priority::thread_native_id(),
+        ThreadPriority::Crossplatform(nice_0),
+        ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Batch),
+    );
+}
+
+#[cfg(not(target_os = "linux"))]
+fn batch_policy() {}
+
 /// The writer thread: block for a line, take whatever else is queued, write it all with one
 /// call, acknowledge every line in it — until every handle is gone (shutdown), when what is
 /// queued has been written.
-fn write_lines(file: std::fs::File, mut rx: mpsc::Receiver<Queued>, counters: &Counters) {
+fn write_lines(
+    file: std::fs::File,
+    mut rx: mpsc::Receiver<Queued>,
+    acker: mpsc::UnboundedSender<Vec<oneshot::Sender<()>>>,
+    counters: &Counters,
+) {
     let mut writer = Writer {
         file,
+        acker,
         batch: Vec::with_capacity(MAX_BATCH),
         buf: Vec::with_capacity(BUFFER_BYTES),
         failing: false,
@@ -302,6 +349,8 @@ fn write_lines(file: std::fs::File, mut rx: mpsc::Receiver<Queued>, counters: &C
 /// The writer thread's state between batches.
 struct Writer {
     file: std::fs::File,
+    /// The task that tells the waiters of a write (all of them in one wake-up of the runtime).
+    acker: mpsc::UnboundedSender<Vec<oneshot::Sender<()>>>,
     /// The lines of the next write.
     batch: Vec<Queued>,
     /// Their JSON, one line each.
@@ -341,10 +390,10 @@ impl Writer {
                 if std::mem::take(&mut self.failing) {
                     tracing::info!(target: super::trace::SERVE, "request log: writes succeed again");
                 }
-                for q in self.batch.drain(..) {
-                    if let Some(ack) = q.ack {
-                        let _ = ack.send(());
-                    }
+                let acks: Vec<_> = self.batch.drain(..).filter_map(|q| q.ack).collect();
+                if !acks.is_empty() {
+                    // fails only when the runtime is gone, and with it whoever waited
+                    let _ = self.acker.send(acks);
                 }
             }
             Err(e) => {
@@ -597,6 +646,113 @@ mod tests {
         assert_eq!(started.elapsed(), ACK_WAIT);
         assert_eq!((log.late(), log.dropped()), (1, 0));
         drop((log, reader, filler)); // the writer's write fails (no reader) and it ends
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Many tasks committing at once, each several lines in turn: every line lands once, and
+    /// each task's lines in the order it committed them — on both runtime flavours `serve`
+    /// uses (`[server] workers = 1` is the current-thread one).
+    fn many_tasks_commit(runtime: &tokio::runtime::Runtime, tag: &str) {
+        let dir = scratch(tag);
+        let path = dir.join("requests.jsonl");
+        let tasks = Tasks::new();
+        let (tasks_n, lines_n) = (64, 20);
+        let log = runtime.block_on(async {
+            let log = RequestLog::open(&path, &tasks).await.unwrap();
+            let committers = Tasks::new();
+            for t in 0..tasks_n {
+                let log = log.clone();
+                committers.spawn(async move {
+                    for l in 0..lines_n {
+                        log.commit(entry(t * 1000 + l)).await;
+                    }
+                });
+            }
+            assert!(
+                committers.wait(Duration::from_secs(60)).await,
+                "every commit returns"
+            );
+            log
+        });
+        let written = ids(&path);
+        assert_eq!(written.len(), tasks_n * lines_n, "each line once");
+        for t in 0..tasks_n {
+            let mine: Vec<&String> = written
+                .iter()
+                .filter(|id| id.strip_prefix("req-").unwrap().parse::<usize>().unwrap() / 1000 == t)
+                .collect();
+            let expected: Vec<String> = (0..lines_n)
+                .map(|l| format!("req-{}", t * 1000 + l))
+                .collect();
+            assert_eq!(
+                mine,
+                expected.iter().collect::<Vec<_>>(),
+                "task {t}'s lines in order"
+            );
+        }
+        assert_eq!((log.dropped(), log.late()), (0, 0));
+        drop(log);
+        assert!(
+            runtime.block_on(tasks.close(Duration::from_secs(10))),
+            "the writer ends"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn concurrent_commits_land_once_in_order_per_task_on_a_current_thread_runtime() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        many_tasks_commit(&rt, "order-current");
+    }
+
+    #[test]
+    fn concurrent_commits_land_once_in_order_per_task_on_a_multi_thread_runtime() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        many_tasks_commit(&rt, "order-multi");
+    }
+
+    /// The writer thread runs as `SCHED_BATCH` (policy 3 in `/proc/.../stat`), so waking it
+    /// never preempts the worker that queued a line.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn the_writer_thread_is_sched_batch() {
+        let dir = scratch("policy");
+        let tasks = Tasks::new();
+        let log = RequestLog::open(&dir.join("requests.jsonl"), &tasks)
+            .await
+            .unwrap();
+        log.commit(entry(1)).await; // the writer has set its policy before it wrote
+        let mut policies = Vec::new();
+        for task in std::fs::read_dir("/proc/self/task").unwrap() {
+            let task = task.unwrap().path();
+            let Ok(comm) = std::fs::read_to_string(task.join("comm")) else {
+                continue;
+            };
+            if comm.trim() == "switchyard-log" {
+                let stat = std::fs::read_to_string(task.join("stat")).unwrap();
+                // fields after the command's closing parenthesis; `policy` is field 41
+                let fields: Vec<&str> = stat
+                    .rsplit_once(')')
+                    .unwrap()
+                    .1
+                    .split_whitespace()
+                    .collect();
+                policies.push(fields[41 - 3].to_owned());
+            }
+        }
+        assert!(
+            policies.contains(&"3".to_owned()),
+            "writer policies: {policies:?}"
+        );
+        drop(log);
+        assert!(tasks.close(Duration::from_secs(10)).await);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
