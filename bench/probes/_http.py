@@ -1,6 +1,7 @@
 """What the probes share: one HTTP call to 127.0.0.1 and the TOML of a priced OpenAI-shaped
 provider. Not a probe itself (bench/hostile loads only files whose name has no leading `_`)."""
 
+import hashlib
 import http.client
 import json
 
@@ -56,14 +57,36 @@ def get(port, path, **kw):
     return call(port, "GET", path, **kw)
 
 
-def provider(name="primary", model="bench-model", kind="openai", port="MOCK", extra=""):
-    """A `[[providers]]` block priced like a small model, on the mock at `port` (`MOCK`: a
-    placeholder the probe replaces)."""
+def provider(name="primary", model="bench-model", kind="openai", port="MOCK", extra="",
+             price=(0.15, 0.6), path="/v1"):
+    """A `[[providers]]` block priced like a small model (`price`: input and output per Mtok),
+    on the mock at `port` (`MOCK`: a placeholder the probe replaces)."""
     return f"""
 [[providers]]
 name = "{name}"
 kind = "{kind}"
 model = "{model}"
-base_url = "http://127.0.0.1:{port}/v1"
-price = {{ input_per_mtok = 0.15, output_per_mtok = 0.6 }}
+base_url = "http://127.0.0.1:{port}{path}"
+price = {{ input_per_mtok = {price[0]}, output_per_mtok = {price[1]} }}
+{extra}"""
+
+
+def route(name, providers, extra=""):
+    """A `[[routes]]` block over `providers` (names)."""
+    listed = ", ".join(f'"{p}"' for p in providers)
+    return f"""
+[[routes]]
+name = "{name}"
+providers = [{listed}]
+{extra}"""
+
+
+def key(name, token, routes='["*"]', extra=""):
+    """A `[[keys]]` block for the secret `token` (stored as its SHA-256, as configs do)."""
+    digest = hashlib.sha256(token.encode()).hexdigest()
+    return f"""
+[[keys]]
+name = "{name}"
+sha256 = "{digest}"
+routes = {routes}
 {extra}"""

@@ -1,8 +1,6 @@
 """Issue 24 item 12: `/metrics` must not show every key's spend to anyone in keys mode."""
 
-import hashlib
-
-from _http import call, provider
+from _http import call, key, provider, route
 
 NAME = "metrics_keys"
 ITEM = "24.12"
@@ -18,23 +16,9 @@ TOKEN_CONFIG = """
 metrics_token_env = "SWITCHYARD_PROBE_METRICS_TOKEN"
 """
 
-CONFIG = provider() + """
-[[routes]]
-name = "bench-model"
-providers = ["primary"]
-
-[[keys]]
-name = "team-secret-project"
-sha256 = "TEAM_HASH"
-routes = ["*"]
-budget_usd = 5.0
-
-[[keys]]
-name = "ops"
-sha256 = "OPS_HASH"
-routes = []
-admin = true
-"""
+CONFIG = (provider() + route("bench-model", ["primary"])
+          + key("team-secret-project", TEAM, extra="budget_usd = 5.0")
+          + key("ops", OPS, routes="[]", extra="admin = true"))
 
 
 def exposure(port, who_tokens):
@@ -48,9 +32,7 @@ def exposure(port, who_tokens):
 
 def run(ctx):
     mock = ctx.mock()
-    config = (CONFIG.replace("MOCK", str(mock))
-              .replace("TEAM_HASH", hashlib.sha256(TEAM.encode()).hexdigest())
-              .replace("OPS_HASH", hashlib.sha256(OPS.encode()).hexdigest()))
+    config = CONFIG.replace("MOCK", str(mock))
     _, port = ctx.serve(config)
     chat = {"model": "bench-model", "messages": [{"role": "user", "content": "hi"}]}
     call(port, "POST", "/v1/chat/completions", chat, token=TEAM, timeout=10)

@@ -1,13 +1,12 @@
 """Issue 24 item 4: input items the shared shape does not model go upstream in the client's own
 body, so a budget's reservation must count them."""
 
-import hashlib
 import http.server
 import json
 import threading
 import time
 
-from _http import get, post as send
+from _http import get, key, post as send, provider, route
 
 NAME = "raw_items"
 ITEM = "24.4"
@@ -21,59 +20,16 @@ CAPPED = "sy-probe-capped-token-0123456789abcdef0123456789abcdef"
 OPEN = "sy-probe-open-token-0123456789abcdef0123456789abcdef00"
 OPS = "sy-probe-ops-token-0123456789abcdef0123456789abcdef000"
 
-CONFIG = """
-[[providers]]
-name = "responses"
-kind = "openai"
-api = "responses"
-model = "gpt-probe"
-base_url = "http://127.0.0.1:PORT/v1"
-price = { input_per_mtok = 2.0, output_per_mtok = 8.0 }
-
-[[providers]]
-name = "claude"
-kind = "anthropic"
-model = "claude-probe"
-api_key_env = "SWITCHYARD_PROBE_ANTHROPIC_KEY"
-base_url = "http://127.0.0.1:PORT"
-price = { input_per_mtok = 3.0, output_per_mtok = 15.0 }
-
-[[routes]]
-name = "capped"
-providers = ["responses"]
-budget_usd = 0.05
-
-[[routes]]
-name = "claude-capped"
-providers = ["claude"]
-budget_usd = 0.05
-
-[[routes]]
-name = "wide"
-providers = ["responses"]
-budget_usd = 100.0
-
-[[routes]]
-name = "open"
-providers = ["responses"]
-
-[[keys]]
-name = "capped-key"
-sha256 = "CAPPED_HASH"
-routes = ["*"]
-budget_usd = 0.01
-
-[[keys]]
-name = "open-key"
-sha256 = "OPEN_HASH"
-routes = ["*"]
-
-[[keys]]
-name = "ops"
-sha256 = "OPS_HASH"
-routes = []
-admin = true
-"""
+CONFIG = (provider("responses", model="gpt-probe", port="PORT", price=(2.0, 8.0), extra='api = "responses"')
+          + provider("claude", kind="anthropic", model="claude-probe", port="PORT", price=(3.0, 15.0), path="",
+                     extra='api_key_env = "SWITCHYARD_PROBE_ANTHROPIC_KEY"')
+          + route("capped", ["responses"], "budget_usd = 0.05")
+          + route("claude-capped", ["claude"], "budget_usd = 0.05")
+          + route("wide", ["responses"], "budget_usd = 100.0")
+          + route("open", ["responses"])
+          + key("capped-key", CAPPED, extra="budget_usd = 0.01")
+          + key("open-key", OPEN)
+          + key("ops", OPS, routes="[]", extra="admin = true"))
 
 
 class Upstream(http.server.BaseHTTPRequestHandler):
@@ -148,13 +104,11 @@ def refused(port, path, body, token, beta=None):
 def run(ctx):
     upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
-    sha = lambda t: hashlib.sha256(t.encode()).hexdigest()
-    config = (CONFIG.replace("PORT", str(upstream.server_address[1]))
-              .replace("CAPPED_HASH", sha(CAPPED)).replace("OPEN_HASH", sha(OPEN)).replace("OPS_HASH", sha(OPS)))
+    config = CONFIG.replace("PORT", str(upstream.server_address[1]))
     try:
         _, port = ctx.serve(config, env={"SWITCHYARD_PROBE_ANTHROPIC_KEY": "sk-ant-probe"})
-        key = refused(port, "/v1/responses", responses_body("open"), CAPPED)
-        route = refused(port, "/v1/responses", responses_body("capped"), OPEN)
+        by_key = refused(port, "/v1/responses", responses_body("open"), CAPPED)
+        by_route = refused(port, "/v1/responses", responses_body("capped"), OPEN)
         both = refused(port, "/v1/responses", responses_body("capped"), CAPPED)
         beta = refused(port, "/v1/messages", messages_body("claude-capped"), OPEN, beta="future-2026-01-01")
         # what the budget would have paid: the same request where no budget applies
@@ -177,13 +131,13 @@ def run(ctx):
     finally:
         upstream.shutdown()
     reserved = peak.get("reserved_usd", 0.0)
-    held = (all(c["status"] == 402 and c["sent_upstream"] == 0 for c in (key, route, both, beta))
+    held = (all(c["status"] == 402 and c["sent_upstream"] == 0 for c in (by_key, by_route, both, beta))
             and done.get("status") == 200 and reserved >= after.get("spent_usd", 0) > 0)
     return {
         "held": held,
         "body_bytes": BIG,
-        "key_cap_0.01": key,
-        "route_budget_0.05": route,
+        "key_cap_0.01": by_key,
+        "route_budget_0.05": by_route,
         "key_0.01_and_route_0.05": both,
         "messages_beta_key_route_0.05": beta,
         "unbudgeted": {"status": status, "cost_usd": true_cost, "input_tokens": true_tokens},
