@@ -43,12 +43,16 @@ pub enum GatewayError {
     InvalidRequest(String),
     /// Spend plus reservations would pass the budget; nothing was dispatched.
     #[error(
-        "budget exceeded for {scope}: limit {limit}, spent {spent}, reserved {reserved}{}",
+        "budget exceeded for {scope}: this request may cost up to {needed}; limit {limit}, \
+         spent {spent}, reserved {reserved}{}",
         skips(attempts)
     )]
     BudgetExceeded {
         /// The route (or key) whose budget refused.
         scope: String,
+        /// What the request would have reserved: its worst-case cost on the provider that
+        /// was to answer (the input bound and the output allowance at its price).
+        needed: Money,
         /// The budget.
         limit: Money,
         /// Settled spend.
@@ -315,6 +319,7 @@ mod tests {
             },
             GatewayError::BudgetExceeded {
                 scope: "route".into(),
+                needed: Money::ZERO,
                 limit: Money::ZERO,
                 spent: Money::ZERO,
                 reserved: Money::ZERO,

@@ -123,9 +123,15 @@ async fn a_native_body_is_reserved_at_its_bytes_on_a_provider_that_sends_it() {
     let plain = Arc::new(ScriptedProvider::new("chat-model"));
     let gw = two(&native, &plain, route(&["primary"]).budget(budget));
     let err = gw.chat("main", &req).await.unwrap_err();
+    let GatewayError::BudgetExceeded { needed, .. } = &err else {
+        panic!("{err:?}");
+    };
+    // the refusal says what the request would have reserved: the 200 KB at $1 per million
+    assert!(*needed >= Money::from_usd(0.2), "{needed}");
+    let message = err.to_string();
     assert!(
-        matches!(err, GatewayError::BudgetExceeded { .. }),
-        "{err:?}"
+        message.contains(&format!("this request may cost up to {needed}")),
+        "{message}"
     );
     assert_eq!(native.calls(), 0, "refused before dispatch");
 

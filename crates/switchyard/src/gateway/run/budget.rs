@@ -106,7 +106,7 @@ impl Run {
         slot: &Slot,
         call: Call<'_>,
         output: Option<u64>,
-    ) -> Result<Option<Reservation>, (String, BudgetState)> {
+    ) -> Result<Option<Reservation>, (String, BudgetState, Money)> {
         if self.budgets.is_empty() {
             return Ok(None);
         }
@@ -132,7 +132,7 @@ impl Run {
                 .await
                 .map_err(|books| {
                     self.budget_refused(&b.scope, &books);
-                    (b.scope.clone(), books)
+                    (b.scope.clone(), books, amount)
                 })?;
             let cleanup = Cleanup::ReleaseBudget {
                 scope: b.scope.clone(),

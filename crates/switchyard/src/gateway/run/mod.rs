@@ -31,7 +31,7 @@ use super::{budget_scope, Budget, CallOptions, Gateway, Slot};
 use crate::breaker::{Admission, Op, SkipReason};
 use crate::chat::{ChatChunk, ChatRequest, ChatResponse, Field, FieldSet, ProviderReply, Support};
 use crate::clock::UnixMillis;
-use crate::cost::BudgetState;
+use crate::cost::{BudgetState, Money};
 use crate::embedding::{EmbeddingReply, EmbeddingRequest};
 use crate::error::{AttemptError, ErrorKind, GatewayError, ProviderError};
 use crate::observe::{Attempt, Outcome};
@@ -48,7 +48,7 @@ pub(super) enum TurnEnd {
     Answered(Won),
     Skipped,
     Failed(ProviderError),
-    Refused(String, BudgetState),
+    Refused(String, BudgetState, Money),
 }
 
 /// What kind of call a turn makes, and the request it carries.
@@ -87,7 +87,7 @@ impl<'r> Call<'r> {
 /// Why a request stops before trying every candidate.
 pub(super) enum Stop {
     /// A budget (scope, books) refused before dispatch.
-    Refused(String, BudgetState),
+    Refused(String, BudgetState, Money),
     /// An error the route does not fail over, returned as itself.
     Returned {
         provider: String,
@@ -312,7 +312,7 @@ impl Run {
         match self.turn(slot, call).await {
             TurnEnd::Answered(won) => Ok(Some(won)),
             TurnEnd::Skipped => Ok(None),
-            TurnEnd::Refused(scope, books) => Err(Stop::Refused(scope, books)),
+            TurnEnd::Refused(scope, books, needed) => Err(Stop::Refused(scope, books, needed)),
             TurnEnd::Failed(err) if !self.route.policy_for(err.kind).fail_over => {
                 Err(Stop::Returned {
                     provider: slot.spec.name.clone(),
@@ -342,8 +342,9 @@ impl Run {
     pub(super) fn stopped(&mut self, stop: Stop) -> GatewayError {
         let attempts = std::mem::take(&mut self.attempts);
         match stop {
-            Stop::Refused(scope, books) => GatewayError::BudgetExceeded {
+            Stop::Refused(scope, books, needed) => GatewayError::BudgetExceeded {
                 scope,
+                needed,
                 limit: books.limit,
                 spent: books.spent,
                 reserved: books.reserved,
@@ -646,7 +647,7 @@ impl Run {
         let call = bounded.as_ref().map_or(call, |req| call.with_chat(req));
         let reservation = match self.reserve(slot, call, limits.output).await {
             Ok(r) => r,
-            Err((scope, books)) => return TurnEnd::Refused(scope, books),
+            Err((scope, books, needed)) => return TurnEnd::Refused(scope, books, needed),
         };
         limits.input = reservation.as_ref().map(|r| r.input_tokens);
         let mut progress = crate::embedding::EmbeddingProgress::default();
