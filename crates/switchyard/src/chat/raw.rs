@@ -71,10 +71,7 @@ impl RawBody {
 
     /// Set `key` to `raw`: in place when the body has it, else last.
     pub fn set(&mut self, key: &str, raw: Box<RawValue>) {
-        match self.fields.iter_mut().find(|(k, _)| k == key) {
-            Some((_, v)) => *v = raw,
-            None => self.fields.push((key.to_owned(), raw)),
-        }
+        put(&mut self.fields, key, raw);
     }
 
     /// Set `key` to `value`, serialized.
@@ -195,14 +192,19 @@ pub struct Patch {
     remove: Vec<String>,
 }
 
+/// Set `key` to `raw` in an ordered list of fields: in place when it is there, else last.
+fn put(fields: &mut Vec<(String, Box<RawValue>)>, key: &str, raw: Box<RawValue>) {
+    match fields.iter_mut().find(|(k, _)| k == key) {
+        Some((_, v)) => *v = raw,
+        None => fields.push((key.to_owned(), raw)),
+    }
+}
+
 impl Patch {
     /// Set `key` to `raw` (replacing an earlier set or remove of it).
     pub fn set(&mut self, key: &str, raw: Box<RawValue>) {
         self.remove.retain(|k| k != key);
-        match self.set.iter_mut().find(|(k, _)| k == key) {
-            Some((_, v)) => *v = raw,
-            None => self.set.push((key.to_owned(), raw)),
-        }
+        put(&mut self.set, key, raw);
     }
 
     /// Set `key` to `value`, serialized.
