@@ -37,48 +37,51 @@ def pct(values, p):
     return round(values[min(len(values) - 1, int(len(values) * p / 100))], 2)
 
 
+class Timed:
+    """Requests one after another on one keep-alive connection (a new one after a failure):
+    their latencies (ms) and how many failed."""
+
+    def __init__(self, port):
+        self.port = port
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        self.lat, self.errors = [], 0
+
+    def post(self, path, body):
+        t = time.monotonic()
+        try:
+            self.conn.request("POST", path, body, {"content-type": "application/json"})
+            resp = self.conn.getresponse()
+            resp.read()
+            if resp.status != 200:
+                self.errors += 1
+        except (OSError, http.client.HTTPException):
+            self.errors += 1
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        self.lat.append((time.monotonic() - t) * 1000)
+
+    def result(self):
+        return {"lat": self.lat, "errors": self.errors}
+
+
 def store_many(port, start, count, out, secs=None):
     """`count` stored responses (or as many as `secs` allow), one after another on one
     connection: their latencies (ms)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    lat, errors = [], 0
+    timed = Timed(port)
     end = time.monotonic() + secs if secs else None
     for i in range(start, start + count):
         if end is not None and time.monotonic() > end:
             break
-        body = json.dumps({"model": "bench-model", "input": PROMPT.format(i=i), "store": True})
-        t = time.monotonic()
-        try:
-            conn.request("POST", "/v1/responses", body, {"content-type": "application/json"})
-            resp = conn.getresponse()
-            resp.read()
-            if resp.status != 200:
-                errors += 1
-        except (OSError, http.client.HTTPException):
-            errors += 1
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        lat.append((time.monotonic() - t) * 1000)
-    out.put({"lat": lat, "errors": errors})
+        timed.post("/v1/responses", json.dumps({"model": "bench-model", "input": PROMPT.format(i=i), "store": True}))
+    out.put(timed.result())
 
 
 def chat_until(port, stop, out):
     """Plain chat requests one after another until `stop` is set."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    timed = Timed(port)
     body = json.dumps({"model": "bench-model", "messages": [{"role": "user", "content": "hi"}]})
-    lat, errors = [], 0
     while not stop.is_set():
-        t = time.monotonic()
-        try:
-            conn.request("POST", "/v1/chat/completions", body, {"content-type": "application/json"})
-            resp = conn.getresponse()
-            resp.read()
-            if resp.status != 200:
-                errors += 1
-        except (OSError, http.client.HTTPException):
-            errors += 1
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        lat.append((time.monotonic() - t) * 1000)
-    out.put({"lat": lat, "errors": errors})
+        timed.post("/v1/chat/completions", body)
+    out.put(timed.result())
 
 
 def writers(port, first, total):
