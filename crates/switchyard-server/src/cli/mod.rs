@@ -52,6 +52,36 @@ pub enum KeysCommand {
     },
 }
 
+/// The `switchyard` binary's whole life for a command line (`args`, the program name
+/// first): parse it (help, version and usage errors print and exit the process as clap
+/// does), install the diagnostics subscriber (`serve` installs its own after reading its
+/// config), run the subcommand and print its error. `src/main.rs` and the Python package's
+/// `switchyard` command (`python/src/lib.rs`) both come here.
+pub fn main<I, T>(args: I) -> std::process::ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use crate::telemetry::trace;
+    let cli = Cli::parse_from(args);
+    // `serve` installs it once its config (and `[server] log_format`) is read
+    if !matches!(cli.command, Command::Serve(_)) {
+        trace::install(cli.log_format.unwrap_or_default());
+    }
+    match run(&cli) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        // `serve` has installed the subscriber in its format (JSON lines, say)
+        Err(e) if matches!(cli.command, Command::Serve(_)) => {
+            tracing::error!(target: trace::SERVE, "{e}");
+            std::process::ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("switchyard: error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 /// Run the subcommand `cli` names.
 pub fn run(cli: &Cli) -> Result<(), String> {
     match &cli.command {

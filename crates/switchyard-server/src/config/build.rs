@@ -178,6 +178,32 @@ fn models_of(
     })
 }
 
+/// One `[[providers]]` entry built as `build_gateway` builds it: the adapter with its key
+/// (looked up through `env`) and its per-provider settings, and a warning when a key is
+/// missing. For embedders that assemble a gateway themselves (the Python package:
+/// `python/src/lib.rs`), mixing config-built providers with their own.
+///
+/// # Errors
+/// As [`build_gateway`], for this entry.
+pub fn provider_spec(
+    prov: &ProviderToml,
+    env: KeyLookup<'_>,
+    transport: &Transport,
+    clock: Clock,
+) -> Result<(ProviderSpec, Option<String>), String> {
+    let (provider, warning) = provider(prov, env, false, transport, clock)?;
+    Ok((spec(prov, provider)?, warning))
+}
+
+/// One `[[routes]]` entry as `build_gateway` builds it (its `api` and wildcard slashes
+/// aside): order, deadline, retry, breaker, budget and per-kind policies.
+///
+/// # Errors
+/// A bad duration or an unknown kind in `policy`.
+pub fn route_of(r: &RouteToml) -> Result<Route, String> {
+    route(r)
+}
+
 fn provider(
     prov: &ProviderToml,
     env: KeyLookup<'_>,

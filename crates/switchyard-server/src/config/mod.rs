@@ -33,7 +33,7 @@ pub use apis::{route_api, serves};
 pub use bedrock::credentials_source;
 #[cfg(test)]
 pub use build::resolve_key;
-pub use build::{build_gateway, KeyLookup, Wiring};
+pub use build::{build_gateway, provider_spec, route_of, KeyLookup, Wiring};
 pub use health::health_checks;
 pub use preflight::{
     grace_period, listen_address, memory_store_bytes, preflight, redis_config, redis_policy,
