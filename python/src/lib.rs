@@ -109,7 +109,8 @@ impl Core {
         let spec: Value = serde_json::from_str(spec).map_err(value_error)?;
         let providers: Vec<ProviderToml> =
             serde_json::from_value(spec["providers"].clone()).map_err(value_error)?;
-        let route: RouteToml = serde_json::from_value(spec["route"].clone()).map_err(value_error)?;
+        let route: RouteToml =
+            serde_json::from_value(spec["route"].clone()).map_err(value_error)?;
         // the proxy's own validation, over the entries it knows how to build
         let known: Vec<ProviderToml> = (providers.iter())
             .filter(|p| p.kind != "python")
@@ -181,7 +182,9 @@ impl Core {
             .route(&route)
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
         let providers: Vec<Value> = (built.gateway.providers().iter())
-            .map(|s| json!({"name": s.name, "kind": s.provider.kind(), "model": s.provider.model()}))
+            .map(
+                |s| json!({"name": s.name, "kind": s.provider.kind(), "model": s.provider.model()}),
+            )
             .collect();
         let core = Self {
             gateway: built.gateway,
@@ -270,8 +273,8 @@ impl Core {
         let rows: serde_json::Map<String, Value> = (self.gateway.ledger().summary())
             .into_iter()
             .map(|(name, row)| {
-                let cost = (row.unpriced_calls < row.calls || row.calls == 0)
-                    .then(|| row.cost.to_usd());
+                let cost =
+                    (row.unpriced_calls < row.calls || row.calls == 0).then(|| row.cost.to_usd());
                 let failures: serde_json::Map<String, Value> = (row.failures.iter())
                     .map(|(k, n)| (k.label().to_owned(), json!(n)))
                     .collect();
@@ -377,7 +380,9 @@ fn wait(
                 }
             }
             Err(RecvTimeoutError::Disconnected) => {
-                return Err(PyRuntimeError::new_err("the request's task ended unanswered"))
+                return Err(PyRuntimeError::new_err(
+                    "the request's task ended unanswered",
+                ))
             }
         }
     }
@@ -627,39 +632,41 @@ impl Provider for PyProvider {
     async fn send(&self, req: &ChatRequest) -> Result<ProviderReply, ProviderError> {
         let request = serde_json::to_string(req)
             .map_err(|e| ProviderError::new(ErrorKind::BadRequest, e.to_string()))?;
-        let (url, headers, body): (String, Vec<(String, String)>, String) =
-            self.hook(ErrorKind::BadRequest, |py, obj| {
+        let (url, headers, body): (String, Vec<(String, String)>, String) = self
+            .hook(ErrorKind::BadRequest, |py, obj| {
                 obj.call_method1(py, "_sy_prepare", (request,))?.extract(py)
             })?;
-        let bad = |e: &dyn std::fmt::Display| ProviderError::new(ErrorKind::BadRequest, e.to_string());
+        let bad =
+            |e: &dyn std::fmt::Display| ProviderError::new(ErrorKind::BadRequest, e.to_string());
         let url = url::Url::parse(&url).map_err(|e| bad(&e))?;
         let endpoint = Endpoint::new(url).map_err(|e| bad(&e.0))?;
         let mut map = http::HeaderMap::new();
         for (name, value) in &headers {
             insert_header(&mut map, name, value).map_err(|e| bad(&e.0))?;
         }
-        let response = self.http.post_json(&endpoint, &map, body.into_bytes()).await?;
+        let response = self
+            .http
+            .post_json(&endpoint, &map, body.into_bytes())
+            .await?;
         if !response.is_success() {
             let failure = response.into_failure().await;
             let status = failure.status;
             let text = String::from_utf8_lossy(&failure.body).into_owned();
             let custom: Option<String> = self.hook(ErrorKind::Malformed, |py, obj| {
-                obj.call_method1(py, "_sy_classify", (status, text))?.extract(py)
+                obj.call_method1(py, "_sy_classify", (status, text))?
+                    .extract(py)
             })?;
             let now = self.clock.system_time();
             let base = switchyard::provider::openai::classify(&failure, now);
             return Err(match custom.as_deref().and_then(ErrorKind::from_label) {
-                Some(kind) => ProviderError {
-                    kind,
-                    ..base
-                },
+                Some(kind) => ProviderError { kind, ..base },
                 None => base,
             });
         }
         let body = response.body().await?;
         let text = String::from_utf8_lossy(&body).into_owned();
-        let (answer, input_tokens, output_tokens): (String, u64, u64) =
-            self.hook(ErrorKind::Malformed, |py, obj| {
+        let (answer, input_tokens, output_tokens): (String, u64, u64) = self
+            .hook(ErrorKind::Malformed, |py, obj| {
                 obj.call_method1(py, "_sy_parse", (text,))?.extract(py)
             })?;
         Ok(ProviderReply {
