@@ -34,6 +34,7 @@ use switchyard::gateway::StreamEvent;
 use switchyard::provider::http::{
     insert_header, Endpoint, HttpClient, HttpSettings, Transport, TransportConfig,
 };
+use switchyard::provider::scripted::{ScriptedProvider, Step};
 use switchyard::trail::{Attempt, Outcome};
 use switchyard::{
     ChatRequest, ChatResponse, ErrorKind, Gateway, GatewayError, Price, Provider, ProviderError,
@@ -106,14 +107,26 @@ impl Core {
         custom: HashMap<String, Py<PyAny>>,
         keys: HashMap<String, String>,
     ) -> PyResult<Self> {
-        let spec: Value = serde_json::from_str(spec).map_err(value_error)?;
+        let mut spec: Value = serde_json::from_str(spec).map_err(value_error)?;
+        // a scripted provider's script is no `[[providers]]` field: kept aside by name
+        let mut scripts = HashMap::new();
+        if let Some(list) = spec["providers"].as_array_mut() {
+            for entry in list.iter_mut().filter(|e| e["kind"] == "scripted") {
+                if let Some(fields) = entry.as_object_mut() {
+                    let name = fields["name"].as_str().unwrap_or_default().to_owned();
+                    let script = fields.remove("script");
+                    let text = fields.remove("text");
+                    scripts.insert(name, (script, text));
+                }
+            }
+        }
         let providers: Vec<ProviderToml> =
             serde_json::from_value(spec["providers"].clone()).map_err(value_error)?;
         let route: RouteToml =
             serde_json::from_value(spec["route"].clone()).map_err(value_error)?;
         // the proxy's own validation, over the entries it knows how to build
         let known: Vec<ProviderToml> = (providers.iter())
-            .filter(|p| p.kind != "python")
+            .filter(|p| p.kind != "python" && p.kind != "scripted")
             .cloned()
             .collect();
         let mut check_route = route.clone();
@@ -142,7 +155,20 @@ impl Core {
                 let obj = custom.get(&prov.name).ok_or_else(|| {
                     PyValueError::new_err(format!("no provider object for {:?}", prov.name))
                 })?;
-                python_spec(py, prov, obj.clone_ref(py), &transport, clock)?
+                let model: String = obj.getattr(py, "model")?.extract(py)?;
+                let http = transport
+                    .client(HttpSettings::default())
+                    .map_err(|e| PyValueError::new_err(e.0))?;
+                let provider = PyProvider {
+                    model,
+                    obj: obj.clone_ref(py),
+                    http,
+                    clock,
+                };
+                local_spec(prov, Arc::new(provider))?
+            } else if prov.kind == "scripted" {
+                let (script, text) = scripts.remove(&prov.name).unwrap_or_default();
+                local_spec(prov, Arc::new(scripted(prov, script, text)?))?
             } else {
                 let (spec, warning) = config::provider_spec(prov, &env, &transport, clock)
                     .map_err(PyValueError::new_err)?;
@@ -290,6 +316,25 @@ impl Core {
             })
             .collect();
         Value::Object(rows).to_string()
+    }
+
+    /// The Rust library's own time for `n` calls of `request` made one after another on the
+    /// runtime (no Python between them), in seconds: the baseline the binding's cost per
+    /// call is measured against (BENCHMARKS.md, "The Python binding").
+    fn bench_library(&self, py: Python<'_>, request: &str, n: u32) -> PyResult<f64> {
+        let req = parse_request(request)?;
+        let (gateway, route) = (self.gateway.clone(), self.route.clone());
+        let rt = runtime()?;
+        let elapsed = py.detach(|| {
+            rt.block_on(async move {
+                let start = std::time::Instant::now();
+                for _ in 0..n {
+                    let _ = std::hint::black_box(gateway.chat(&route, &req).await);
+                }
+                start.elapsed()
+            })
+        });
+        Ok(elapsed.as_secs_f64())
     }
 
     /// The route's budget as `(limit, spent, reserved)` in USD; `None` without a budget.
@@ -570,23 +615,9 @@ struct PyProvider {
     clock: Clock,
 }
 
-fn python_spec(
-    py: Python<'_>,
-    prov: &ProviderToml,
-    obj: Py<PyAny>,
-    transport: &Transport,
-    clock: Clock,
-) -> PyResult<ProviderSpec> {
-    let model: String = obj.getattr(py, "model")?.extract(py)?;
-    let http = transport
-        .client(HttpSettings::default())
-        .map_err(|e| PyValueError::new_err(e.0))?;
-    let provider = Arc::new(PyProvider {
-        model,
-        obj,
-        http,
-        clock,
-    });
+/// The spec of a provider the proxy's config cannot build (a Python or scripted one): its
+/// entry's timeouts, attempts and price.
+fn local_spec(prov: &ProviderToml, provider: Arc<dyn Provider>) -> PyResult<ProviderSpec> {
     let secs = |v: &Option<String>, default: u64| -> PyResult<Duration> {
         v.as_deref()
             .map_or(Ok(Duration::from_secs(default)), config::duration)
@@ -606,6 +637,31 @@ fn python_spec(
         );
     }
     Ok(spec)
+}
+
+/// The library's scripted provider (`switchyard.testing.ScriptedProvider`): fails with each
+/// kind of `script` in turn (`"overloaded"`, ...), then answers `text`, at once, in-process.
+fn scripted(
+    prov: &ProviderToml,
+    script: Option<Value>,
+    text: Option<Value>,
+) -> PyResult<ScriptedProvider> {
+    let mut provider = ScriptedProvider::new(prov.model.as_deref().unwrap_or("scripted"));
+    if let Some(text) = text.as_ref().and_then(Value::as_str) {
+        provider = provider.otherwise(Step::text(text));
+    }
+    for label in script
+        .as_ref()
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let label = label.as_str().unwrap_or_default();
+        let kind = ErrorKind::from_label(label)
+            .ok_or_else(|| PyValueError::new_err(format!("unknown failure kind {label:?}")))?;
+        provider = provider.then(Step::fail(kind));
+    }
+    Ok(provider)
 }
 
 impl PyProvider {

@@ -19,7 +19,9 @@ import json
 import threading
 from collections import defaultdict, deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterable, Optional, Union
+from typing import Any, Iterable, Optional, Sequence, Union
+
+from .providers import Provider
 
 Step = Union[int, float, str]
 
@@ -165,4 +167,22 @@ class MockServer:
         h.wfile.write(data)
 
 
-__all__ = ["MockServer"]
+class ScriptedProvider(Provider):
+    """The Rust library's scripted provider, in-process (no HTTP at all): fails with each
+    failure kind of ``script`` in turn (``"overloaded"``, ``"timeout"``, ``"auth"``, ...),
+    then answers ``text`` (default ``"ok from <model>"``) with 10 input tokens and one
+    output token per byte. ``name`` is the vendor it stands in for; its price is the
+    shipped table's for ``model`` unless ``price=`` is given."""
+
+    kind = "scripted"
+
+    def __init__(self, model: str, *, script: Sequence[str] = (), text: Optional[str] = None,
+                 name: str = "scripted", **kwargs: Any):
+        super().__init__(model, **kwargs)
+        self.name = name
+        self.options["script"] = list(script)
+        if text is not None:
+            self.options["text"] = text
+
+
+__all__ = ["MockServer", "ScriptedProvider"]

@@ -272,3 +272,16 @@ def test_the_command_line_runs_from_the_package(tmp_path):
     run = subprocess.run([sys.executable, "-m", "switchyard", "--version"], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and "switchyard" in run.stdout
     assert switchyard.__version__
+
+
+def test_scripted_providers_fail_over_in_process():
+    from switchyard.testing import ScriptedProvider
+    gateway = Gateway([ScriptedProvider("claude-sonnet-4-5", name="anthropic", script=["overloaded"] * 3, max_attempts=1),
+                       ScriptedProvider("gpt-5.4", name="openai", text="hi there")],
+                      retry=RetryPolicy(base_delay_s=0.001, max_delay_s=0.001))
+    reply = gateway.complete("hello")
+    assert (reply.text, reply.provider, reply.failed_over) == ("hi there", "openai", True)
+    assert reply.attempts[0].error_type == "ProviderUnavailable" and reply.attempts[0].error_kind == "overloaded"
+    assert reply.usage.cost_usd == pytest.approx((10 * 2.5 + 8 * 15.0) / 1e6, abs=1e-12)
+    with pytest.raises(ValueError, match="unknown failure kind"):
+        Gateway([ScriptedProvider("m", script=["exploded"])])
