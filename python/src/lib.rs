@@ -327,7 +327,7 @@ impl Core {
         let rt = runtime()?;
         let elapsed = py.detach(|| {
             rt.block_on(async move {
-                let start = std::time::Instant::now();
+                let start = tokio::time::Instant::now();
                 for _ in 0..n {
                     let _ = std::hint::black_box(gateway.chat(&route, &req).await);
                 }
