@@ -90,7 +90,7 @@ def _dur(seconds: float) -> str:
     return f"{int(round(float(seconds) * 1000))}ms"
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Usage:
     """Tokens and cost of a call. ``cost_usd`` is ``None`` when the model has no known
     price, never a made-up 0.0."""
@@ -106,7 +106,7 @@ class Usage:
         return f"{self.input_tokens:,} in / {self.output_tokens:,} out  ·  {cost}"
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Attempt:
     """One try (or skip) of a request, in order. ``provider`` is the vendor
     (``anthropic``), ``key`` the provider's name in ``health()`` and the ledger
@@ -128,7 +128,7 @@ class Attempt:
     key: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ToolCall:
     """A tool call the model made; ``arguments`` is the JSON text it wrote."""
 
@@ -137,7 +137,7 @@ class ToolCall:
     arguments: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Reply:
     """A completion and its trail."""
 
