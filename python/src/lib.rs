@@ -37,7 +37,7 @@ use switchyard::provider::http::{
 use switchyard::provider::scripted::{ScriptedProvider, Step};
 use switchyard::trail::{Attempt, Outcome};
 use switchyard::{
-    ChatRequest, ChatResponse, ErrorKind, Gateway, GatewayError, Price, Provider, ProviderError,
+    ChatRequest, ChatResponse, ErrorKind, Gateway, GatewayError, Provider, ProviderError,
     ProviderReply, ProviderSpec, Usage,
 };
 use switchyard_server::config::{self, Config, ProviderToml, RouteToml};
@@ -631,10 +631,8 @@ fn local_spec(prov: &ProviderToml, provider: Arc<dyn Provider>) -> PyResult<Prov
         );
     spec.max_attempts = prov.max_attempts;
     if let Some(p) = prov.price {
-        spec.price = Some(
-            Price::from_usd_per_mtok(p.input_per_mtok, p.output_per_mtok, None, None)
-                .map_err(value_error)?,
-        );
+        spec.price = Some(p.to_price().map_err(value_error)?);
+        spec.max_output_tokens = p.max_output_tokens;
     }
     Ok(spec)
 }
