@@ -285,3 +285,18 @@ def test_scripted_providers_fail_over_in_process():
     assert reply.usage.cost_usd == pytest.approx((10 * 2.5 + 8 * 15.0) / 1e6, abs=1e-12)
     with pytest.raises(ValueError, match="unknown failure kind"):
         Gateway([ScriptedProvider("m", script=["exploded"])])
+
+
+def test_the_clouds_build_from_their_settings(monkeypatch):
+    from switchyard import AzureOpenAIProvider, BedrockProvider, VertexProvider
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-a-secret")
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    gateway = Gateway([AzureOpenAIProvider("gpt-4o-prod", endpoint="https://res.openai.azure.com", api_key="k"),
+                       BedrockProvider("anthropic.claude-3-5-haiku-20241022-v1:0", region="us-east-1"),
+                       VertexProvider("gemini-2.5-flash", project="p", location="us-central1")])
+    assert list(gateway.health()) == ["azure:gpt-4o-prod", "bedrock:anthropic.claude-3-5-haiku-20241022-v1:0",
+                                      "vertex:gemini-2.5-flash"]
+    assert any("GOOGLE_APPLICATION_CREDENTIALS" in w for w in gateway.warnings)
+    with pytest.raises(ValueError, match="base_url"):
+        Gateway([OpenAIProvider("m", base_url="not a url")])

@@ -126,7 +126,7 @@ class AzureOpenAIProvider(Provider):
     name = kind = "azure"
     api_key_env = "AZURE_OPENAI_API_KEY"
 
-    def __init__(self, deployment: str, *, endpoint: str, api_version: Optional[str] = None,
+    def __init__(self, deployment: str, *, endpoint: str, api_version: str = "v1",
                  token_env: Optional[str] = None, token_file: Optional[str] = None, **kwargs: Any):
         super().__init__(deployment, **kwargs)
         self.options["endpoint"] = endpoint
