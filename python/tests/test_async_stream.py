@@ -31,7 +31,7 @@ def test_concurrent_acomplete_does_not_block_the_loop(mock, vendors):
 
     replies, elapsed, ticks = asyncio.run(main())
     assert [r.text for r in replies] == [mock.text] * 20
-    assert elapsed < 2.0  # 20 x 0.3 s ran concurrently
+    assert elapsed < 4.0  # 20 x 0.3 s ran concurrently (one after another: 6 s)
     assert ticks >= 10  # the loop kept running meanwhile
 
 
@@ -57,7 +57,7 @@ def test_cancelling_the_task_cancels_the_request(mock, vendors):
         start = time.monotonic()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert time.monotonic() - start < 0.5
+        assert time.monotonic() - start < 2  # the upstream would take 5 s
         for _ in range(200):
             if gateway._core.budget()[2] == 0:
                 break
