@@ -301,3 +301,20 @@ def test_the_clouds_build_from_their_settings(monkeypatch):
     assert any("GOOGLE_APPLICATION_CREDENTIALS" in w for w in gateway.warnings)
     with pytest.raises(ValueError, match="base_url"):
         Gateway([OpenAIProvider("m", base_url="not a url")])
+
+
+def test_message_objects_system_and_tool_turns(mock, vendors):
+    from switchyard import Message
+    gateway = Gateway([vendors.anthropic()])
+    gateway.complete([Message("user", "What is 2+2?"),
+                      {"role": "assistant", "content": None, "tool_calls": [
+                          {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": '{"a":2,"b":2}'}}]},
+                      {"role": "tool", "tool_call_id": "call_1", "content": "4"}],
+                     system="Be brief.", max_tokens=20,
+                     tools=[{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}])
+    _, body = mock.requests["anthropic"][0]
+    assert body["system"] in ("Be brief.", [{"type": "text", "text": "Be brief."}])
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
+    assert body["messages"][1]["content"][-1]["type"] == "tool_use"
+    assert body["messages"][2]["content"][0]["type"] == "tool_result"
+    assert body["max_tokens"] == 20 and body["tools"][0]["name"] == "add"
