@@ -104,3 +104,25 @@ def test_astream(mock, vendors):
 
     pieces, reply = asyncio.run(main())
     assert "".join(pieces) == mock.text and reply.provider == "openai"
+
+
+def test_cancelling_an_astream_cancels_the_call(mock, vendors):
+    mock.default["openai"] = 5.0  # the stream never opens in time
+    gateway = Gateway([vendors.openai()], budget_usd=1.0)
+
+    async def main():
+        async def consume():
+            return [p async for p in gateway.astream("hello", max_tokens=10)]
+
+        task = asyncio.create_task(consume())
+        await asyncio.sleep(0.2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        for _ in range(200):
+            if gateway._core.budget()[2] == 0:
+                break
+            await asyncio.sleep(0.01)
+
+    asyncio.run(main())
+    assert gateway._core.budget()[2] == 0
