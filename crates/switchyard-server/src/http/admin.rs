@@ -81,8 +81,8 @@ pub async fn health(
     })))
 }
 
-/// `POST /admin/reload`: re-read the config file and swap it in (`crate::reload`; the
-/// same as SIGHUP). 200 with what changed — providers, routes and keys added, removed,
+/// `POST /admin/reload`: re-read the config file and swap it in (the [`Live`] state's
+/// reloader; the same as SIGHUP). 200 with what changed — providers, routes and keys added, removed,
 /// changed and kept, other settings applied, fields that need a restart, the new config's
 /// warnings; 422 with every problem when the file is refused (nothing changed); 409 when
 /// the server runs the embedded default (no file to re-read).
@@ -103,12 +103,12 @@ pub async fn reload(
         .code("no_config_file"));
     };
     Ok(match reloader.reload("POST /admin/reload") {
-        Ok(done) => (StatusCode::OK, Json(json!(done))).into_response(),
+        Ok(done) => (StatusCode::OK, Json(done)).into_response(),
         Err(refused) => (
             StatusCode::UNPROCESSABLE_ENTITY,
             Json(json!({
                 "error": {
-                    "message": refused.to_string(),
+                    "message": refused.message,
                     "type": "invalid_request_error",
                     "param": null,
                     "code": "config_invalid",

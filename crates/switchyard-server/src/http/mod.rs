@@ -24,4 +24,6 @@ mod tests;
 
 pub use app::{app, app_live};
 pub use error::ApiError;
-pub use state::{AppState, Live, Reloadable, Shared, DEFAULT_MAX_BODY_BYTES};
+pub use state::{
+    AppState, Live, Reload, ReloadRefused, Reloadable, Shared, DEFAULT_MAX_BODY_BYTES,
+};

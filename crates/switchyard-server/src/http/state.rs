@@ -68,13 +68,34 @@ pub struct Shared {
     pub access: Option<Arc<AccessLog>>,
 }
 
+/// What `POST /admin/reload` calls: re-read the config and swap it in (`crate::reload`'s
+/// `Reloader`; `trigger` names who asked, for the log).
+pub trait Reload: Send + Sync {
+    /// What changed, as the endpoint's 200 body.
+    ///
+    /// # Errors
+    /// The file was refused and nothing changed: every problem.
+    fn reload(&self, trigger: &str) -> Result<serde_json::Value, ReloadRefused>;
+}
+
+/// A refused reload, as `POST /admin/reload` answers it (422).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReloadRefused {
+    /// One line saying why.
+    pub message: String,
+    /// The file.
+    pub source: String,
+    /// Every problem, as `check` words it.
+    pub problems: Vec<String>,
+}
+
 /// What the router holds: the current [`Shared`], swapped whole by a reload, and the
 /// reloader `POST /admin/reload` calls (`None`: nothing to reload from, e.g. in-process
 /// tests or the embedded default).
 #[derive(Clone)]
 pub struct Live {
     current: Arc<RwLock<Arc<Shared>>>,
-    reloader: Option<Arc<crate::reload::Reloader>>,
+    reloader: Option<Arc<dyn Reload>>,
 }
 
 impl Live {
@@ -89,7 +110,7 @@ impl Live {
 
     /// Builder: `POST /admin/reload` calls `reloader`.
     #[must_use]
-    pub fn with_reloader(mut self, reloader: Arc<crate::reload::Reloader>) -> Self {
+    pub fn with_reloader(mut self, reloader: Arc<dyn Reload>) -> Self {
         self.reloader = Some(reloader);
         self
     }
@@ -111,7 +132,7 @@ impl Live {
 
     /// The reloader, when there is one.
     #[must_use]
-    pub fn reloader(&self) -> Option<&Arc<crate::reload::Reloader>> {
+    pub fn reloader(&self) -> Option<&Arc<dyn Reload>> {
         self.reloader.as_ref()
     }
 }

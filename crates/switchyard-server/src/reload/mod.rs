@@ -15,11 +15,11 @@
 //! counts. Listeners and open connections are untouched. What only a restart applies (the
 //! listen address, workers, the edge's limits, `[state]`, the request log, `[telemetry]`,
 //! the watch itself) keeps its start-up value and is named in the answer as
-//! `restart_needed`; the rest applies. Health checks restart on the new gateway.
+//! `restart_needed`; the rest applies. Health checks restart on the new gateway. Tested in
+//! process in `cli/serve/reload_tests.rs` (with the state `serve` builds), end to end in
+//! `tests/e2e/reload.rs`.
 
 mod diff;
-#[cfg(test)]
-mod tests;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -67,8 +67,20 @@ pub struct Parts {
     pub env: Env,
     /// `[telemetry] metrics_token_env`'s token, as read at start.
     pub metrics_token: Option<String>,
-    /// Health checks run here (`None`: none are started, as in tests).
-    pub tasks: Option<Tasks>,
+    /// Health checks (`None`: none are started, as in tests).
+    pub checks: Option<HealthChecks>,
+}
+
+/// Starts the health checks `config` asks for on `gateway`, on `tasks`, until the token
+/// (`serve`'s `checks::start`); returns how many.
+pub type StartChecks = fn(&Config, &switchyard::Gateway, &Tasks, CancellationToken) -> usize;
+
+/// Where and how a reload restarts the health checks.
+pub struct HealthChecks {
+    /// Their tasks' tracker.
+    pub tasks: Tasks,
+    /// What starts them.
+    pub start: StartChecks,
 }
 
 /// A reload that was applied.
@@ -152,12 +164,17 @@ impl Reloader {
 
     fn restart_checks(&self, current: &mut Current) {
         current.checks.cancel();
-        let Some(tasks) = &self.parts.tasks else {
+        let Some(checks) = &self.parts.checks else {
             return;
         };
-        current.checks = tasks.stopping().child_token();
+        current.checks = checks.tasks.stopping().child_token();
         let gateway = self.live.current().gateway.clone();
-        crate::cli::serve::checks::start(&current.config, &gateway, tasks, current.checks.clone());
+        (checks.start)(
+            &current.config,
+            &gateway,
+            &checks.tasks,
+            current.checks.clone(),
+        );
     }
 
     /// Re-read the file; `trigger` says what asked (for the log line).
@@ -246,6 +263,7 @@ impl Reloader {
         if !forget.is_empty() {
             self.parts.store.forget(&forget);
         }
+        (old.metrics).set_usage_labels(config::usage_labels(&config));
         self.live.swap(crate::http::AppState(Arc::new(next)));
         current.config = config;
         current.hash = hash;
@@ -311,6 +329,19 @@ impl Reloader {
             if now != Some(self.in_force_hash()) {
                 let _ = self.reload("file watch");
             }
+        }
+    }
+}
+
+impl crate::http::Reload for Reloader {
+    fn reload(&self, trigger: &str) -> Result<serde_json::Value, crate::http::ReloadRefused> {
+        match Reloader::reload(self, trigger) {
+            Ok(done) => Ok(serde_json::to_value(&done).unwrap_or_default()),
+            Err(refused) => Err(crate::http::ReloadRefused {
+                message: refused.to_string(),
+                source: refused.source,
+                problems: refused.problems,
+            }),
         }
     }
 }

@@ -14,7 +14,9 @@
 //! `switchyard::serve`, shown whatever `RUST_LOG` says), so `--log-format json` makes each
 //! one JSON; stdout carries nothing but the access log.
 
-pub(crate) mod checks;
+mod checks;
+#[cfg(test)]
+mod reload_tests;
 mod restore;
 
 use std::collections::HashMap;
@@ -41,7 +43,7 @@ use crate::telemetry::access::AccessLog;
 use crate::telemetry::events::Events;
 use crate::telemetry::insight::Insight;
 use crate::telemetry::log::RequestLog;
-use crate::telemetry::metrics::{Metrics, UsageLabels};
+use crate::telemetry::metrics::Metrics;
 use crate::telemetry::otlp::{Traces, Upstream};
 use crate::telemetry::trace::{LogFormat, SERVE};
 
@@ -165,7 +167,10 @@ async fn serve(args: &ServeArgs, config: Config, source: String) -> Result<(), S
                 clock,
                 env: Arc::new(|name: &str| std::env::var(name).ok()),
                 metrics_token: wired.metrics_token,
-                tasks: Some(tasks.clone()),
+                checks: Some(reload::HealthChecks {
+                    tasks: tasks.clone(),
+                    start: checks::start,
+                }),
             };
             let reloader = Arc::new(reload::Reloader::new(parts, live.clone()));
             reloader.start_checks();
@@ -222,7 +227,7 @@ pub async fn build_state(
     clock: Clock,
     tasks: &Tasks,
 ) -> Result<(AppState, Wired), String> {
-    let metrics = Arc::new(Metrics::with_usage_labels(usage_labels(config)));
+    let metrics = Arc::new(Metrics::with_usage_labels(config::usage_labels(config)));
     let env = |name: &str| std::env::var(name).ok();
     let store = state_store(config, clock, tasks).await?;
     let insight = Arc::new(Insight::new(clock));
@@ -316,19 +321,6 @@ fn upstreams(config: &Config, gateway: &switchyard::Gateway) -> HashMap<String, 
             (p.name.clone(), upstream)
         })
         .collect()
-}
-
-/// The names `/metrics` may use as route, key and model labels: the config's.
-fn usage_labels(config: &Config) -> UsageLabels {
-    UsageLabels {
-        routes: config.routes.iter().map(|r| r.name.clone()).collect(),
-        keys: config.keys.iter().map(|k| k.name.clone()).collect(),
-        models: config
-            .providers
-            .iter()
-            .map(|p| (p.name.clone(), p.model.clone().unwrap_or_default()))
-            .collect(),
-    }
 }
 
 /// Serve until the signal, then shut down: not ready, idle connections closed, in-flight

@@ -428,6 +428,12 @@ impl Metrics {
         }
     }
 
+    /// A reload's config names these routes, keys and models: the per-key series label them
+    /// from now on (series already made stay).
+    pub fn set_usage_labels(&self, labels: UsageLabels) {
+        self.usage.set_labels(labels);
+    }
+
     /// The config in force was loaded at start: its hash (first 48 bits) and the time.
     pub fn config_loaded(&self, hash48: u64, at_unix_s: f64) {
         self.reloads.loaded(hash48, at_unix_s);

@@ -1,5 +1,6 @@
-//! Reloads in process: through `POST /admin/reload` on the router `serve` runs, with the
-//! state `serve` builds, on simulated providers (their latency under paused time).
+//! Reloads in process (`crate::reload`): through `POST /admin/reload` on the router `serve`
+//! runs, with the state `serve` builds, on simulated providers (their latency under paused
+//! time).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -14,9 +15,9 @@ use switchyard::clock::Clock;
 use switchyard::Money;
 use tower::ServiceExt as _;
 
-use super::{Parts, Reloader};
 use crate::access::keys::hash_token;
 use crate::http::{app_live, Live};
+use crate::reload::{Parts, Reloader, WATCH_EVERY};
 use crate::shutdown::Tasks;
 
 const ADMIN: &str = "sy-test-admin";
@@ -78,9 +79,7 @@ async fn start(dir: &Dir) -> (Live, Arc<Reloader>) {
     let config = crate::config::load(&path).unwrap();
     let tasks = Tasks::new();
     let clock = Clock::system();
-    let (state, wired) = crate::cli::serve::build_state(&config, clock, &tasks)
-        .await
-        .unwrap();
+    let (state, wired) = super::build_state(&config, clock, &tasks).await.unwrap();
     state.ready.store(true, std::sync::atomic::Ordering::SeqCst);
     let live = Live::new(state);
     let parts = Parts {
@@ -93,10 +92,11 @@ async fn start(dir: &Dir) -> (Live, Arc<Reloader>) {
         clock,
         env: Arc::new(|_: &str| None),
         metrics_token: wired.metrics_token,
-        tasks: None,
+        checks: None,
     };
     let reloader = Arc::new(Reloader::new(parts, live.clone()));
-    (live.clone().with_reloader(Arc::clone(&reloader)), reloader)
+    let as_reload: Arc<dyn crate::http::Reload> = reloader.clone();
+    (live.clone().with_reloader(as_reload), reloader)
 }
 
 async fn send(live: &Live, mut req: Request<Body>) -> Response {
@@ -256,6 +256,13 @@ async fn a_good_file_adds_a_route_and_provider_and_removes_a_key_for_the_next_re
     assert_eq!(status_of(&live, "new", OTHER).await, StatusCode::OK);
     assert_eq!(status_of(&live, "r", OTHER).await, StatusCode::OK);
     assert_eq!(status_of(&live, "r", TEAM).await, StatusCode::UNAUTHORIZED);
+    // the per-key series name the new route (not `other`)
+    let metrics = render(&live);
+    assert!(
+        metrics
+            .contains("switchyard_key_requests_total{route=\"new\",key=\"other\",provider=\"b\""),
+        "{metrics}"
+    );
 
     // the same file again: nothing to swap, and the answer says so
     let body = json_of(send(&live, reload_request(ADMIN)).await).await;
@@ -324,17 +331,17 @@ async fn the_file_watch_reloads_a_changed_file_and_refuses_a_bad_one_once() {
     let (live, reloader) = start(&dir).await;
     let stop = tokio_util::sync::CancellationToken::new();
     let tasks = Tasks::new();
-    tasks.spawn(Arc::clone(&reloader).watch(super::WATCH_EVERY, stop.clone()));
+    tasks.spawn(Arc::clone(&reloader).watch(WATCH_EVERY, stop.clone()));
     dir.write(&format!(
         "{}{}{}{admin}",
         provider("a", 1, 0.0),
         route("r", &["a"], ""),
         route("added", &["a"], "")
     ));
-    tokio::time::sleep(super::WATCH_EVERY * 3).await;
+    tokio::time::sleep(WATCH_EVERY * 3).await;
     assert_eq!(status_of(&live, "added", ADMIN).await, StatusCode::OK);
     dir.write("[[routes]]\nname = \"r\"\nproviders = []\n");
-    tokio::time::sleep(super::WATCH_EVERY * 5).await;
+    tokio::time::sleep(WATCH_EVERY * 5).await;
     assert_eq!(status_of(&live, "added", ADMIN).await, StatusCode::OK);
     let metrics = render(&live);
     assert!(
