@@ -189,6 +189,9 @@ impl Reloader {
             Ok(done) => {
                 metrics.config_reloaded(hash48(&current.hash), unix_seconds(&self.parts.clock));
                 tracing::info!(target: SERVE, "{}", applied_line(trigger, &done));
+                for w in &done.warnings {
+                    tracing::warn!(target: SERVE, "config: {w}");
+                }
                 for w in &done.diff.restart_needed {
                     tracing::warn!(
                         target: SERVE,
