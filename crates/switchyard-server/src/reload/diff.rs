@@ -195,3 +195,51 @@ pub fn restart_needed(started: &Config, new: &Config) -> Vec<String> {
     differs("telemetry", started.telemetry == new.telemetry);
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Config {
+        crate::config::parse(text, "test").unwrap()
+    }
+
+    const BASE: &str = "[[providers]]\nname = \"a\"\nkind = \"simulated\"\n\
+                        [[providers]]\nname = \"b\"\nkind = \"simulated\"\n\
+                        [[routes]]\nname = \"r\"\nproviders = [\"a\"]\n\
+                        [[routes]]\nname = \"s\"\nproviders = [\"b\"]\n";
+
+    #[test]
+    fn changed_and_removed_definitions_are_forgotten_by_name_kept_ones_are_not() {
+        let old = parse(BASE);
+        let new = parse(
+            "[[providers]]\nname = \"a\"\nkind = \"simulated\"\nseed = 2\n\
+             [[providers]]\nname = \"c\"\nkind = \"simulated\"\n\
+             [[routes]]\nname = \"r\"\nproviders = [\"a\"]\n",
+        );
+        let d = Diff::of(&old, &old, &new);
+        assert_eq!(d.providers.changed, ["a"]);
+        assert_eq!(d.providers.removed, ["b"]);
+        assert_eq!(d.providers.added, ["c"]);
+        assert_eq!(d.routes.kept, ["r"]);
+        assert_eq!(d.routes.removed, ["s"]);
+        let f = d.forget();
+        assert!(f.breaker("a") && f.breaker("a/gpt-4o") && f.breaker("b"));
+        assert!(!f.breaker("c") && !f.breaker("ab"));
+        assert!(f.scope("route:s") && !f.scope("route:r"));
+    }
+
+    #[test]
+    fn restart_only_fields_are_named_against_the_started_config() {
+        let started = parse(BASE);
+        let new = parse(&format!(
+            "[server]\nlisten = \"127.0.0.1:5000\"\nmax_body_bytes = 1000\n\
+             [state]\nbackend = \"memory\"\n[telemetry]\naccess_log = true\n{BASE}"
+        ));
+        let d = Diff::of(&started, &started, &new);
+        assert_eq!(d.restart_needed, ["server.listen", "state", "telemetry"]);
+        assert_eq!(d.settings, ["server.max_body_bytes"]);
+        assert!(d.applies_anything());
+        assert!(!Diff::of(&started, &started, &started).applies_anything());
+    }
+}
