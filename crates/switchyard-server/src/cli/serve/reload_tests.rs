@@ -73,8 +73,14 @@ fn key(name: &str, token: &str, extra: &str) -> String {
     )
 }
 
-/// The state `serve` builds for the file in `dir`, behind its router, with a reloader.
+/// The state `serve` builds for the file in `dir`, behind its router, with a reloader, as
+/// if listening on 127.0.0.1.
 async fn start(dir: &Dir) -> (Live, Arc<Reloader>) {
+    start_on(dir, "127.0.0.1:4000").await
+}
+
+/// [`start`], as if listening on `listen`.
+async fn start_on(dir: &Dir, listen: &str) -> (Live, Arc<Reloader>) {
     let path = dir.config();
     let config = crate::config::load(&path).unwrap();
     let tasks = Tasks::new();
@@ -84,7 +90,7 @@ async fn start(dir: &Dir) -> (Live, Arc<Reloader>) {
     let live = Live::new(state);
     let parts = Parts {
         path: path.clone(),
-        listen: "127.0.0.1:4000".to_owned(),
+        listen: listen.to_owned(),
         started_text: std::fs::read_to_string(&path).unwrap(),
         started: config,
         store: wired.store,
@@ -282,6 +288,32 @@ async fn a_good_file_adds_a_route_and_provider_and_removes_a_key_for_the_next_re
     );
     assert_eq!(names(&body["routes"]["added"]), ["third"], "{body}");
     assert_eq!(status_of(&live, "third", OTHER).await, StatusCode::OK);
+}
+
+/// A file is checked as for the address the server listens on, whatever the file says: a
+/// public listener cannot lose its last key by a reload (keyless mode is loopback only).
+#[tokio::test]
+async fn a_public_listener_cannot_be_reloaded_into_keyless_mode() {
+    let dir = Dir::new("public");
+    let routes = format!("{}{}", provider("a", 1, 0.0), route("r", &["a"], ""));
+    dir.write(&format!(
+        "[server]\nlisten = \"0.0.0.0:4000\"\n{routes}{}",
+        key("admin", ADMIN, "admin = true")
+    ));
+    let (live, _) = start_on(&dir, "0.0.0.0:4000").await;
+    // the file now says loopback, and has no keys: the process still listens publicly
+    dir.write(&format!("[server]\nlisten = \"127.0.0.1:4000\"\n{routes}"));
+    let resp = send(&live, reload_request(ADMIN)).await;
+    assert_eq!(resp.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let body = json_of(resp).await;
+    assert!(
+        body["problems"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("refusing to listen on 0.0.0.0:4000 without client keys"),
+        "{body}"
+    );
+    assert_eq!(status_of(&live, "r", ADMIN).await, StatusCode::OK);
 }
 
 /// A request in flight when the swap happens finishes on the config it started with: its
