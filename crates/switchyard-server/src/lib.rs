@@ -14,6 +14,8 @@
 //!   `demo`);
 //! - [`simulated`]: the tutorial's simulated providers (CPython's generator, replayed bit
 //!   for bit), behind `kind = "simulated"` and `switchyard demo`;
+//! - [`reload`]: hot reload of the config file (SIGHUP, `POST /admin/reload`, the file
+//!   watch);
 //! - [`shutdown`]: the task tracker (the one place that spawns) and the stop signal.
 
 // `ApiError` is large (it carries the attempt trail for 502/504 bodies); it lives only on the
@@ -24,6 +26,7 @@ pub mod access;
 pub mod cli;
 pub mod config;
 pub mod http;
+pub mod reload;
 pub mod shutdown;
 pub mod simulated;
 pub mod telemetry;

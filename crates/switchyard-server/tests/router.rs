@@ -40,6 +40,7 @@ async fn state() -> AppState {
     build_state(&config, Clock::system(), &Tasks::new())
         .await
         .unwrap()
+        .0
 }
 
 /// `method path` with a loopback `Host` (keyless mode answers nothing else).

@@ -233,6 +233,22 @@ impl KeyStore {
         self.authorize_admin(headers)
     }
 
+    /// Builder (a reload): each key named in `kept` (its definition unchanged) shares its
+    /// requests-in-flight count with the same key in `old`, so requests that started
+    /// before the reload still count against its `max_in_flight`.
+    #[must_use]
+    pub fn carrying_in_flight(mut self, old: &KeyStore, kept: &HashSet<String>) -> Self {
+        for key in &mut self.keys {
+            if !kept.contains(&key.name) {
+                continue;
+            }
+            if let Some(before) = old.keys.iter().find(|k| k.name == key.name) {
+                key.in_flight = before.in_flight.clone();
+            }
+        }
+        self
+    }
+
     /// Every key's name, limits and admin flag, in config order (no hashes).
     pub fn list(&self) -> impl Iterator<Item = (&str, &KeyLimits, bool)> {
         self.keys

@@ -40,6 +40,8 @@ pub struct Wiring {
     pub store: Option<Arc<dyn SharedState>>,
     /// The clock (default: the system clock).
     pub clock: Option<Clock>,
+    /// The ledger (default: a fresh one; a reload passes its predecessor's).
+    pub ledger: Option<Arc<switchyard::observe::Ledger>>,
 }
 
 /// The env var whose value is `prov`'s key: the configured one, else the vendor's
@@ -82,6 +84,9 @@ pub fn build_gateway(
     }
     if let Some(store) = wiring.store {
         builder = builder.state(store);
+    }
+    if let Some(ledger) = wiring.ledger {
+        builder = builder.ledger(ledger);
     }
     for o in wiring.observers {
         builder = builder.observer(o);

@@ -826,6 +826,20 @@ fn validate_state(config: &Config, p: &mut Problems) {
     }
 }
 
+/// The names `/metrics` may use as route, key and model labels: the config's (at start, and
+/// after each reload).
+pub fn usage_labels(config: &Config) -> crate::telemetry::metrics::UsageLabels {
+    crate::telemetry::metrics::UsageLabels {
+        routes: config.routes.iter().map(|r| r.name.clone()).collect(),
+        keys: config.keys.iter().map(|k| k.name.clone()).collect(),
+        models: config
+            .providers
+            .iter()
+            .map(|p| (p.name.clone(), p.model.clone().unwrap_or_default()))
+            .collect(),
+    }
+}
+
 /// Default largest request body.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 

@@ -102,6 +102,9 @@ pub struct ServerToml {
     /// `"text"` (default) or `"json"`: the format of diagnostics on stderr (the command
     /// line's `--log-format` wins; `[telemetry] log_format` is the older name).
     pub log_format: Option<String>,
+    /// Reload the config when its file changes (checked every second; default false).
+    /// SIGHUP and `POST /admin/reload` reload it either way (docs/operations.md).
+    pub watch_config: Option<bool>,
 }
 
 /// `[[providers]]`: one upstream.

@@ -1,4 +1,5 @@
-//! Operations endpoints: `/healthz`, `/readyz`, `/admin/health` and `/metrics`.
+//! Operations endpoints: `/healthz`, `/readyz`, `/admin/health`, `POST /admin/reload` and
+//! `/metrics`.
 //!
 //! Owns what an operator or an orchestrator reads: liveness, readiness, the breakers and
 //! books as JSON (behind an admin key when keys are configured), and the Prometheus
@@ -19,7 +20,7 @@ use switchyard::cost::BudgetState;
 use switchyard::health::CheckReport;
 
 use crate::http::error::ApiError;
-use crate::http::state::AppState;
+use crate::http::state::{AppState, Live};
 use crate::telemetry::metrics::{Extras, CONTENT_TYPE};
 
 /// `GET /healthz`: the process is up.
@@ -78,6 +79,46 @@ pub async fn health(
         "request_log_late": state.log.late(),
         "state": state.gateway.state().status(),
     })))
+}
+
+/// `POST /admin/reload`: re-read the config file and swap it in (the [`Live`] state's
+/// reloader; the same as SIGHUP). 200 with what changed — providers, routes and keys added, removed,
+/// changed and kept, other settings applied, fields that need a restart, the new config's
+/// warnings; 422 with every problem when the file is refused (nothing changed); 409 when
+/// the server runs the embedded default (no file to re-read).
+///
+/// # Errors
+/// When client keys are configured: 401 without a valid key, 403 for a non-admin key.
+pub async fn reload(
+    State(live): State<Live>,
+    headers: HeaderMap,
+) -> Result<axum::response::Response, ApiError> {
+    live.current().keys.authorize_admin(&headers)?;
+    let Some(reloader) = live.reloader().cloned() else {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "invalid_request_error",
+            "nothing to reload: the server was started without --config (the embedded default)",
+        )
+        .code("no_config_file"));
+    };
+    Ok(match reloader.reload("POST /admin/reload") {
+        Ok(done) => (StatusCode::OK, Json(done)).into_response(),
+        Err(refused) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(json!({
+                "error": {
+                    "message": refused.message,
+                    "type": "invalid_request_error",
+                    "param": null,
+                    "code": "config_invalid",
+                },
+                "source": refused.source,
+                "problems": refused.problems,
+            })),
+        )
+            .into_response(),
+    })
 }
 
 /// `GET /metrics`: the Prometheus text exposition. It names every key with its spend and

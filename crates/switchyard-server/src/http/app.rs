@@ -9,11 +9,17 @@ use crate::http::dialects::responses::{self, Responses};
 use crate::http::dialects::{chat, embeddings, flow, messages};
 use crate::http::error::ApiError;
 use crate::http::request_id::request_id;
-use crate::http::state::AppState;
+use crate::http::state::{AppState, Live};
 use crate::http::{admin, dashboard, edge, guard, models};
 
-/// The HTTP surface.
+/// The HTTP surface over a fixed state (`POST /admin/reload` has nothing to reload).
 pub fn app(state: AppState) -> Router {
+    app_live(Live::new(state))
+}
+
+/// The HTTP surface over a live state: each request takes the state in force when it
+/// starts (`crate::http::state::Live`); `POST /admin/reload` swaps in a new one.
+pub fn app_live(state: Live) -> Router {
     // The guard (Host, Origin, content type) sees every request first, the fallback's too.
     // Every other response gets an `x-request-id` here; the chat handler sets its own (the
     // id its log line and dashboard entry carry) and stays off this layer's per-request cost.
@@ -23,6 +29,7 @@ pub fn app(state: AppState) -> Router {
         .route("/healthz", get(admin::healthz))
         .route("/readyz", get(admin::readyz))
         .route("/admin/health", get(admin::health))
+        .route("/admin/reload", post(admin::reload))
         .route("/metrics", get(admin::metrics))
         .route("/", get(dashboard::page))
         .route("/dashboard/{asset}", get(dashboard::asset))

@@ -22,6 +22,8 @@ pub mod state;
 #[cfg(test)]
 mod tests;
 
-pub use app::app;
+pub use app::{app, app_live};
 pub use error::ApiError;
-pub use state::{AppState, Shared, DEFAULT_MAX_BODY_BYTES};
+pub use state::{
+    AppState, Live, Reload, ReloadRefused, Reloadable, Shared, DEFAULT_MAX_BODY_BYTES,
+};

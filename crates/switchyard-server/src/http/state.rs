@@ -2,9 +2,16 @@
 //!
 //! Handlers, the guard and the dialects import [`AppState`] from here; the route table
 //! (`crate::http::app`) imports them, never the other way round.
+//!
+//! The router holds a [`Live`]: the current [`Shared`], replaced whole when the config is
+//! reloaded (`crate::reload`). Each extraction of `State<AppState>` takes the current one
+//! (one reference count), so a request keeps the gateway and keys it started with until it
+//! is over, streams included, whatever is swapped in meanwhile.
 
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use axum::extract::FromRef;
 
 use switchyard::Gateway;
 use tokio_util::sync::CancellationToken;
@@ -42,8 +49,9 @@ pub struct Shared {
     pub max_body_bytes: usize,
     /// What one request may expand to in memory (`crate::http::dialects::expansion`).
     pub expansion: crate::config::ExpansionLimits,
-    /// False while starting up or shutting down (`/readyz`).
-    pub ready: AtomicBool,
+    /// False while starting up or shutting down (`/readyz`); shared by every state a
+    /// reload swaps in.
+    pub ready: Arc<AtomicBool>,
     /// Browser origins other than the gateway's own that may call it (`crate::http::guard`).
     pub allowed_origins: AllowedOrigins,
     /// Cancelled when shutdown's grace period ends: every stream still open ends with an
@@ -58,6 +66,124 @@ pub struct Shared {
     pub traces: Option<Arc<Traces>>,
     /// The stdout access log (`[telemetry] access_log`), for its dropped-line count.
     pub access: Option<Arc<AccessLog>>,
+}
+
+/// What `POST /admin/reload` calls: re-read the config and swap it in (`crate::reload`'s
+/// `Reloader`; `trigger` names who asked, for the log).
+pub trait Reload: Send + Sync {
+    /// What changed, as the endpoint's 200 body.
+    ///
+    /// # Errors
+    /// The file was refused and nothing changed: every problem.
+    fn reload(&self, trigger: &str) -> Result<serde_json::Value, ReloadRefused>;
+}
+
+/// A refused reload, as `POST /admin/reload` answers it (422).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReloadRefused {
+    /// One line saying why.
+    pub message: String,
+    /// The file.
+    pub source: String,
+    /// Every problem, as `check` words it.
+    pub problems: Vec<String>,
+}
+
+/// What the router holds: the current [`Shared`], swapped whole by a reload, and the
+/// reloader `POST /admin/reload` calls (`None`: nothing to reload from, e.g. in-process
+/// tests or the embedded default).
+#[derive(Clone)]
+pub struct Live {
+    current: Arc<RwLock<Arc<Shared>>>,
+    reloader: Option<Arc<dyn Reload>>,
+}
+
+impl Live {
+    /// A live state starting at `state`, without a reloader.
+    #[must_use]
+    pub fn new(state: AppState) -> Self {
+        Self {
+            current: Arc::new(RwLock::new(state.0)),
+            reloader: None,
+        }
+    }
+
+    /// Builder: `POST /admin/reload` calls `reloader`.
+    #[must_use]
+    pub fn with_reloader(mut self, reloader: Arc<dyn Reload>) -> Self {
+        self.reloader = Some(reloader);
+        self
+    }
+
+    /// The state in force now (a reference count; the lock is held only to copy it).
+    #[must_use]
+    pub fn current(&self) -> AppState {
+        AppState(Arc::clone(
+            &self.current.read().unwrap_or_else(PoisonError::into_inner),
+        ))
+    }
+
+    /// Put `state` in force for every request that starts from now on; returns the one it
+    /// replaced (requests that hold it finish on it).
+    pub fn swap(&self, state: AppState) -> AppState {
+        let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
+        AppState(std::mem::replace(&mut *current, state.0))
+    }
+
+    /// The reloader, when there is one.
+    #[must_use]
+    pub fn reloader(&self) -> Option<&Arc<dyn Reload>> {
+        self.reloader.as_ref()
+    }
+}
+
+impl FromRef<Live> for AppState {
+    fn from_ref(live: &Live) -> AppState {
+        live.current()
+    }
+}
+
+impl Shared {
+    /// This state with another gateway and keys and the settings a reload may change
+    /// (`crate::reload`); everything else (metrics, the request log, insight, readiness,
+    /// the grace signal, traces) is the same, shared.
+    #[must_use]
+    pub fn reloaded(&self, with: Reloadable) -> Self {
+        Self {
+            gateway: with.gateway,
+            keys: with.keys,
+            metrics: Arc::clone(&self.metrics),
+            log: self.log.clone(),
+            insight: Arc::clone(&self.insight),
+            max_body_bytes: with.max_body_bytes,
+            expansion: with.expansion,
+            ready: Arc::clone(&self.ready),
+            allowed_origins: with.allowed_origins,
+            grace_over: self.grace_over.clone(),
+            stored_responses: with.stored_responses,
+            threads: with.threads,
+            traces: self.traces.clone(),
+            access: self.access.clone(),
+        }
+    }
+}
+
+/// What a reload replaces in [`Shared`].
+pub struct Reloadable {
+    /// The new gateway (on the same state store, observers and clock).
+    pub gateway: Gateway,
+    /// The new client keys.
+    pub keys: KeyStore,
+    /// `[server] max_body_bytes`.
+    pub max_body_bytes: usize,
+    /// `[server] max_request_items`, `max_request_depth`, `max_expanded_bytes`.
+    pub expansion: crate::config::ExpansionLimits,
+    /// `[server] allowed_origins`.
+    pub allowed_origins: AllowedOrigins,
+    /// `[responses]`.
+    pub stored_responses: StoredResponses,
+    /// `[threads]`.
+    pub threads: ThreadLimits,
 }
 
 impl std::ops::Deref for AppState {
@@ -82,7 +208,7 @@ impl Shared {
             insight: Arc::new(Insight::new(switchyard::clock::Clock::system())),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             expansion: crate::config::ExpansionLimits::default(),
-            ready: AtomicBool::new(true),
+            ready: Arc::new(AtomicBool::new(true)),
             allowed_origins: AllowedOrigins::default(),
             grace_over: CancellationToken::new(),
             stored_responses: StoredResponses::default(),

@@ -300,6 +300,16 @@ impl Process {
         self.captured.stderr.lock().unwrap().clone()
     }
 
+    /// Send SIGHUP (reload the config) without waiting for anything.
+    pub fn hangup(&self) {
+        let sent = Command::new("kill")
+            .arg("-HUP")
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -HUP {} failed", self.label);
+    }
+
     /// Send SIGTERM and wait (bounded) for the process to exit; the reader threads are
     /// joined, so [`Process::output`] is complete afterwards.
     pub async fn terminate(&mut self) -> ExitStatus {

@@ -29,6 +29,8 @@
 //! - `bedrock.rs`: a `kind = "bedrock"` provider signed with credentials from the
 //!   environment, against a mock that verifies SigV4 and streams event-stream frames;
 //! - `health.rs`: a health check in flight is abandoned at shutdown;
+//! - `reload.rs`: SIGHUP reloads the config (a new route answers; a bad file is refused,
+//!   said and counted, and changes nothing); reloads under load fail no request;
 //! - `diagnostics.rs`: the library's `tracing` warnings on stderr, filtered by `RUST_LOG`;
 //!   an outage and its recovery said at the default level (circuit transitions, the failover
 //!   summary, the start-up line, config warnings), every stderr line JSON with
@@ -105,6 +107,7 @@ mod otlp;
 mod preflight;
 mod proxy;
 mod python_sdk;
+mod reload;
 mod rescue;
 mod responses_native;
 mod responses_sdk;

@@ -275,6 +275,7 @@ pub struct GatewayBuilder {
     prices: Option<PriceTable>,
     seed: Option<u64>,
     rescue_buffer_bytes: Option<usize>,
+    ledger: Option<Arc<Ledger>>,
 }
 
 impl GatewayBuilder {
@@ -317,6 +318,14 @@ impl GatewayBuilder {
     #[must_use]
     pub fn prices(mut self, prices: PriceTable) -> Self {
         self.prices = Some(prices);
+        self
+    }
+
+    /// Keep the books in `ledger` (default: a fresh one): a gateway rebuilt from a
+    /// reloaded config goes on with its predecessor's ([`Gateway::shared_ledger`]).
+    #[must_use]
+    pub fn ledger(mut self, ledger: Arc<Ledger>) -> Self {
+        self.ledger = Some(ledger);
         self
     }
 
@@ -369,7 +378,7 @@ impl GatewayBuilder {
             .map(|r| (r.name.clone(), wildcard::Resolved::default()))
             .collect();
         let routes = routes.into_iter().map(|r| (r.name.clone(), r)).collect();
-        let ledger = Arc::new(Ledger::new());
+        let ledger = self.ledger.unwrap_or_else(|| Arc::new(Ledger::new()));
         let mut observers = self.observers;
         observers.insert(0, ledger.clone());
         let state = self.state.unwrap_or_else(|| Arc::new(MemoryState::new()));
@@ -794,6 +803,12 @@ impl Gateway {
     #[must_use]
     pub fn ledger(&self) -> &Ledger {
         &self.inner.ledger
+    }
+
+    /// The built-in ledger, to hand to a successor ([`GatewayBuilder::ledger`]).
+    #[must_use]
+    pub fn shared_ledger(&self) -> Arc<Ledger> {
+        Arc::clone(&self.inner.ledger)
     }
 
     /// The clock the gateway reads.

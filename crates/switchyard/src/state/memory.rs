@@ -64,6 +64,19 @@ impl MemoryState {
         Some((before, *breaker))
     }
 
+    /// Drop what `what` names (see [`SharedState::forget`]).
+    pub fn forget_local(&self, what: &super::Forget) {
+        if let Ok(mut map) = self.breakers.lock() {
+            map.retain(|name, _| !what.breaker(name));
+        }
+        if let Ok(mut map) = self.budgets.lock() {
+            map.retain(|scope, _| !what.scope(scope));
+        }
+        if let Ok(mut map) = self.windows.lock() {
+            map.retain(|bucket, _| !what.scope(bucket));
+        }
+    }
+
     /// Every breaker, by provider.
     #[must_use]
     pub fn breakers(&self) -> HashMap<String, Breaker> {
@@ -353,6 +366,10 @@ impl SharedState for MemoryState {
             last_error: None,
         }
     }
+
+    fn forget(&self, what: &super::Forget) {
+        self.forget_local(what);
+    }
 }
 
 #[cfg(test)]
@@ -377,5 +394,40 @@ mod tests {
             ttl,
             (4 * LEASES_PURGED_FROM as u64 - 1) * 100 + 5
         ));
+    }
+
+    #[test]
+    fn forget_drops_exactly_the_named_breakers_books_and_windows() {
+        let s = MemoryState::new();
+        for p in ["a", "a/gpt-4o", "ab", "b"] {
+            s.put_breaker(p, Breaker::default());
+        }
+        for scope in [
+            "route:r",
+            "route:r:x",
+            "key:k",
+            "key:k:day:2026-12-02",
+            "key:kk",
+        ] {
+            s.restore_spend(scope, Money::from_usd(1.0));
+        }
+        for bucket in ["key:k:rpm", "key:kk:rpm"] {
+            assert!(s.rate_local(bucket, 1, 1, 0).is_ok());
+        }
+        s.forget_local(&super::super::Forget {
+            breakers: vec!["a".into()],
+            breaker_prefixes: vec!["a/".into()],
+            scopes: vec!["route:r".into(), "key:k".into()],
+            scope_prefixes: vec!["key:k:".into()],
+        });
+        let mut breakers: Vec<String> = s.breakers().into_keys().collect();
+        breakers.sort();
+        assert_eq!(breakers, ["ab", "b"]);
+        let mut budgets: Vec<String> = s.budgets().into_keys().collect();
+        budgets.sort();
+        assert_eq!(budgets, ["key:kk", "route:r:x"]);
+        // the forgotten window is empty again; the other is still used up
+        assert!(s.rate_local("key:k:rpm", 1, 1, 0).is_ok());
+        assert!(s.rate_local("key:kk:rpm", 1, 1, 0).is_err());
     }
 }

@@ -83,6 +83,48 @@ pub struct StateStatus {
     pub last_error: Option<String>,
 }
 
+/// State a reload leaves behind: the breakers of providers whose definition changed or
+/// went, the books and rate-limit windows of routes and keys likewise
+/// ([`SharedState::forget`]). Names are matched exactly, or by prefix where a prefix is
+/// given (a wildcard template's models, `{template}/…`; a key's periods and windows,
+/// `key:{name}:…`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Forget {
+    /// Breakers, by provider name.
+    pub breakers: Vec<String>,
+    /// Breakers whose provider name starts with one of these.
+    pub breaker_prefixes: Vec<String>,
+    /// Budget books and rate-limit windows, by scope or bucket.
+    pub scopes: Vec<String>,
+    /// Budget books and rate-limit windows whose scope or bucket starts with one of these.
+    pub scope_prefixes: Vec<String>,
+}
+
+impl Forget {
+    /// Nothing to forget.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.breakers.is_empty()
+            && self.breaker_prefixes.is_empty()
+            && self.scopes.is_empty()
+            && self.scope_prefixes.is_empty()
+    }
+
+    /// Whether breaker `provider` is to be forgotten.
+    #[must_use]
+    pub fn breaker(&self, provider: &str) -> bool {
+        self.breakers.iter().any(|b| b == provider)
+            || (self.breaker_prefixes.iter()).any(|p| provider.starts_with(p.as_str()))
+    }
+
+    /// Whether the books or window `scope` is to be forgotten.
+    #[must_use]
+    pub fn scope(&self, scope: &str) -> bool {
+        self.scopes.iter().any(|s| s == scope)
+            || (self.scope_prefixes.iter()).any(|p| scope.starts_with(p.as_str()))
+    }
+}
+
 /// Told of each circuit change a fleet store learns from another replica (provider name,
 /// the change as this replica saw it); must not block.
 pub type FleetSink = std::sync::Arc<dyn Fn(&str, &Transition) + Send + Sync>;
@@ -168,4 +210,10 @@ pub trait SharedState: Send + Sync {
     /// (the replica that made it reports it itself, through its own gateway). The gateway
     /// calls this once when it is built; the memory store has no fleet and ignores it.
     fn watch_fleet(&self, _sink: FleetSink) {}
+
+    /// Drop the state `what` names, so that a definition a reload changed starts afresh
+    /// (closed circuit, nothing spent, empty windows); a request still running on the old
+    /// definition settles into fresh books. The default keeps everything: a fleet store's
+    /// state is the fleet's, and another replica may still run the old definition.
+    fn forget(&self, _what: &Forget) {}
 }

@@ -15,6 +15,8 @@
 //! one JSON; stdout carries nothing but the access log.
 
 mod checks;
+#[cfg(test)]
+mod reload_tests;
 mod restore;
 
 use std::collections::HashMap;
@@ -29,7 +31,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::http::edge::{Edge, Limits};
-use crate::http::{app, AppState, Shared, DEFAULT_MAX_BODY_BYTES};
+use crate::http::{app_live, AppState, Live, Shared, DEFAULT_MAX_BODY_BYTES};
+use crate::reload;
 use switchyard::clock::Clock;
 use switchyard::state::{MemoryState, RedisConfig, RedisState, SharedState};
 
@@ -40,7 +43,7 @@ use crate::telemetry::access::AccessLog;
 use crate::telemetry::events::Events;
 use crate::telemetry::insight::Insight;
 use crate::telemetry::log::RequestLog;
-use crate::telemetry::metrics::{Metrics, UsageLabels};
+use crate::telemetry::metrics::Metrics;
 use crate::telemetry::otlp::{Traces, Upstream};
 use crate::telemetry::trace::{LogFormat, SERVE};
 
@@ -130,7 +133,8 @@ fn runtime(workers: Option<usize>) -> std::io::Result<tokio::runtime::Runtime> {
 async fn serve(args: &ServeArgs, config: Config, source: String) -> Result<(), String> {
     let listen = listen_address(&config, args.listen.as_deref())?;
     let tasks = Tasks::new();
-    let state = build_state(&config, Clock::system(), &tasks).await?;
+    let clock = Clock::system();
+    let (state, wired) = build_state(&config, clock, &tasks).await?;
     let limits = Limits::from_config(&config)?;
     let listener = TcpListener::bind(listen)
         .await
@@ -150,10 +154,46 @@ async fn serve(args: &ServeArgs, config: Config, source: String) -> Result<(), S
         limits.max_connections,
         if workers == 1 { "" } else { "s" },
     );
-    checks::start(&config, &state.gateway, &tasks);
+    let mut live = Live::new(state.clone());
+    match &args.config {
+        Some(path) => {
+            let parts = reload::Parts {
+                path: path.clone(),
+                listen: local.to_string(),
+                started_text: std::fs::read_to_string(path).unwrap_or_default(),
+                started: config.clone(),
+                store: wired.store,
+                observers: wired.observers,
+                clock,
+                env: Arc::new(|name: &str| std::env::var(name).ok()),
+                metrics_token: wired.metrics_token,
+                checks: Some(reload::HealthChecks {
+                    tasks: tasks.clone(),
+                    start: checks::start,
+                }),
+            };
+            let reloader = Arc::new(reload::Reloader::new(parts, live.clone()));
+            reloader.start_checks();
+            tasks.spawn(Arc::clone(&reloader).on_sighup(tasks.stopping()));
+            if config.server.watch_config == Some(true) {
+                tracing::info!(
+                    target: SERVE,
+                    "watching {} for changes (every {:?})",
+                    path.display(),
+                    reload::WATCH_EVERY
+                );
+                tasks.spawn(Arc::clone(&reloader).watch(reload::WATCH_EVERY, tasks.stopping()));
+            }
+            live = live.with_reloader(reloader);
+        }
+        None => {
+            checks::start(&config, &state.gateway, &tasks, tasks.stopping());
+            tasks.spawn(reload::sighup_without_file(tasks.stopping()));
+        }
+    }
     state.ready.store(true, Ordering::SeqCst);
     let grace = grace_period(&config)?;
-    let stop_by = serve_until_signal(listener, state, limits, grace).await;
+    let stop_by = serve_until_signal(listener, live, limits, grace).await;
     let flush = stop_by
         .saturating_duration_since(Instant::now())
         .max(MIN_FLUSH);
@@ -166,23 +206,40 @@ async fn serve(args: &ServeArgs, config: Config, source: String) -> Result<(), S
     Ok(())
 }
 
+/// What `build_state` wired the gateway with, for the gateways a reload builds.
+pub struct Wired {
+    /// The state store.
+    pub store: Arc<dyn SharedState>,
+    /// The gateway's observers besides its ledger.
+    pub observers: Vec<Arc<dyn switchyard::observe::Observer>>,
+    /// `[telemetry] metrics_token_env`'s token.
+    pub metrics_token: Option<String>,
+}
+
 /// The handlers' state `config` asks for, as `serve` builds it before listening: the
 /// state store (Redis, or memory with the request log's spend restored), the gateway with
 /// metrics, insight and the event lines observing it, the request log (its writer on
 /// `tasks`), the keys. The config's warnings are said once each (`warn`, stderr). Not
 /// ready (`/readyz`) until the caller says so; drive it
 /// with `crate::http::app`, in process or behind the edge.
-pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result<AppState, String> {
-    let metrics = Arc::new(Metrics::with_usage_labels(usage_labels(config)));
+pub async fn build_state(
+    config: &Config,
+    clock: Clock,
+    tasks: &Tasks,
+) -> Result<(AppState, Wired), String> {
+    let metrics = Arc::new(Metrics::with_usage_labels(config::usage_labels(config)));
     let env = |name: &str| std::env::var(name).ok();
     let store = state_store(config, clock, tasks).await?;
     let insight = Arc::new(Insight::new(clock));
     let events = Arc::new(Events::new(clock));
     tasks.spawn(Arc::clone(&events).run(tasks.stopping()));
+    let observers: Vec<Arc<dyn switchyard::observe::Observer>> =
+        vec![metrics.clone(), insight.clone(), events];
     let wiring = Wiring {
-        observers: vec![metrics.clone(), insight.clone(), events],
-        store: Some(store),
+        observers: observers.clone(),
+        store: Some(Arc::clone(&store)),
         clock: Some(clock),
+        ledger: None,
     };
     let built = config::build_gateway(config, &env, true, wiring)?;
     let extra = config::warnings(config, &built.gateway, clock.system_time());
@@ -216,7 +273,7 @@ pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result
         }
         None => None,
     };
-    Ok(AppState(Arc::new(Shared {
+    let state = AppState(Arc::new(Shared {
         gateway: built.gateway,
         keys: KeyStore::with_in_flight_default(
             &config.keys,
@@ -231,14 +288,20 @@ pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result
             .max_body_bytes
             .unwrap_or(DEFAULT_MAX_BODY_BYTES),
         expansion: crate::config::expansion_limits(config),
-        ready: AtomicBool::new(false),
+        ready: Arc::new(AtomicBool::new(false)),
         allowed_origins: crate::http::origins::AllowedOrigins::new(&config.server.allowed_origins),
         grace_over: CancellationToken::new(),
         stored_responses: crate::config::stored_responses(config),
         threads: crate::config::thread_limits(config),
         traces,
         access,
-    })))
+    }));
+    let wired = Wired {
+        store,
+        observers,
+        metrics_token,
+    };
+    Ok((state, wired))
 }
 
 /// Each configured provider's kind and upstream address, as its calls' spans name them.
@@ -260,36 +323,25 @@ fn upstreams(config: &Config, gateway: &switchyard::Gateway) -> HashMap<String, 
         .collect()
 }
 
-/// The names `/metrics` may use as route, key and model labels: the config's.
-fn usage_labels(config: &Config) -> UsageLabels {
-    UsageLabels {
-        routes: config.routes.iter().map(|r| r.name.clone()).collect(),
-        keys: config.keys.iter().map(|k| k.name.clone()).collect(),
-        models: config
-            .providers
-            .iter()
-            .map(|p| (p.name.clone(), p.model.clone().unwrap_or_default()))
-            .collect(),
-    }
-}
-
 /// Serve until the signal, then shut down: not ready, idle connections closed, in-flight
 /// requests given `grace`; then open streams are ended and the rest closed. Returns when
 /// the whole shutdown must be over. Dropping the last router with the connections lets
 /// the request log's writer finish.
 async fn serve_until_signal(
     listener: TcpListener,
-    state: AppState,
+    live: Live,
     limits: Limits,
     grace: Duration,
 ) -> Instant {
     // One router for every connection, built once: each request gets a clone of it (a
-    // reference count), never a rebuilt route table.
-    let edge = Edge::new(limits, app(state.clone()));
+    // reference count), never a rebuilt route table; a reload swaps the state under it.
+    let edge = Edge::new(limits, app_live(live.clone()));
     let conns = Tasks::new();
     edge.accept_until(listener, &conns, shutdown::signal())
         .await;
     let deadline = Instant::now() + grace;
+    // every state a reload swaps in shares the readiness flag and the grace signal
+    let state = live.current();
     state.ready.store(false, Ordering::SeqCst);
     tracing::info!(
         target: SERVE,

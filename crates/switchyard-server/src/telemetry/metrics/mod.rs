@@ -16,6 +16,7 @@
 //! series handles are cached by name and looked up with a borrowed key under a read lock.
 
 mod health;
+mod reload;
 mod usage;
 
 pub use usage::{UsageLabels, MAX_USAGE_SERIES};
@@ -380,6 +381,8 @@ pub struct Metrics {
     health: health::HealthChecks,
     /// Series by route, key and model; in flight; upstream headroom (`metrics/usage.rs`).
     usage: usage::Usage,
+    /// Config reloads (`metrics/reload.rs`).
+    reloads: reload::Reloads,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -412,6 +415,8 @@ impl Metrics {
         health.register(&mut registry);
         let usage = usage::Usage::new(labels);
         usage.register(&mut registry);
+        let reloads = reload::Reloads::default();
+        reloads.register(&mut registry);
         Self {
             registry,
             families,
@@ -419,7 +424,29 @@ impl Metrics {
             providers: Handles::new(),
             health,
             usage,
+            reloads,
         }
+    }
+
+    /// A reload's config names these routes, keys and models: the per-key series label them
+    /// from now on (series already made stay).
+    pub fn set_usage_labels(&self, labels: UsageLabels) {
+        self.usage.set_labels(labels);
+    }
+
+    /// The config in force was loaded at start: its hash (first 48 bits) and the time.
+    pub fn config_loaded(&self, hash48: u64, at_unix_s: f64) {
+        self.reloads.loaded(hash48, at_unix_s);
+    }
+
+    /// A reload was applied (`switchyard_config_reloads_total{result="ok"}`).
+    pub fn config_reloaded(&self, hash48: u64, at_unix_s: f64) {
+        self.reloads.applied(hash48, at_unix_s);
+    }
+
+    /// A reload was refused (`switchyard_config_reloads_total{result="error"}`).
+    pub fn config_refused(&self) {
+        self.reloads.refused();
     }
 
     /// A request began (it is in flight until its log entry is written: the request log

@@ -12,6 +12,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{PoisonError, RwLock};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -85,7 +86,8 @@ struct Series {
 
 /// The labelled families, the in-flight gauge and the headroom gauges.
 pub(super) struct Usage {
-    labels: Names,
+    /// Replaced whole when a reload changes the config's names.
+    labels: RwLock<Names>,
     requests: Family<OutcomeLabels, Counter>,
     tokens: Family<TokenLabels, Counter>,
     cost: Family<Labels, Counter<f64, AtomicU64>>,
@@ -99,7 +101,7 @@ pub(super) struct Usage {
 impl Usage {
     pub(super) fn new(labels: UsageLabels) -> Self {
         Self {
-            labels: Names::of(labels),
+            labels: RwLock::new(Names::of(labels)),
             requests: Family::default(),
             tokens: Family::default(),
             cost: Family::default(),
@@ -138,6 +140,11 @@ impl Usage {
         );
     }
 
+    /// Name what `labels` names from now on (a reload); series already made stay.
+    pub(super) fn set_labels(&self, labels: UsageLabels) {
+        *self.labels.write().unwrap_or_else(PoisonError::into_inner) = Names::of(labels);
+    }
+
     pub(super) fn started(&self) {
         self.in_flight.inc();
     }
@@ -156,7 +163,8 @@ impl Usage {
     /// A finished request: out of flight, and counted under its labels.
     pub(super) fn finished(&self, e: &LogEntry) {
         self.in_flight.dec();
-        let l = self.labels_of(e);
+        let names = self.labels.read().unwrap_or_else(PoisonError::into_inner);
+        let l = labels_of(&names, e);
         // the series' key, built without the formatting machinery (every request)
         let mut key = String::with_capacity(l.route.len() + l.key.len() + l.provider.len() + 2);
         for (i, part) in [l.route, l.key, l.provider].into_iter().enumerate() {
@@ -217,33 +225,33 @@ impl Usage {
             cost: self.cost.get_or_create_owned(l),
         }
     }
+}
 
-    /// The entry's label values, each configured or `other` / `none` (borrowed: owned
-    /// copies are made once per series, not per request).
-    fn labels_of<'a>(&'a self, e: &'a LogEntry) -> LabelRefs<'a> {
-        let route = if self.labels.routes.contains(&e.route) {
-            e.route.as_str()
-        } else {
-            OTHER
-        };
-        let key = match &e.key {
-            None => NONE,
-            Some(k) if self.labels.keys.contains(k) => k.as_str(),
-            Some(_) => OTHER,
-        };
-        let (provider, model) = match &e.provider {
-            None => (NONE, NONE),
-            Some(p) => match self.labels.models.get(p) {
-                Some(m) => (p.as_str(), m.as_str()),
-                None => (OTHER, OTHER),
-            },
-        };
-        LabelRefs {
-            route,
-            key,
-            provider,
-            model,
-        }
+/// The entry's label values, each configured or `other` / `none` (borrowed: owned
+/// copies are made once per series, not per request).
+fn labels_of<'a>(names: &'a Names, e: &'a LogEntry) -> LabelRefs<'a> {
+    let route = if names.routes.contains(&e.route) {
+        e.route.as_str()
+    } else {
+        OTHER
+    };
+    let key = match &e.key {
+        None => NONE,
+        Some(k) if names.keys.contains(k) => k.as_str(),
+        Some(_) => OTHER,
+    };
+    let (provider, model) = match &e.provider {
+        None => (NONE, NONE),
+        Some(p) => match names.models.get(p) {
+            Some(m) => (p.as_str(), m.as_str()),
+            None => (OTHER, OTHER),
+        },
+    };
+    LabelRefs {
+        route,
+        key,
+        provider,
+        model,
     }
 }
 
