@@ -58,6 +58,8 @@ pub struct Shared {
     pub traces: Option<Arc<Traces>>,
     /// The stdout access log (`[telemetry] access_log`), for its dropped-line count.
     pub access: Option<Arc<AccessLog>>,
+    /// The routes' response cache (`crate::cache`).
+    pub cache: crate::cache::Cache,
 }
 
 impl std::ops::Deref for AppState {
@@ -89,6 +91,7 @@ impl Shared {
             threads: ThreadLimits::default(),
             traces: None,
             access: None,
+            cache: crate::cache::Cache::disabled(),
         }
     }
 }

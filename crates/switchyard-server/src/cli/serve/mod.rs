@@ -238,6 +238,7 @@ pub async fn build_state(config: &Config, clock: Clock, tasks: &Tasks) -> Result
         threads: crate::config::thread_limits(config),
         traces,
         access,
+        cache: crate::config::response_cache(config),
     })))
 }
 
