@@ -503,3 +503,40 @@ async fn streamed_hits_replay_messages_and_responses_events() {
         "one live call per dialect, none for hits"
     );
 }
+
+#[tokio::test]
+async fn the_memory_store_evicts_the_least_recently_used_answer_past_its_byte_bound() {
+    let f = simple();
+    let with_bound = |max_bytes| {
+        AppState(Arc::new(Shared {
+            cache: Cache::new(
+                HashMap::from([("smart".to_owned(), policy())]),
+                Backend::Memory,
+                max_bytes,
+                DEFAULT_MAX_ENTRY_BYTES,
+            ),
+            ..Shared::for_tests(
+                f.state.gateway.clone(),
+                KeyStore::new(&[]),
+                Arc::new(Metrics::new()),
+            )
+        }))
+    };
+    // what one of these answers costs (its key, its encoding, the overhead)
+    let probe = with_bound(DEFAULT_MAX_BYTES);
+    call(&probe, post(&greedy("one"))).await;
+    let (_, one) = probe.cache.memory_usage();
+    assert!(one > crate::cache::memory::ENTRY_OVERHEAD);
+    // room for two and not three
+    let state = with_bound(2 * one + one / 2);
+    let ask = |q: &'static str| call(&state, post(&greedy(q)));
+    for q in ["one", "two"] {
+        assert_eq!(header(&ask(q).await, "x-switchyard-cache"), "miss");
+    }
+    assert_eq!(header(&ask("one").await, "x-switchyard-cache"), "hit");
+    // a third answer pushes out the least recently used: "two"
+    assert_eq!(header(&ask("six").await, "x-switchyard-cache"), "miss");
+    assert_eq!(state.cache.memory_usage(), (2, 2 * one));
+    assert_eq!(header(&ask("one").await, "x-switchyard-cache"), "hit");
+    assert_eq!(header(&ask("two").await, "x-switchyard-cache"), "miss");
+}
