@@ -88,7 +88,9 @@ pub enum Backend {
 pub struct Cache {
     routes: HashMap<String, Policy>,
     backend: Backend,
-    memory: memory::Memory,
+    /// Shared with the cache a configuration reload replaces (`Cache::carried_from`).
+    memory: Arc<memory::Memory>,
+    max_bytes: usize,
     max_entry_bytes: usize,
 }
 
@@ -310,9 +312,24 @@ impl Cache {
         Self {
             routes,
             backend,
-            memory: memory::Memory::new(max_bytes),
+            memory: Arc::new(memory::Memory::new(max_bytes)),
+            max_bytes,
             max_entry_bytes,
         }
+    }
+
+    /// This cache holding `old`'s entries, when both keep them in memory under the same
+    /// bound (a configuration reload: the routes' policies are this cache's, the entries
+    /// stay).
+    #[must_use]
+    pub fn carried_from(mut self, old: &Cache) -> Self {
+        if self.backend == Backend::Memory
+            && old.backend == Backend::Memory
+            && self.max_bytes == old.max_bytes
+        {
+            self.memory = Arc::clone(&old.memory);
+        }
+        self
     }
 
     /// No route cached.

@@ -294,3 +294,35 @@ async fn an_answer_over_the_entry_bound_is_served_but_not_kept() {
     assert!(!c.put(&store, &p, &big, 0).await);
     assert!(c.fresh(&store, &p, 0).await.is_none());
 }
+
+#[tokio::test]
+async fn a_reloaded_cache_keeps_the_entries_of_the_one_it_replaces() {
+    let store = switchyard::state::MemoryState::new();
+    let old = cache(policy());
+    let req = request("hi");
+    let p = old
+        .plan("r", "r", "chat", None, &req, Directives::default())
+        .unwrap()
+        .unwrap();
+    assert!(
+        old.put(&store, &p, &answer(Some(FinishReason::Stop)), 0)
+            .await
+    );
+    let new = cache(Policy {
+        ttl: Duration::from_secs(60),
+        ..policy()
+    })
+    .carried_from(&old);
+    assert!(new.fresh(&store, &p, 1_000).await.is_some(), "entry kept");
+    let smaller = Cache::new(
+        HashMap::from([("r".to_owned(), policy())]),
+        Backend::Memory,
+        1 << 20,
+        DEFAULT_MAX_ENTRY_BYTES,
+    )
+    .carried_from(&old);
+    assert!(
+        smaller.fresh(&store, &p, 1_000).await.is_none(),
+        "a new bound starts empty"
+    );
+}
