@@ -229,19 +229,27 @@ async fn handle<D: Dialect>(
     }
     let Decoded { request, extra, .. } = decoded;
     ctx.capture(state, &request);
+    // the cache's steps are boxed: inline, they would grow this future, which every request
+    // moves, for what only cached routes do (BENCHMARKS.md, "Stop 31: the response cache")
     let plan = cache_plan(state, ctx, caller.as_ref(), &request, directives);
     if let Some(plan) = &plan {
-        let now = state.gateway.clock().unix_ms();
-        let store = state.gateway.state().as_ref();
-        if let Some(entry) = state.cache.fresh(store, plan, now).await {
-            let resp = entry.response(CacheStatus::Hit, now, Vec::new());
-            return Ok(from_cache::<D>(state, ctx, &extra, resp).await);
+        if let Some(resp) = Box::pin(cache_hit(state, plan)).await {
+            return Ok(Box::pin(from_cache::<D>(state, ctx, &extra, resp)).await);
         }
     }
     if ctx.stream {
         let stream = match state.gateway.stream_with(&ctx.route, request, &opts).await {
             Ok(stream) => stream,
-            Err(err) => return stale_or_error::<D>(state, ctx, &extra, plan.as_deref(), err).await,
+            Err(err) => {
+                return Box::pin(stale_or_error::<D>(
+                    state,
+                    ctx,
+                    &extra,
+                    plan.as_deref(),
+                    err,
+                ))
+                .await
+            }
         };
         return Ok(super::sse::respond::<D>(
             state.clone(),
@@ -252,12 +260,19 @@ async fn handle<D: Dialect>(
     }
     let mut resp = match state.gateway.chat_with(&ctx.route, &request, &opts).await {
         Ok(resp) => resp,
-        Err(err) => return stale_or_error::<D>(state, ctx, &extra, plan.as_deref(), err).await,
+        Err(err) => {
+            return Box::pin(stale_or_error::<D>(
+                state,
+                ctx,
+                &extra,
+                plan.as_deref(),
+                err,
+            ))
+            .await
+        }
     };
     if let Some(plan) = &plan {
-        let now = state.gateway.clock().unix_ms();
-        let store = state.gateway.state().as_ref();
-        state.cache.put(store, plan, &resp, now).await;
+        Box::pin(cache_put(state, plan, &resp)).await;
     }
     resp.cache = ctx.cache_note;
     if let Some(note) = resp.cache {
@@ -308,6 +323,21 @@ fn cache_plan(
             None
         }
     }
+}
+
+/// A fresh stored answer for `plan`, as served (`hit`).
+async fn cache_hit(state: &AppState, plan: &crate::cache::Plan) -> Option<ChatResponse> {
+    let now = state.gateway.clock().unix_ms();
+    let store = state.gateway.state().as_ref();
+    let entry = state.cache.fresh(store, plan, now).await?;
+    Some(entry.response(CacheStatus::Hit, now, Vec::new()))
+}
+
+/// Keep `resp` for `plan` when it may be kept.
+pub(crate) async fn cache_put(state: &AppState, plan: &crate::cache::Plan, resp: &ChatResponse) {
+    let now = state.gateway.clock().unix_ms();
+    let store = state.gateway.state().as_ref();
+    state.cache.put(store, plan, resp, now).await;
 }
 
 /// An answer from the cache (`hit`, or `stale` through an outage), plain or replayed as the

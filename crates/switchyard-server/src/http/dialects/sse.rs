@@ -252,9 +252,8 @@ impl<D: Dialect> Writer<D> {
             StreamEvent::Done(mut resp) => {
                 self.stream = None;
                 if let Some(plan) = &self.ctx.cache_plan {
-                    let now = self.state.gateway.clock().unix_ms();
-                    let store = self.state.gateway.state().as_ref();
-                    self.state.cache.put(store, plan, &resp, now).await;
+                    // boxed: this future is made for every chunk (see `flow::handle`)
+                    Box::pin(super::flow::cache_put(&self.state, plan, &resp)).await;
                 }
                 resp.cache = self.ctx.cache_note;
                 if let Some(note) = resp.cache {
