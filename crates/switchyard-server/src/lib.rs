@@ -23,6 +23,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod access;
+pub mod cache;
 pub mod cli;
 pub mod config;
 pub mod http;

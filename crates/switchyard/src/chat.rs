@@ -950,6 +950,62 @@ pub struct ChatResponse {
     /// [`ProviderReply::native`]); for a stream, the one its finish chunk carried.
     #[serde(skip)]
     pub native: Option<Arc<Value>>,
+    /// What a response cache in front of the gateway did for this answer (the server's
+    /// per-route cache: `docs/cache.md`); `None` where no cache is configured.
+    #[serde(skip)]
+    pub cache: Option<CacheNote>,
+}
+
+/// What a response cache did for one answer: served it (`Hit`, `Stale`), stored or looked
+/// for it (`Miss`), or stood aside (`Bypass`, with the reason).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CacheNote {
+    /// `hit`, `miss`, `stale` or `bypass`.
+    pub status: CacheStatus,
+    /// Seconds since the served entry was stored (`Hit`, `Stale`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub age_s: Option<u64>,
+    /// What the served entry cost when it was answered: what this answer saved. `None` on
+    /// a miss or bypass, and when the entry's price was unknown.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "usd_opt")]
+    pub saved_usd: Option<Money>,
+    /// Why the cache stood aside (`Bypass`): `no-store`, `temperature`, ...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
+}
+
+fn usd_opt<S: serde::Serializer>(m: &Option<Money>, s: S) -> Result<S::Ok, S::Error> {
+    match m {
+        Some(m) => s.serialize_f64(m.to_usd()),
+        None => s.serialize_none(),
+    }
+}
+
+/// See [`CacheNote::status`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheStatus {
+    /// A fresh stored answer; nothing was called upstream.
+    Hit,
+    /// No usable entry: the gateway answered (and the answer was stored if it could be).
+    Miss,
+    /// Every provider failed and an entry within `stale_if_error` answered instead.
+    Stale,
+    /// The request is not cacheable or the client said `no-store`.
+    Bypass,
+}
+
+impl CacheStatus {
+    /// The word `x-switchyard-cache` carries.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Hit => "hit",
+            Self::Miss => "miss",
+            Self::Stale => "stale",
+            Self::Bypass => "bypass",
+        }
+    }
 }
 
 fn no_fields(set: &FieldSet) -> bool {

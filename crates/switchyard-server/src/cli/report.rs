@@ -412,6 +412,7 @@ mod tests {
             ttft_ms: None,
             error: (status != 200).then(|| "all_failed".to_owned()),
             dropped: Vec::new(),
+            cache: None,
             trace_id: None,
             span_id: None,
             parent_span_id: None,

@@ -13,6 +13,7 @@
 mod apis;
 mod bedrock;
 mod build;
+mod cache;
 mod clouds;
 mod deadlines;
 mod health;
@@ -34,6 +35,7 @@ pub use bedrock::credentials_source;
 #[cfg(test)]
 pub use build::resolve_key;
 pub use build::{build_gateway, provider_spec, route_of, KeyLookup, Wiring};
+pub use cache::{response_cache, CacheToml, RouteCacheToml};
 pub use health::health_checks;
 pub use preflight::{
     grace_period, listen_address, memory_store_bytes, preflight, redis_config, redis_policy,
@@ -142,6 +144,7 @@ pub fn validate(config: &Config) -> Vec<String> {
     validate_keys(config, &routes, &mut p);
     validate_state(config, &mut p);
     validate_responses(config, &mut p);
+    cache::validate(config, &mut p);
     threads::validate(config.threads.as_ref(), &mut p);
     telemetry::validate(config.telemetry.as_ref(), &mut p);
     telemetry::validate_log_format(

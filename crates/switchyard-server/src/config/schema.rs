@@ -35,6 +35,8 @@ pub struct Config {
     pub threads: Option<super::threads::ThreadsToml>,
     /// `[telemetry]`: log format, access log, trace export.
     pub telemetry: Option<super::telemetry::TelemetryToml>,
+    /// `[cache]`: where the routes' cached answers are kept.
+    pub cache: Option<super::cache::CacheToml>,
 }
 
 /// `[responses]`: how long stored Responses API answers live and how large one may be.
@@ -372,6 +374,9 @@ pub struct RouteToml {
     /// Send fields the dialect does not model verbatim to same-dialect providers
     /// (`docs/fields.md`; default false: they are refused with a 400 naming them).
     pub passthrough_unknown: Option<bool>,
+    /// Serve answers again for the same request, and stale ones through an outage
+    /// (`docs/cache.md`; off when absent).
+    pub cache: Option<super::cache::RouteCacheToml>,
 }
 
 /// `retry = { ... }`.

@@ -1131,3 +1131,72 @@ fn the_log_format_is_set_under_server_and_its_older_name_still_works() {
         "{both:?}"
     );
 }
+
+#[test]
+fn a_routes_cache_is_read_and_every_problem_named() {
+    let base = r#"
+        [[providers]]
+        name = "sim"
+        kind = "simulated"
+    "#;
+    let good = format!(
+        "{base}
+        [[routes]]
+        name = \"r\"
+        providers = [\"sim\"]
+        cache = {{ ttl = \"10m\", stale_if_error = \"24h\", scope = \"route\", any_temperature = true }}
+        [[routes]]
+        name = \"plain\"
+        providers = [\"sim\"]
+        [cache]
+        max_bytes = 1048576
+    "
+    );
+    assert_eq!(problems(&good), Vec::<String>::new());
+    let config: Config = toml::from_str(&good).unwrap();
+    let cache = crate::config::response_cache(&config);
+    let policy = cache.policy("r").expect("route r caches");
+    assert_eq!(policy.ttl, std::time::Duration::from_secs(600));
+    assert_eq!(
+        policy.stale_if_error,
+        std::time::Duration::from_secs(86_400)
+    );
+    assert_eq!(policy.scope, crate::cache::Scope::Route);
+    assert!(policy.any_temperature && !policy.tool_calls);
+    assert!(cache.policy("plain").is_none(), "off unless configured");
+
+    let bad = format!(
+        "{base}
+        [[routes]]
+        name = \"r\"
+        providers = [\"sim\"]
+        cache = {{ stale_if_error = \"later\", scope = \"everyone\" }}
+        [cache]
+        backend = \"redis\"
+        max_entry_bytes = 0
+    "
+    );
+    let p = problems(&bad);
+    for expect in [
+        "routes[0] (r).cache.ttl: is required",
+        "routes[0] (r).cache.stale_if_error: \"later\" is not a duration",
+        "routes[0] (r).cache.scope: \"everyone\" is not one of key, route",
+        "cache.backend: \"redis\" keeps entries in the [state] Redis",
+        "cache.max_entry_bytes: must be greater than zero",
+    ] {
+        assert!(p.iter().any(|x| x.starts_with(expect)), "{expect}\n{p:#?}");
+    }
+    assert_eq!(p.len(), 5, "{p:#?}");
+    let unknown = problems(&format!(
+        "{base}
+        [[routes]]
+        name = \"r\"
+        providers = [\"sim\"]
+        cache = {{ ttl = \"1m\", tll = \"2m\" }}
+    "
+    ));
+    assert!(
+        unknown.iter().any(|x| x.contains("tll")),
+        "an unknown cache field is named: {unknown:?}"
+    );
+}

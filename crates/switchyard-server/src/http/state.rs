@@ -66,6 +66,8 @@ pub struct Shared {
     pub traces: Option<Arc<Traces>>,
     /// The stdout access log (`[telemetry] access_log`), for its dropped-line count.
     pub access: Option<Arc<AccessLog>>,
+    /// The routes' response cache (`crate::cache`).
+    pub cache: crate::cache::Cache,
 }
 
 /// What `POST /admin/reload` calls: re-read the config and swap it in (`crate::reload`'s
@@ -164,6 +166,8 @@ impl Shared {
             threads: with.threads,
             traces: self.traces.clone(),
             access: self.access.clone(),
+            // the routes' policies are the new config's; the entries stay (`Cache::carried_from`)
+            cache: with.cache.carried_from(&self.cache),
         }
     }
 }
@@ -184,6 +188,8 @@ pub struct Reloadable {
     pub stored_responses: StoredResponses,
     /// `[threads]`.
     pub threads: ThreadLimits,
+    /// The routes' `cache` and `[cache]`.
+    pub cache: crate::cache::Cache,
 }
 
 impl std::ops::Deref for AppState {
@@ -215,6 +221,7 @@ impl Shared {
             threads: ThreadLimits::default(),
             traces: None,
             access: None,
+            cache: crate::cache::Cache::disabled(),
         }
     }
 }

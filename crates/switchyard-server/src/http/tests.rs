@@ -22,6 +22,7 @@ use crate::telemetry::metrics::Metrics;
 mod admission;
 mod amplification;
 mod anthropic_out;
+mod cache;
 mod dashboard;
 mod embeddings;
 mod fidelity;

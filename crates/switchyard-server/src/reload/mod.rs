@@ -260,6 +260,7 @@ impl Reloader {
             ),
             stored_responses: config::stored_responses(&config),
             threads: config::thread_limits(&config),
+            cache: config::response_cache(&config),
         });
         // what the changed and removed definitions leave behind goes just before the swap
         let forget = diff.forget();

@@ -460,6 +460,7 @@ mod tests {
             ttft_ms: None,
             error: None,
             dropped: Vec::new(),
+            cache: None,
             trace_id: None,
             span_id: None,
             parent_span_id: None,

@@ -92,6 +92,10 @@ pub struct LogEntry {
     /// the `x-switchyard-dropped` header's names. Absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped: Vec<String>,
+    /// What the route's response cache did (`docs/cache.md`); absent on a route without
+    /// one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheLog>,
     /// The W3C trace id (hex): the client's, or the trace started for the request when
     /// traces are exported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -110,6 +114,20 @@ pub struct LogEntry {
     /// serialized (not in the log line, the access log or the dashboard).
     #[serde(skip)]
     pub content: Option<Arc<crate::telemetry::content::Content>>,
+}
+
+/// A cached route's line: what its cache did and, for an answer served from it, what the
+/// stored answer cost when it was made (what this one saved; absent when unpriced).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CacheLog {
+    /// `hit`, `miss`, `stale` or `bypass`.
+    pub status: std::borrow::Cow<'static, str>,
+    /// Dollars the served entry cost when it was answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saved_usd: Option<f64>,
+    /// Seconds since the served entry was stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub age_s: Option<u64>,
 }
 
 fn chat_api() -> std::borrow::Cow<'static, str> {
@@ -509,6 +527,7 @@ mod tests {
             ttft_ms: None,
             error: None,
             dropped: Vec::new(),
+            cache: None,
             trace_id: None,
             span_id: None,
             parent_span_id: None,

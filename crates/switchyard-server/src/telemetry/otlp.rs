@@ -752,6 +752,7 @@ mod tests {
             ttft_ms: None,
             error: None,
             dropped: Vec::new(),
+            cache: None,
             trace_id: Some("4bf92f3577b34da6a3ce929d0e0e4736".to_owned()),
             span_id: Some("00f067aa0ba902b7".to_owned()),
             parent_span_id: None,

@@ -15,6 +15,8 @@
 //!   Redis), taken over by the survivor when its holder dies.
 //! - `threads.rs`: a Messages thread created on one replica continues on the other, one
 //!   `continue` at a time across both (its lease in Redis).
+//! - `cache.rs`: a route's response cache in Redis: stored by one replica, a hit on the
+//!   other.
 //! - `eviction.rs`: `serve` and `check` refuse a budget Redis whose eviction policy can
 //!   evict budget books, and warn of one they cannot read.
 //!
@@ -40,6 +42,7 @@ mod support;
 
 mod breakers;
 mod budgets;
+mod cache;
 mod eviction;
 mod health;
 mod limits;

@@ -295,6 +295,7 @@ pub async fn build_state(
         threads: crate::config::thread_limits(config),
         traces,
         access,
+        cache: crate::config::response_cache(config),
     }));
     let wired = Wired {
         store,

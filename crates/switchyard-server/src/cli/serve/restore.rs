@@ -180,6 +180,7 @@ mod tests {
             ttft_ms: Some(0.5),
             error: None,
             dropped: Vec::new(),
+            cache: None,
             trace_id: None,
             span_id: None,
             parent_span_id: None,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
-use switchyard::chat::{Field, FieldSet, Support};
+use switchyard::chat::{CacheNote, Field, FieldSet, Support};
 use switchyard::{ChatResponse, Money};
 use tokio::time::Instant;
 
@@ -17,7 +17,7 @@ use crate::http::bounds::{clip, MAX_NAME_CHARS};
 use crate::http::request_id::{request_id, X_REQUEST_ID};
 use crate::http::state::AppState;
 use crate::telemetry::content;
-use crate::telemetry::log::LogEntry;
+use crate::telemetry::log::{CacheLog, LogEntry};
 use crate::telemetry::otlp::RequestTrace;
 use crate::telemetry::trace;
 use switchyard::propagate::{to_hex, Upstream};
@@ -35,6 +35,7 @@ const FAILED_OVER: HeaderName = HeaderName::from_static("x-switchyard-failed-ove
 const COST_USD: HeaderName = HeaderName::from_static("x-switchyard-cost-usd");
 const IGNORED: HeaderName = HeaderName::from_static("x-switchyard-ignored");
 const DROPPED: HeaderName = HeaderName::from_static("x-switchyard-dropped");
+const CACHE: HeaderName = HeaderName::from_static("x-switchyard-cache");
 
 /// What a request carries through its life, for headers, the log and metrics.
 #[derive(Debug, Clone)]
@@ -91,6 +92,11 @@ pub(crate) struct Ctx {
     /// What the body spent of the request's memory bounds, for a stored conversation it
     /// continues (`super::expansion`).
     pub spent: super::expansion::Spent,
+    /// On a cached route: the entry the answer is stored under when it may be (a streamed
+    /// answer's writer stores it once complete: `super::sse`).
+    pub cache_plan: Option<Arc<crate::cache::Plan>>,
+    /// On a cached route: what its cache did (`x-switchyard-cache`, the log line).
+    pub cache_note: Option<CacheNote>,
 }
 
 impl Ctx {
@@ -122,6 +128,8 @@ impl Ctx {
             trace: RequestTrace::of(headers, state.traces.as_deref()),
             input: None,
             spent: super::expansion::Spent::default(),
+            cache_plan: None,
+            cache_note: None,
         }
     }
 
@@ -183,6 +191,7 @@ impl Ctx {
                 .as_ref()
                 .map(|i| Arc::new(content::input_only(i))),
             dropped: Vec::new(),
+            cache: self.cache_note.map(cache_log),
         }
     }
 
@@ -228,7 +237,27 @@ pub(crate) fn completion_entry(
     if let Some(input) = &ctx.input {
         entry.content = Some(Arc::new(content::with_output(input, resp)));
     }
+    entry.cache = resp.cache.or(ctx.cache_note).map(cache_log);
     entry
+}
+
+/// A cache note as the log line says it.
+fn cache_log(note: CacheNote) -> CacheLog {
+    CacheLog {
+        status: std::borrow::Cow::Borrowed(note.status.as_str()),
+        saved_usd: note.saved_usd.map(Money::to_usd),
+        age_s: note.age_s,
+    }
+}
+
+/// `x-switchyard-cache` (and `age` for an answer served from the cache), on a cached
+/// route's answers.
+pub(crate) fn cache_headers(headers: &mut HeaderMap, note: Option<CacheNote>) {
+    let Some(note) = note else { return };
+    headers.insert(CACHE, HeaderValue::from_static(note.status.as_str()));
+    if let Some(age) = note.age_s {
+        set(headers, axum::http::header::AGE, &age.to_string());
+    }
 }
 
 /// The `x-switchyard-*` and `x-request-id` headers. `x-switchyard-ignored` names the
@@ -274,6 +303,7 @@ pub(crate) fn who_answered(
     if !ctx.dropped.is_empty() {
         set(headers, DROPPED, &ctx.dropped.names().join(", "));
     }
+    cache_headers(headers, ctx.cache_note);
 }
 
 /// The request's fields `provider` ignored: advisory ones it has no place for.
@@ -332,6 +362,10 @@ pub(crate) struct Trail<'a> {
     /// route lets them go (degradable ones, by default).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     dropped: Vec<&'static str>,
+    /// What the route's response cache did (`hit`, `miss`, `stale`, `bypass`; absent on a
+    /// route without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache: Option<switchyard::chat::CacheNote>,
 }
 
 /// A [`Trail`] with `stored` (whether the answer was kept) and every key, its attempts'
@@ -354,9 +388,13 @@ impl Serialize for SortedTrail<'_> {
             max_tokens_applied,
             ignored,
             dropped,
+            cache,
         } = &self.trail;
         let mut m = s.serialize_map(None)?;
         m.serialize_entry("attempts", &SortedAttempts(attempts))?;
+        if let Some(cache) = cache {
+            m.serialize_entry("cache", cache)?;
+        }
         m.serialize_entry("cost_usd", cost_usd)?;
         if !dropped.is_empty() {
             m.serialize_entry("dropped", dropped)?;
@@ -486,6 +524,7 @@ impl<'a> Trail<'a> {
             max_tokens_applied: resp.max_tokens_applied,
             ignored: resp.ignored.names(),
             dropped: resp.dropped.names(),
+            cache: resp.cache,
         }
     }
 }

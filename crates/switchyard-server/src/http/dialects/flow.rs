@@ -17,6 +17,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use switchyard::chat::{CacheNote, CacheStatus};
 use switchyard::gateway::CallOptions;
 use switchyard::route::Route;
 use switchyard::{ChatResponse, GatewayError, Money};
@@ -80,6 +81,7 @@ pub(crate) async fn answer_with(
                 .request(&ctx.route_label, status, ctx.stream, ctx.elapsed());
             let mut resp = error(err);
             set(resp.headers_mut(), X_REQUEST_ID, &ctx.id);
+            super::ctx::cache_headers(resp.headers_mut(), ctx.cache_note);
             (resp, Some(entry))
         }
     };
@@ -214,6 +216,7 @@ async fn handle<D: Dialect>(
     ctx: &mut Ctx,
     request: Request,
 ) -> Result<Response, ApiError> {
+    let directives = crate::cache::Directives::of(request.headers());
     let (caller, body) = admit_body(state, ctx, request).await?;
     let mut decoded: Decoded<D::Extra> = D::decode(&body, ctx)?;
     drop(body);
@@ -226,11 +229,28 @@ async fn handle<D: Dialect>(
     }
     let Decoded { request, extra, .. } = decoded;
     ctx.capture(state, &request);
+    // the cache's steps are boxed: inline, they would grow this future, which every request
+    // moves, for what only cached routes do (BENCHMARKS.md, "Stop 31: the response cache")
+    let plan = cache_plan(state, ctx, caller.as_ref(), &request, directives);
+    if let Some(plan) = &plan {
+        if let Some(resp) = Box::pin(cache_hit(state, plan)).await {
+            return Ok(Box::pin(from_cache::<D>(state, ctx, &extra, resp)).await);
+        }
+    }
     if ctx.stream {
-        let stream = state
-            .gateway
-            .stream_with(&ctx.route, request, &opts)
-            .await?;
+        let stream = match state.gateway.stream_with(&ctx.route, request, &opts).await {
+            Ok(stream) => stream,
+            Err(err) => {
+                return Box::pin(stale_or_error::<D>(
+                    state,
+                    ctx,
+                    &extra,
+                    plan.as_deref(),
+                    err,
+                ))
+                .await
+            }
+        };
         return Ok(super::sse::respond::<D>(
             state.clone(),
             ctx.clone(),
@@ -238,13 +258,133 @@ async fn handle<D: Dialect>(
             extra,
         ));
     }
-    let resp = state.gateway.chat_with(&ctx.route, &request, &opts).await?;
+    let mut resp = match state.gateway.chat_with(&ctx.route, &request, &opts).await {
+        Ok(resp) => resp,
+        Err(err) => {
+            return Box::pin(stale_or_error::<D>(
+                state,
+                ctx,
+                &extra,
+                plan.as_deref(),
+                err,
+            ))
+            .await
+        }
+    };
+    if let Some(plan) = &plan {
+        Box::pin(cache_put(state, plan, &resp)).await;
+    }
+    resp.cache = ctx.cache_note;
+    if let Some(note) = resp.cache {
+        state
+            .metrics
+            .cache(&ctx.route_label, note.status.as_str(), None);
+    }
     ctx.dropped = resp.dropped;
     record_tokens(state, ctx, resp.usage.as_ref()).await;
     D::finished(state, ctx, &extra, &resp).await;
     let out = completed(state, ctx, &resp, D::reply(ctx, &extra, &resp));
     ctx.line = Some(completion_entry(ctx, &resp, 200, None));
     Ok(out)
+}
+
+/// What the route's response cache does for this request (`None`: the route has no cache,
+/// or the request bypasses it); says so in `ctx` (`x-switchyard-cache`, the log line).
+fn cache_plan(
+    state: &AppState,
+    ctx: &mut Ctx,
+    caller: Option<&Caller>,
+    request: &switchyard::ChatRequest,
+    directives: crate::cache::Directives,
+) -> Option<std::sync::Arc<crate::cache::Plan>> {
+    let plan = state.cache.plan(
+        &ctx.route_label,
+        &ctx.route,
+        ctx.api,
+        caller.map(|c| c.name.as_str()),
+        request,
+        directives,
+    )?;
+    let note = |status, reason| CacheNote {
+        status,
+        age_s: None,
+        saved_usd: None,
+        reason,
+    };
+    match plan {
+        Ok(plan) => {
+            ctx.cache_note = Some(note(CacheStatus::Miss, None));
+            let plan = std::sync::Arc::new(plan);
+            ctx.cache_plan = Some(std::sync::Arc::clone(&plan));
+            Some(plan)
+        }
+        Err(reason) => {
+            ctx.cache_note = Some(note(CacheStatus::Bypass, Some(reason)));
+            None
+        }
+    }
+}
+
+/// A fresh stored answer for `plan`, as served (`hit`).
+async fn cache_hit(state: &AppState, plan: &crate::cache::Plan) -> Option<ChatResponse> {
+    let now = state.gateway.clock().unix_ms();
+    let store = state.gateway.state().as_ref();
+    let entry = state.cache.fresh(store, plan, now).await?;
+    Some(entry.response(CacheStatus::Hit, now, Vec::new()))
+}
+
+/// Keep `resp` for `plan` when it may be kept.
+pub(crate) async fn cache_put(state: &AppState, plan: &crate::cache::Plan, resp: &ChatResponse) {
+    let now = state.gateway.clock().unix_ms();
+    let store = state.gateway.state().as_ref();
+    state.cache.put(store, plan, resp, now).await;
+}
+
+/// An answer from the cache (`hit`, or `stale` through an outage), plain or replayed as the
+/// dialect's stream: nothing called upstream for it, nothing charged, nothing stored again.
+async fn from_cache<D: Dialect>(
+    state: &AppState,
+    ctx: &mut Ctx,
+    extra: &D::Extra,
+    resp: ChatResponse,
+) -> Response {
+    ctx.cache_note = resp.cache;
+    ctx.cache_plan = None;
+    if let Some(note) = resp.cache {
+        state
+            .metrics
+            .cache(&ctx.route_label, note.status.as_str(), note.saved_usd);
+    }
+    D::finished(state, ctx, extra, &resp).await;
+    ctx.line = Some(completion_entry(ctx, &resp, 200, None));
+    if ctx.stream {
+        return super::sse::replay::<D>(state, ctx, extra, &resp);
+    }
+    completed(state, ctx, &resp, D::reply(ctx, extra, &resp))
+}
+
+/// A failed gateway call on a cached route with `stale_if_error`: when every provider
+/// failed and an entry within `ttl` + `stale_if_error` is there, it answers (`stale`, the
+/// failed attempts in its trail); otherwise the error.
+async fn stale_or_error<D: Dialect>(
+    state: &AppState,
+    ctx: &mut Ctx,
+    extra: &D::Extra,
+    plan: Option<&crate::cache::Plan>,
+    err: GatewayError,
+) -> Result<Response, ApiError> {
+    if let Some(plan) = plan.filter(|_| crate::cache::is_outage(&err)) {
+        let now = state.gateway.clock().unix_ms();
+        let store = state.gateway.state().as_ref();
+        if let Some(entry) = state.cache.stale(store, plan, now).await {
+            let resp = entry.response(CacheStatus::Stale, now, err.attempts().to_vec());
+            return Ok(from_cache::<D>(state, ctx, extra, resp).await);
+        }
+    }
+    if let Some(status) = ctx.cache_note.map(|n| n.status) {
+        state.metrics.cache(&ctx.route_label, status.as_str(), None);
+    }
+    Err(ApiError::from(err))
 }
 
 /// 404 for a `model` that names no route, listing only the routes the caller may use.

@@ -17,7 +17,9 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt as _;
+use switchyard::chat::{ChoiceDelta, ThinkingDelta, ToolCallDelta};
 use switchyard::gateway::{CancelSlot, ChatStream, StreamEvent};
+use switchyard::{ChatChunk, ChatResponse};
 use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use super::ctx::{completion_entry, record_tokens, who_answered, Ctx};
@@ -76,6 +78,123 @@ pub(crate) fn respond<D: Dialect>(
     resp
 }
 
+/// A stored answer (from the route's cache) as the dialect's stream: the events a live
+/// stream of it would have — its opening, its content, its end with usage and the trail —
+/// in one body. The caller has its log line (committed before the body goes out).
+pub(crate) fn replay<D: Dialect>(
+    state: &AppState,
+    ctx: &Ctx,
+    extra: &D::Extra,
+    resp: &ChatResponse,
+) -> Response {
+    let mut encoder = D::encoder(ctx, extra, &resp.model);
+    let mut body = Vec::with_capacity(resp.text.len() * 2 + 1024);
+    body.extend_from_slice(&encoder.start());
+    for chunk in replay_chunks(resp) {
+        body.extend_from_slice(&encoder.chunk(&chunk));
+    }
+    body.extend_from_slice(&encoder.done(resp));
+    let elapsed = ctx.started.elapsed();
+    state.metrics.ttft(&ctx.route_label, elapsed);
+    state.metrics.request(&ctx.route_label, 200, true, elapsed);
+    let mut resp_out = (StatusCode::OK, Body::from(body)).into_response();
+    let h = resp_out.headers_mut();
+    who_answered(
+        h,
+        state,
+        ctx,
+        &resp.provider,
+        resp.attempts.len(),
+        resp.failed_over,
+        Some(resp.cost),
+    );
+    h.insert(
+        "content-type",
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert("cache-control", HeaderValue::from_static("no-cache"));
+    resp_out
+}
+
+/// The content chunks of a whole answer, one per part: reasoning blocks, the text (with
+/// its log probabilities), a refusal, each tool call whole, each further answer of `n`.
+fn replay_chunks(resp: &ChatResponse) -> Vec<ChatChunk> {
+    let mut out = Vec::new();
+    let head = || ChatChunk {
+        model: Some(resp.model.clone()),
+        system_fingerprint: resp.system_fingerprint.clone(),
+        ..ChatChunk::default()
+    };
+    for (i, t) in resp.thinking.iter().enumerate() {
+        out.push(ChatChunk {
+            thinking: vec![ThinkingDelta {
+                index: u32::try_from(i).unwrap_or(u32::MAX),
+                text: t.text.clone(),
+                signature: t.signature.clone(),
+                redacted: t.redacted.clone(),
+            }],
+            ..head()
+        });
+    }
+    if !resp.text.is_empty() {
+        out.push(ChatChunk {
+            text: resp.text.clone(),
+            logprobs: logprob_entries(resp.logprobs.as_ref()),
+            ..head()
+        });
+    }
+    if !resp.refusal.is_empty() {
+        out.push(ChatChunk {
+            refusal: resp.refusal.clone(),
+            ..head()
+        });
+    }
+    for (i, call) in resp.tool_calls.iter().enumerate() {
+        out.push(ChatChunk {
+            tool_calls: vec![call_delta(i, call)],
+            ..head()
+        });
+    }
+    for (k, choice) in resp.alternatives.iter().enumerate() {
+        out.push(ChatChunk {
+            choices: vec![ChoiceDelta {
+                index: u32::try_from(k + 1).unwrap_or(u32::MAX),
+                text: choice.text.clone(),
+                refusal: choice.refusal.clone(),
+                tool_calls: (choice.tool_calls.iter().enumerate())
+                    .map(|(i, c)| call_delta(i, c))
+                    .collect(),
+                logprobs: logprob_entries(choice.logprobs.as_ref()),
+                finish_reason: choice.finish_reason.clone(),
+            }],
+            ..head()
+        });
+    }
+    if out.is_empty() {
+        out.push(head());
+    }
+    out
+}
+
+fn call_delta(i: usize, call: &switchyard::chat::ToolCall) -> ToolCallDelta {
+    ToolCallDelta {
+        index: u32::try_from(i).unwrap_or(u32::MAX),
+        id: Some(call.id.clone()),
+        name: Some(call.name.clone()),
+        arguments: call.arguments.clone(),
+    }
+}
+
+/// A whole answer's log probabilities (`{"content": [...]}`) as a chunk carries them
+/// (the entries).
+fn logprob_entries(logprobs: Option<&serde_json::Value>) -> Option<serde_json::Value> {
+    let value = logprobs?;
+    match value.get("content") {
+        Some(entries) => Some(entries.clone()),
+        None => value.is_array().then(|| value.clone()),
+    }
+}
+
 /// Writes events for one stream and logs how it ended (also when dropped early).
 struct Writer<D: Dialect> {
     state: AppState,
@@ -130,8 +249,16 @@ impl<D: Dialect> Writer<D> {
         };
         Some(match event {
             StreamEvent::Chunk(c) => self.encoder.chunk(&c),
-            StreamEvent::Done(resp) => {
+            StreamEvent::Done(mut resp) => {
                 self.stream = None;
+                if let Some(plan) = &self.ctx.cache_plan {
+                    // boxed: this future is made for every chunk (see `flow::handle`)
+                    Box::pin(super::flow::cache_put(&self.state, plan, &resp)).await;
+                }
+                resp.cache = self.ctx.cache_note;
+                if let Some(note) = resp.cache {
+                    (self.state.metrics).cache(&self.ctx.route_label, note.status.as_str(), None);
+                }
                 record_tokens(&self.state, &self.ctx, resp.usage.as_ref()).await;
                 D::finished(&self.state, &self.ctx, &self.extra, &resp).await;
                 let last = self.encoder.done(&resp);

@@ -110,6 +110,12 @@ struct ReasonLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CacheLabels {
+    route: String,
+    status: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct TokenLabels {
     provider: String,
     direction: &'static str,
@@ -215,6 +221,8 @@ struct Families {
     overruns: Family<ProviderLabels, Counter>,
     overhead: Histogram,
     unauthenticated: Family<ReasonLabels, Counter>,
+    cache: Family<CacheLabels, Counter>,
+    cache_saved: Family<RouteLabels, UsdCounter>,
 }
 
 impl Families {
@@ -233,6 +241,8 @@ impl Families {
             overruns: Family::default(),
             overhead: Histogram::new(OVERHEAD_BUCKETS),
             unauthenticated: Family::default(),
+            cache: Family::default(),
+            cache_saved: Family::default(),
         }
     }
 
@@ -272,6 +282,16 @@ impl Families {
             "switchyard_unauthenticated",
             "Requests refused for want of a valid client key (401), by reason (missing_key, invalid_key); the request log keeps the first of each reason per second",
             self.unauthenticated.clone(),
+        );
+        r.register(
+            "switchyard_cache",
+            "Requests of cached routes by what the cache did (hit, miss, stale, bypass)",
+            self.cache.clone(),
+        );
+        r.register(
+            "switchyard_cache_saved_usd",
+            "What the answers served from a route's cache cost when they were made (priced ones)",
+            self.cache_saved.clone(),
         );
     }
 
@@ -483,6 +503,22 @@ impl Metrics {
     /// A request answered by a provider other than its route's first candidate.
     pub fn failover(&self, route: &str) {
         self.route(route).failovers.inc();
+    }
+
+    /// A cached route's request, by what its cache did (`status`), and what an answer
+    /// served from the cache saved.
+    pub fn cache(&self, route: &str, status: &'static str, saved: Option<Money>) {
+        let labels = CacheLabels {
+            route: route.to_owned(),
+            status,
+        };
+        self.families.cache.get_or_create(&labels).inc();
+        if let Some(saved) = saved {
+            let labels = RouteLabels {
+                route: route.to_owned(),
+            };
+            self.families.cache_saved.get_or_create(&labels).add(saved);
+        }
     }
 
     /// A stream's time to its first content chunk.

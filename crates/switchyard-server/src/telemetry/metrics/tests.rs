@@ -312,6 +312,7 @@ fn finished(route: &str, key: Option<&str>, provider: Option<&str>, status: u16)
         ttft_ms: None,
         error: (status >= 400).then(|| "all_failed".to_owned()),
         dropped: Vec::new(),
+        cache: None,
         trace_id: None,
         span_id: None,
         parent_span_id: None,

@@ -112,6 +112,7 @@ impl Run {
             ignored: self.fields_with(slot, Support::Ignored),
             dropped: c.dropped,
             native: c.native,
+            cache: None,
         }
     }
 }
