@@ -26,4 +26,5 @@ pub mod config;
 pub mod http;
 pub mod shutdown;
 pub mod simulated;
+pub mod database;
 pub mod telemetry;

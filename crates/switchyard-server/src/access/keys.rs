@@ -13,6 +13,7 @@
 //! `keys new` (32 random bytes, 67 characters), so none is short or guessable.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use axum::http::HeaderMap;
 use serde::Deserialize;
@@ -21,6 +22,7 @@ use subtle::ConstantTimeEq;
 
 use switchyard::Money;
 
+use crate::access::dynamic::DynamicKeys;
 use crate::access::error::AccessError;
 use crate::access::in_flight::{self, InFlight, KeySlot};
 use crate::access::limits::{KeyLimits, Period};
@@ -82,6 +84,23 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// A caller from its parts (a database key's: `crate::access::dynamic`; never admin).
+    #[must_use]
+    pub(crate) fn from_parts(
+        name: String,
+        routes: Option<HashSet<String>>,
+        limits: KeyLimits,
+        in_flight: InFlight,
+    ) -> Self {
+        Self {
+            name,
+            routes,
+            limits,
+            admin: false,
+            in_flight,
+        }
+    }
+
     /// May this caller use `route`?
     #[must_use]
     pub fn allows(&self, route: &str) -> bool {
@@ -109,6 +128,8 @@ pub struct KeyStore {
     /// SHA-256 of the token that reads `/metrics` besides admin keys
     /// (`[telemetry] metrics_token_env`).
     metrics_token: Option<[u8; 32]>,
+    /// The database's keys (`[database]`), consulted after the configured ones.
+    dynamic: Option<Arc<DynamicKeys>>,
 }
 
 impl KeyStore {
@@ -142,7 +163,27 @@ impl KeyStore {
         Self {
             keys,
             metrics_token: None,
+            dynamic: None,
         }
+    }
+
+    /// Builder: also authenticate the database's keys (`[database]`; never admin keys).
+    #[must_use]
+    pub fn with_dynamic(mut self, dynamic: Arc<DynamicKeys>) -> Self {
+        self.dynamic = Some(dynamic);
+        self
+    }
+
+    /// The database's keys, when a database is configured.
+    #[must_use]
+    pub fn dynamic(&self) -> Option<&Arc<DynamicKeys>> {
+        self.dynamic.as_ref()
+    }
+
+    /// Is `name` a configured (`[[keys]]`) key's name?
+    #[must_use]
+    pub fn has_configured(&self, name: &str) -> bool {
+        self.keys.iter().any(|k| k.name == name)
     }
 
     /// Builder: `/metrics` also answers a request bearing `token` (a Prometheus scraper's,
@@ -156,7 +197,7 @@ impl KeyStore {
     /// No keys configured: keyless loopback mode (`crate::http::guard` then checks `Host`).
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.keys.is_empty() && self.dynamic.is_none()
     }
 
     /// Authenticate a request. `Ok(None)` when no keys are configured.
@@ -164,7 +205,7 @@ impl KeyStore {
     /// # Errors
     /// 401 when keys are configured and the request carries none, or an unknown one.
     pub fn authenticate(&self, headers: &HeaderMap) -> Result<Option<Caller>, AccessError> {
-        if self.keys.is_empty() {
+        if self.is_empty() {
             return Ok(None);
         }
         let token = bearer(headers).ok_or_else(|| {
@@ -180,7 +221,12 @@ impl KeyStore {
                 found = Some(key);
             }
         }
-        let key = found.ok_or_else(|| AccessError::unauthorized("invalid API key"))?;
+        let Some(key) = found else {
+            return (self.dynamic.as_ref())
+                .and_then(|d| d.authenticate(&digest))
+                .map(Some)
+                .ok_or_else(|| AccessError::unauthorized("invalid API key"));
+        };
         Ok(Some(Caller {
             name: key.name.clone(),
             routes: key.routes.clone(),
@@ -211,6 +257,16 @@ impl KeyStore {
         }
     }
 
+    /// [`KeyStore::authorize_admin`], returning who: the admin key's name, or `None` when
+    /// no keys are configured (keyless loopback mode). The admin API audits it.
+    ///
+    /// # Errors
+    /// As [`KeyStore::authorize_admin`].
+    pub fn admin_name(&self, headers: &HeaderMap) -> Result<Option<String>, AccessError> {
+        self.authorize_admin(headers)?;
+        Ok(self.authenticate(headers)?.map(|c| c.name))
+    }
+
     /// Authorize a `/metrics` scrape (it names every key, its spend and remaining budget):
     /// the metrics token when one is configured, or an admin key; open only when neither
     /// keys nor a metrics token are configured (keyless loopback mode).
@@ -225,7 +281,7 @@ impl KeyStore {
         if sent.is_some_and(|d| bool::from(d.ct_eq(want))) {
             return Ok(());
         }
-        if self.keys.is_empty() {
+        if self.is_empty() {
             return Err(AccessError::unauthorized(
                 "/metrics needs the metrics token ([telemetry] metrics_token_env): send `Authorization: Bearer <token>`",
             ));
@@ -253,6 +309,7 @@ pub fn limits_of(k: &KeyToml) -> KeyLimits {
         budget: k.budget_usd.map(|b| (Money::from_usd(b), period)),
         rpm: k.rpm,
         tpm: k.tpm,
+        team: None,
     }
 }
 

@@ -15,6 +15,7 @@ mod bedrock;
 mod build;
 mod clouds;
 mod deadlines;
+pub mod database;
 mod health;
 mod preflight;
 pub mod presets;
@@ -143,6 +144,7 @@ pub fn validate(config: &Config) -> Vec<String> {
     validate_state(config, &mut p);
     validate_responses(config, &mut p);
     threads::validate(config.threads.as_ref(), &mut p);
+    database::validate(config, &mut p);
     telemetry::validate(config.telemetry.as_ref(), &mut p);
     telemetry::validate_log_format(
         config.server.log_format.as_deref(),

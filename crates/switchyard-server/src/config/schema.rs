@@ -35,6 +35,8 @@ pub struct Config {
     pub threads: Option<super::threads::ThreadsToml>,
     /// `[telemetry]`: log format, access log, trace export.
     pub telemetry: Option<super::telemetry::TelemetryToml>,
+    /// `[database]`: keys, teams and spend in PostgreSQL.
+    pub database: Option<super::database::DatabaseToml>,
 }
 
 /// `[responses]`: how long stored Responses API answers live and how large one may be.

@@ -1,0 +1,109 @@
+//! `[database]`: PostgreSQL as the system of record for virtual keys, teams and spend
+//! (`crate::database`, docs/operations.md "Database") — the schema and its validation.
+//!
+//! Optional: without it every key comes from `[[keys]]`, as before. With it the admin API
+//! manages keys and teams, which needs an admin key to call it, and spend rows come from the
+//! request log, which must therefore be on.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::{Config, Problems};
+
+/// The pool's default size: the admin API and the spend writer share it; the request path
+/// never uses it.
+pub const DEFAULT_POOL_SIZE: usize = 4;
+/// The largest pool allowed.
+pub const MAX_POOL_SIZE: usize = 32;
+/// How often the whole key table is read again, besides LISTEN/NOTIFY (default).
+pub const DEFAULT_RESYNC: Duration = Duration::from_secs(30);
+
+/// `[database]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseToml {
+    /// The environment variable holding the PostgreSQL URL
+    /// (`postgres://user:password@host:port/db`; never logged).
+    pub url_env: String,
+    /// Connections in the pool (default 4, at most 32).
+    pub pool_size: Option<usize>,
+    /// How often keys and teams are read whole again, the safety net under LISTEN/NOTIFY
+    /// (default `"30s"`).
+    pub resync: Option<String>,
+}
+
+/// What `serve` needs of `[database]`, validated.
+#[derive(Clone, PartialEq, Eq)]
+pub struct DatabaseSettings {
+    /// The URL (a secret: never logged).
+    pub url: String,
+    /// Connections in the pool.
+    pub pool_size: usize,
+    /// The full-resync period.
+    pub resync: Duration,
+}
+
+impl std::fmt::Debug for DatabaseSettings {
+    /// The URL (it may carry a password) is never printed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DatabaseSettings")
+            .field("url", &"<hidden>")
+            .field("pool_size", &self.pool_size)
+            .field("resync", &self.resync)
+            .finish()
+    }
+}
+
+pub(super) fn validate(config: &Config, p: &mut Problems) {
+    let Some(db) = &config.database else { return };
+    let env_ok = !db.url_env.is_empty()
+        && (db.url_env.bytes()).all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if !env_ok {
+        p.add(
+            "database.url_env",
+            "must name an environment variable (A-Z, 0-9, _), e.g. \"DATABASE_URL\"",
+        );
+    }
+    if let Some(n) = db.pool_size {
+        if !(1..=MAX_POOL_SIZE).contains(&n) {
+            p.add("database.pool_size", format!("must be from 1 to {MAX_POOL_SIZE}"));
+        }
+    }
+    p.duration("database.resync", db.resync.as_deref());
+    if !config.keys.iter().any(|k| k.admin == Some(true)) {
+        p.add(
+            "database",
+            "the admin API that manages the database's keys needs an admin key: add a [[keys]] entry with `admin = true` (`switchyard keys new NAME`)",
+        );
+    }
+    if config.server.request_log.is_none() {
+        p.add(
+            "database",
+            "spend rows are written from the request log: set [server] request_log",
+        );
+    }
+}
+
+/// The settings `[database]` asks for, reading the URL from the environment.
+///
+/// # Errors
+/// The variable is unset or empty.
+pub fn settings(
+    config: &Config,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<DatabaseSettings>, String> {
+    let Some(db) = &config.database else {
+        return Ok(None);
+    };
+    let url = env(&db.url_env)
+        .filter(|u| !u.trim().is_empty())
+        .ok_or_else(|| format!("database.url_env: environment variable {} is not set", db.url_env))?;
+    Ok(Some(DatabaseSettings {
+        url,
+        pool_size: db.pool_size.unwrap_or(DEFAULT_POOL_SIZE),
+        resync: (db.resync.as_deref())
+            .and_then(|r| super::duration(r).ok())
+            .unwrap_or(DEFAULT_RESYNC),
+    }))
+}
