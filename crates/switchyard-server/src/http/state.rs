@@ -58,6 +58,9 @@ pub struct Shared {
     pub traces: Option<Arc<Traces>>,
     /// The stdout access log (`[telemetry] access_log`), for its dropped-line count.
     pub access: Option<Arc<AccessLog>>,
+    /// PostgreSQL (`[database]`): the admin API's keys, teams and spend; `None` without
+    /// one (those endpoints then say a database is needed).
+    pub database: Option<Arc<crate::database::Database>>,
 }
 
 impl std::ops::Deref for AppState {
@@ -89,6 +92,7 @@ impl Shared {
             threads: ThreadLimits::default(),
             traces: None,
             access: None,
+            database: None,
         }
     }
 }
