@@ -23,8 +23,8 @@
 pub mod access;
 pub mod cli;
 pub mod config;
+pub mod database;
 pub mod http;
 pub mod shutdown;
 pub mod simulated;
-pub mod database;
 pub mod telemetry;

@@ -88,12 +88,17 @@ impl DynamicKeys {
                 .by_name
                 .get(&spec.name)
                 .filter(|h| h.spec.id == spec.id)
-                .map_or_else(|| InFlight::new(self.in_flight_cap), |h| h.in_flight.clone());
+                .map_or_else(
+                    || InFlight::new(self.in_flight_cap),
+                    |h| h.in_flight.clone(),
+                );
             let held = Arc::new(Held { spec, in_flight });
             let s = &held.spec;
             if let Some((previous, until)) = s.previous {
                 let until = s.expires_at_ms.map_or(until, |e| e.min(until));
-                table.by_hash.insert(previous, (Arc::clone(&held), Some(until)));
+                table
+                    .by_hash
+                    .insert(previous, (Arc::clone(&held), Some(until)));
             }
             table
                 .by_hash

@@ -67,7 +67,10 @@ pub(super) fn validate(config: &Config, p: &mut Problems) {
     }
     if let Some(n) = db.pool_size {
         if !(1..=MAX_POOL_SIZE).contains(&n) {
-            p.add("database.pool_size", format!("must be from 1 to {MAX_POOL_SIZE}"));
+            p.add(
+                "database.pool_size",
+                format!("must be from 1 to {MAX_POOL_SIZE}"),
+            );
         }
     }
     p.duration("database.resync", db.resync.as_deref());
@@ -98,7 +101,12 @@ pub fn settings(
     };
     let url = env(&db.url_env)
         .filter(|u| !u.trim().is_empty())
-        .ok_or_else(|| format!("database.url_env: environment variable {} is not set", db.url_env))?;
+        .ok_or_else(|| {
+            format!(
+                "database.url_env: environment variable {} is not set",
+                db.url_env
+            )
+        })?;
     Ok(Some(DatabaseSettings {
         url,
         pool_size: db.pool_size.unwrap_or(DEFAULT_POOL_SIZE),

@@ -58,22 +58,26 @@ async fn get_in(c: &impl GenericClient, id: i64, lock: bool) -> Result<KeyRecord
         if lock { " FOR UPDATE OF k" } else { "" }
     );
     let row = c.query_opt(&sql, &[&id]).await?;
-    row.as_ref().map(record).ok_or(StoreError::NotFound("key", id))
+    row.as_ref()
+        .map(record)
+        .ok_or(StoreError::NotFound("key", id))
 }
 
 /// The team id a reference names (checked to exist).
 async fn team_id(tx: &Transaction<'_>, team: Option<&TeamRef>) -> Result<Option<i64>, StoreError> {
     let row = match team {
         None => return Ok(None),
-        Some(TeamRef::Id(id)) => tx.query_opt("SELECT id FROM teams WHERE id = $1", &[id]).await?,
+        Some(TeamRef::Id(id)) => {
+            tx.query_opt("SELECT id FROM teams WHERE id = $1", &[id])
+                .await?
+        }
         Some(TeamRef::Name(n)) => {
             tx.query_opt("SELECT id FROM teams WHERE name = $1", &[n])
                 .await?
         }
     };
-    row.map(|r| Some(r.get(0))).ok_or_else(|| {
-        StoreError::Invalid("team", format!("there is no team {}", team_text(team)))
-    })
+    row.map(|r| Some(r.get(0)))
+        .ok_or_else(|| StoreError::Invalid("team", format!("there is no team {}", team_text(team))))
 }
 
 fn team_text(team: Option<&TeamRef>) -> String {
@@ -110,8 +114,16 @@ pub async fn create(
         let token = new_token().map_err(StoreError::Other)?;
         let hash: Vec<u8> = Sha256::digest(token.as_bytes()).to_vec();
         let params: [&(dyn ToSql + Sync); 10] = [
-            &f.name, &hash, &team, &f.routes, &f.budget_usd, &f.budget_period, &f.rpm, &f.tpm,
-            &f.expires_at, &f.metadata,
+            &f.name,
+            &hash,
+            &team,
+            &f.routes,
+            &f.budget_usd,
+            &f.budget_period,
+            &f.rpm,
+            &f.tpm,
+            &f.expires_at,
+            &f.metadata,
         ];
         let row = tx
             .query_one(
@@ -172,7 +184,10 @@ pub async fn list(db: &Database, f: &KeyFilter) -> Result<(Vec<KeyRecord>, bool)
         );
         let after = f.after.unwrap_or(0);
         let rows = client
-            .query(&sql, &[&f.team, &f.name, &f.revoked, &after, &(f.limit + 1)])
+            .query(
+                &sql,
+                &[&f.team, &f.name, &f.revoked, &after, &(f.limit + 1)],
+            )
             .await?;
         let mut keys: Vec<KeyRecord> = rows.iter().map(record).collect();
         let more = keys.len() > usize::try_from(f.limit).unwrap_or(usize::MAX);
@@ -206,8 +221,16 @@ pub async fn update(
         patch(&mut f)?;
         let team = team_id(&tx, f.team.as_ref()).await?;
         let params: [&(dyn ToSql + Sync); 10] = [
-            &id, &f.name, &team, &f.routes, &f.budget_usd, &f.budget_period, &f.rpm, &f.tpm,
-            &f.expires_at, &f.metadata,
+            &id,
+            &f.name,
+            &team,
+            &f.routes,
+            &f.budget_usd,
+            &f.budget_period,
+            &f.rpm,
+            &f.tpm,
+            &f.expires_at,
+            &f.metadata,
         ];
         tx.execute(
             "UPDATE keys SET name = $2, team_id = $3, routes = $4, budget_usd = $5, \
@@ -219,7 +242,15 @@ pub async fn update(
         .map_err(|e| name_taken(e.into(), &f.name))?;
         let after = get_in(&*tx, id, false).await?;
         let target = format!("key:{id}");
-        audit(&tx, actor, "key.update", &target, Some(json!(before)), Some(json!(after))).await?;
+        audit(
+            &tx,
+            actor,
+            "key.update",
+            &target,
+            Some(json!(before)),
+            Some(json!(after)),
+        )
+        .await?;
         tx.commit().await?;
         Ok(after)
     }
@@ -249,7 +280,15 @@ pub async fn revoke(db: &Database, actor: &str, id: i64) -> Result<KeyRecord, St
         .await?;
         let after = get_in(&*tx, id, false).await?;
         let target = format!("key:{id}");
-        audit(&tx, actor, "key.revoke", &target, Some(json!(before)), Some(json!(after))).await?;
+        audit(
+            &tx,
+            actor,
+            "key.revoke",
+            &target,
+            Some(json!(before)),
+            Some(json!(after)),
+        )
+        .await?;
         tx.commit().await?;
         Ok(after)
     }
@@ -280,8 +319,8 @@ pub async fn rotate(
         let hash: Vec<u8> = Sha256::digest(token.as_bytes()).to_vec();
         let grace = f64::from(u32::try_from(grace_secs.min(MAX_GRACE_SECS)).unwrap_or(0));
         tx.execute(
-            "UPDATE keys SET previous_sha256 = CASE WHEN $3 > 0 THEN sha256 END, \
-             grace_until = CASE WHEN $3 > 0 THEN now() + make_interval(secs => $3) END, \
+            "UPDATE keys SET previous_sha256 = CASE WHEN $3::float8 > 0 THEN sha256 END, \
+             grace_until = CASE WHEN $3::float8 > 0 THEN now() + make_interval(secs => $3::float8) END, \
              sha256 = $2 WHERE id = $1",
             &[&id, &hash, &grace],
         )
@@ -333,10 +372,10 @@ pub async fn load_live(c: &impl GenericClient) -> Result<Vec<KeySpec>, StoreErro
 
 fn spec(r: &Row) -> Option<KeySpec> {
     let routes: Vec<String> = r.get(6);
-    let routes = (!routes.iter().any(|x| x == "*")).then(|| routes.into_iter().collect::<HashSet<_>>());
+    let routes =
+        (!routes.iter().any(|x| x == "*")).then(|| routes.into_iter().collect::<HashSet<_>>());
     let grace: Option<i64> = r.get(4);
-    let previous = hash32(r.get(3))
-        .zip(grace.and_then(|g| u64::try_from(g).ok()));
+    let previous = hash32(r.get(3)).zip(grace.and_then(|g| u64::try_from(g).ok()));
     let team = r.get::<_, Option<i64>>(12).map(|id| TeamLimits {
         id,
         budget: budget(r.get(13), r.get(14)),

@@ -106,7 +106,9 @@ pub async fn apply(client: &mut Client) -> Result<usize, tokio_postgres::Error> 
              applied_at timestamptz NOT NULL DEFAULT now())",
     )
     .await?;
-    let done: Vec<i32> = (tx.query("SELECT version FROM switchyard_migrations", &[]).await?)
+    let done: Vec<i32> = (tx
+        .query("SELECT version FROM switchyard_migrations", &[])
+        .await?)
         .iter()
         .map(|r| r.get(0))
         .collect();

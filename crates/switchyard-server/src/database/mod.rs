@@ -72,9 +72,10 @@ impl Database {
         keys: Arc<DynamicKeys>,
         clock: Clock,
     ) -> Result<Arc<Self>, String> {
-        let mut pg: tokio_postgres::Config = settings.url.parse().map_err(|e| {
-            format!("database.url_env: the URL is not a PostgreSQL URL ({e})")
-        })?;
+        let mut pg: tokio_postgres::Config = settings
+            .url
+            .parse()
+            .map_err(|e| format!("database.url_env: the URL is not a PostgreSQL URL ({e})"))?;
         pg.connect_timeout(CONNECT_TIMEOUT);
         pg.application_name("switchyard");
         let manager = Manager::from_config(

@@ -51,11 +51,13 @@ impl From<tokio_postgres::Error> for StoreError {
             }
             return Self::Other(db.message().to_owned());
         }
-        if e.is_closed() || e.to_string().contains("connection") {
-            return Self::Unavailable(e.to_string());
+        let io = std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>());
+        let text = e.to_string();
+        if e.is_closed() || io || text.starts_with("error connecting") || text.contains("timed out")
+        {
+            return Self::Unavailable(text);
         }
-        // no database error: the connection failed somewhere
-        Self::Unavailable(e.to_string())
+        Self::Other(text)
     }
 }
 

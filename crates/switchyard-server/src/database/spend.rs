@@ -198,7 +198,8 @@ impl Batch {
         }
         let tokens = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
         self.ids.push(e.id.clone());
-        self.at_ms.push(i64::try_from(e.time_ms).unwrap_or(i64::MAX));
+        self.at_ms
+            .push(i64::try_from(e.time_ms).unwrap_or(i64::MAX));
         self.teams
             .push(e.key.as_deref().and_then(|k| db.keys.team_of(k)));
         self.keys.push(e.key.clone());
@@ -218,8 +219,16 @@ impl Batch {
             return Ok(0);
         }
         let params: [&(dyn ToSql + Sync); 10] = [
-            &self.ids, &self.at_ms, &self.keys, &self.teams, &self.routes, &self.providers,
-            &self.models, &self.input, &self.output, &self.cost,
+            &self.ids,
+            &self.at_ms,
+            &self.keys,
+            &self.teams,
+            &self.routes,
+            &self.providers,
+            &self.models,
+            &self.input,
+            &self.output,
+            &self.cost,
         ];
         let row = tx.query_one(INSERT, &params).await?;
         Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))

@@ -38,7 +38,9 @@ async fn get_in(c: &impl GenericClient, id: i64, lock: bool) -> Result<TeamRecor
         if lock { " FOR UPDATE OF t" } else { "" }
     );
     let row = c.query_opt(&sql, &[&id]).await?;
-    row.as_ref().map(record).ok_or(StoreError::NotFound("team", id))
+    row.as_ref()
+        .map(record)
+        .ok_or(StoreError::NotFound("team", id))
 }
 
 fn name_taken(e: tokio_postgres::Error, name: &str) -> StoreError {
@@ -58,8 +60,14 @@ pub async fn create(db: &Database, actor: &str, f: &TeamFields) -> Result<TeamRe
     let r = async {
         let mut client = db.client().await?;
         let tx = client.transaction().await?;
-        let params: [&(dyn ToSql + Sync); 6] =
-            [&f.name, &f.budget_usd, &f.budget_period, &f.rpm, &f.tpm, &f.metadata];
+        let params: [&(dyn ToSql + Sync); 6] = [
+            &f.name,
+            &f.budget_usd,
+            &f.budget_period,
+            &f.rpm,
+            &f.tpm,
+            &f.metadata,
+        ];
         let row = tx
             .query_one(
                 "INSERT INTO teams (name, budget_usd, budget_period, rpm, tpm, metadata) \
@@ -137,8 +145,15 @@ pub async fn update(
         let before = get_in(&*tx, id, true).await?;
         let mut f = before.fields();
         patch(&mut f)?;
-        let params: [&(dyn ToSql + Sync); 7] =
-            [&id, &f.name, &f.budget_usd, &f.budget_period, &f.rpm, &f.tpm, &f.metadata];
+        let params: [&(dyn ToSql + Sync); 7] = [
+            &id,
+            &f.name,
+            &f.budget_usd,
+            &f.budget_period,
+            &f.rpm,
+            &f.tpm,
+            &f.metadata,
+        ];
         tx.execute(
             "UPDATE teams SET name = $2, budget_usd = $3, budget_period = $4, rpm = $5, \
              tpm = $6, metadata = $7 WHERE id = $1",
@@ -148,7 +163,15 @@ pub async fn update(
         .map_err(|e| name_taken(e, &f.name))?;
         let after = get_in(&*tx, id, false).await?;
         let target = format!("team:{id}");
-        audit(&tx, actor, "team.update", &target, Some(json!(before)), Some(json!(after))).await?;
+        audit(
+            &tx,
+            actor,
+            "team.update",
+            &target,
+            Some(json!(before)),
+            Some(json!(after)),
+        )
+        .await?;
         tx.commit().await?;
         Ok(after)
     }

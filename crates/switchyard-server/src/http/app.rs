@@ -30,7 +30,10 @@ pub fn app(state: AppState) -> Router {
         .route("/admin/transitions", get(dashboard::transitions))
         .route("/admin/requests", get(dashboard::requests))
         .route("/admin/requests/{id}", get(dashboard::request))
-        .route("/admin/keys", get(manage::keys::list).post(manage::keys::create))
+        .route(
+            "/admin/keys",
+            get(manage::keys::list).post(manage::keys::create),
+        )
         .route(
             "/admin/keys/{id}",
             get(manage::keys::get)
@@ -38,7 +41,10 @@ pub fn app(state: AppState) -> Router {
                 .delete(manage::keys::revoke),
         )
         .route("/admin/keys/{id}/rotate", post(manage::keys::rotate))
-        .route("/admin/teams", get(manage::teams::list).post(manage::teams::create))
+        .route(
+            "/admin/teams",
+            get(manage::teams::list).post(manage::teams::create),
+        )
         .route(
             "/admin/teams/{id}",
             get(manage::teams::get)

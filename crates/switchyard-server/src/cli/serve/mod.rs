@@ -259,7 +259,10 @@ async fn database(
     let Some(settings) = config::database::settings(config, env)? else {
         return Ok(None);
     };
-    let keys = Arc::new(crate::access::dynamic::DynamicKeys::new(clock, max_in_flight));
+    let keys = Arc::new(crate::access::dynamic::DynamicKeys::new(
+        clock,
+        max_in_flight,
+    ));
     let db = crate::database::Database::new(&settings, keys, clock)?;
     match db.migrate().await {
         Ok(n) => tracing::info!(

@@ -68,6 +68,9 @@ fn apply(state: &AppState, map: &Map<String, Value>, f: &mut KeyFields) -> Resul
     }
     if map.contains_key("expires_at") {
         f.expires_at = text(map, "expires_at")?;
+        if let Some(t) = &f.expires_at {
+            rfc3339_shape(t)?;
+        }
     }
     if let Some(m) = metadata(map)? {
         f.metadata = m;
@@ -75,12 +78,38 @@ fn apply(state: &AppState, map: &Map<String, Value>, f: &mut KeyFields) -> Resul
     Ok(())
 }
 
+/// `YYYY-MM-DDTHH:MM:SS` and an offset, roughly: PostgreSQL reads the rest, and would
+/// also take words like `tomorrow`, which are not a time to store.
+fn rfc3339_shape(t: &str) -> Result<(), ApiError> {
+    let b = t.as_bytes();
+    let digits =
+        |r: std::ops::Range<usize>| b.get(r).is_some_and(|s| s.iter().all(u8::is_ascii_digit));
+    let ok = t.len() <= 40
+        && digits(0..4)
+        && b.get(4) == Some(&b'-')
+        && digits(5..7)
+        && b.get(7) == Some(&b'-')
+        && digits(8..10)
+        && matches!(b.get(10), Some(b'T' | b't' | b' '))
+        && (t.ends_with('Z') || t.ends_with('z') || t[10..].contains(['+', '-']));
+    if ok {
+        Ok(())
+    } else {
+        Err(bad(
+            "expires_at",
+            "must be an RFC 3339 time like \"2027-01-31T00:00:00Z\"",
+        ))
+    }
+}
+
 /// `routes`: `["*"]` or configured routes' names.
 fn routes(state: &AppState, v: &Value) -> Result<Vec<String>, ApiError> {
     let Some(list) = v.as_array().filter(|l| l.len() <= MAX_ROUTES) else {
         return Err(bad(
             "routes",
-            format!("must be a list of at most {MAX_ROUTES} route names, or [\"*\"] for every route"),
+            format!(
+                "must be a list of at most {MAX_ROUTES} route names, or [\"*\"] for every route"
+            ),
         ));
     };
     let configured = state.gateway.routes();
@@ -92,7 +121,10 @@ fn routes(state: &AppState, v: &Value) -> Result<Vec<String>, ApiError> {
         if r != "*" && !configured.iter().any(|c| c.name == r) {
             return Err(bad(
                 "routes",
-                format!("{:?} is not a configured route", crate::http::bounds::clip(r, 64)),
+                format!(
+                    "{:?} is not a configured route",
+                    crate::http::bounds::clip(r, 64)
+                ),
             ));
         }
         out.push(r.to_owned());
@@ -103,7 +135,9 @@ fn routes(state: &AppState, v: &Value) -> Result<Vec<String>, ApiError> {
 /// The database's refusal of `expires_at` names it.
 fn keys_error(e: StoreError) -> ApiError {
     match e {
-        StoreError::Invalid("time", m) => bad("expires_at", format!("must be an RFC 3339 time: {m}")),
+        StoreError::Invalid("time", m) => {
+            bad("expires_at", format!("must be an RFC 3339 time: {m}"))
+        }
         other => super::store_error(other),
     }
 }
@@ -215,7 +249,11 @@ pub async fn revoke(
 ) -> Result<Json<KeyRecord>, ApiError> {
     let (actor, db) = admit(&state, &headers)?;
     let id = path_id(&id, "key")?;
-    Ok(Json(db_keys::revoke(&db, &actor, id).await.map_err(store_error)?))
+    Ok(Json(
+        db_keys::revoke(&db, &actor, id)
+            .await
+            .map_err(store_error)?,
+    ))
 }
 
 /// `POST /admin/keys/{id}/rotate` `{grace?: "1h"}`: a new token (shown once); the old one
@@ -238,7 +276,12 @@ pub async fn rotate(
             .ok()
             .map(|d| d.as_secs())
             .filter(|s| *s <= MAX_GRACE_SECS)
-            .ok_or_else(|| bad("grace", "must be a duration like \"10m\" or \"1h\", at most 30 days"))?,
+            .ok_or_else(|| {
+                bad(
+                    "grace",
+                    "must be a duration like \"10m\" or \"1h\", at most 30 days",
+                )
+            })?,
     };
     let (key, token) = db_keys::rotate(&db, &actor, id, grace)
         .await

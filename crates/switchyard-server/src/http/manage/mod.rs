@@ -91,7 +91,10 @@ fn object(body: &Bytes, allowed: &[&str]) -> Result<Map<String, Value>, ApiError
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(None, format!("the body is not JSON: {e}")))?;
     let Value::Object(map) = value else {
-        return Err(ApiError::bad_request(None, "the body must be a JSON object"));
+        return Err(ApiError::bad_request(
+            None,
+            "the body must be a JSON object",
+        ));
     };
     if let Some(unknown) = map.keys().find(|k| !allowed.contains(&k.as_str())) {
         return Err(ApiError::bad_request(
@@ -220,7 +223,10 @@ fn query(
         if !allowed.contains(&k.as_ref()) {
             return Err(ApiError::bad_request(
                 Some(clip(&k, ECHO_BYTES).into_owned()),
-                format!("unknown query parameter; expected one of: {}", allowed.join(", ")),
+                format!(
+                    "unknown query parameter; expected one of: {}",
+                    allowed.join(", ")
+                ),
             ));
         }
         out.insert(k.into_owned(), v.into_owned());

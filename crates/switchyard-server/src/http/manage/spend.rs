@@ -26,9 +26,13 @@ fn day(ms: u64) -> String {
 /// A `YYYY-MM-DD` shape (the database checks the calendar).
 fn day_param(field: &str, v: &str) -> Result<String, ApiError> {
     let ok = v.len() == 10
-        && v.bytes()
-            .enumerate()
-            .all(|(i, b)| if i == 4 || i == 7 { b == b'-' } else { b.is_ascii_digit() });
+        && v.bytes().enumerate().all(|(i, b)| {
+            if i == 4 || i == 7 {
+                b == b'-'
+            } else {
+                b.is_ascii_digit()
+            }
+        });
     if ok {
         Ok(v.to_owned())
     } else {
@@ -46,7 +50,10 @@ pub async fn report(
     uri: Uri,
 ) -> Result<Json<Value>, ApiError> {
     let (_, db) = admit(&state, &headers)?;
-    let q = query(uri.query(), &["group_by", "from", "to", "key", "team", "limit"])?;
+    let q = query(
+        uri.query(),
+        &["group_by", "from", "to", "key", "team", "limit"],
+    )?;
     let group_by = match q.get("group_by") {
         None => GroupBy::Key,
         Some(g) => GroupBy::parse(g)

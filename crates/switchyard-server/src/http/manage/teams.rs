@@ -17,7 +17,14 @@ use crate::database::StoreError;
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
 
-const FIELDS: &[&str] = &["name", "budget_usd", "budget_period", "rpm", "tpm", "metadata"];
+const FIELDS: &[&str] = &[
+    "name",
+    "budget_usd",
+    "budget_period",
+    "rpm",
+    "tpm",
+    "metadata",
+];
 
 /// Set the fields `map` carries on `f` (null clears an optional one).
 fn apply(map: &Map<String, Value>, f: &mut TeamFields) -> Result<(), ApiError> {
@@ -62,7 +69,9 @@ pub async fn create(
         ..TeamFields::default()
     };
     apply(&map, &mut f)?;
-    let team = db_teams::create(&db, &actor, &f).await.map_err(store_error)?;
+    let team = db_teams::create(&db, &actor, &f)
+        .await
+        .map_err(store_error)?;
     Ok((StatusCode::CREATED, Json(team)))
 }
 
@@ -132,5 +141,9 @@ pub async fn delete(
 ) -> Result<Json<TeamRecord>, ApiError> {
     let (actor, db) = admit(&state, &headers)?;
     let id = path_id(&id, "team")?;
-    Ok(Json(db_teams::delete(&db, &actor, id).await.map_err(store_error)?))
+    Ok(Json(
+        db_teams::delete(&db, &actor, id)
+            .await
+            .map_err(store_error)?,
+    ))
 }
