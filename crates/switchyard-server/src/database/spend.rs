@@ -206,7 +206,7 @@ impl Batch {
         self.routes.push(e.route.clone());
         self.providers.push(e.provider.clone());
         self.models.push(e.model.clone());
-        let usage = e.usage.clone().unwrap_or_default();
+        let usage = e.usage.unwrap_or_default();
         self.input.push(tokens(usage.input_tokens));
         self.output.push(tokens(usage.output_tokens));
         self.cost
