@@ -376,10 +376,24 @@ pub fn check_name(name: &str) -> Result<(), String> {
 /// # Errors
 /// A name [`check_name`] refuses, or no OS randomness.
 pub fn new_key_text(name: &str) -> Result<String, String> {
+    new_key_text_with(name, false)
+}
+
+/// `switchyard keys new NAME [--admin]`: as [`new_key_text`]; an admin key gets
+/// `admin = true` and no routes (it manages the gateway, it does not call models).
+///
+/// # Errors
+/// A name [`check_name`] refuses, or no OS randomness.
+pub fn new_key_text_with(name: &str, admin: bool) -> Result<String, String> {
     check_name(name)?;
     let token = new_token()?;
+    let rest = if admin {
+        "routes = []\nadmin = true\n"
+    } else {
+        "routes = [\"*\"]\n"
+    };
     Ok(format!(
-        "token (give it to the client; it is not stored anywhere):\n  {token}\n\npaste into your config:\n[[keys]]\nname = \"{name}\"\nsha256 = \"{}\"\nroutes = [\"*\"]\n",
+        "token (give it to the client; it is not stored anywhere):\n  {token}\n\npaste into your config:\n[[keys]]\nname = \"{name}\"\nsha256 = \"{}\"\n{rest}",
         hash_token(&token)
     ))
 }

@@ -115,3 +115,75 @@ pub fn settings(
             .unwrap_or(DEFAULT_RESYNC),
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{parse, validate};
+
+    const BASE: &str = r#"
+[server]
+request_log = "requests.jsonl"
+
+[[providers]]
+name = "aurora"
+kind = "simulated"
+
+[[routes]]
+name = "default"
+providers = ["aurora"]
+
+[[keys]]
+name = "root"
+sha256 = "0000000000000000000000000000000000000000000000000000000000000000"
+routes = []
+admin = true
+"#;
+
+    fn problems(extra: &str) -> Vec<String> {
+        let config = parse(&format!("{BASE}{extra}"), "test").unwrap_or_else(|e| panic!("{e}"));
+        validate(&config)
+    }
+
+    #[test]
+    fn a_database_section_is_checked_field_by_field() {
+        assert!(problems("[database]\nurl_env = \"DATABASE_URL\"\n").is_empty());
+        let p = problems("[database]\nurl_env = \"not a var\"\npool_size = 0\nresync = \"soon\"\n");
+        for field in ["database.url_env", "database.pool_size", "database.resync"] {
+            assert!(p.iter().any(|x| x.starts_with(field)), "{field}: {p:?}");
+        }
+    }
+
+    #[test]
+    fn a_database_needs_an_admin_key_and_the_request_log() {
+        let text = BASE
+            .replace("admin = true", "admin = false")
+            .replace("request_log = \"requests.jsonl\"", "");
+        let config = parse(
+            &format!("{text}[database]\nurl_env = \"DATABASE_URL\"\n"),
+            "t",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let p = validate(&config);
+        assert!(p.iter().any(|x| x.contains("needs an admin key")), "{p:?}");
+        assert!(
+            p.iter().any(|x| x.contains("set [server] request_log")),
+            "{p:?}"
+        );
+    }
+
+    #[test]
+    fn the_url_comes_from_the_environment_and_is_never_printed() {
+        let config = parse(&format!("{BASE}[database]\nurl_env = \"DB\"\n"), "t")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let none = |_: &str| None;
+        let e = super::settings(&config, &none).unwrap_err();
+        assert!(e.contains("DB is not set"), "{e}");
+        let set = |_: &str| Some("postgres://u:hunter2@127.0.0.1/db".to_owned());
+        let s = super::settings(&config, &set).unwrap().unwrap();
+        assert_eq!(
+            (s.pool_size, s.resync),
+            (super::DEFAULT_POOL_SIZE, super::DEFAULT_RESYNC)
+        );
+        assert!(!format!("{s:?}").contains("hunter2"));
+    }
+}
