@@ -642,6 +642,13 @@ mod tests {
     }
 
     #[test]
+    fn an_admin_key_is_printed_with_admin_true_and_no_routes() {
+        let text = new_key_text_with("ops", true).unwrap();
+        assert!(text.ends_with("routes = []\nadmin = true\n"), "{text}");
+        assert!(new_key_text("svc").unwrap().ends_with("routes = [\"*\"]\n"));
+    }
+
+    #[test]
     fn new_keys_hash_to_what_they_print() {
         let text = new_key_text("svc").unwrap();
         let token = text.lines().nth(1).unwrap().trim();

@@ -359,3 +359,95 @@ async fn the_spend_report_reads_the_aggregates_by_each_grouping() {
     let none = spend("from=2001-01-01&to=2001-01-31").await.json;
     assert_eq!(none["groups"], json!([]));
 }
+
+/// `switchyard keys ... --url` with the admin key in `SWITCHYARD_ADMIN_KEY`.
+fn cli(args: &[&str]) -> (bool, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(args)
+        .env("SWITCHYARD_ADMIN_KEY", crate::support::ADMIN)
+        .env_remove("HTTP_PROXY")
+        .env_remove("http_proxy")
+        .env_remove("ALL_PROXY")
+        .env_remove("all_proxy")
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_keys_command_talks_to_the_admin_api() {
+    let Some(db) = TestDb::create("cli").await else {
+        return;
+    };
+    let r = replica(&db.url, "cli").await;
+    let url = r.base.clone();
+    let run = |args: Vec<String>| {
+        tokio::task::spawn_blocking(move || {
+            cli(&args.iter().map(String::as_str).collect::<Vec<_>>())
+        })
+    };
+    let (ok, text) = run(vec![
+        "keys".into(),
+        "new".into(),
+        "cli-made".into(),
+        "--url".into(),
+        url.clone(),
+        "--rpm".into(),
+        "30".into(),
+    ])
+    .await
+    .unwrap();
+    assert!(ok, "{text}");
+    let token = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("sy-"))
+        .map(|t| format!("sy-{t}"))
+        .unwrap();
+    assert!(within(SETTLE, || async { r.chat(&token).await == 200 }).await);
+    let (ok, listed) = run(vec![
+        "keys".into(),
+        "list".into(),
+        "--url".into(),
+        url.clone(),
+    ])
+    .await
+    .unwrap();
+    assert!(
+        ok && listed.contains("cli-made") && !listed.contains(&token),
+        "{listed}"
+    );
+    let id =
+        r.admin("GET", "/admin/keys?name=cli-made", None).await.json["data"][0]["id"].to_string();
+    let (ok, text) = run(vec![
+        "keys".into(),
+        "rotate".into(),
+        id.clone(),
+        "--url".into(),
+        url.clone(),
+    ])
+    .await
+    .unwrap();
+    assert!(ok && text.contains("sy-"), "{text}");
+    let (ok, text) = run(vec![
+        "keys".into(),
+        "revoke".into(),
+        id.clone(),
+        "--url".into(),
+        url.clone(),
+    ])
+    .await
+    .unwrap();
+    assert!(ok && text.contains("revoked key"), "{text}");
+    let (ok, text) = run(vec![
+        "keys".into(),
+        "revoke".into(),
+        "987654".into(),
+        "--url".into(),
+        url,
+    ])
+    .await
+    .unwrap();
+    assert!(!ok && text.contains("404"), "{text}");
+}
