@@ -38,7 +38,12 @@ pub async fn run(db: Arc<Database>, path: PathBuf, stop: CancellationToken) {
     let source = source_name(&path);
     let mut backoff = POLL;
     loop {
-        let wait = match ingest_once(&db, &path, &source, MAX_BATCH_LINES).await {
+        // cancelling a batch mid-way is safe: its transaction never commits
+        let batch = tokio::select! {
+            () = stop.cancelled() => return,
+            r = ingest_once(&db, &path, &source, MAX_BATCH_LINES) => r,
+        };
+        let wait = match batch {
             Ok(n) if n.lines == MAX_BATCH_LINES => Duration::ZERO,
             Ok(_) => {
                 backoff = POLL;

@@ -24,7 +24,11 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 pub async fn run(db: Arc<Database>, stop: CancellationToken) {
     let mut backoff = MIN_BACKOFF;
     loop {
-        match session(&db, &stop, &mut backoff).await {
+        let ended = tokio::select! {
+            () = stop.cancelled() => return,
+            r = session(&db, &stop, &mut backoff) => r,
+        };
+        match ended {
             Ok(()) => return,
             Err(e) => {
                 db.set_up(false);
@@ -66,6 +70,7 @@ async fn session(
         client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
         let mut resync = tokio::time::interval(db.resync);
         resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        resync.reset(); // the first read is the loop's own, not a tick's
         loop {
             let live = keys::load_live(&client).await?;
             db.keys.replace(live);

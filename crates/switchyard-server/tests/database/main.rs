@@ -4,6 +4,8 @@
 //!   rotate; teams; the spend report; bad input, unknown ids, the audit trail);
 //! - `replicas.rs`: a key made through replica A's API authenticates on replica B within a
 //!   second, and stops within a second of its revocation;
+//! - `crash.rs`: `kill -9` of a `switchyard serve` under load, then a restart on the same log
+//!   and database: the spend rows are exactly the log's answered requests, each once;
 //! - `spend.rs`: spend rows equal the request log's answered lines after re-reading the same
 //!   log, after a checkpoint lost between write and checkpoint, and after a database outage;
 //!   a replica whose database is down serves traffic and says so.
@@ -24,5 +26,6 @@
 mod support;
 
 mod api;
+mod crash;
 mod replicas;
 mod spend;
