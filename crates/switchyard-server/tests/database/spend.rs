@@ -238,3 +238,29 @@ async fn a_replica_whose_database_is_down_serves_and_says_so() {
     assert_eq!(change.status, 503, "{}", change.json);
     assert_eq!(change.json["error"]["code"], "database_unavailable");
 }
+
+/// A measurement, not a check: how many log lines a second the spend writer ingests
+/// (batches of `MAX_BATCH_LINES`). Run with
+/// `cargo test -p switchyard-server --release --test database -- --ignored --nocapture ingestion_rate`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement; run by hand"]
+async fn ingestion_rate() {
+    use switchyard_server::database::spend::MAX_BATCH_LINES;
+    let Some(test_db) = TestDb::create("rate").await else {
+        return;
+    };
+    let dir = crate::support::Dir::new("rate");
+    let log = dir.0.join("requests.jsonl");
+    let n = 100_000;
+    append(&log, &(0..n).map(line).collect::<String>());
+    let db = database(&test_db.url);
+    db.migrate().await.unwrap();
+    let source = source_name(&log);
+    let start = std::time::Instant::now();
+    while ingest_once(&db, &log, &source, MAX_BATCH_LINES).await.unwrap().lines > 0 {}
+    let secs = start.elapsed().as_secs_f64();
+    #[allow(clippy::cast_precision_loss)]
+    let rate = n as f64 / secs;
+    println!("ingested {n} lines in {secs:.2} s: {rate:.0} lines/s");
+    assert_eq!(counts(&test_db.client().await).await, expected(n));
+}
