@@ -257,7 +257,12 @@ async fn ingestion_rate() {
     db.migrate().await.unwrap();
     let source = source_name(&log);
     let start = std::time::Instant::now();
-    while ingest_once(&db, &log, &source, MAX_BATCH_LINES).await.unwrap().lines > 0 {}
+    while ingest_once(&db, &log, &source, MAX_BATCH_LINES)
+        .await
+        .unwrap()
+        .lines
+        > 0
+    {}
     let secs = start.elapsed().as_secs_f64();
     #[allow(clippy::cast_precision_loss)]
     let rate = n as f64 / secs;
