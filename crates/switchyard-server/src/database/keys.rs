@@ -136,8 +136,9 @@ pub async fn create(
             .map_err(|e| name_taken(e.into(), &f.name))?;
         let key = get_in(&*tx, row.get(0), false).await?;
         let target = format!("key:{}", key.id);
-        audit(&tx, actor, "key.create", &target, None, Some(json!(key))).await?;
+        let change = audit(&tx, actor, "key.create", &target, None, Some(json!(key))).await?;
         tx.commit().await?;
+        change.log();
         Ok((key, token))
     }
     .await;
@@ -242,7 +243,7 @@ pub async fn update(
         .map_err(|e| name_taken(e.into(), &f.name))?;
         let after = get_in(&*tx, id, false).await?;
         let target = format!("key:{id}");
-        audit(
+        let change = audit(
             &tx,
             actor,
             "key.update",
@@ -252,6 +253,7 @@ pub async fn update(
         )
         .await?;
         tx.commit().await?;
+        change.log();
         Ok(after)
     }
     .await;
@@ -280,7 +282,7 @@ pub async fn revoke(db: &Database, actor: &str, id: i64) -> Result<KeyRecord, St
         .await?;
         let after = get_in(&*tx, id, false).await?;
         let target = format!("key:{id}");
-        audit(
+        let change = audit(
             &tx,
             actor,
             "key.revoke",
@@ -290,6 +292,7 @@ pub async fn revoke(db: &Database, actor: &str, id: i64) -> Result<KeyRecord, St
         )
         .await?;
         tx.commit().await?;
+        change.log();
         Ok(after)
     }
     .await;
@@ -328,8 +331,10 @@ pub async fn rotate(
         let after = get_in(&*tx, id, false).await?;
         let target = format!("key:{id}");
         let detail = json!({ "grace_secs": grace_secs });
-        audit(&tx, actor, "key.rotate", &target, Some(json!(before)), Some(json!({ "key": after, "rotation": detail }))).await?;
+        let change = audit(&tx, actor, "key.rotate", &target, Some(json!(before)), Some(json!({ "key": after, "rotation": detail })))
+            .await?;
         tx.commit().await?;
+        change.log();
         Ok((after, token))
     }
     .await;

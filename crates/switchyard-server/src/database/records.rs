@@ -199,16 +199,31 @@ impl TeamRecord {
     }
 }
 
-/// Who changed what: an audit row and the change's NOTIFY, in the change's transaction;
-/// also a log line (without secrets: records never carry tokens or hashes).
+/// A change made: logged once its transaction has committed ([`Change::log`]).
+#[must_use = "log the change after its transaction commits"]
+pub(crate) struct Change {
+    actor: String,
+    action: &'static str,
+    target: String,
+}
+
+impl Change {
+    /// The change's log line (without secrets: records never carry tokens or hashes).
+    pub(crate) fn log(&self) {
+        let (actor, action, target) = (&self.actor, self.action, &self.target);
+        tracing::info!(target: "switchyard::admin", actor, action, target, "admin change");
+    }
+}
+
+/// Who changed what: an audit row and the change's NOTIFY, in the change's transaction.
 pub(crate) async fn audit(
     tx: &Transaction<'_>,
     actor: &str,
-    action: &str,
+    action: &'static str,
     target: &str,
     before: Option<Value>,
     after: Option<Value>,
-) -> Result<(), StoreError> {
+) -> Result<Change, StoreError> {
     tx.execute(
         "INSERT INTO audit (actor, action, target, before, after) VALUES ($1, $2, $3, $4, $5)",
         &[&actor, &action, &target, &before, &after],
@@ -216,6 +231,9 @@ pub(crate) async fn audit(
     .await?;
     tx.execute("SELECT pg_notify($1, $2)", &[&super::CHANNEL, &target])
         .await?;
-    tracing::info!(target: "switchyard::admin", actor, action, target, "admin change");
-    Ok(())
+    Ok(Change {
+        actor: actor.to_owned(),
+        action,
+        target: target.to_owned(),
+    })
 }

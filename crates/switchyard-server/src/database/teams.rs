@@ -78,8 +78,9 @@ pub async fn create(db: &Database, actor: &str, f: &TeamFields) -> Result<TeamRe
             .map_err(|e| name_taken(e, &f.name))?;
         let team = get_in(&*tx, row.get(0), false).await?;
         let target = format!("team:{}", team.id);
-        audit(&tx, actor, "team.create", &target, None, Some(json!(team))).await?;
+        let change = audit(&tx, actor, "team.create", &target, None, Some(json!(team))).await?;
         tx.commit().await?;
+        change.log();
         Ok(team)
     }
     .await;
@@ -163,7 +164,7 @@ pub async fn update(
         .map_err(|e| name_taken(e, &f.name))?;
         let after = get_in(&*tx, id, false).await?;
         let target = format!("team:{id}");
-        audit(
+        let change = audit(
             &tx,
             actor,
             "team.update",
@@ -173,6 +174,7 @@ pub async fn update(
         )
         .await?;
         tx.commit().await?;
+        change.log();
         Ok(after)
     }
     .await;
@@ -200,8 +202,10 @@ pub async fn delete(db: &Database, actor: &str, id: i64) -> Result<TeamRecord, S
             .await?;
         tx.execute("DELETE FROM teams WHERE id = $1", &[&id]).await?;
         let target = format!("team:{id}");
-        audit(&tx, actor, "team.delete", &target, Some(json!(before)), None).await?;
+        let change = audit(&tx, actor, "team.delete", &target, Some(json!(before)), None)
+            .await?;
         tx.commit().await?;
+        change.log();
         Ok(before)
     }
     .await;

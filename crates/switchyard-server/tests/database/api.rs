@@ -451,3 +451,40 @@ async fn the_keys_command_talks_to_the_admin_api() {
     .unwrap();
     assert!(!ok && text.contains("404"), "{text}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_teams_rate_limit_holds_across_its_keys() {
+    let Some(db) = TestDb::create("team").await else {
+        return;
+    };
+    let r = replica(&db.url, "team").await;
+    created(&r, "/admin/teams", json!({"name": "capped", "rpm": 3})).await;
+    let one = created(&r, "/admin/keys", json!({"name": "one", "team": "capped"})).await;
+    let two = created(&r, "/admin/keys", json!({"name": "two", "team": "capped"})).await;
+    let (one, two) = (
+        one["key"].as_str().unwrap().to_owned(),
+        two["key"].as_str().unwrap().to_owned(),
+    );
+    // wait until both are loaded without spending the team's minute: a key it does not
+    // know is 401 before any limit is counted
+    let known = |t: String| {
+        let r = &r;
+        async move {
+            let reply = r.call("GET", "/v1/models", &t, None).await;
+            reply.status == 200
+        }
+    };
+    assert!(within(SETTLE, || known(one.clone())).await);
+    assert!(within(SETTLE, || known(two.clone())).await);
+    let statuses = [
+        r.chat(&one).await,
+        r.chat(&two).await,
+        r.chat(&one).await,
+        r.chat(&two).await,
+    ];
+    assert_eq!(
+        statuses,
+        [200, 200, 200, 429],
+        "three a minute across the team's keys"
+    );
+}
