@@ -28,4 +28,5 @@ mod support;
 mod api;
 mod crash;
 mod replicas;
+mod scale;
 mod spend;
