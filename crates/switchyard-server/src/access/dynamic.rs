@@ -57,6 +57,30 @@ struct Table {
     by_name: HashMap<String, Arc<Held>>,
 }
 
+impl Table {
+    /// Index `spec` by its token hashes (a rotated key's previous one until its grace ends)
+    /// and its name.
+    fn insert(&mut self, spec: KeySpec, in_flight: InFlight) {
+        let held = Arc::new(Held { spec, in_flight });
+        let s = &held.spec;
+        if let Some((previous, until)) = s.previous {
+            let until = s.expires_at_ms.map_or(until, |e| e.min(until));
+            self.by_hash
+                .insert(previous, (Arc::clone(&held), Some(until)));
+        }
+        self.by_hash
+            .insert(s.hash, (Arc::clone(&held), s.expires_at_ms));
+        self.by_name.insert(s.name.clone(), held);
+    }
+}
+
+/// The in-flight count a key keeps: its previous version's (same id), else a fresh one.
+fn carried(previous: Option<&Arc<Held>>, spec: &KeySpec, cap: usize) -> InFlight {
+    previous
+        .filter(|h| h.spec.id == spec.id)
+        .map_or_else(|| InFlight::new(cap), |h| h.in_flight.clone())
+}
+
 /// The database keys, swapped whole by the sync task; cheap to read.
 #[derive(Debug)]
 pub struct DynamicKeys {
@@ -84,26 +108,31 @@ impl DynamicKeys {
         let old = self.table.load();
         let mut table = Table::default();
         for spec in keys {
-            let in_flight = old
-                .by_name
-                .get(&spec.name)
-                .filter(|h| h.spec.id == spec.id)
-                .map_or_else(
-                    || InFlight::new(self.in_flight_cap),
-                    |h| h.in_flight.clone(),
-                );
-            let held = Arc::new(Held { spec, in_flight });
-            let s = &held.spec;
-            if let Some((previous, until)) = s.previous {
-                let until = s.expires_at_ms.map_or(until, |e| e.min(until));
-                table
-                    .by_hash
-                    .insert(previous, (Arc::clone(&held), Some(until)));
-            }
-            table
-                .by_hash
-                .insert(s.hash, (Arc::clone(&held), s.expires_at_ms));
-            table.by_name.insert(s.name.clone(), held);
+            let in_flight = carried(old.by_name.get(&spec.name), &spec, self.in_flight_cap);
+            table.insert(spec, in_flight);
+        }
+        self.table.store(Arc::new(table));
+    }
+
+    /// Replace only the keys with these `ids` by `keys` (their live versions, as loaded;
+    /// an id without one is removed): what one change notification needs, without reading
+    /// every key again.
+    pub fn patch(&self, ids: &[i64], keys: Vec<KeySpec>) {
+        let old = self.table.load();
+        let ids: HashSet<i64> = ids.iter().copied().collect();
+        let mut table = Table {
+            by_hash: old.by_hash.clone(),
+            by_name: old.by_name.clone(),
+        };
+        table.by_hash.retain(|_, (h, _)| !ids.contains(&h.spec.id));
+        table.by_name.retain(|_, h| !ids.contains(&h.spec.id));
+        let before: HashMap<i64, &Arc<Held>> = (old.by_name.values())
+            .filter(|h| ids.contains(&h.spec.id))
+            .map(|h| (h.spec.id, h))
+            .collect();
+        for spec in keys {
+            let in_flight = carried(before.get(&spec.id).copied(), &spec, self.in_flight_cap);
+            table.insert(spec, in_flight);
         }
         self.table.store(Arc::new(table));
     }
@@ -203,5 +232,25 @@ mod tests {
         keys.replace(vec![spec(2, "b", "sy-b")]);
         assert!(keys.authenticate(&digest("sy-a")).is_none());
         assert_eq!(keys.len(), 1);
+    }
+
+    #[test]
+    fn a_patch_changes_only_the_keys_it_names() {
+        let keys = DynamicKeys::new(Clock::manual(0), 1024);
+        keys.replace(vec![spec(1, "a", "sy-a"), spec(2, "b", "sy-b")]);
+        let slot = keys.authenticate(&digest("sy-a")).unwrap().enter().unwrap();
+        // a rotated (new token), b revoked (no live version), c new
+        keys.patch(
+            &[1, 2, 3],
+            vec![spec(1, "a", "sy-a2"), spec(3, "c", "sy-c")],
+        );
+        assert!(keys.authenticate(&digest("sy-a")).is_none());
+        let a = keys.authenticate(&digest("sy-a2")).unwrap();
+        assert_eq!(a.in_flight.current(), 1, "the count carries over");
+        assert!(keys.authenticate(&digest("sy-b")).is_none());
+        assert!(keys.authenticate(&digest("sy-c")).is_some());
+        keys.patch(&[4], Vec::new());
+        assert_eq!(keys.len(), 2);
+        drop(slot);
     }
 }

@@ -363,15 +363,29 @@ fn hash32(bytes: Option<Vec<u8>>) -> Option<[u8; 32]> {
 /// # Errors
 /// Unreachable database.
 pub async fn load_live(c: &impl GenericClient) -> Result<Vec<KeySpec>, StoreError> {
+    load(c, None).await
+}
+
+/// The live versions of the keys with these ids (a revoked or deleted one has none).
+///
+/// # Errors
+/// Unreachable database.
+pub async fn load_ids(c: &impl GenericClient, ids: &[i64]) -> Result<Vec<KeySpec>, StoreError> {
+    load(c, Some(ids)).await
+}
+
+async fn load(c: &impl GenericClient, ids: Option<&[i64]>) -> Result<Vec<KeySpec>, StoreError> {
+    let ids: Option<Vec<i64>> = ids.map(<[i64]>::to_vec);
     let sql = format!(
         "SELECT k.id, k.name, k.sha256, k.previous_sha256, {}, t.name, k.routes, \
          k.budget_usd, k.budget_period, k.rpm, k.tpm, {}, \
          t.id, t.budget_usd, t.budget_period, t.rpm, t.tpm \
-         FROM keys k LEFT JOIN teams t ON t.id = k.team_id WHERE k.revoked_at IS NULL",
+         FROM keys k LEFT JOIN teams t ON t.id = k.team_id WHERE k.revoked_at IS NULL \
+         AND ($1::int8[] IS NULL OR k.id = ANY($1))",
         ms("k.grace_until"),
         ms("k.expires_at"),
     );
-    let rows = c.query(&sql, &[]).await?;
+    let rows = c.query(&sql, &[&ids]).await?;
     Ok(rows.iter().filter_map(spec).collect())
 }
 

@@ -54,7 +54,13 @@ async fn key_table_at_scale() {
     }
     let per_lookup = start.elapsed() / 100_000;
     assert_eq!(found, 100_000);
+    // one key's change: what a notification costs
+    let start = std::time::Instant::now();
+    let one = keys::load_ids(&c, &[77]).await.unwrap();
+    table.patch(&[77], one);
+    let patch = start.elapsed();
+    assert_eq!(table.len(), 100_000);
     println!(
-        "100000 keys: read {read:?}, table built and swapped {swap:?}, lookup {per_lookup:?} each"
+        "100000 keys: read {read:?}, table built and swapped {swap:?}, lookup {per_lookup:?} each, one key's change applied in {patch:?}"
     );
 }
