@@ -64,3 +64,55 @@ async fn key_table_at_scale() {
         "100000 keys: read {read:?}, table built and swapped {swap:?}, lookup {per_lookup:?} each, one key's change applied in {patch:?}"
     );
 }
+
+/// A measurement: a month's spend report per team over 3 million daily aggregate rows
+/// (100,000 keys of 100 teams on 30 days; at one row per key, model and day that is tens of
+/// millions of requests). Run with
+/// `cargo test -p switchyard-server --test database -- --ignored --nocapture spend_report_at_scale`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement; run by hand"]
+async fn spend_report_at_scale() {
+    use switchyard_server::database::spend::{report, GroupBy, SpendQuery};
+    let Some(test_db) = TestDb::create("report_scale").await else {
+        return;
+    };
+    let settings = DatabaseSettings {
+        url: test_db.url.clone(),
+        pool_size: 2,
+        resync: Duration::from_secs(30),
+    };
+    let table = Arc::new(DynamicKeys::new(Clock::system(), 1024));
+    let db = Database::new(&settings, table, Clock::system()).unwrap();
+    db.migrate().await.unwrap();
+    let c = test_db.client().await;
+    c.batch_execute(
+        "INSERT INTO spend_daily
+         SELECT date '2026-11-01' + d, 'key-' || k, 'team-' || (k % 100), 'default', 'aurora',
+                'gpt-4o-mini', 10, 1000, 500, 1000000000, 0
+         FROM generate_series(0, 29) d, generate_series(1, 100000) k;
+         ANALYZE spend_daily;",
+    )
+    .await
+    .unwrap();
+    for (group_by, team) in [
+        (GroupBy::Team, None),
+        (GroupBy::Key, Some("team-7".to_owned())),
+    ] {
+        let q = SpendQuery {
+            group_by,
+            from: "2026-11-01".into(),
+            to: "2026-11-30".into(),
+            key: None,
+            team,
+            limit: 1000,
+        };
+        let start = std::time::Instant::now();
+        let groups = report(&db, &q).await.unwrap();
+        println!(
+            "3M daily rows: {group_by:?} report for a month, team {:?} ({} groups) in {:?}",
+            q.team,
+            groups.len(),
+            start.elapsed()
+        );
+    }
+}
