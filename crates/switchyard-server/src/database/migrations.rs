@@ -12,7 +12,8 @@ const LOCK: i64 = 0x5357_5943_4844_4231; // "SWYCHDB1"
 /// (version, SQL), in order.
 pub const MIGRATIONS: &[(i32, &str)] = &[(1, V1)];
 
-/// Teams, keys (hashes only), spend rows, their daily aggregates, the ingestion checkpoint
+/// Teams, keys (hashes only), spend rows, their daily aggregates (per key, team, route,
+/// provider and model; and per team alone), the ingestion checkpoint
 /// and the audit trail. Money is integer pico-dollars (`switchyard::Money`); an unknown
 /// cost is NULL (counted in `unpriced`), never 0.
 const V1: &str = r"
@@ -76,6 +77,17 @@ CREATE TABLE spend_daily (
     PRIMARY KEY (day, key, team, route, provider, model)
 );
 CREATE INDEX spend_daily_team ON spend_daily (team, day);
+-- the same per team and day only: reports over every team or every day read a few rows a day
+CREATE TABLE spend_team_daily (
+    day           date NOT NULL,
+    team          text NOT NULL,
+    requests      bigint NOT NULL,
+    input_tokens  bigint NOT NULL,
+    output_tokens bigint NOT NULL,
+    cost_picos    bigint NOT NULL,
+    unpriced      bigint NOT NULL,
+    PRIMARY KEY (day, team)
+);
 CREATE TABLE spend_checkpoint (
     source       text PRIMARY KEY,
     offset_bytes bigint NOT NULL,

@@ -6,7 +6,8 @@
 //! transaction inserts a batch's rows (`ON CONFLICT DO NOTHING` on request id and arrival
 //! time), adds only the rows it inserted to `spend_daily`, and moves the checkpoint: a crash
 //! before the commit leaves all three as they were; a checkpoint lost or reset re-reads
-//! lines whose rows are already there and counts nothing twice. While the database is down
+//! lines whose rows are already there and counts nothing twice. Reports per team or per day
+//! read `spend_team_daily` (a row per team and day), the others `spend_daily`. While the database is down
 //! lines wait in the log on disk and flush when it is back. Rows are written for answered
 //! requests (a provider answered), with cost NULL when it is unknown (never 0).
 
@@ -268,6 +269,19 @@ WITH batch AS (
         output_tokens = d.output_tokens + excluded.output_tokens,
         cost_picos = d.cost_picos + excluded.cost_picos,
         unpriced = d.unpriced + excluded.unpriced
+), team_daily AS (
+    INSERT INTO spend_team_daily AS t (day, team, requests, input_tokens, output_tokens,
+                                       cost_picos, unpriced)
+    SELECT (at AT TIME ZONE 'UTC')::date, coalesce(team, ''), count(*), sum(input_tokens)::int8,
+           sum(output_tokens)::int8, coalesce(sum(cost_picos), 0)::int8,
+           count(*) FILTER (WHERE cost_picos IS NULL)
+    FROM inserted GROUP BY 1, 2 ORDER BY 1, 2
+    ON CONFLICT (day, team) DO UPDATE SET
+        requests = t.requests + excluded.requests,
+        input_tokens = t.input_tokens + excluded.input_tokens,
+        output_tokens = t.output_tokens + excluded.output_tokens,
+        cost_picos = t.cost_picos + excluded.cost_picos,
+        unpriced = t.unpriced + excluded.unpriced
 )
 SELECT count(*)::int8 FROM inserted";
 
@@ -367,11 +381,18 @@ pub async fn report(db: &Database, q: &SpendQuery) -> Result<Vec<SpendGroup>, St
                 });
             }
         }
+        // per team or per day, not narrowed to a key: the per-team table has what it needs
+        let per_team = matches!(q.group_by, GroupBy::Team | GroupBy::Day) && q.key.is_none();
+        let (table, key_filter) = if per_team {
+            ("spend_team_daily", "$3::text IS NULL")
+        } else {
+            ("spend_daily", "($3::text IS NULL OR key = $3)")
+        };
         let sql = format!(
             "SELECT {} AS g, sum(requests)::int8, sum(input_tokens)::int8, \
              sum(output_tokens)::int8, (sum(cost_picos) / 1e12)::float8, sum(unpriced)::int8 \
-             FROM spend_daily WHERE day BETWEEN $1::text::date AND $2::text::date \
-             AND ($3::text IS NULL OR key = $3) AND ($4::text IS NULL OR team = $4) \
+             FROM {table} WHERE day BETWEEN $1::text::date AND $2::text::date \
+             AND {key_filter} AND ($4::text IS NULL OR team = $4) \
              GROUP BY 1 ORDER BY 5 DESC, 1 LIMIT $5",
             q.group_by.column()
         );

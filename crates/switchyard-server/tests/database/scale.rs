@@ -90,7 +90,12 @@ async fn spend_report_at_scale() {
          SELECT date '2026-11-01' + d, 'key-' || k, 'team-' || (k % 100), 'default', 'aurora',
                 'gpt-4o-mini', 10, 1000, 500, 1000000000, 0
          FROM generate_series(0, 29) d, generate_series(1, 100000) k;
-         ANALYZE spend_daily;",
+         INSERT INTO spend_team_daily
+         SELECT day, team, sum(requests), sum(input_tokens), sum(output_tokens),
+                sum(cost_picos), sum(unpriced)
+         FROM spend_daily GROUP BY 1, 2;
+         ANALYZE spend_daily;
+         ANALYZE spend_team_daily;",
     )
     .await
     .unwrap();

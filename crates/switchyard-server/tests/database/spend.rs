@@ -97,6 +97,19 @@ async fn counts(c: &tokio_postgres::Client) -> (i64, i64, i64, i64, i64) {
         )
         .await
         .unwrap();
+    let per_team: i64 = c
+        .query_one(
+            "SELECT coalesce(sum(requests), 0)::int8 FROM spend_team_daily",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        per_team,
+        daily.get::<_, i64>(0),
+        "the per-team aggregates agree"
+    );
     (
         spend.get(0),
         spend.get(1),
