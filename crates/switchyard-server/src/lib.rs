@@ -9,6 +9,9 @@
 //! - [`access`]: client keys, per-key budgets and rate limits;
 //! - [`telemetry`]: metrics, the request log, the dashboard's memory and files, the
 //!   `tracing` subscriber and the lines that say what happened to traffic;
+//! - [`database`]: PostgreSQL (`[database]`) for virtual keys, teams and spend — the pool,
+//!   the embedded schema, all SQL, the key sync (LISTEN/NOTIFY) and the spend writer; never
+//!   on the request path;
 //! - [`config`]: the TOML schema, loading and validation, and building the gateway from it;
 //! - [`cli`]: the command line and its subcommands (`serve`, `check`, `report`, `keys`,
 //!   `demo`);
@@ -26,6 +29,7 @@ pub mod access;
 pub mod cache;
 pub mod cli;
 pub mod config;
+pub mod database;
 pub mod http;
 pub mod reload;
 pub mod shutdown;

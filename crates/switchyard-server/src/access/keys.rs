@@ -13,6 +13,7 @@
 //! `keys new` (32 random bytes, 67 characters), so none is short or guessable.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use axum::http::HeaderMap;
 use serde::Deserialize;
@@ -21,6 +22,7 @@ use subtle::ConstantTimeEq;
 
 use switchyard::Money;
 
+use crate::access::dynamic::DynamicKeys;
 use crate::access::error::AccessError;
 use crate::access::in_flight::{self, InFlight, KeySlot};
 use crate::access::limits::{KeyLimits, Period};
@@ -82,6 +84,23 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// A caller from its parts (a database key's: `crate::access::dynamic`; never admin).
+    #[must_use]
+    pub(crate) fn from_parts(
+        name: String,
+        routes: Option<HashSet<String>>,
+        limits: KeyLimits,
+        in_flight: InFlight,
+    ) -> Self {
+        Self {
+            name,
+            routes,
+            limits,
+            admin: false,
+            in_flight,
+        }
+    }
+
     /// May this caller use `route`?
     #[must_use]
     pub fn allows(&self, route: &str) -> bool {
@@ -109,6 +128,8 @@ pub struct KeyStore {
     /// SHA-256 of the token that reads `/metrics` besides admin keys
     /// (`[telemetry] metrics_token_env`).
     metrics_token: Option<[u8; 32]>,
+    /// The database's keys (`[database]`), consulted after the configured ones.
+    dynamic: Option<Arc<DynamicKeys>>,
 }
 
 impl KeyStore {
@@ -142,7 +163,35 @@ impl KeyStore {
         Self {
             keys,
             metrics_token: None,
+            dynamic: None,
         }
+    }
+
+    /// Builder: also authenticate the database's keys (`[database]`; never admin keys).
+    #[must_use]
+    pub fn with_dynamic(mut self, dynamic: Arc<DynamicKeys>) -> Self {
+        self.dynamic = Some(dynamic);
+        self
+    }
+
+    /// Builder: authenticate the database keys `old` does (a configuration reload keeps
+    /// them: they are not in the file).
+    #[must_use]
+    pub fn with_dynamic_of(mut self, old: &KeyStore) -> Self {
+        self.dynamic.clone_from(&old.dynamic);
+        self
+    }
+
+    /// The database's keys, when a database is configured.
+    #[must_use]
+    pub fn dynamic(&self) -> Option<&Arc<DynamicKeys>> {
+        self.dynamic.as_ref()
+    }
+
+    /// Is `name` a configured (`[[keys]]`) key's name?
+    #[must_use]
+    pub fn has_configured(&self, name: &str) -> bool {
+        self.keys.iter().any(|k| k.name == name)
     }
 
     /// Builder: `/metrics` also answers a request bearing `token` (a Prometheus scraper's,
@@ -156,7 +205,7 @@ impl KeyStore {
     /// No keys configured: keyless loopback mode (`crate::http::guard` then checks `Host`).
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.keys.is_empty() && self.dynamic.is_none()
     }
 
     /// Authenticate a request. `Ok(None)` when no keys are configured.
@@ -164,7 +213,7 @@ impl KeyStore {
     /// # Errors
     /// 401 when keys are configured and the request carries none, or an unknown one.
     pub fn authenticate(&self, headers: &HeaderMap) -> Result<Option<Caller>, AccessError> {
-        if self.keys.is_empty() {
+        if self.is_empty() {
             return Ok(None);
         }
         let token = bearer(headers).ok_or_else(|| {
@@ -180,7 +229,12 @@ impl KeyStore {
                 found = Some(key);
             }
         }
-        let key = found.ok_or_else(|| AccessError::unauthorized("invalid API key"))?;
+        let Some(key) = found else {
+            return (self.dynamic.as_ref())
+                .and_then(|d| d.authenticate(&digest))
+                .map(Some)
+                .ok_or_else(|| AccessError::unauthorized("invalid API key"));
+        };
         Ok(Some(Caller {
             name: key.name.clone(),
             routes: key.routes.clone(),
@@ -211,6 +265,16 @@ impl KeyStore {
         }
     }
 
+    /// [`KeyStore::authorize_admin`], returning who: the admin key's name, or `None` when
+    /// no keys are configured (keyless loopback mode). The admin API audits it.
+    ///
+    /// # Errors
+    /// As [`KeyStore::authorize_admin`].
+    pub fn admin_name(&self, headers: &HeaderMap) -> Result<Option<String>, AccessError> {
+        self.authorize_admin(headers)?;
+        Ok(self.authenticate(headers)?.map(|c| c.name))
+    }
+
     /// Authorize a `/metrics` scrape (it names every key, its spend and remaining budget):
     /// the metrics token when one is configured, or an admin key; open only when neither
     /// keys nor a metrics token are configured (keyless loopback mode).
@@ -225,7 +289,7 @@ impl KeyStore {
         if sent.is_some_and(|d| bool::from(d.ct_eq(want))) {
             return Ok(());
         }
-        if self.keys.is_empty() {
+        if self.is_empty() {
             return Err(AccessError::unauthorized(
                 "/metrics needs the metrics token ([telemetry] metrics_token_env): send `Authorization: Bearer <token>`",
             ));
@@ -269,6 +333,7 @@ pub fn limits_of(k: &KeyToml) -> KeyLimits {
         budget: k.budget_usd.map(|b| (Money::from_usd(b), period)),
         rpm: k.rpm,
         tpm: k.tpm,
+        team: None,
     }
 }
 
@@ -335,10 +400,24 @@ pub fn check_name(name: &str) -> Result<(), String> {
 /// # Errors
 /// A name [`check_name`] refuses, or no OS randomness.
 pub fn new_key_text(name: &str) -> Result<String, String> {
+    new_key_text_with(name, false)
+}
+
+/// `switchyard keys new NAME [--admin]`: as [`new_key_text`]; an admin key gets
+/// `admin = true` and no routes (it manages the gateway, it does not call models).
+///
+/// # Errors
+/// A name [`check_name`] refuses, or no OS randomness.
+pub fn new_key_text_with(name: &str, admin: bool) -> Result<String, String> {
     check_name(name)?;
     let token = new_token()?;
+    let rest = if admin {
+        "routes = []\nadmin = true\n"
+    } else {
+        "routes = [\"*\"]\n"
+    };
     Ok(format!(
-        "token (give it to the client; it is not stored anywhere):\n  {token}\n\npaste into your config:\n[[keys]]\nname = \"{name}\"\nsha256 = \"{}\"\nroutes = [\"*\"]\n",
+        "token (give it to the client; it is not stored anywhere):\n  {token}\n\npaste into your config:\n[[keys]]\nname = \"{name}\"\nsha256 = \"{}\"\n{rest}",
         hash_token(&token)
     ))
 }
@@ -584,6 +663,13 @@ mod tests {
             .iter()
             .all(|w| !w.contains("\"test\"") && !w.contains("changeme")));
         assert_eq!(new_token().unwrap().len(), NEW_TOKEN_LEN);
+    }
+
+    #[test]
+    fn an_admin_key_is_printed_with_admin_true_and_no_routes() {
+        let text = new_key_text_with("ops", true).unwrap();
+        assert!(text.ends_with("routes = []\nadmin = true\n"), "{text}");
+        assert!(new_key_text("svc").unwrap().ends_with("routes = [\"*\"]\n"));
     }
 
     #[test]

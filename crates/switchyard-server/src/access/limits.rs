@@ -48,6 +48,22 @@ pub struct KeyLimits {
     pub rpm: Option<u64>,
     /// Tokens per minute.
     pub tpm: Option<u64>,
+    /// The limits of the team the key belongs to (database keys only), shared by every key
+    /// of the team: their own budget scope and rate buckets (`team:<id>...`).
+    pub team: Option<TeamLimits>,
+}
+
+/// A team's limits, applied across its keys (`crate::database`'s teams).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TeamLimits {
+    /// The team's id: names its budget scope and rate buckets.
+    pub id: i64,
+    /// Spend limit and its period.
+    pub budget: Option<(Money, Period)>,
+    /// Requests per minute, all its keys together.
+    pub rpm: Option<u64>,
+    /// Tokens per minute, all its keys together.
+    pub tpm: Option<u64>,
 }
 
 /// The budget scope of key `name` for the period containing `now`.
@@ -58,6 +74,17 @@ pub fn key_scope(name: &str, period: Period, now: UnixMillis) -> String {
         Period::Total => format!("key:{name}"),
         Period::Day => format!("key:{name}:day:{y:04}-{m:02}-{d:02}"),
         Period::Month => format!("key:{name}:month:{y:04}-{m:02}"),
+    }
+}
+
+/// The budget scope of team `id` for the period containing `now`.
+#[must_use]
+pub fn team_scope(id: i64, period: Period, now: UnixMillis) -> String {
+    let (y, m, d) = civil_date(now);
+    match period {
+        Period::Total => format!("team:{id}"),
+        Period::Day => format!("team:{id}:day:{y:04}-{m:02}-{d:02}"),
+        Period::Month => format!("team:{id}:month:{y:04}-{m:02}"),
     }
 }
 
@@ -111,12 +138,48 @@ pub async fn admit_rates(
             ));
         }
     }
+    if let Some(team) = &limits.team {
+        admit_team_rates(store, team, now).await?;
+    }
+    Ok(())
+}
+
+/// A team's `tpm` and `rpm`, shared by its keys.
+async fn admit_team_rates(
+    store: &dyn SharedState,
+    team: &TeamLimits,
+    now: UnixMillis,
+) -> Result<(), AccessError> {
+    let id = team.id;
+    if let Some(tpm) = team.tpm {
+        if let Err(wait) = store.rate(&format!("team:{id}:tpm"), tpm, 0, now).await {
+            return Err(AccessError::rate_limited(
+                format!("the key's team used its {tpm} tokens per minute"),
+                wait,
+            ));
+        }
+    }
+    if let Some(rpm) = team.rpm {
+        if let Err(wait) = store.rate(&format!("team:{id}:rpm"), rpm, 1, now).await {
+            return Err(AccessError::rate_limited(
+                format!("the key's team is limited to {rpm} requests per minute"),
+                wait,
+            ));
+        }
+    }
     Ok(())
 }
 
 /// The budgets a request of key `name` spends against, as the gateway's call options.
 #[must_use]
 pub fn budgets(name: &str, limits: &KeyLimits, now: UnixMillis) -> CallOptions {
+    let team = limits.team.and_then(|t| {
+        let (limit, period) = t.budget?;
+        Some(Budget {
+            scope: team_scope(t.id, period, now),
+            limit,
+        })
+    });
     let budgets = limits
         .budget
         .map(|(limit, period)| Budget {
@@ -124,6 +187,7 @@ pub fn budgets(name: &str, limits: &KeyLimits, now: UnixMillis) -> CallOptions {
             limit,
         })
         .into_iter()
+        .chain(team)
         .collect();
     CallOptions {
         budgets,
@@ -144,6 +208,13 @@ pub async fn record(
         let tokens = usage.total_tokens();
         if tokens > 0 {
             store.rate_add(&tpm_bucket(name), tpm, tokens, now).await;
+        }
+    }
+    if let Some(team) = &limits.team {
+        let tokens = usage.total_tokens();
+        if let (Some(tpm), true) = (team.tpm, tokens > 0) {
+            let bucket = format!("team:{}:tpm", team.id);
+            store.rate_add(&bucket, tpm, tokens, now).await;
         }
     }
 }
@@ -243,6 +314,27 @@ mod tests {
         record(&store, "k", &limits, &usage, now).await;
         let e = admit(&store, "k", &limits, now).await.unwrap_err();
         assert_eq!(e.status, 429);
+    }
+
+    #[tokio::test]
+    async fn a_team_adds_its_budget_scope_and_shares_its_rate_across_keys() {
+        let store = MemoryState::new();
+        let team = TeamLimits {
+            id: 7,
+            budget: Some((Money::from_usd(9.0), Period::Month)),
+            rpm: Some(2),
+            tpm: None,
+        };
+        let limits = KeyLimits {
+            team: Some(team),
+            ..KeyLimits::default()
+        };
+        let now = 1_795_969_375_000;
+        let opts = admit(&store, "a", &limits, now).await.unwrap();
+        assert_eq!(opts.budgets[0].scope, "team:7:month:2026-11");
+        assert!(admit(&store, "b", &limits, now).await.is_ok());
+        let e = admit(&store, "c", &limits, now).await.unwrap_err();
+        assert_eq!(e.status, 429, "the team's rpm counts every key of it");
     }
 
     #[tokio::test]

@@ -5,12 +5,11 @@
 
 pub mod check;
 pub mod demo;
+pub mod keys;
 pub mod report;
 pub mod serve;
 
 use clap::{Parser, Subcommand};
-
-use crate::access::keys;
 
 /// switchyard: an LLM gateway that keeps answering when a model provider fails.
 #[derive(Debug, Parser)]
@@ -36,20 +35,10 @@ pub enum Command {
     Report(report::ReportArgs),
     /// Manage client keys.
     #[command(subcommand)]
-    Keys(KeysCommand),
+    Keys(keys::KeysCommand),
     /// Replay the tutorial's gateway run (docs/tutorial.md) on switchyard's real gateway, or a
     /// scenario of your own.
     Demo(demo::DemoArgs),
-}
-
-/// `switchyard keys ...`.
-#[derive(Debug, Subcommand)]
-pub enum KeysCommand {
-    /// Print a fresh client token (once) and the `[[keys]]` lines to paste into config.
-    New {
-        /// Who the key is for (appears in logs).
-        name: String,
-    },
 }
 
 /// The `switchyard` binary's whole life for a command line (`args`, the program name
@@ -88,7 +77,7 @@ pub fn run(cli: &Cli) -> Result<(), String> {
         Command::Serve(args) => serve::run(args, cli.log_format),
         Command::Check(args) => check::run(args),
         Command::Report(args) => report::run(args),
-        Command::Keys(KeysCommand::New { name }) => keys::new_key_text(name).map(|t| print!("{t}")),
+        Command::Keys(cmd) => keys::run(cmd),
         Command::Demo(args) => demo::run(args).map_err(|e| e.to_string()),
     }
 }

@@ -15,6 +15,7 @@ mod bedrock;
 mod build;
 mod cache;
 mod clouds;
+pub mod database;
 mod deadlines;
 mod health;
 mod preflight;
@@ -146,6 +147,7 @@ pub fn validate(config: &Config) -> Vec<String> {
     validate_responses(config, &mut p);
     cache::validate(config, &mut p);
     threads::validate(config.threads.as_ref(), &mut p);
+    database::validate(config, &mut p);
     telemetry::validate(config.telemetry.as_ref(), &mut p);
     telemetry::validate_log_format(
         config.server.log_format.as_deref(),

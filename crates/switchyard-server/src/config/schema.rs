@@ -37,6 +37,8 @@ pub struct Config {
     pub telemetry: Option<super::telemetry::TelemetryToml>,
     /// `[cache]`: where the routes' cached answers are kept.
     pub cache: Option<super::cache::CacheToml>,
+    /// `[database]`: keys, teams and spend in PostgreSQL.
+    pub database: Option<super::database::DatabaseToml>,
 }
 
 /// `[responses]`: how long stored Responses API answers live and how large one may be.

@@ -28,16 +28,21 @@ pub async fn healthz() -> &'static str {
     "ok"
 }
 
-/// `GET /readyz`: 200 while serving, 503 while starting up or draining.
+/// `GET /readyz`: 200 while serving, 503 while starting up or draining. With a database
+/// it also says whether the database answers (`"database": "up"` or `"unreachable"`):
+/// traffic never depends on it, so readiness does not either.
 pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
-    if state.ready.load(Ordering::Acquire) {
-        (StatusCode::OK, Json(json!({ "ready": true })))
-    } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({ "ready": false })),
-        )
+    let ready = state.ready.load(Ordering::Acquire);
+    let mut body = json!({ "ready": ready });
+    if let Some(db) = &state.database {
+        body["database"] = json!(if db.is_up() { "up" } else { "unreachable" });
     }
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(body))
 }
 
 /// `GET /admin/health`: every provider's breaker and stats with its last active health
@@ -140,6 +145,7 @@ pub async fn metrics(
         spans_dropped: state.traces.as_ref().map_or(0, |t| t.dropped()),
         spans_exported: state.traces.as_ref().map_or(0, |t| t.exported()),
         access_dropped: state.access.as_ref().map_or(0, |a| a.dropped()),
+        database_up: state.database.as_ref().map(|d| d.is_up()),
     };
     let body = state
         .metrics

@@ -10,7 +10,7 @@ use crate::http::dialects::{chat, embeddings, flow, messages};
 use crate::http::error::ApiError;
 use crate::http::request_id::request_id;
 use crate::http::state::{AppState, Live};
-use crate::http::{admin, dashboard, edge, guard, models};
+use crate::http::{admin, dashboard, edge, guard, manage, models};
 
 /// The HTTP surface over a fixed state (`POST /admin/reload` has nothing to reload).
 pub fn app(state: AppState) -> Router {
@@ -37,6 +37,28 @@ pub fn app_live(state: Live) -> Router {
         .route("/admin/transitions", get(dashboard::transitions))
         .route("/admin/requests", get(dashboard::requests))
         .route("/admin/requests/{id}", get(dashboard::request))
+        .route(
+            "/admin/keys",
+            get(manage::keys::list).post(manage::keys::create),
+        )
+        .route(
+            "/admin/keys/{id}",
+            get(manage::keys::get)
+                .patch(manage::keys::patch)
+                .delete(manage::keys::revoke),
+        )
+        .route("/admin/keys/{id}/rotate", post(manage::keys::rotate))
+        .route(
+            "/admin/teams",
+            get(manage::teams::list).post(manage::teams::create),
+        )
+        .route(
+            "/admin/teams/{id}",
+            get(manage::teams::get)
+                .patch(manage::teams::patch)
+                .delete(manage::teams::delete),
+        )
+        .route("/admin/spend", get(manage::spend::report))
         .fallback(not_found)
         .layer(axum::middleware::from_fn(request_id_on_response));
     Router::new()

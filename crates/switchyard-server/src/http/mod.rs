@@ -13,6 +13,7 @@ pub mod dialects;
 pub mod edge;
 pub mod error;
 pub mod guard;
+pub mod manage;
 pub mod models;
 pub mod origins;
 pub(crate) mod paging;

@@ -68,6 +68,9 @@ pub struct Shared {
     pub access: Option<Arc<AccessLog>>,
     /// The routes' response cache (`crate::cache`).
     pub cache: crate::cache::Cache,
+    /// PostgreSQL (`[database]`): the admin API's keys, teams and spend; `None` without
+    /// one (those endpoints then say a database is needed).
+    pub database: Option<Arc<crate::database::Database>>,
 }
 
 /// What `POST /admin/reload` calls: re-read the config and swap it in (`crate::reload`'s
@@ -168,6 +171,7 @@ impl Shared {
             access: self.access.clone(),
             // the routes' policies are the new config's; the entries stay (`Cache::carried_from`)
             cache: with.cache.carried_from(&self.cache),
+            database: self.database.clone(),
         }
     }
 }
@@ -222,6 +226,7 @@ impl Shared {
             traces: None,
             access: None,
             cache: crate::cache::Cache::disabled(),
+            database: None,
         }
     }
 }

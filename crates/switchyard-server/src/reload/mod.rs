@@ -249,7 +249,8 @@ impl Reloader {
             .unwrap_or(crate::http::edge::DEFAULT_MAX_IN_FLIGHT);
         let keys = KeyStore::with_in_flight_default(&config.keys, max_in_flight)
             .with_metrics_token(self.parts.metrics_token.as_deref())
-            .carrying_in_flight(&old.keys, &diff.kept_keys());
+            .carrying_in_flight(&old.keys, &diff.kept_keys())
+            .with_dynamic_of(&old.keys);
         let next = old.reloaded(Reloadable {
             gateway: built.gateway,
             keys,

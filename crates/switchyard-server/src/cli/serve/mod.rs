@@ -273,13 +273,17 @@ pub async fn build_state(
         }
         None => None,
     };
+    let max_in_flight =
+        (config.server.max_in_flight).unwrap_or(crate::http::edge::DEFAULT_MAX_IN_FLIGHT);
+    let mut keys = KeyStore::with_in_flight_default(&config.keys, max_in_flight)
+        .with_metrics_token(metrics_token.as_deref());
+    let database = database(config, &env, clock, max_in_flight, tasks).await?;
+    if let Some(db) = &database {
+        keys = keys.with_dynamic(Arc::clone(db.keys()));
+    }
     let state = AppState(Arc::new(Shared {
         gateway: built.gateway,
-        keys: KeyStore::with_in_flight_default(
-            &config.keys,
-            (config.server.max_in_flight).unwrap_or(crate::http::edge::DEFAULT_MAX_IN_FLIGHT),
-        )
-        .with_metrics_token(metrics_token.as_deref()),
+        keys,
         metrics,
         log,
         insight,
@@ -296,6 +300,7 @@ pub async fn build_state(
         traces,
         access,
         cache: crate::config::response_cache(config),
+        database,
     }));
     let wired = Wired {
         store,
@@ -303,6 +308,40 @@ pub async fn build_state(
         metrics_token,
     };
     Ok((state, wired))
+}
+
+/// The database `[database]` asks for: migrated now when it answers (when it does not, the
+/// gateway starts anyway on its configured keys and the sync task keeps trying), its key
+/// sync and spend writer started on `tasks`.
+async fn database(
+    config: &Config,
+    env: &dyn Fn(&str) -> Option<String>,
+    clock: Clock,
+    max_in_flight: usize,
+    tasks: &Tasks,
+) -> Result<Option<Arc<crate::database::Database>>, String> {
+    let Some(settings) = config::database::settings(config, env)? else {
+        return Ok(None);
+    };
+    let keys = Arc::new(crate::access::dynamic::DynamicKeys::new(
+        clock,
+        max_in_flight,
+    ));
+    let db = crate::database::Database::new(&settings, keys, clock)?;
+    match db.migrate().await {
+        Ok(n) => tracing::info!(
+            target: SERVE,
+            "database: connected{}",
+            if n > 0 { format!(", {n} migration(s) applied") } else { String::new() }
+        ),
+        Err(e) => tracing::warn!(
+            target: SERVE,
+            "database: {e}; serving the configured keys until it answers"
+        ),
+    }
+    let log = config.server.request_log.as_ref().map(PathBuf::from);
+    db.start(tasks, log);
+    Ok(Some(db))
 }
 
 /// Each configured provider's kind and upstream address, as its calls' spans name them.

@@ -841,6 +841,8 @@ pub struct Extras {
     pub spans_exported: u64,
     /// Access-log lines dropped (stdout behind).
     pub access_dropped: u64,
+    /// Whether the database (`[database]`) answers; `None` without one.
+    pub database_up: Option<bool>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -885,6 +887,15 @@ impl Extras {
             "Access-log lines dropped because stdout was behind",
             counter(self.access_dropped),
         );
+        if let Some(up) = self.database_up {
+            let gauge: Gauge = Gauge::default();
+            gauge.set(i64::from(up));
+            r.register(
+                "switchyard_database_up",
+                "1 while the database ([database]) answers, 0 while it does not (keys are served from memory, changes and spend rows wait)",
+                gauge,
+            );
+        }
         r
     }
 }

@@ -425,6 +425,7 @@ fn upstream_headroom_budgets_and_telemetry_drops_are_exposed() {
         spans_dropped: 4,
         spans_exported: 9,
         access_dropped: 1,
+        database_up: Some(false),
     };
     let text = metrics.render_with(&[], 0, &memory_status(), &extras);
     assert_lines(
@@ -437,6 +438,7 @@ fn upstream_headroom_budgets_and_telemetry_drops_are_exposed() {
             "switchyard_otlp_spans_dropped_total 4",
             "switchyard_otlp_spans_exported_total 9",
             "switchyard_access_log_dropped_total 1",
+            "switchyard_database_up 0",
         ],
     );
 }
