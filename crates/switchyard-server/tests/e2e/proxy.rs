@@ -322,5 +322,8 @@ async fn streamed_content_chunks_reach_the_client_as_the_gateway_writes_them() {
     let entry: Value = serde_json::from_str(&lines_of(&log)[0]).unwrap();
     assert_eq!(entry["usage"]["input_tokens"], 25, "{entry}");
     assert_eq!(entry["usage"]["output_tokens"], 12, "{entry}");
-    assert!(entry["cost_usd"].as_f64().is_some_and(|c| c > 0.0), "{entry}");
+    assert!(
+        entry["cost_usd"].as_f64().is_some_and(|c| c > 0.0),
+        "{entry}"
+    );
 }

@@ -78,7 +78,10 @@ fn read(
         if let Some(c) = scan::text_chunk(data) {
             let out = ChatChunk {
                 model: changed(&mut seen.model, c.model.map(Cow::Borrowed)),
-                system_fingerprint: changed(&mut seen.fingerprint, c.fingerprint.map(Cow::Borrowed)),
+                system_fingerprint: changed(
+                    &mut seen.fingerprint,
+                    c.fingerprint.map(Cow::Borrowed),
+                ),
                 text: c.text,
                 ..ChatChunk::default()
             };

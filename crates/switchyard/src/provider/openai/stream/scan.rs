@@ -433,7 +433,11 @@ mod tests {
                 let text = format!("{}{stop}é~\u{7f}\"", "aé\u{80}".repeat(len));
                 let b = text.as_bytes();
                 for start in [0, 1] {
-                    let s = Scan { text: &text, b, i: start };
+                    let s = Scan {
+                        text: &text,
+                        b,
+                        i: start,
+                    };
                     let naive = (b[start..].iter())
                         .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
                         .map_or(b.len(), |n| start + n);
