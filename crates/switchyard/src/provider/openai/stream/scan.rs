@@ -501,4 +501,30 @@ mod tests {
         }
         assert_eq!(taken, 6, "the scan takes the usual chunks");
     }
+
+    /// With `n` = 2, a scanned piece of answer 0 is answer 0's text, and the finish
+    /// signal still waits for both answers.
+    #[test]
+    fn a_scanned_piece_of_two_choices_is_answer_zeros() {
+        use crate::chat::FinishReason;
+        use crate::provider::codec::StreamEvents as _;
+        use crate::provider::openai::stream::Events;
+        use crate::provider::sse::{Parsed, SseEvent};
+        let mut events = Events::new(2);
+        let mut next = |data: &str| match events.parse_event(&SseEvent::message(data)) {
+            Ok(Parsed::Chunk(c)) => c,
+            other => panic!("{other:?}"),
+        };
+        let zero = r#"{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}"#;
+        assert!(text_chunk(zero).is_some());
+        let a = next(zero);
+        assert_eq!(a.text, "Hi");
+        assert!(a.choices.is_empty() && a.finish_reason.is_none());
+        let b =
+            next(r#"{"choices":[{"index":1,"delta":{"content":"Yo"},"finish_reason":"stop"}]}"#);
+        assert_eq!((b.choices[0].index, b.choices[0].text.as_str()), (1, "Yo"));
+        assert_eq!(b.finish_reason, None, "answer 0 is still going");
+        let c = next(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#);
+        assert_eq!(c.finish_reason, Some(FinishReason::Length));
+    }
 }
