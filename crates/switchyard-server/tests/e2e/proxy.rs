@@ -237,3 +237,93 @@ async fn a_stream_that_finishes_without_done_is_ended_at_the_finish_signal() {
     );
     assert_eq!(upstream.hits(), 1);
 }
+
+/// An OpenAI stream's content chunks are read by the pass-through scan
+/// (`openai/stream/scan.rs`): what the client gets is, byte for byte, what the gateway
+/// wrote for them before — its own id, creation time and model, the upstream's
+/// fingerprint, the content with its escapes, `finish_reason` and `logprobs` as null —
+/// whatever the upstream added that the gateway does not model (`obfuscation`,
+/// `service_tier`, a field in the choice, keys in any order, whitespace), and a chunk the
+/// scan leaves to serde (a `\u` escape) is written the same way. The usage chunk still
+/// bills the request: the request log has its tokens and cost.
+#[tokio::test]
+async fn streamed_content_chunks_reach_the_client_as_the_gateway_writes_them() {
+    let pieces = [
+        "The capital",
+        " \"of\" France\\",
+        " is\n\tParis/",
+        " (Île-de-France) ✓.",
+        "é",
+    ];
+    let mut body = String::new();
+    let head = r#""id":"chatcmpl-up1","object":"chat.completion.chunk","created":1764410400"#;
+    body.push_str(&format!(
+        "data: {{{head},\"model\":\"{UPSTREAM_MODEL}\",\"service_tier\":\"default\",\"system_fingerprint\":\"fp_e2e\",\"choices\":[{{\"index\":0,\"delta\":{{\"role\":\"assistant\",\"content\":\"\"}},\"logprobs\":null,\"finish_reason\":null}}],\"usage\":null,\"obfuscation\":\"Zx1\"}}\n\n"
+    ));
+    for (i, p) in pieces.iter().enumerate() {
+        let content = if *p == "é" {
+            "\"\\u00e9\"".to_owned() // an escape the scan leaves to serde
+        } else {
+            serde_json::to_string(p).unwrap().replace('/', "\\/")
+        };
+        body.push_str(&format!(
+            "data: {{ \"choices\" : [ {{\"logprobs\":null,\"delta\":{{\"content\":{content}}},\"index\":0,\"finish_reason\":null,\"x\":{{\"n\":[{i},-1.5e2,true]}}}} ],{head},\"model\":\"{UPSTREAM_MODEL}\",\"system_fingerprint\":\"fp_e2e\",\"usage\":null,\"obfuscation\":\"a{i}\"}}\n\n"
+        ));
+    }
+    body.push_str(&format!(
+        "data: {{{head},\"model\":\"{UPSTREAM_MODEL}\",\"system_fingerprint\":\"fp_e2e\",\"choices\":[{{\"index\":0,\"delta\":{{}},\"logprobs\":null,\"finish_reason\":\"stop\"}}],\"usage\":null}}\n\n"
+    ));
+    body.push_str(&format!(
+        "data: {{{head},\"model\":\"{UPSTREAM_MODEL}\",\"choices\":[],\"usage\":{{\"prompt_tokens\":25,\"completion_tokens\":12,\"total_tokens\":37}}}}\n\ndata: [DONE]\n\n"
+    ));
+    let upstream = wiremock::MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(CHAT_PATH))
+        .respond_with(ok_stream(body))
+        .expect(1)
+        .mount(&upstream)
+        .await;
+    let scratch = Scratch::new("e2e", "stream-pass");
+    let log = scratch.file("requests.jsonl");
+    let config = format!(
+        "[server]\nrequest_log = {:?}\n\n{}{}",
+        log.to_str().unwrap(),
+        openai_provider("gpt", &upstream.uri(), PRICE),
+        route("smart", &["gpt"], "")
+    );
+    let server = Server::start(scratch, &config, &key_env());
+    let reply = server
+        .chat(&stream_body("smart", "Capital of France?"))
+        .await;
+    reply.expect_status(200);
+    let events = sse_data(&reply.text);
+    let first: Value = serde_json::from_str(&events[0]).unwrap();
+    let (id, created) = (first["id"].as_str().unwrap(), &first["created"]);
+    assert_ne!(id, "chatcmpl-up1", "the gateway's own id");
+    let content: Vec<&String> = events
+        .iter()
+        .filter(|e| e.contains("\"content\"") && !e.contains("\"role\""))
+        .collect();
+    assert_eq!(content.len(), pieces.len(), "{}", reply.text);
+    for (sent, p) in content.iter().zip(pieces) {
+        let expected = format!(
+            "{{\"id\":\"{id}\",\"object\":\"chat.completion.chunk\",\"created\":{created},\"model\":\"{UPSTREAM_MODEL}\",\"system_fingerprint\":\"fp_e2e\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{}}},\"finish_reason\":null,\"logprobs\":null}}]}}",
+            serde_json::to_string(p).unwrap()
+        );
+        assert_eq!(**sent, expected);
+    }
+    assert_eq!(streamed_text(&events), pieces.concat());
+    assert_eq!(events.last().map(String::as_str), Some("[DONE]"));
+    let usage: Value = serde_json::from_str(&events[events.len() - 2]).unwrap();
+    assert_eq!(usage["usage"]["completion_tokens"], 12, "{usage}");
+    assert!(!reply.text.contains("obfuscation") && !reply.text.contains("service_tier"));
+
+    eventually("the request-log line", || lines_of(&log).len() == 1).await;
+    let entry: Value = serde_json::from_str(&lines_of(&log)[0]).unwrap();
+    assert_eq!(entry["usage"]["input_tokens"], 25, "{entry}");
+    assert_eq!(entry["usage"]["output_tokens"], 12, "{entry}");
+    assert!(
+        entry["cost_usd"].as_f64().is_some_and(|c| c > 0.0),
+        "{entry}"
+    );
+}

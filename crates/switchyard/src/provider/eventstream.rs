@@ -147,7 +147,7 @@ fn as_event(message: &Message) -> Result<SseEvent, ProviderError> {
         }
     };
     Ok(SseEvent {
-        event,
+        event: event.into(),
         data,
         id: None,
         retry: None,

@@ -23,6 +23,7 @@
 //! not at `[DONE]` — after a finish it waits a short grace only for a trailing usage event.
 //! Does not know any vendor's payloads: adapters interpret `data`.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::future::Future as _;
 use std::pin::Pin;
@@ -43,8 +44,9 @@ pub const DEFAULT_USAGE_GRACE: Duration = Duration::from_millis(250);
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SseEvent {
-    /// The `event:` name, `message` when none was given.
-    pub event: String,
+    /// The `event:` name, `message` when none was given (then not allocated: most events
+    /// of most vendors have no name).
+    pub event: Cow<'static, str>,
     /// The `data:` lines joined with `\n`.
     pub data: String,
     /// The last event id seen so far in the stream (it persists across events).
@@ -58,7 +60,7 @@ impl SseEvent {
     #[must_use]
     pub fn message(data: impl Into<String>) -> Self {
         Self {
-            event: "message".to_owned(),
+            event: Cow::Borrowed("message"),
             data: data.into(),
             id: None,
             retry: None,
@@ -212,9 +214,9 @@ impl SseParser {
         self.data.clear();
         Some(SseEvent {
             event: if event.is_empty() {
-                "message".to_owned()
+                Cow::Borrowed("message")
             } else {
-                event
+                Cow::Owned(event)
             },
             data,
             id: self.last_id.clone().filter(|id| !id.is_empty()),

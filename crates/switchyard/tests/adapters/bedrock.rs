@@ -169,7 +169,7 @@ pub fn frame(headers: &[(&str, &str)], payload: &[u8]) -> Vec<u8> {
 pub fn frames(sse: &str) -> Vec<u8> {
     let mut out = Vec::new();
     for event in SseParser::new().push(sse.as_bytes()) {
-        let exception = match event.event.as_str() {
+        let exception = match &*event.event {
             "error" => Some("internalServerException"),
             name => name.strip_prefix("exception:"),
         };

@@ -66,7 +66,7 @@ impl StreamEvents for Events {
                 ))
             })
         };
-        match event.event.as_str() {
+        match &*event.event {
             "messageStart" | "contentBlockStop" => Ok(Parsed::Skip),
             "contentBlockStart" => {
                 let value = value()?;

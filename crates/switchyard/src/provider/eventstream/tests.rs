@@ -62,7 +62,7 @@ async fn frames_become_named_events_however_the_bytes_are_split() {
             .into_iter()
             .map(Result::unwrap)
             .collect();
-        let names: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
+        let names: Vec<&str> = events.iter().map(|e| &*e.event).collect();
         assert_eq!(
             names,
             [

@@ -2,7 +2,11 @@
 //! one-answer stream needs no state); [`Events`] reads a stream's events for the shared
 //! HTTP provider (the model and `system_fingerprint` on the chunks where they change only)
 //! and, for a request with `n` > 1, carries the later answers' pieces and holds the finish
-//! signal until every answer has finished.
+//! signal until every answer has finished. The stream's usual chunk (choice 0's text and
+//! nothing else the gateway reads) is read by one pass over its bytes (`scan.rs`), the
+//! rest by serde: both give the same chunk.
+
+mod scan;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -68,6 +72,31 @@ fn read(
     if data == "[DONE]" {
         return Ok(None);
     }
+    // the stream's usual chunk (text for choice 0, nothing else the gateway reads), read
+    // by one pass over its bytes; every other chunk by serde (`scan.rs`)
+    if event.event != "error" {
+        if let Some(c) = scan::text_chunk(data) {
+            let out = ChatChunk {
+                model: changed(&mut seen.model, c.model.map(Cow::Borrowed)),
+                system_fingerprint: changed(
+                    &mut seen.fingerprint,
+                    c.fingerprint.map(Cow::Borrowed),
+                ),
+                text: c.text,
+                ..ChatChunk::default()
+            };
+            return Ok(Some((out, Vec::new())));
+        }
+    }
+    read_serde(event, data, seen)
+}
+
+/// [`read`] by serde, for any event (`data`: its data, trimmed, not `[DONE]`).
+fn read_serde(
+    event: &SseEvent,
+    data: &str,
+    seen: &mut Seen,
+) -> Result<Option<(ChatChunk, Vec<ChoiceDelta>)>, ProviderError> {
     let chunk: wire::Chunk = serde_json::from_str(data).map_err(|e| {
         malformed(format!(
             "stream chunk is not valid JSON ({e}): {}",

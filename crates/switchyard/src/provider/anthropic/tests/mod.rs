@@ -80,7 +80,7 @@ fn tool_calling(id: &str, arguments: &str) -> Message {
 /// A server-sent event named `name` carrying `data`.
 fn event(name: &str, data: Value) -> SseEvent {
     SseEvent {
-        event: name.to_owned(),
+        event: name.to_owned().into(),
         ..SseEvent::message(data.to_string())
     }
 }

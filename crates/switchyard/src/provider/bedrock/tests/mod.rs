@@ -315,7 +315,7 @@ fn stop_reasons_map() {
 
 fn ev(name: &str, data: Value) -> SseEvent {
     SseEvent {
-        event: name.into(),
+        event: name.to_owned().into(),
         data: data.to_string(),
         id: None,
         retry: None,

@@ -172,7 +172,7 @@ impl StreamEvents for Events {
         let kind = value
             .get("type")
             .and_then(Value::as_str)
-            .unwrap_or(event.event.as_str());
+            .unwrap_or(&event.event);
         match kind {
             "error" if value.get("error").is_some() => Err(classify_value(&value)),
             "error" => Err(classify_value(&json!({ "error": value }))),

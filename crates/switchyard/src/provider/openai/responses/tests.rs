@@ -205,7 +205,7 @@ fn incomplete_and_failed_responses() {
 
 fn event(data: Value) -> SseEvent {
     SseEvent {
-        event: data["type"].as_str().unwrap_or("message").to_owned(),
+        event: data["type"].as_str().unwrap_or("message").to_owned().into(),
         ..SseEvent::message(data.to_string())
     }
 }

@@ -443,7 +443,7 @@ fn streamed_reasoning_content_is_reasoning_block_zero() {
     let data = serde_json::json!({"object": "chat.completion.chunk", "choices": [{"index": 0,
         "delta": {"reasoning_content": "Compare", "content": null}}]});
     let event = SseEvent {
-        event: String::new(),
+        event: String::new().into(),
         data: data.to_string(),
         id: None,
         retry: None,
@@ -486,7 +486,7 @@ fn audio_citations_and_function_calls_ride_in_native() {
     let data = serde_json::json!({"object": "chat.completion.chunk", "choices": [{"index": 0,
         "delta": {"function_call": {"name": "f", "arguments": "{}"}}}]});
     let event = SseEvent {
-        event: String::new(),
+        event: String::new().into(),
         data: data.to_string(),
         id: None,
         retry: None,

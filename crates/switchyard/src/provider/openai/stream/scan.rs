@@ -1,0 +1,530 @@
+//! The pass-through read of a stream's usual chunk: one choice (index 0) whose delta is
+//! only `content` (and perhaps `role`), no finish reason, no log probabilities, no usage.
+//! Every other chunk of a stream is the minority (the role, finish and usage chunks, tool
+//! calls, reasoning, refusals, `n` > 1, OpenAI's own extras, errors), and is read by
+//! serde as before.
+//!
+//! [`text_chunk`] walks the event's JSON bytes once, borrowing the model and fingerprint
+//! and copying the content into its `String` (its escapes decoded), and reads nothing it
+//! does not need: what serde would ignore (`created`, `service_tier`, `obfuscation`, a
+//! role, any field the gateway does not model) is only checked to be well-formed JSON. It
+//! answers `None` — "read this one with serde" — for anything it is not sure of: a shape
+//! other than the above, a field serde would reject (a duplicate, a wrong type), an escape
+//! in a key or in a borrowed string, a `\u` escape in the content, nesting deeper than
+//! [`MAX_DEPTH`], or bytes that are not JSON. So a chunk it reads is the chunk serde reads,
+//! and one it does not is read (or refused) exactly as before.
+
+/// The deepest nesting of a skipped value the scan follows (deeper: serde reads it).
+const MAX_DEPTH: u32 = 32;
+
+/// What the gateway needs of a content chunk.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct TextChunk<'a> {
+    /// The chunk's `model`, when it has one (not `null`).
+    pub model: Option<&'a str>,
+    /// Its `system_fingerprint`, when it has one.
+    pub fingerprint: Option<&'a str>,
+    /// Choice 0's `delta.content`, decoded (empty when `null` or absent).
+    pub text: String,
+}
+
+/// Read `data` (an event's data, trimmed) as a content chunk; `None` when it is not one
+/// the scan is sure of (see the module docs).
+pub(super) fn text_chunk(data: &str) -> Option<TextChunk<'_>> {
+    let mut s = Scan {
+        text: data,
+        b: data.as_bytes(),
+        i: 0,
+    };
+    let mut out = TextChunk {
+        model: None,
+        fingerprint: None,
+        text: String::new(),
+    };
+    let mut seen = Seen::default();
+    let mut choices = false;
+    s.ws();
+    s.eat(b'{')?;
+    loop {
+        s.ws();
+        let key = s.raw_str()?;
+        s.ws();
+        s.eat(b':')?;
+        s.ws();
+        match key {
+            "id" => {
+                seen.once(0)?;
+                s.str_or_null()?;
+            }
+            "object" => {
+                seen.once(1)?;
+                // vLLM's error object says `"object": "error"`: serde's to read
+                if s.str_or_null()? == Some("error") {
+                    return None;
+                }
+            }
+            "model" => {
+                seen.once(2)?;
+                out.model = s.str_or_null()?;
+            }
+            "system_fingerprint" => {
+                seen.once(3)?;
+                out.fingerprint = s.str_or_null()?;
+            }
+            "choices" => {
+                seen.once(4)?;
+                s.choices(&mut out.text)?;
+                choices = true;
+            }
+            // usage, an error or Groq's extension: only their absence is this scan's
+            "usage" | "x_groq" | "error" => {
+                seen.once(5)?;
+                s.null()?;
+            }
+            _ => s.skip(0)?,
+        }
+        s.ws();
+        if s.eat(b',').is_none() {
+            break;
+        }
+    }
+    s.eat(b'}')?;
+    s.ws();
+    (choices && s.i == s.b.len()).then_some(out)
+}
+
+/// Which of an object's known keys were read (serde refuses a duplicate).
+#[derive(Default)]
+struct Seen(u16);
+
+impl Seen {
+    fn once(&mut self, key: u16) -> Option<()> {
+        let bit = 1 << key;
+        if self.0 & bit != 0 {
+            return None;
+        }
+        self.0 |= bit;
+        Some(())
+    }
+}
+
+/// A cursor over JSON bytes.
+struct Scan<'a> {
+    /// The bytes as text (a run between two ASCII bytes is borrowed from it unchecked).
+    text: &'a str,
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Scan<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    /// Skip JSON whitespace.
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, byte: u8) -> Option<()> {
+        (self.peek() == Some(byte)).then(|| self.i += 1)
+    }
+
+    fn word(&mut self, word: &[u8]) -> Option<()> {
+        let end = self.i.checked_add(word.len())?;
+        (self.b.get(self.i..end) == Some(word)).then(|| self.i = end)
+    }
+
+    fn null(&mut self) -> Option<()> {
+        self.word(b"null")
+    }
+
+    /// The end of a string's plain run from `self.i`: the first `"`, `\` or control
+    /// character (or the end of the bytes).
+    fn plain_run(&self) -> usize {
+        const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+        const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+        let mut at = self.i;
+        // eight bytes at a time (as serde_json's `skip_to_escape`): a byte that is `"`,
+        // `\` or below 0x20 sets its high bit in `stop`; the lowest set bit is the first
+        while let Some(word) = self.b.get(at..at + 8) {
+            let mut eight = [0; 8];
+            eight.copy_from_slice(word);
+            let w = u64::from_le_bytes(eight);
+            let zero_at = |x: u64| x.wrapping_sub(ONES) & !x;
+            let stop = (zero_at(w ^ (ONES * u64::from(b'"')))
+                | zero_at(w ^ (ONES * u64::from(b'\\')))
+                | w.wrapping_sub(ONES * 0x20) & !w)
+                & HIGH;
+            if stop != 0 {
+                return at + (stop.trailing_zeros() / 8) as usize;
+            }
+            at += 8;
+        }
+        let rest = &self.b[at..];
+        rest.iter()
+            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+            .map_or(self.b.len(), |n| at + n)
+    }
+
+    /// A string with no escape, borrowed.
+    fn raw_str(&mut self) -> Option<&'a str> {
+        self.eat(b'"')?;
+        let start = self.i;
+        let end = self.plain_run();
+        if self.b.get(end) != Some(&b'"') {
+            return None;
+        }
+        self.i = end + 1;
+        self.text.get(start..end)
+    }
+
+    /// A string with no escape, or `null`.
+    fn str_or_null(&mut self) -> Option<Option<&'a str>> {
+        if self.peek() == Some(b'n') {
+            self.null()?;
+            return Some(None);
+        }
+        self.raw_str().map(Some)
+    }
+
+    /// A string appended to `out`, its escapes decoded (not `\u`: serde's).
+    fn decoded_str(&mut self, out: &mut String) -> Option<()> {
+        self.eat(b'"')?;
+        loop {
+            let start = self.i;
+            let end = self.plain_run();
+            out.push_str(self.text.get(start..end)?);
+            self.i = end;
+            match self.peek()? {
+                b'"' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                b'\\' => {
+                    let c = match *self.b.get(self.i + 1)? {
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        _ => return None,
+                    };
+                    out.push(c);
+                    self.i += 2;
+                }
+                _ => return None, // a control character: serde refuses it
+            }
+        }
+    }
+
+    /// `"choices": [ {one choice 0 with content only} ]`, its content appended to `text`.
+    fn choices(&mut self, text: &mut String) -> Option<()> {
+        self.eat(b'[')?;
+        self.ws();
+        self.eat(b'{')?;
+        let mut seen = Seen::default();
+        loop {
+            self.ws();
+            let key = self.raw_str()?;
+            self.ws();
+            self.eat(b':')?;
+            self.ws();
+            match key {
+                "index" => {
+                    seen.once(0)?;
+                    self.eat(b'0')?;
+                    if self.peek().is_some_and(|c| c.is_ascii_digit() || c == b'.') {
+                        return None;
+                    }
+                }
+                "delta" => {
+                    seen.once(1)?;
+                    self.delta(text)?;
+                }
+                "finish_reason" | "logprobs" => {
+                    seen.once(if key == "logprobs" { 2 } else { 3 })?;
+                    self.null()?;
+                }
+                _ => self.skip(1)?,
+            }
+            self.ws();
+            if self.eat(b',').is_none() {
+                break;
+            }
+        }
+        self.eat(b'}')?;
+        self.ws();
+        self.eat(b']')
+    }
+
+    /// A delta of `content` (and perhaps a `role` or fields nobody models), the content
+    /// appended to `text`.
+    fn delta(&mut self, text: &mut String) -> Option<()> {
+        self.eat(b'{')?;
+        self.ws();
+        if self.eat(b'}').is_some() {
+            return Some(());
+        }
+        let mut content = false;
+        loop {
+            self.ws();
+            let key = self.raw_str()?;
+            self.ws();
+            self.eat(b':')?;
+            self.ws();
+            match key {
+                "content" => {
+                    if std::mem::replace(&mut content, true) {
+                        return None;
+                    }
+                    if self.peek() == Some(b'n') {
+                        self.null()?;
+                    } else {
+                        self.decoded_str(text)?;
+                    }
+                }
+                // what the shared shape models besides the content: serde's to read
+                "refusal" | "tool_calls" | "reasoning_content" | "reasoning" | "audio"
+                | "annotations" | "function_call" => return None,
+                _ => self.skip(2)?,
+            }
+            self.ws();
+            if self.eat(b',').is_none() {
+                break;
+            }
+        }
+        self.eat(b'}')
+    }
+
+    /// Any JSON value, checked and passed over.
+    fn skip(&mut self, depth: u32) -> Option<()> {
+        match self.peek()? {
+            b'"' => self.skip_str(),
+            b'{' => self.skip_seq(depth, b'}', true),
+            b'[' => self.skip_seq(depth, b']', false),
+            b't' => self.word(b"true"),
+            b'f' => self.word(b"false"),
+            b'n' => self.null(),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => None,
+        }
+    }
+
+    /// An object (`keyed`) or an array, its members checked.
+    fn skip_seq(&mut self, depth: u32, close: u8, keyed: bool) -> Option<()> {
+        if depth >= MAX_DEPTH {
+            return None;
+        }
+        self.i += 1;
+        self.ws();
+        if self.eat(close).is_some() {
+            return Some(());
+        }
+        loop {
+            self.ws();
+            if keyed {
+                self.skip_str()?;
+                self.ws();
+                self.eat(b':')?;
+                self.ws();
+            }
+            self.skip(depth + 1)?;
+            self.ws();
+            if self.eat(b',').is_none() {
+                break;
+            }
+        }
+        self.eat(close)
+    }
+
+    /// A string, its escapes checked.
+    fn skip_str(&mut self) -> Option<()> {
+        self.eat(b'"')?;
+        loop {
+            self.i = self.plain_run();
+            match self.peek()? {
+                b'"' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                b'\\' => {
+                    match *self.b.get(self.i + 1)? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.i += 2,
+                        b'u' => {
+                            let hex = self.b.get(self.i + 2..self.i + 6)?;
+                            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                                return None;
+                            }
+                            // a surrogate: whether serde pairs it is serde's to say
+                            if matches!(hex[0], b'd' | b'D') && hex[1] >= b'8' {
+                                return None;
+                            }
+                            self.i += 6;
+                        }
+                        _ => return None,
+                    }
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A number, as JSON writes one.
+    fn number(&mut self) -> Option<()> {
+        let _ = self.eat(b'-');
+        match self.peek()? {
+            b'0' => self.i += 1,
+            b'1'..=b'9' => self.digits(),
+            _ => return None,
+        }
+        if self.eat(b'.').is_some() {
+            self.peek().filter(u8::is_ascii_digit)?;
+            self.digits();
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.i += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.i += 1;
+            }
+            self.peek().filter(u8::is_ascii_digit)?;
+            self.digits();
+        }
+        // `01`, `1x`: not a number serde reads
+        match self.peek() {
+            Some(c) if c.is_ascii_alphanumeric() || c == b'.' => None,
+            _ => Some(()),
+        }
+    }
+
+    fn digits(&mut self) {
+        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            self.i += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_usual_chunk() {
+        let c = text_chunk(
+            r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","system_fingerprint":"fp","choices":[{"index":0,"delta":{"content":"Hi \"x\"\n"},"logprobs":null,"finish_reason":null}],"obfuscation":"ab","service_tier":{"a":[1,-2.5e3,true,null,"\u00e9"]}}"#,
+        )
+        .unwrap();
+        assert_eq!(c.model, Some("m"));
+        assert_eq!(c.fingerprint, Some("fp"));
+        assert_eq!(c.text, "Hi \"x\"\n");
+    }
+
+    /// The eight-at-a-time run ends where a byte-by-byte one does: at each stop byte in
+    /// every position, after multi-byte characters, and at the end.
+    #[test]
+    fn a_plain_run_ends_at_the_first_quote_backslash_or_control() {
+        for len in 0..20 {
+            for stop in ["\"", "\\", "\n", "\u{1f}", "\u{0}", ""] {
+                let text = format!("{}{stop}é~\u{7f}\"", "aé\u{80}".repeat(len));
+                let b = text.as_bytes();
+                for start in [0, 1] {
+                    let s = Scan {
+                        text: &text,
+                        b,
+                        i: start,
+                    };
+                    let naive = (b[start..].iter())
+                        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+                        .map_or(b.len(), |n| start + n);
+                    assert_eq!(s.plain_run(), naive, "{text:?} from {start}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn leaves_everything_else_to_serde() {
+        for data in [
+            r#"{"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"}]}"#,
+            r#"{"choices":[{"index":1,"delta":{"content":"a"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"a"}},{"index":1,"delta":{}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"\u00e9"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"a","content":"b"}}]}"#,
+            r#"{"model":"a","model":"b","choices":[{"index":0,"delta":{"content":"a"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"a"}}],"usage":{"prompt_tokens":1}}"#,
+            r#"{"object":"error","choices":[{"index":0,"delta":{"content":"a"}}]}"#,
+            r#"{"id":7,"choices":[{"index":0,"delta":{"content":"a"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"a"}}],"x":01}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"a"}}],"x":"\q"}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"a"}}]} x"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"a"}}],}"#,
+            r#"{"choices":[]}"#,
+            r#"{"id":"a"}"#,
+            "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\u{1}\"}}]}",
+        ] {
+            assert_eq!(text_chunk(data), None, "{data}");
+        }
+    }
+
+    /// Whatever the scan reads, it reads as serde does: the same chunk, and the same
+    /// model and fingerprint stated (once, where they change), for chunks it takes and
+    /// chunks it leaves, in one stream.
+    #[test]
+    fn a_scanned_chunk_is_the_chunk_serde_reads() {
+        use crate::provider::openai::stream::{read, read_serde, Seen};
+        use crate::provider::sse::SseEvent;
+        let stream = [
+            r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}"#,
+            r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hel"},"logprobs":null,"finish_reason":null}]}"#,
+            r#" { "id" : null , "model" : "m" , "choices" : [ { "delta" : { "content" : "lo\\ \/ \b\f\r\t" } } ] , "created" : -0.5E+2 } "#,
+            r#"{"model":"m2","system_fingerprint":"fp","choices":[{"index":0,"delta":{"content":null}}],"usage":null}"#,
+            r#"{"model":"m2","system_fingerprint":"fp","choices":[{"index":0,"delta":{}}],"extra":[[],{},[{"a":"\u0041"}]]}"#,
+            r#"{"model":"m2","system_fingerprint":null,"choices":[{"index":0,"delta":{"content":"é ✓ 😀"},"custom":{"x":1}}]}"#,
+            r#"{"model":"m3","choices":[{"index":0,"delta":{"content":"\u00e9"}}]}"#,
+            r#"{"model":"m3","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}"#,
+        ];
+        let (mut fast, mut slow) = (Seen::default(), Seen::default());
+        let mut taken = 0;
+        for data in stream {
+            let event = SseEvent::message(data);
+            let trimmed = event.data.trim();
+            taken += usize::from(text_chunk(trimmed).is_some());
+            let a = read(&event, &mut fast).unwrap();
+            let b = read_serde(&event, trimmed, &mut slow).unwrap();
+            assert_eq!(a, b, "{data}");
+        }
+        assert_eq!(taken, 6, "the scan takes the usual chunks");
+    }
+
+    /// With `n` = 2, a scanned piece of answer 0 is answer 0's text, and the finish
+    /// signal still waits for both answers.
+    #[test]
+    fn a_scanned_piece_of_two_choices_is_answer_zeros() {
+        use crate::chat::FinishReason;
+        use crate::provider::codec::StreamEvents as _;
+        use crate::provider::openai::stream::Events;
+        use crate::provider::sse::{Parsed, SseEvent};
+        let mut events = Events::new(2);
+        let mut next = |data: &str| match events.parse_event(&SseEvent::message(data)) {
+            Ok(Parsed::Chunk(c)) => c,
+            other => panic!("{other:?}"),
+        };
+        let zero = r#"{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}"#;
+        assert!(text_chunk(zero).is_some());
+        let a = next(zero);
+        assert_eq!(a.text, "Hi");
+        assert!(a.choices.is_empty() && a.finish_reason.is_none());
+        let b =
+            next(r#"{"choices":[{"index":1,"delta":{"content":"Yo"},"finish_reason":"stop"}]}"#);
+        assert_eq!((b.choices[0].index, b.choices[0].text.as_str()), (1, "Yo"));
+        assert_eq!(b.finish_reason, None, "answer 0 is still going");
+        let c = next(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#);
+        assert_eq!(c.finish_reason, Some(FinishReason::Length));
+    }
+}
