@@ -95,7 +95,7 @@ pub struct LogEntry {
     /// What the route's response cache did (`docs/cache.md`); absent on a route without
     /// one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache: Option<CacheLog>,
+    pub cache: Option<Box<CacheLog>>,
     /// The W3C trace id (hex): the client's, or the trace started for the request when
     /// traces are exported.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -92,11 +92,19 @@ pub(crate) struct Ctx {
     /// What the body spent of the request's memory bounds, for a stored conversation it
     /// continues (`super::expansion`).
     pub spent: super::expansion::Spent,
-    /// On a cached route: the entry the answer is stored under when it may be (a streamed
-    /// answer's writer stores it once complete: `super::sse`).
-    pub cache_plan: Option<Arc<crate::cache::Plan>>,
-    /// On a cached route: what its cache did (`x-switchyard-cache`, the log line).
-    pub cache_note: Option<CacheNote>,
+    /// On a cached route: what its cache does for the request ([`CacheCtx`]). Boxed: every
+    /// request moves its context several times, and most routes have no cache.
+    pub cache: Option<Box<CacheCtx>>,
+}
+
+/// What a cached route's cache does for one request.
+#[derive(Debug, Clone)]
+pub(crate) struct CacheCtx {
+    /// The entry the answer is stored under when it may be (a streamed answer's writer
+    /// stores it once complete: `super::sse`); `None` once nothing is to be stored.
+    pub plan: Option<Arc<crate::cache::Plan>>,
+    /// What the cache did (`x-switchyard-cache`, the log line).
+    pub note: CacheNote,
 }
 
 impl Ctx {
@@ -128,8 +136,7 @@ impl Ctx {
             trace: RequestTrace::of(headers, state.traces.as_deref()),
             input: None,
             spent: super::expansion::Spent::default(),
-            cache_plan: None,
-            cache_note: None,
+            cache: None,
         }
     }
 
@@ -149,6 +156,16 @@ impl Ctx {
 
     pub(crate) fn elapsed(&self) -> Duration {
         self.started.elapsed()
+    }
+
+    /// What the route's cache did for the request, on a cached route.
+    pub(crate) fn cache_note(&self) -> Option<CacheNote> {
+        self.cache.as_ref().map(|c| c.note)
+    }
+
+    /// The entry the answer is to be stored under, when it may be stored.
+    pub(crate) fn cache_plan(&self) -> Option<&Arc<crate::cache::Plan>> {
+        self.cache.as_ref().and_then(|c| c.plan.as_ref())
     }
 
     /// The log line for a finished request. The route is the client's text (a refused
@@ -191,7 +208,7 @@ impl Ctx {
                 .as_ref()
                 .map(|i| Arc::new(content::input_only(i))),
             dropped: Vec::new(),
-            cache: self.cache_note.map(cache_log),
+            cache: self.cache_note().map(cache_log),
         }
     }
 
@@ -237,17 +254,17 @@ pub(crate) fn completion_entry(
     if let Some(input) = &ctx.input {
         entry.content = Some(Arc::new(content::with_output(input, resp)));
     }
-    entry.cache = resp.cache.or(ctx.cache_note).map(cache_log);
+    entry.cache = resp.cache.or(ctx.cache_note()).map(cache_log);
     entry
 }
 
 /// A cache note as the log line says it.
-fn cache_log(note: CacheNote) -> CacheLog {
-    CacheLog {
+fn cache_log(note: CacheNote) -> Box<CacheLog> {
+    Box::new(CacheLog {
         status: std::borrow::Cow::Borrowed(note.status.as_str()),
         saved_usd: note.saved_usd.map(Money::to_usd),
         age_s: note.age_s,
-    }
+    })
 }
 
 /// `x-switchyard-cache` (and `age` for an answer served from the cache), on a cached
@@ -303,7 +320,7 @@ pub(crate) fn who_answered(
     if !ctx.dropped.is_empty() {
         set(headers, DROPPED, &ctx.dropped.names().join(", "));
     }
-    cache_headers(headers, ctx.cache_note);
+    cache_headers(headers, ctx.cache_note());
 }
 
 /// The request's fields `provider` ignored: advisory ones it has no place for.

@@ -81,7 +81,7 @@ pub(crate) async fn answer_with(
                 .request(&ctx.route_label, status, ctx.stream, ctx.elapsed());
             let mut resp = error(err);
             set(resp.headers_mut(), X_REQUEST_ID, &ctx.id);
-            super::ctx::cache_headers(resp.headers_mut(), ctx.cache_note);
+            super::ctx::cache_headers(resp.headers_mut(), ctx.cache_note());
             (resp, Some(entry))
         }
     };
@@ -274,7 +274,7 @@ async fn handle<D: Dialect>(
     if let Some(plan) = &plan {
         Box::pin(cache_put(state, plan, &resp)).await;
     }
-    resp.cache = ctx.cache_note;
+    resp.cache = ctx.cache_note();
     if let Some(note) = resp.cache {
         state
             .metrics
@@ -311,18 +311,18 @@ fn cache_plan(
         saved_usd: None,
         reason,
     };
-    match plan {
-        Ok(plan) => {
-            ctx.cache_note = Some(note(CacheStatus::Miss, None));
-            let plan = std::sync::Arc::new(plan);
-            ctx.cache_plan = Some(std::sync::Arc::clone(&plan));
-            Some(plan)
-        }
-        Err(reason) => {
-            ctx.cache_note = Some(note(CacheStatus::Bypass, Some(reason)));
-            None
-        }
-    }
+    let (plan, note) = match plan {
+        Ok(plan) => (
+            Some(std::sync::Arc::new(plan)),
+            note(CacheStatus::Miss, None),
+        ),
+        Err(reason) => (None, note(CacheStatus::Bypass, Some(reason))),
+    };
+    ctx.cache = Some(Box::new(super::ctx::CacheCtx {
+        plan: plan.clone(),
+        note,
+    }));
+    plan
 }
 
 /// A fresh stored answer for `plan`, as served (`hit`).
@@ -348,8 +348,9 @@ async fn from_cache<D: Dialect>(
     extra: &D::Extra,
     resp: ChatResponse,
 ) -> Response {
-    ctx.cache_note = resp.cache;
-    ctx.cache_plan = None;
+    ctx.cache = resp
+        .cache
+        .map(|note| Box::new(super::ctx::CacheCtx { plan: None, note }));
     if let Some(note) = resp.cache {
         state
             .metrics
@@ -381,7 +382,7 @@ async fn stale_or_error<D: Dialect>(
             return Ok(from_cache::<D>(state, ctx, extra, resp).await);
         }
     }
-    if let Some(status) = ctx.cache_note.map(|n| n.status) {
+    if let Some(status) = ctx.cache_note().map(|n| n.status) {
         state.metrics.cache(&ctx.route_label, status.as_str(), None);
     }
     Err(ApiError::from(err))

@@ -251,11 +251,11 @@ impl<D: Dialect> Writer<D> {
             StreamEvent::Chunk(c) => self.encoder.chunk(&c),
             StreamEvent::Done(mut resp) => {
                 self.stream = None;
-                if let Some(plan) = &self.ctx.cache_plan {
+                if let Some(plan) = self.ctx.cache_plan() {
                     // boxed: this future is made for every chunk (see `flow::handle`)
                     Box::pin(super::flow::cache_put(&self.state, plan, &resp)).await;
                 }
-                resp.cache = self.ctx.cache_note;
+                resp.cache = self.ctx.cache_note();
                 if let Some(note) = resp.cache {
                     (self.state.metrics).cache(&self.ctx.route_label, note.status.as_str(), None);
                 }
