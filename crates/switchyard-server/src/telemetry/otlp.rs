@@ -561,6 +561,12 @@ fn request_attributes(
     if !e.dropped.is_empty() {
         a.push(KeyValue::new("switchyard.dropped", e.dropped.join(",")));
     }
+    if let Some(cache) = &e.cache {
+        a.push(KeyValue::new("switchyard.cache", cache.status.to_string()));
+        if let Some(saved) = cache.saved_usd {
+            a.push(KeyValue::new("switchyard.cache.saved_usd", saved));
+        }
+    }
     if let Some(rung) = e.attempts.iter().find_map(|a| match &a.outcome {
         Outcome::Rescue { method } => Some(method.clone()),
         _ => None,
@@ -847,6 +853,34 @@ mod tests {
         assert_eq!(
             value(&spans[0].attributes, "switchyard.dropped"),
             Some(&"seed,presence_penalty".into())
+        );
+    }
+
+    /// A cached route's request span says what its cache did and what a hit saved.
+    #[test]
+    fn the_request_span_says_what_the_cache_did() {
+        let scope = InstrumentationScope::builder("test").build();
+        let mut e = entry(Vec::new());
+        assert_eq!(
+            value(
+                &spans(&e, &HashMap::new(), &scope)[0].attributes,
+                "switchyard.cache"
+            ),
+            None
+        );
+        e.cache = Some(Box::new(crate::telemetry::log::CacheLog {
+            status: "hit".into(),
+            saved_usd: Some(0.25),
+            age_s: Some(3),
+        }));
+        let spans = spans(&e, &HashMap::new(), &scope);
+        assert_eq!(
+            value(&spans[0].attributes, "switchyard.cache"),
+            Some(&"hit".into())
+        );
+        assert_eq!(
+            value(&spans[0].attributes, "switchyard.cache.saved_usd"),
+            Some(&0.25.into())
         );
     }
 
