@@ -44,7 +44,9 @@ def _error_body(vendor: str, status: int) -> dict:
 
 class MockServer:
     """The mock; a context manager. ``calls[vendor]`` counts the calls each API got,
-    ``requests[vendor]`` keeps their ``(headers, json)``."""
+    ``requests[vendor]`` keeps their ``(headers, json)``, ``most_in_flight[vendor]`` is the
+    most calls it held at once, and ``abandoned[vendor]`` counts the calls whose client
+    hung up during a delay step (the gateway dropped the call: a deadline, a cancel)."""
 
     def __init__(self, text: str = "RAG retrieves relevant documents and feeds them to a model as context.",
                  input_tokens: int = 1412, output_tokens: int = 96):
@@ -54,6 +56,9 @@ class MockServer:
         self.default: dict = defaultdict(lambda: "ok")
         self.calls: dict = defaultdict(int)
         self.requests: dict = defaultdict(list)
+        self.in_flight: dict = defaultdict(int)
+        self.most_in_flight: dict = defaultdict(int)
+        self.abandoned: dict = defaultdict(int)
         self._plans: dict = defaultdict(deque)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -107,16 +112,42 @@ class MockServer:
             self.calls[vendor] += 1
             self.requests[vendor].append((dict(h.headers), body))
             step = self._plans[vendor].popleft() if self._plans[vendor] else self.default[vendor]
-        if isinstance(step, float):
-            if self._stop.wait(step):
-                return
-            step = "ok"
+            self.in_flight[vendor] += 1
+            self.most_in_flight[vendor] = max(self.most_in_flight[vendor], self.in_flight[vendor])
+        try:
+            if isinstance(step, float):
+                if self._wait(h, step):
+                    with self._lock:
+                        self.abandoned[vendor] += 1
+                    return
+                step = "ok"
+        finally:
+            with self._lock:
+                self.in_flight[vendor] -= 1
         if isinstance(step, int):
             return self._send(h, step, _error_body(vendor, step))
         model = body.get("model") or h.path.rsplit("/", 1)[-1].split(":")[0]
         if vendor == "openai" and body.get("stream"):
             return self._stream_openai(h, model)
         return self._send(h, 200, self._answer(vendor, model))
+
+    def _wait(self, h: BaseHTTPRequestHandler, seconds: float) -> bool:
+        """Wait ``seconds``; True (stop waiting) when the mock closes or the client hangs up."""
+        import select
+        import socket
+        import time
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            if self._stop.wait(0):
+                return True
+            ready, _, _ = select.select([h.connection], [], [], min(left, 0.02))
+            if ready:
+                try:
+                    if h.connection.recv(1, socket.MSG_PEEK) == b"":
+                        return True
+                except OSError:
+                    return True
+        return False
 
     def _answer(self, vendor: str, model: str) -> dict:
         text, n_in, n_out = self.text, self.input_tokens, self.output_tokens

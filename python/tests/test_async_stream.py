@@ -2,7 +2,6 @@
 async, failover before the first piece, and cancellation of an awaiting task."""
 
 import asyncio
-import time
 
 import pytest
 
@@ -23,15 +22,14 @@ def test_concurrent_acomplete_does_not_block_the_loop(mock, vendors):
                 ticks += 1
 
         tick = asyncio.create_task(ticker())
-        start = time.monotonic()
         replies = await asyncio.gather(*(gateway.acomplete(f"hello {i}") for i in range(20)))
-        elapsed = time.monotonic() - start
         tick.cancel()
-        return replies, elapsed, ticks
+        return replies, ticks
 
-    replies, elapsed, ticks = asyncio.run(main())
+    replies, ticks = asyncio.run(main())
     assert [r.text for r in replies] == [mock.text] * 20
-    assert elapsed < 4.0  # 20 x 0.3 s ran concurrently (one after another: 6 s)
+    # the calls overlapped at the upstream (one after another, it would hold one at a time)
+    assert mock.most_in_flight["openai"] >= 4
     assert ticks >= 10  # the loop kept running meanwhile
 
 
@@ -54,17 +52,16 @@ def test_cancelling_the_task_cancels_the_request(mock, vendors):
         await asyncio.sleep(0.2)
         assert gateway._core.budget()[2] > 0  # reserved while in flight
         task.cancel()
-        start = time.monotonic()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert time.monotonic() - start < 2  # the upstream would take 5 s
-        for _ in range(200):
-            if gateway._core.budget()[2] == 0:
+        for _ in range(300):
+            if gateway._core.budget()[2] == 0 and mock.abandoned["openai"] == 1:
                 break
             await asyncio.sleep(0.01)
 
     asyncio.run(main())
     assert gateway._core.budget()[2] == 0  # the reservation was released
+    assert mock.abandoned["openai"] == 1  # the upstream call was dropped, not waited out
     assert gateway.ledger.remaining_usd == pytest.approx(1.0)
 
 

@@ -133,11 +133,15 @@ def test_breaker_opens_then_admits_exactly_one_probe(mock, vendors):
 def test_deadline_bounds_the_request(mock, vendors):
     mock.default["anthropic"] = 3.0  # answers too late
     gateway = Gateway([vendors.anthropic()], deadline_s=0.3)
-    start = time.monotonic()
     with pytest.raises(AllProvidersFailed) as info:
         gateway.complete("hello")
-    assert time.monotonic() - start < 2.5  # the upstream would take 3 s
     assert isinstance(info.value, DeadlineExceeded) or info.value.attempts[0].error_kind == "timeout"
+    # the call was dropped at the deadline, not waited out (the mock sees the hang-up)
+    for _ in range(300):
+        if mock.abandoned["anthropic"] >= 1:
+            break
+        time.sleep(0.01)
+    assert mock.abandoned["anthropic"] >= 1
 
 
 def test_budget_gate_refuses_before_dispatch_and_tracks_remaining(mock, vendors):
@@ -196,7 +200,6 @@ def test_eight_threads(mock, vendors):
             errors.append(e)
 
     threads = [threading.Thread(target=work) for _ in range(8)]
-    start = time.monotonic()
     for t in threads:
         t.start()
     for t in threads:
@@ -204,9 +207,8 @@ def test_eight_threads(mock, vendors):
     assert errors == []
     assert len(replies) == 40 and all(r.provider == "anthropic" for r in replies)
     assert gateway.ledger.summary()["anthropic:claude-sonnet-4-5"]["calls"] == 40
-    # the GIL is released while waiting: 8 threads x 5 sequential 100 ms calls overlap
-    # (one after another: 4 s; overlapped: 0.5 s)
-    assert time.monotonic() - start < 2.0
+    # the GIL is released while waiting: the threads' 100 ms calls overlapped at the upstream
+    assert mock.most_in_flight["anthropic"] >= 2
 
 
 def test_ctrl_c_cancels_a_sync_request(mock, vendors):
@@ -215,15 +217,15 @@ def test_ctrl_c_cancels_a_sync_request(mock, vendors):
     gateway = Gateway([vendors.openai()], budget_usd=1.0)
     timer = threading.Timer(0.2, _thread.interrupt_main)
     timer.start()
-    start = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         gateway.complete("hello", max_tokens=10)
-    assert time.monotonic() - start < 3  # the upstream would take 5 s
-    # the cancelled request's reservation is released
-    deadline = time.monotonic() + 2
-    while gateway._core.budget()[2] > 0 and time.monotonic() < deadline:
+    # the cancelled request's reservation is released and its upstream call dropped
+    for _ in range(300):
+        if gateway._core.budget()[2] == 0 and mock.abandoned["openai"] == 1:
+            break
         time.sleep(0.01)
     assert gateway._core.budget()[2] == 0
+    assert mock.abandoned["openai"] == 1
 
 
 def test_from_config(mock, tmp_path, monkeypatch):
