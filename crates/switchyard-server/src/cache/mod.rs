@@ -368,7 +368,7 @@ impl Cache {
         model: &str,
         api: &str,
         caller: Option<&str>,
-        req: &ChatRequest,
+        req: &mut ChatRequest,
         directives: Directives,
     ) -> Option<Result<Plan, &'static str>> {
         let policy = self.routes.get(route)?;
@@ -469,46 +469,78 @@ impl Cache {
 
 /// The entry key: `cache:` and the hex SHA-256 of the dialect, the route, the caller (per
 /// key scope) and the request without [`NOT_IN_KEY`].
-fn key(api: &str, route: &str, caller: Option<&str>, req: &ChatRequest) -> String {
-    let mut h = Sha256::new();
-    let mut part = |bytes: &[u8]| {
+///
+/// The request is written straight into the hash (no JSON tree is built): the fields left
+/// out are taken out of it for the write and put back after, so a field the shared shape
+/// gains is in the key unless it is named here.
+fn key(api: &str, route: &str, caller: Option<&str>, req: &mut ChatRequest) -> String {
+    fn part(h: &mut Sha256, bytes: &[u8]) {
         h.update((bytes.len() as u64).to_le_bytes());
         h.update(bytes);
-    };
-    part(b"switchyard-cache-v1");
-    part(api.as_bytes());
-    part(route.as_bytes());
+    }
+    let mut h = Sha256::new();
+    part(&mut h, b"switchyard-cache-v2");
+    part(&mut h, api.as_bytes());
+    part(&mut h, route.as_bytes());
     match caller {
         Some(c) => {
-            part(b"key");
-            part(c.as_bytes());
+            part(&mut h, b"key");
+            part(&mut h, c.as_bytes());
         }
-        None => part(b"route"),
-    }
-    if let Ok(Value::Object(mut fields)) = serde_json::to_value(req) {
-        for name in NOT_IN_KEY {
-            fields.remove(name);
-        }
-        part(&serde_json::to_vec(&fields).unwrap_or_default());
+        None => part(&mut h, b"route"),
     }
     if let Some(extra) = &req.passthrough {
         for (name, value) in extra.iter() {
             if !NOT_IN_KEY.contains(&name.as_str()) {
-                part(name.as_bytes());
-                part(value.to_string().as_bytes());
+                part(&mut h, name.as_bytes());
+                part(&mut h, value.to_string().as_bytes());
             }
         }
     }
     if let Some(native) = &req.native {
-        part(native.kind.as_bytes());
+        part(&mut h, native.kind.as_bytes());
         for (name, raw) in native.body.iter() {
             if !NOT_IN_KEY.contains(&name) {
-                part(name.as_bytes());
-                part(raw.get().as_bytes());
+                part(&mut h, name.as_bytes());
+                part(&mut h, raw.get().as_bytes());
             }
         }
     }
+    let kept = (
+        req.user.take(),
+        req.metadata.take(),
+        req.store.take(),
+        req.safety_identifier.take(),
+        req.prompt_cache_key.take(),
+        req.prompt_cache_retention.take(),
+    );
+    // last, and self-delimiting (JSON): written straight into the hash
+    part(&mut h, b"request");
+    // writing into a hash cannot fail; a request serde could not write hashes as far as it got
+    let _ = serde_json::to_writer(Hashing(&mut h), &*req);
+    (
+        req.user,
+        req.metadata,
+        req.store,
+        req.safety_identifier,
+        req.prompt_cache_key,
+        req.prompt_cache_retention,
+    ) = kept;
     format!("cache:{}", hex::encode(h.finalize()))
+}
+
+/// An `io::Write` into a hash.
+struct Hashing<'a>(&'a mut Sha256);
+
+impl std::io::Write for Hashing<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]

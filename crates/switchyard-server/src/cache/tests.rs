@@ -42,10 +42,17 @@ fn headers(value: &str) -> HeaderMap {
 }
 
 fn key_of(c: &Cache, caller: Option<&str>, req: &ChatRequest) -> Arc<str> {
-    c.plan("r", "r", "chat", caller, req, Directives::default())
-        .unwrap()
-        .unwrap()
-        .key
+    c.plan(
+        "r",
+        "r",
+        "chat",
+        caller,
+        &mut req.clone(),
+        Directives::default(),
+    )
+    .unwrap()
+    .unwrap()
+    .key
 }
 
 #[test]
@@ -95,6 +102,10 @@ fn keys_ignore_user_metadata_and_streaming_but_not_what_changes_the_answer() {
     same.metadata = Some(serde_json::Map::from_iter([("t".into(), 1.into())]));
     same.safety_identifier = Some("x".into());
     assert_eq!(key_of(&c, None, &same), k);
+    // the fields left out of the key are put back: the request goes upstream as it came
+    let mut kept = same.clone();
+    c.plan("r", "r", "chat", None, &mut kept, Directives::default());
+    assert_eq!(kept, same);
     for changed in [
         request("hello!"),
         ChatRequest {
@@ -114,13 +125,27 @@ fn keys_ignore_user_metadata_and_streaming_but_not_what_changes_the_answer() {
     }
     // the model the client named (a wildcard route's) and the dialect are in the key
     let other_model = c
-        .plan("r", "r/other", "chat", None, &base, Directives::default())
+        .plan(
+            "r",
+            "r/other",
+            "chat",
+            None,
+            &mut base.clone(),
+            Directives::default(),
+        )
         .unwrap()
         .unwrap()
         .key;
     assert_ne!(other_model, k);
     let other_api = c
-        .plan("r", "r", "messages", None, &base, Directives::default())
+        .plan(
+            "r",
+            "r",
+            "messages",
+            None,
+            &mut base.clone(),
+            Directives::default(),
+        )
         .unwrap()
         .unwrap()
         .key;
@@ -130,7 +155,16 @@ fn keys_ignore_user_metadata_and_streaming_but_not_what_changes_the_answer() {
 #[test]
 fn sampled_requests_bypass_unless_seeded_or_the_route_takes_any_temperature() {
     let c = cache(policy());
-    let plan = |req: &ChatRequest| c.plan("r", "r", "chat", None, req, Directives::default());
+    let plan = |req: &ChatRequest| {
+        c.plan(
+            "r",
+            "r",
+            "chat",
+            None,
+            &mut req.clone(),
+            Directives::default(),
+        )
+    };
     let mut req = request("hi");
     req.temperature = None;
     assert_eq!(plan(&req).unwrap().unwrap_err(), "temperature");
@@ -144,18 +178,32 @@ fn sampled_requests_bypass_unless_seeded_or_the_route_takes_any_temperature() {
     });
     req.seed = None;
     assert!(any
-        .plan("r", "r", "chat", None, &req, Directives::default())
+        .plan(
+            "r",
+            "r",
+            "chat",
+            None,
+            &mut req.clone(),
+            Directives::default()
+        )
         .unwrap()
         .is_ok());
     assert!(c
-        .plan("other", "other", "chat", None, &req, Directives::default())
+        .plan(
+            "other",
+            "other",
+            "chat",
+            None,
+            &mut req.clone(),
+            Directives::default()
+        )
         .is_none());
     let no_store = Directives {
         no_store: true,
         ..Directives::default()
     };
     assert_eq!(
-        c.plan("r", "r", "chat", None, &request("hi"), no_store)
+        c.plan("r", "r", "chat", None, &mut request("hi"), no_store)
             .unwrap()
             .unwrap_err(),
         "no-store"
@@ -226,7 +274,11 @@ async fn fresh_honours_ttl_and_max_age_and_stale_reaches_past_ttl_only_when_on()
         ..policy()
     });
     let req = request("hi");
-    let plan = |d| c.plan("r", "r", "chat", None, &req, d).unwrap().unwrap();
+    let plan = |d| {
+        c.plan("r", "r", "chat", None, &mut req.clone(), d)
+            .unwrap()
+            .unwrap()
+    };
     let p = plan(Directives::default());
     assert!(c.fresh(&store, &p, 1_000).await.is_none());
     assert!(
@@ -256,7 +308,14 @@ async fn fresh_honours_ttl_and_max_age_and_stale_reaches_past_ttl_only_when_on()
     );
     let off = cache(policy());
     let p = off
-        .plan("r", "r", "chat", None, &req, Directives::default())
+        .plan(
+            "r",
+            "r",
+            "chat",
+            None,
+            &mut req.clone(),
+            Directives::default(),
+        )
         .unwrap()
         .unwrap();
     assert!(
@@ -284,7 +343,7 @@ async fn an_answer_over_the_entry_bound_is_served_but_not_kept() {
             "r",
             "chat",
             None,
-            &request("hi"),
+            &mut request("hi"),
             Directives::default(),
         )
         .unwrap()
@@ -301,7 +360,14 @@ async fn a_reloaded_cache_keeps_the_entries_of_the_one_it_replaces() {
     let old = cache(policy());
     let req = request("hi");
     let p = old
-        .plan("r", "r", "chat", None, &req, Directives::default())
+        .plan(
+            "r",
+            "r",
+            "chat",
+            None,
+            &mut req.clone(),
+            Directives::default(),
+        )
         .unwrap()
         .unwrap();
     assert!(

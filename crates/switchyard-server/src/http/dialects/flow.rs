@@ -227,11 +227,13 @@ async fn handle<D: Dialect>(
     if budgeted || !opts.budgets.is_empty() {
         super::surcharges::refuse_on_budget(&decoded.request)?;
     }
-    let Decoded { request, extra, .. } = decoded;
+    let Decoded {
+        mut request, extra, ..
+    } = decoded;
     ctx.capture(state, &request);
     // the cache's steps are boxed: inline, they would grow this future, which every request
     // moves, for what only cached routes do (BENCHMARKS.md, "Stop 31: the response cache")
-    let plan = cache_plan(state, ctx, caller.as_ref(), &request, directives);
+    let plan = cache_plan(state, ctx, caller.as_ref(), &mut request, directives);
     if let Some(plan) = &plan {
         if let Some(resp) = Box::pin(cache_hit(state, plan)).await {
             return Ok(Box::pin(from_cache::<D>(state, ctx, &extra, resp)).await);
@@ -294,7 +296,7 @@ fn cache_plan(
     state: &AppState,
     ctx: &mut Ctx,
     caller: Option<&Caller>,
-    request: &switchyard::ChatRequest,
+    request: &mut switchyard::ChatRequest,
     directives: crate::cache::Directives,
 ) -> Option<std::sync::Arc<crate::cache::Plan>> {
     let plan = state.cache.plan(
