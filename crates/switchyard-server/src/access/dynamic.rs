@@ -16,8 +16,8 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use switchyard::clock::{Clock, UnixMillis};
 
+use crate::access::caller::Caller;
 use crate::access::in_flight::{self, InFlight};
-use crate::access::keys::Caller;
 use crate::access::limits::KeyLimits;
 
 /// One database key, as loaded.
@@ -218,33 +218,6 @@ mod tests {
         assert!(keys.authenticate(&digest("sy-new")).is_some());
         clock.advance(std::time::Duration::from_secs(60));
         assert!(keys.authenticate(&digest("sy-new")).is_none(), "expired");
-    }
-
-    /// A configuration reload builds a new key table from the file: the database's keys,
-    /// which are not in it, must still authenticate through it.
-    #[test]
-    fn a_reloaded_key_store_keeps_authenticating_database_keys() {
-        use crate::access::keys::{hash_token, KeyStore, KeyToml};
-        let keys = Arc::new(DynamicKeys::new(Clock::manual(0), 1024));
-        keys.replace(vec![spec(1, "db-key", "sy-db")]);
-        let file = |name: &str| KeyToml {
-            name: name.into(),
-            sha256: hash_token("sy-file"),
-            routes: vec!["*".into()],
-            admin: Some(true),
-            ..KeyToml::default()
-        };
-        let started = KeyStore::new(&[file("ops")]).with_dynamic(Arc::clone(&keys));
-        let reloaded = KeyStore::new(&[file("ops2")]).with_dynamic_of(&started);
-        let mut headers = axum::http::HeaderMap::new();
-        headers.insert("authorization", "Bearer sy-db".parse().unwrap());
-        let caller = reloaded.authenticate(&headers).unwrap().unwrap();
-        assert_eq!(caller.name, "db-key");
-        let without = KeyStore::new(&[file("ops2")]);
-        assert!(
-            without.authenticate(&headers).is_err(),
-            "the file alone does not know it"
-        );
     }
 
     #[test]

@@ -22,9 +22,10 @@ use subtle::ConstantTimeEq;
 
 use switchyard::Money;
 
+pub use crate::access::caller::Caller;
 use crate::access::dynamic::DynamicKeys;
 use crate::access::error::AccessError;
-use crate::access::in_flight::{self, InFlight, KeySlot};
+use crate::access::in_flight::{self, InFlight};
 use crate::access::limits::{KeyLimits, Period};
 
 /// `[server] max_in_flight`'s default, whose share a key takes when neither is configured
@@ -67,58 +68,6 @@ struct Key {
     admin: bool,
     /// Its requests in flight (shared by every request authenticated as it).
     in_flight: InFlight,
-}
-
-/// The caller a request was authenticated as.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Caller {
-    /// The key's configured name.
-    pub name: String,
-    routes: Option<HashSet<String>>,
-    /// Its budget and rate limits.
-    pub limits: KeyLimits,
-    /// May read the admin endpoints and the dashboard's data.
-    pub admin: bool,
-    /// The key's requests in flight and its cap.
-    pub in_flight: InFlight,
-}
-
-impl Caller {
-    /// A caller from its parts (a database key's: `crate::access::dynamic`; never admin).
-    #[must_use]
-    pub(crate) fn from_parts(
-        name: String,
-        routes: Option<HashSet<String>>,
-        limits: KeyLimits,
-        in_flight: InFlight,
-    ) -> Self {
-        Self {
-            name,
-            routes,
-            limits,
-            admin: false,
-            in_flight,
-        }
-    }
-
-    /// May this caller use `route`?
-    #[must_use]
-    pub fn allows(&self, route: &str) -> bool {
-        self.routes.as_ref().is_none_or(|r| r.contains(route))
-    }
-
-    /// May this caller use any of `routes` (the configured routes' names)?
-    pub fn allows_any<'a>(&self, mut routes: impl Iterator<Item = &'a str>) -> bool {
-        self.routes.is_none() || routes.any(|r| self.allows(r))
-    }
-
-    /// A place among the key's requests in flight, held until the request is over.
-    ///
-    /// # Errors
-    /// 429 when the key has its `max_in_flight` requests in flight already.
-    pub fn enter(&self) -> Result<KeySlot, AccessError> {
-        self.in_flight.enter(&self.name)
-    }
 }
 
 /// The configured client keys.
@@ -495,6 +444,43 @@ pub fn weak_token_warnings(keys: &[KeyToml]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A configuration reload builds a new key table from the file: the database's keys,
+    /// which are not in it, must still authenticate through it.
+    #[test]
+    fn a_reloaded_key_store_keeps_authenticating_database_keys() {
+        use crate::access::dynamic::{DynamicKeys, KeySpec};
+        use switchyard::clock::Clock;
+        let keys = Arc::new(DynamicKeys::new(Clock::manual(0), 1024));
+        keys.replace(vec![KeySpec {
+            id: 1,
+            name: "db-key".into(),
+            hash: Sha256::digest(b"sy-db").into(),
+            previous: None,
+            team: None,
+            routes: None,
+            limits: KeyLimits::default(),
+            expires_at_ms: None,
+        }]);
+        let file = |name: &str| KeyToml {
+            name: name.into(),
+            sha256: hash_token("sy-file"),
+            routes: vec!["*".into()],
+            admin: Some(true),
+            ..KeyToml::default()
+        };
+        let started = KeyStore::new(&[file("ops")]).with_dynamic(Arc::clone(&keys));
+        let reloaded = KeyStore::new(&[file("ops2")]).with_dynamic_of(&started);
+        let mut headers = axum::http::HeaderMap::new();
+        headers.insert("authorization", "Bearer sy-db".parse().unwrap());
+        let caller = reloaded.authenticate(&headers).unwrap().unwrap();
+        assert_eq!(caller.name, "db-key");
+        let without = KeyStore::new(&[file("ops2")]);
+        assert!(
+            without.authenticate(&headers).is_err(),
+            "the file alone does not know it"
+        );
+    }
 
     fn store() -> KeyStore {
         KeyStore::new(&[

@@ -7,6 +7,7 @@
 //! is written on the wire (`crate::http::error` turns an [`error::AccessError`] into its
 //! `ApiError`).
 
+pub mod caller;
 pub mod dynamic;
 pub mod error;
 pub mod in_flight;

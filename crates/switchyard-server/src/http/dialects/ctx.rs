@@ -258,6 +258,13 @@ pub(crate) fn completion_entry(
     entry
 }
 
+/// Keep `resp` for `plan` when it may be kept (a plain answer's flow, a stream's writer).
+pub(crate) async fn cache_put(state: &AppState, plan: &crate::cache::Plan, resp: &ChatResponse) {
+    let now = state.gateway.clock().unix_ms();
+    let store = state.gateway.state().as_ref();
+    state.cache.put(store, plan, resp, now).await;
+}
+
 /// A cache note as the log line says it.
 fn cache_log(note: CacheNote) -> Box<CacheLog> {
     Box::new(CacheLog {

@@ -274,7 +274,7 @@ async fn handle<D: Dialect>(
         }
     };
     if let Some(plan) = &plan {
-        Box::pin(cache_put(state, plan, &resp)).await;
+        Box::pin(super::ctx::cache_put(state, plan, &resp)).await;
     }
     resp.cache = ctx.cache_note();
     if let Some(note) = resp.cache {
@@ -333,13 +333,6 @@ async fn cache_hit(state: &AppState, plan: &crate::cache::Plan) -> Option<ChatRe
     let store = state.gateway.state().as_ref();
     let entry = state.cache.fresh(store, plan, now).await?;
     Some(entry.response(CacheStatus::Hit, now, Vec::new()))
-}
-
-/// Keep `resp` for `plan` when it may be kept.
-pub(crate) async fn cache_put(state: &AppState, plan: &crate::cache::Plan, resp: &ChatResponse) {
-    let now = state.gateway.clock().unix_ms();
-    let store = state.gateway.state().as_ref();
-    state.cache.put(store, plan, resp, now).await;
 }
 
 /// An answer from the cache (`hit`, or `stale` through an outage), plain or replayed as the

@@ -253,7 +253,7 @@ impl<D: Dialect> Writer<D> {
                 self.stream = None;
                 if let Some(plan) = self.ctx.cache_plan() {
                     // boxed: this future is made for every chunk (see `flow::handle`)
-                    Box::pin(super::flow::cache_put(&self.state, plan, &resp)).await;
+                    Box::pin(super::ctx::cache_put(&self.state, plan, &resp)).await;
                 }
                 resp.cache = self.ctx.cache_note();
                 if let Some(note) = resp.cache {
