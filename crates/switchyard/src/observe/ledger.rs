@@ -41,6 +41,11 @@ pub struct LedgerRow {
     /// What completion health checks cost (exact; listing checks cost nothing). Not in
     /// `cost`, nor in any budget.
     pub health_spend: Money,
+    /// Answers a response cache in front of the gateway served again from this provider's
+    /// stored ones (the server's per-route cache): no call was made, so not in `calls`.
+    pub cache_hits: u64,
+    /// What those answers cost when they were made (priced ones): what the cache saved.
+    pub cache_saved: Money,
 }
 
 /// Totals per provider, keyed by configured name.
@@ -66,6 +71,17 @@ impl Ledger {
     #[must_use]
     pub fn total_cost(&self) -> Money {
         self.summary().values().map(|r| r.cost).sum()
+    }
+
+    /// A response cache served one of `provider`'s stored answers again, which cost
+    /// `saved` when it was made (`None`: unpriced): counted apart from `calls` and `cost`.
+    pub fn record_cache_hit(&self, provider: &str, saved: Option<Money>) {
+        self.with_row(provider, |row| {
+            row.cache_hits = row.cache_hits.saturating_add(1);
+            if let Some(saved) = saved {
+                row.cache_saved += saved;
+            }
+        });
     }
 
     fn with_row(&self, provider: &str, f: impl FnOnce(&mut LedgerRow)) {

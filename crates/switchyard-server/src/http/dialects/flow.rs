@@ -350,6 +350,7 @@ async fn from_cache<D: Dialect>(
         state
             .metrics
             .cache(&ctx.route_label, note.status.as_str(), note.saved_usd);
+        (state.gateway.ledger()).record_cache_hit(&resp.provider, note.saved_usd);
     }
     D::finished(state, ctx, extra, &resp).await;
     ctx.line = Some(completion_entry(ctx, &resp, 200, None));

@@ -116,8 +116,11 @@ async fn a_repeated_request_is_a_hit_that_calls_nobody_and_spends_nothing() {
     assert_eq!(trail["cache"]["status"], "hit");
     assert_eq!(trail["cache"]["age_s"], 3);
     assert_eq!(trail["cache"]["saved_usd"].as_f64().unwrap(), paid);
-    // budgets are not charged for hits
+    // budgets are not charged for hits; the ledger counts it apart from calls
     assert_eq!(f.state.gateway.budget("smart").await.unwrap(), spent);
+    let books = &f.state.gateway.ledger().summary()["primary"];
+    assert_eq!((books.calls, books.cache_hits), (1, 1));
+    assert_eq!(books.cache_saved.to_usd(), paid);
     let line = last_logged(&f.state);
     let cache = line
         .cache
