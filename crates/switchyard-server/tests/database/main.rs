@@ -6,6 +6,9 @@
 //!   second, and stops within a second of its revocation;
 //! - `crash.rs`: `kill -9` of a `switchyard serve` under load, then a restart on the same log
 //!   and database: the spend rows are exactly the log's answered requests, each once;
+//! - `outage.rs`: a PostgreSQL cluster of the test's own (`cluster.rs`) stopped and started
+//!   again under traffic: no request fails, `/readyz` and `switchyard_database_up` say so,
+//!   and afterwards the spend rows are exactly the log's answered requests;
 //! - `spend.rs`: spend rows equal the request log's answered lines after re-reading the same
 //!   log, after a checkpoint lost between write and checkpoint, and after a database outage;
 //!   a replica whose database is down serves traffic and says so.
@@ -23,10 +26,12 @@
     missing_docs
 )]
 
+mod cluster;
 mod support;
 
 mod api;
 mod crash;
+mod outage;
 mod replicas;
 mod scale;
 mod spend;

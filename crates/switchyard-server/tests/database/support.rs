@@ -203,6 +203,11 @@ pub struct Reply {
 }
 
 impl Replica {
+    /// Its request log.
+    pub fn log(&self) -> PathBuf {
+        self._dir.0.join("requests.jsonl")
+    }
+
     /// `method path` with `token` and an optional JSON body.
     pub async fn call(&self, method: &str, path: &str, token: &str, body: Option<Value>) -> Reply {
         let client = reqwest::Client::builder().no_proxy().build().unwrap();
