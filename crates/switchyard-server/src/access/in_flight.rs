@@ -46,6 +46,16 @@ impl InFlight {
         }
     }
 
+    /// The same count (the requests already in flight go on counting) under a new `cap`
+    /// (at least 1): a key whose `max_in_flight` a reload changed.
+    #[must_use]
+    pub fn with_cap(&self, cap: usize) -> Self {
+        Self {
+            count: Arc::clone(&self.count),
+            cap: cap.max(1),
+        }
+    }
+
     /// The cap.
     #[must_use]
     pub fn cap(&self) -> usize {

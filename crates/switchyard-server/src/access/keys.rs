@@ -246,17 +246,18 @@ impl KeyStore {
         self.authorize_admin(headers)
     }
 
-    /// Builder (a reload): each key named in `kept` (its definition unchanged) shares its
-    /// requests-in-flight count with the same key in `old`, so requests that started
-    /// before the reload still count against its `max_in_flight`.
+    /// Builder (a reload): each key named in `remaining` (still there under its name,
+    /// whatever else changed) shares its requests-in-flight count with the same key in
+    /// `old`, under its new cap, so requests that started before the reload still count
+    /// against its `max_in_flight`.
     #[must_use]
-    pub fn carrying_in_flight(mut self, old: &KeyStore, kept: &HashSet<String>) -> Self {
+    pub fn carrying_in_flight(mut self, old: &KeyStore, remaining: &HashSet<String>) -> Self {
         for key in &mut self.keys {
-            if !kept.contains(&key.name) {
+            if !remaining.contains(&key.name) {
                 continue;
             }
             if let Some(before) = old.keys.iter().find(|k| k.name == key.name) {
-                key.in_flight = before.in_flight.clone();
+                key.in_flight = before.in_flight.with_cap(key.in_flight.cap());
             }
         }
         self
@@ -480,6 +481,36 @@ mod tests {
             without.authenticate(&headers).is_err(),
             "the file alone does not know it"
         );
+    }
+
+    /// A reload that changes a key's `max_in_flight` (or anything else) keeps counting the
+    /// requests it already has in flight, against the new cap.
+    #[test]
+    fn a_changed_key_keeps_its_requests_in_flight_under_its_new_cap() {
+        let key = |cap: usize| KeyToml {
+            name: "svc".into(),
+            sha256: hash_token("sy-svc"),
+            routes: vec!["*".into()],
+            max_in_flight: Some(cap),
+            ..KeyToml::default()
+        };
+        let mut headers = HeaderMap::new();
+        headers.insert("authorization", "Bearer sy-svc".parse().unwrap());
+        let started = KeyStore::new(&[key(3)]);
+        let caller = started.authenticate(&headers).unwrap().unwrap();
+        let _held = caller.in_flight.enter("svc").unwrap();
+        let remaining: HashSet<String> = ["svc".to_owned()].into();
+        let reloaded = KeyStore::new(&[key(1)]).carrying_in_flight(&started, &remaining);
+        let now = reloaded.authenticate(&headers).unwrap().unwrap().in_flight;
+        assert_eq!((now.current(), now.cap()), (1, 1));
+        assert_eq!(
+            now.enter("svc").unwrap_err().status,
+            429,
+            "the one before counts"
+        );
+        let fresh = KeyStore::new(&[key(1)]).carrying_in_flight(&started, &HashSet::new());
+        let fresh = fresh.authenticate(&headers).unwrap().unwrap().in_flight;
+        assert_eq!(fresh.current(), 0, "a key not named starts afresh");
     }
 
     fn store() -> KeyStore {

@@ -1,6 +1,8 @@
 //! What a reload changes: providers, routes and keys added, removed, changed or kept
 //! (their parsed definitions compared), the other settings it applies, the fields only a
-//! restart applies, and the state a changed or removed definition leaves behind.
+//! restart applies, and the state a reload leaves behind: a changed or removed provider's
+//! circuit, a removed route's or key's books and windows (a route or key still there under
+//! its name keeps its spend and windows, whatever else changed: only its limits change).
 
 use std::collections::HashSet;
 
@@ -17,7 +19,8 @@ pub struct Changes {
     pub added: Vec<String>,
     /// In the old file only.
     pub removed: Vec<String>,
-    /// In both, defined differently: starts afresh.
+    /// In both, defined differently: a provider's circuit starts afresh; a route's or a
+    /// key's spend and windows carry over (its new limits apply to them).
     pub changed: Vec<String>,
     /// In both, defined the same: keeps its state.
     pub kept: Vec<String>,
@@ -48,7 +51,7 @@ impl Changes {
         !(self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty())
     }
 
-    /// The names whose state goes: changed and removed.
+    /// The names whose circuit goes (providers): changed and removed.
     fn gone(&self) -> impl Iterator<Item = &String> {
         self.changed.iter().chain(&self.removed)
     }
@@ -89,16 +92,22 @@ impl Diff {
         self.providers.any() || self.routes.any() || self.keys.any() || !self.settings.is_empty()
     }
 
-    /// The keys that keep their state.
+    /// The keys still there under their names (kept or changed): they keep their state.
     #[must_use]
-    pub fn kept_keys(&self) -> HashSet<String> {
-        self.keys.kept.iter().cloned().collect()
+    pub fn remaining_keys(&self) -> HashSet<String> {
+        (self.keys.kept.iter())
+            .chain(&self.keys.changed)
+            .cloned()
+            .collect()
     }
 
-    /// The state the changed and removed definitions leave in the store: each provider's
-    /// breaker (and a wildcard template's models', `{name}/…`), each route's budget books
-    /// (`route:{name}`), each key's books of every period and its rate windows
-    /// (`key:{name}`, `key:{name}:…`; a key name holds no `:`).
+    /// The state the reload leaves behind in the store: each changed or removed provider's
+    /// breaker (and a wildcard template's models', `{name}/…`: a provider defined anew may
+    /// be another endpoint), each removed route's budget books (`route:{name}`), each
+    /// removed key's books of every period and its rate windows (`key:{name}`,
+    /// `key:{name}:…`; a key name holds no `:`). A route or key still there keeps its
+    /// books and windows whatever else changed: money spent stays spent when its budget is
+    /// raised, and a window stays used when its `rpm` changes.
     #[must_use]
     pub fn forget(&self) -> Forget {
         let mut f = Forget::default();
@@ -106,10 +115,10 @@ impl Diff {
             f.breakers.push(p.clone());
             f.breaker_prefixes.push(format!("{p}/"));
         }
-        for r in self.routes.gone() {
+        for r in &self.routes.removed {
             f.scopes.push(switchyard::gateway::budget_scope(r));
         }
-        for k in self.keys.gone() {
+        for k in &self.keys.removed {
             f.scopes.push(format!("key:{k}"));
             f.scope_prefixes.push(format!("key:{k}:"));
         }
@@ -227,6 +236,56 @@ mod tests {
         assert!(f.breaker("a") && f.breaker("a/gpt-4o") && f.breaker("b"));
         assert!(!f.breaker("c") && !f.breaker("ab"));
         assert!(f.scope("route:s") && !f.scope("route:r"));
+    }
+
+    /// A route or key still there under its name keeps its books and windows whatever
+    /// changed (its budget raised, its rpm, its routes); a removed one's go.
+    #[test]
+    fn changed_routes_and_keys_keep_their_books_and_removed_ones_lose_them() {
+        let key = |name: &str, extra: &str| {
+            format!(
+                "[[keys]]\nname = \"{name}\"\nsha256 = \"{}\"\nroutes = [\"*\"]\n{extra}\n",
+                crate::access::keys::hash_token(name)
+            )
+        };
+        let old = parse(&format!(
+            "{BASE}[[routes]]\nname = \"paid\"\nproviders = [\"a\"]\nbudget_usd = 10.0\n{}{}{}",
+            key("k", "budget_usd = 10.0\nrpm = 5"),
+            key("kept", "budget_usd = 1.0"),
+            key("gone", "budget_usd = 1.0"),
+        ));
+        let new = parse(&format!(
+            "{BASE}[[routes]]\nname = \"paid\"\nproviders = [\"a\"]\nbudget_usd = 20.0\n{}{}",
+            key("k", "budget_usd = 20.0\nrpm = 9\nbudget_period = \"total\""),
+            key("kept", "budget_usd = 1.0"),
+        ));
+        let d = Diff::of(&old, &old, &new);
+        assert_eq!(d.routes.changed, ["paid"]);
+        assert_eq!(
+            (d.keys.changed.clone(), d.keys.removed.clone()),
+            (vec!["k".to_owned()], vec!["gone".to_owned()])
+        );
+        let f = d.forget();
+        assert!(!f.scope("route:paid"), "a changed route keeps its spend");
+        for scope in [
+            "key:k",
+            "key:k:month:2026-12",
+            "key:k:rpm",
+            "key:kept",
+            "key:kept:tpm",
+        ] {
+            assert!(!f.scope(scope), "{scope} is kept");
+        }
+        for scope in ["key:gone", "key:gone:day:2026-12-02", "key:gone:rpm"] {
+            assert!(f.scope(scope), "{scope} is forgotten");
+        }
+        let mut carried: Vec<String> = d.remaining_keys().into_iter().collect();
+        carried.sort();
+        assert_eq!(
+            carried,
+            ["k", "kept"],
+            "their in-flight counts carry over too"
+        );
     }
 
     #[test]

@@ -9,10 +9,11 @@
 //! why. A good file becomes a new gateway and key table on the *same* state store,
 //! observers, clock and ledger, swapped in at once (`crate::http::state::Live`): requests
 //! in flight finish on the state they started with; breaker, budget and rate-limit state
-//! is the store's, by name, so it carries over for every provider, route and key whose
-//! parsed definition is unchanged, while that of a changed or removed one is forgotten
-//! (`diff.rs`; a fleet store keeps the fleet's). Unchanged keys keep their in-flight
-//! counts. Listeners and open connections are untouched. What only a restart applies (the
+//! is the store's, by name: a provider's circuit carries over when its parsed definition
+//! is unchanged, a route's or key's books and rate windows whenever it is still there
+//! under its name (a raised budget keeps what was spent; only the limit changes), and a
+//! removed one's are forgotten (`diff.rs`; a fleet store keeps the fleet's). Keys still
+//! there keep their in-flight counts, under their new caps. Listeners and open connections are untouched. What only a restart applies (the
 //! listen address, workers, the edge's limits, `[state]`, the request log, `[telemetry]`,
 //! the watch itself) keeps its start-up value and is named in the answer as
 //! `restart_needed`; the rest applies. Health checks restart on the new gateway. Tested in
@@ -249,7 +250,7 @@ impl Reloader {
             .unwrap_or(crate::http::edge::DEFAULT_MAX_IN_FLIGHT);
         let keys = KeyStore::with_in_flight_default(&config.keys, max_in_flight)
             .with_metrics_token(self.parts.metrics_token.as_deref())
-            .carrying_in_flight(&old.keys, &diff.kept_keys())
+            .carrying_in_flight(&old.keys, &diff.remaining_keys())
             .with_dynamic_of(&old.keys);
         let next = old.reloaded(Reloadable {
             gateway: built.gateway,

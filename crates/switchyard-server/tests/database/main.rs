@@ -6,6 +6,8 @@
 //!   second, and stops within a second of its revocation;
 //! - `crash.rs`: `kill -9` of a `switchyard serve` under load, then a restart on the same log
 //!   and database: the spend rows are exactly the log's answered requests, each once;
+//! - `limits.rs`: raising or lowering a database key's or its team's budget through the
+//!   API keeps what was spent; only the limit changes;
 //! - `outage.rs`: a PostgreSQL cluster of the test's own (`cluster.rs`) stopped and started
 //!   again under traffic: no request fails, `/readyz` and `switchyard_database_up` say so,
 //!   and afterwards the spend rows are exactly the log's answered requests;
@@ -31,6 +33,7 @@ mod support;
 
 mod api;
 mod crash;
+mod limits;
 mod outage;
 mod replicas;
 mod scale;

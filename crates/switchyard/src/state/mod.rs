@@ -84,7 +84,7 @@ pub struct StateStatus {
 }
 
 /// State a reload leaves behind: the breakers of providers whose definition changed or
-/// went, the books and rate-limit windows of routes and keys likewise
+/// went, the books and rate-limit windows of routes and keys that went
 /// ([`SharedState::forget`]). Names are matched exactly, or by prefix where a prefix is
 /// given (a wildcard template's models, `{template}/…`; a key's periods and windows,
 /// `key:{name}:…`).
@@ -211,7 +211,7 @@ pub trait SharedState: Send + Sync {
     /// calls this once when it is built; the memory store has no fleet and ignores it.
     fn watch_fleet(&self, _sink: FleetSink) {}
 
-    /// Drop the state `what` names, so that a definition a reload changed starts afresh
+    /// Drop the state `what` names, so that what a reload changed or removed starts afresh
     /// (closed circuit, nothing spent, empty windows); a request still running on the old
     /// definition settles into fresh books. The default keeps everything: a fleet store's
     /// state is the fleet's, and another replica may still run the old definition.

@@ -398,11 +398,12 @@ fn render(live: &Live) -> String {
     )
 }
 
-/// Breaker and budget state carry over for what did not change and start afresh for what
-/// did: an open circuit stays open for an unchanged provider and closes for a changed one;
-/// a route's and a key's spend and a key's rate window likewise.
+/// Breaker state carries over for what did not change and starts afresh for what did: an
+/// open circuit stays open for an unchanged provider and closes for a changed one. A
+/// route's and a key's spend and a key's rate window carry over whenever it is still there,
+/// changed or not: only its limits change.
 #[tokio::test]
-async fn breaker_budget_and_rate_state_carry_over_only_for_unchanged_definitions() {
+async fn breakers_carry_over_when_unchanged_and_spend_and_windows_whenever_still_there() {
     let dir = Dir::new("carry");
     let admin = key("admin", ADMIN, "admin = true");
     let breaker =
@@ -416,7 +417,7 @@ async fn breaker_budget_and_rate_state_carry_over_only_for_unchanged_definitions
         route("r-changed", &["down-changed"], breaker),
         route("spend", &["up"], "budget_usd = 10.0"),
         key("team", TEAM, "budget_usd = 5.0\nrpm = 1"),
-        key("other", OTHER, "budget_usd = 5.0\nrpm = 1"),
+        key("other", OTHER, "budget_usd = 5.0\nrpm = 2"),
     );
     dir.write(&before);
     let (live, _) = start(&dir).await;
@@ -427,7 +428,7 @@ async fn breaker_budget_and_rate_state_carry_over_only_for_unchanged_definitions
     let states = live.current().gateway.health_states().await;
     assert_eq!(states["down-kept"], "open", "{states:?}");
     assert_eq!(states["down-changed"], "open", "{states:?}");
-    // spend and windows: one request per key (its rpm of 1 used up), route spend
+    // spend and windows: one request per key (team's rpm of 1 used up), route spend
     let store = Arc::clone(live.current().gateway.state());
     let usd = Money::from_usd;
     for scope in ["route:spend", "key:team", "key:other"] {
@@ -444,8 +445,8 @@ async fn breaker_budget_and_rate_state_carry_over_only_for_unchanged_definitions
         StatusCode::TOO_MANY_REQUESTS
     );
 
-    // change one provider, the route's budget... no: change route `spend`'s deadline, and
-    // key `other`'s rpm; keep everything else
+    // change one provider, route `spend`'s deadline and key `other`'s rpm (2 to 1); keep
+    // everything else
     let after = before
         .replace(
             &provider("down-changed", 1, 1.0),
@@ -453,8 +454,8 @@ async fn breaker_budget_and_rate_state_carry_over_only_for_unchanged_definitions
         )
         .replace("budget_usd = 10.0", "budget_usd = 10.0\ndeadline = \"50s\"")
         .replace(
-            &key("other", OTHER, "budget_usd = 5.0\nrpm = 1"),
             &key("other", OTHER, "budget_usd = 5.0\nrpm = 2"),
+            &key("other", OTHER, "budget_usd = 5.0\nrpm = 1"),
         );
     dir.write(&after);
     let body = json_of(send(&live, reload_request(ADMIN)).await).await;
@@ -469,28 +470,91 @@ async fn breaker_budget_and_rate_state_carry_over_only_for_unchanged_definitions
     let states = live.current().gateway.health_states().await;
     assert_eq!(states["down-kept"], "open", "kept: {states:?}");
     assert_eq!(states["down-changed"], "closed", "changed: {states:?}");
-    let spent = |scope: &'static str| {
-        let store = Arc::clone(&store);
-        async move { store.budget(scope, usd(100.0)).await.spent }
-    };
-    assert!(
-        spent("key:team").await >= usd(1.0),
-        "kept key keeps its spend"
-    );
-    assert_eq!(
-        spent("key:other").await,
-        Money::ZERO,
-        "changed key starts afresh"
-    );
-    assert_eq!(
-        spent("route:spend").await,
-        Money::ZERO,
-        "changed route starts afresh"
-    );
-    // the kept key's rpm window is still used up; the changed key's is new
+    for scope in ["key:team", "key:other", "route:spend"] {
+        assert!(
+            store.budget(scope, usd(100.0)).await.spent >= usd(1.0),
+            "{scope} keeps its spend"
+        );
+    }
+    // the kept key's rpm window is still used up; so is the changed key's, whose request
+    // before the reload counts against its new rpm of 1
     assert_eq!(
         status_of(&live, "spend", TEAM).await,
         StatusCode::TOO_MANY_REQUESTS
     );
-    assert_eq!(status_of(&live, "spend", OTHER).await, StatusCode::OK);
+    assert_eq!(
+        status_of(&live, "spend", OTHER).await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+}
+
+/// An admin raises a key's and a route's exhausted budget and reloads: what was spent stays
+/// spent and the new limit applies (the next request is answered); lowering it again
+/// refuses again. A removed key's books go.
+#[tokio::test]
+async fn a_raised_budget_keeps_what_was_spent_and_applies_the_new_limit() {
+    let dir = Dir::new("raise");
+    let config = |key_budget: f64, route_budget: f64, with_other: bool| {
+        let other = if with_other {
+            key("other", OTHER, "budget_usd = 5.0")
+        } else {
+            String::new()
+        };
+        format!(
+            "{}{}{}{}{}{other}",
+            provider("up", 1, 0.0),
+            route("open", &["up"], ""),
+            route("paid", &["up"], &format!("budget_usd = {route_budget:?}")),
+            key("admin", ADMIN, "admin = true"),
+            key("team", TEAM, &format!("budget_usd = {key_budget:?}")),
+        )
+    };
+    dir.write(&config(1.0, 1.0, true));
+    let (live, _) = start(&dir).await;
+    let store = Arc::clone(live.current().gateway.state());
+    let usd = Money::from_usd;
+    for scope in ["key:team", "route:paid", "key:other"] {
+        let id = store
+            .reserve(scope, usd(100.0), usd(1.0), Duration::from_secs(60))
+            .await
+            .unwrap();
+        store.settle(scope, id, usd(1.0), usd(1.0)).await;
+    }
+    let spent = |scope: &'static str| {
+        let store = Arc::clone(&store);
+        async move { store.budget(scope, usd(100.0)).await.spent }
+    };
+    // both budgets are used up
+    assert_eq!(
+        status_of(&live, "open", TEAM).await,
+        StatusCode::PAYMENT_REQUIRED
+    );
+    assert_eq!(
+        status_of(&live, "paid", ADMIN).await,
+        StatusCode::PAYMENT_REQUIRED
+    );
+
+    // raised: the next requests are answered, and count on top of what was spent
+    dir.write(&config(20.0, 20.0, true));
+    let body = json_of(send(&live, reload_request(ADMIN)).await).await;
+    assert_eq!(names(&body["keys"]["changed"]), ["team"], "{body}");
+    assert_eq!(names(&body["routes"]["changed"]), ["paid"], "{body}");
+    assert_eq!(status_of(&live, "open", TEAM).await, StatusCode::OK);
+    assert_eq!(status_of(&live, "paid", ADMIN).await, StatusCode::OK);
+    assert!(spent("key:team").await > usd(1.0), "kept, and added to");
+    assert!(spent("route:paid").await > usd(1.0), "kept, and added to");
+
+    // lowered again (and key `other` removed): refused again; the removed key's books go
+    dir.write(&config(1.0, 1.0, false));
+    let body = json_of(send(&live, reload_request(ADMIN)).await).await;
+    assert_eq!(names(&body["keys"]["removed"]), ["other"], "{body}");
+    assert_eq!(
+        status_of(&live, "open", TEAM).await,
+        StatusCode::PAYMENT_REQUIRED
+    );
+    assert_eq!(
+        status_of(&live, "paid", ADMIN).await,
+        StatusCode::PAYMENT_REQUIRED
+    );
+    assert_eq!(spent("key:other").await, Money::ZERO, "removed: forgotten");
 }
