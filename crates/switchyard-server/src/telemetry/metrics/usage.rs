@@ -9,6 +9,9 @@
 //! request log's tap (`Metrics` is a [`crate::telemetry::log::LogTap`]): one lookup per
 //! finished request. Memory stays bounded with the labels: map keys are configured names
 //! (or `other` / `none`), so there are at most routes × keys × providers combinations.
+//! Database keys (`crate::database`) are `other` on purpose: they are made at run time and
+//! may number 100,000; their per-key spend is the database's `GET /admin/spend`
+//! (docs/telemetry.md says why).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
