@@ -559,7 +559,27 @@ url_env = "SWITCHYARD_BROWSER_DATABASE_URL"
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-keys.png'), fullPage: true });
     await page.locator('[data-testid="keys-team"]').selectOption('research');
     await row('bob').waitFor({ state: 'detached' });
-    assert.deepEqual(await page.locator('[data-testid="key-row"]').evaluateAll((rs) => rs.map((r) => r.dataset.name)), ['alice']);
+    const shown = () => page.locator('[data-testid="key-row"]').evaluateAll((rs) => rs.map((r) => r.dataset.name));
+    assert.deepEqual(await shown(), ['alice']);
+
+    // pages of 50: 49 more keys make 52 with the revoked one
+    for (let i = 1; i <= 49; i++) {
+      const r = await send(base, 'POST', '/admin/keys', admin, { name: `extra-${String(i).padStart(2, '0')}` });
+      assert.equal(r.status, 201, JSON.stringify(r.json));
+    }
+    await page.locator('[data-testid="keys-team"]').selectOption('');
+    await row('extra-47').waitFor();
+    assert.equal(await page.locator('[data-testid="key-row"]').count(), 50);
+    assert.equal(await page.locator('[data-testid="keys-page"]').innerText(), 'keys 1–50 · more follow');
+    assert.equal(await page.locator('[data-testid="keys-prev"]').isDisabled(), true);
+    await page.locator('[data-testid="keys-next"]').click();
+    await row('extra-48').waitFor();
+    assert.deepEqual(await shown(), ['extra-48', 'extra-49']);
+    assert.equal(await page.locator('[data-testid="keys-page"]').innerText(), 'keys 51–52');
+    assert.equal(await page.locator('[data-testid="keys-next"]').isDisabled(), true);
+    await page.locator('[data-testid="keys-prev"]').click();
+    await row('alice').waitFor();
+    assert.equal(await page.locator('[data-testid="key-row"]').count(), 50);
 
     // Spend: per day for everyone, a key and a team; the top model; the API's figures
     await page.locator('[data-testid="view-spend"]').click();
