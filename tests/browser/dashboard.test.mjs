@@ -10,7 +10,8 @@
 // provider card show its last health check. A third runs it on a throwaway PostgreSQL
 // database, makes a team and keys through the admin API, sends traffic with them, and sees
 // the Keys and Spend views show what the API reports (skipped only with
-// SWITCHYARD_BROWSER_NO_DB=1; without PostgreSQL on 127.0.0.1:5432 it fails).
+// SWITCHYARD_BROWSER_NO_DB=1; without PostgreSQL on 127.0.0.1:5432 it fails). A fourth points
+// the server at a database that does not answer: the views say so, traffic is served.
 //
 // Everything is bounded in time, and the page may talk to nothing but 127.0.0.1.
 // Env: SWITCHYARD_BIN (default target/debug/switchyard), CHROMIUM (/usr/bin/chromium),
@@ -594,6 +595,7 @@ url_env = "SWITCHYARD_BROWSER_DATABASE_URL"
     /** A chart shows `rep`'s every day: each bar's cost and requests are the API's. */
     async function sameDays(which, rep) {
       await chart(which).locator(`[data-testid="days-cost"][data-cost="${total(rep)}"]`).waitFor();
+      await chart(which).locator(`[data-testid="days-requests"][data-requests="${requests(rep)}"]`).waitFor();
       for (const g of rep.groups) {
         const bar = chart(which).locator(`[data-testid="day-bar"][data-day="${g.group}"]`);
         assert.equal(Number(await bar.getAttribute('data-cost')), g.cost_usd, `${which} ${g.group}`);
@@ -658,6 +660,70 @@ url_env = "SWITCHYARD_BROWSER_DATABASE_URL"
     await chrome?.close();
     await stopServer(server);
     dropDatabase(db.name);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('with the database unreachable the views say so, and the overview still works', { timeout: 90_000 }, async () => {
+  const admin = 'sy-browser-down-admin-51c9';
+  const client = 'sy-browser-down-app-0b7e';
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-nodb-'));
+  const config = join(dir, 'switchyard.toml');
+  writeFileSync(config, `
+[server]
+request_log = "${join(dir, 'requests.jsonl')}"
+
+[[providers]]
+name = "aurora"
+kind = "simulated"
+failure_rate = 0.0
+latency_range_ms = [5, 10]
+seed = 1
+
+[[routes]]
+name = "default"
+providers = ["aurora"]
+
+[[keys]]
+name = "ops"
+sha256 = "${createHash('sha256').update(admin).digest('hex')}"
+routes = []
+admin = true
+
+[[keys]]
+name = "app"
+sha256 = "${createHash('sha256').update(client).digest('hex')}"
+routes = ["*"]
+
+[database]
+url_env = "SWITCHYARD_BROWSER_DATABASE_URL"
+`);
+  let server;
+  let chrome;
+  try {
+    // nothing listens on port 9 of 127.0.0.1: the database is down from the start
+    server = await startServer(['--config', config], { SWITCHYARD_BROWSER_DATABASE_URL: 'postgres://postgres@127.0.0.1:9/switchyard' });
+    chrome = await openBrowser();
+    const { page, seen } = await newPage(chrome.context, { width: 1200, height: 800 });
+    await page.goto(`${server.base}/#/spend`, { waitUntil: 'domcontentloaded' });
+    await page.locator('[data-testid="key-input"]').fill(admin);
+    await page.locator('[data-testid="key-submit"]').click();
+    const spendNotice = page.locator('[data-testid="spend-notice"][data-code="database_unavailable"]');
+    await spendNotice.waitFor({ timeout: 15_000 });
+    assert.match(await spendNotice.innerText(), /^The database is not answering right now/);
+    assert.equal(await page.locator('#spend-period').isVisible(), true, 'the period can still be picked');
+    await page.locator('[data-testid="view-keys"]').click();
+    await page.locator('[data-testid="keys-notice"][data-code="database_unavailable"]').waitFor({ timeout: 15_000 });
+    assert.equal(await page.locator('[data-testid="error-banner"]').isVisible(), false, 'no error banner');
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-database-down.png') });
+    assert.equal(await chat(server.base, { token: client }), 200, 'traffic is served');
+    await page.locator('[data-testid="view-overview"]').click();
+    await page.locator('[data-testid="provider-card"][data-provider="aurora"]').waitFor();
+    assert.deepEqual([...seen.hosts].filter((h) => !h.startsWith('127.0.0.1:')), []);
+    assert.deepEqual(seen.errors.filter((e) => !/status of (401|503)/.test(e)), [], 'no script errors');
+  } finally {
+    await chrome?.close();
+    await stopServer(server);
     rmSync(dir, { recursive: true, force: true });
   }
 });

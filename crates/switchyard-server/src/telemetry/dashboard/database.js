@@ -37,7 +37,7 @@ window.switchyardDatabaseViews = ({ h, s, replace, usd, stat, api, AuthError, as
       'The keys configured in the TOML and the spend since start are on the Overview.',
     database_unavailable:
       'The database is not answering right now. Keys are still served from memory and spend rows wait on ' +
-      'disk until it is back; this view is read again in a few seconds.',
+      'disk until it is back; this view asks again every 15 s while it is shown.',
   };
 
   /** Show (or, with no error, clear) a view's notice; the view's body hides while it has nothing to show. */
