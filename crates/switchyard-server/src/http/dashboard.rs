@@ -12,6 +12,9 @@
 //! - `GET /admin/requests?limit=N`: the most recent requests with their attempt trails,
 //!   newest first; `GET /admin/requests/{id}`: one of them.
 //!
+//! The page's Keys and Spend views read `/admin/keys`, `/admin/teams` and `/admin/spend`
+//! (`crate::http::manage`), which need `[database]`.
+//!
 //! Nothing here reveals a secret: no key hashes or tokens, no env var names or values;
 //! attempt messages were scrubbed by the adapters. Does not own the history itself
 //! ([`Insight`](crate::telemetry::insight::Insight)) nor the gateway's books.

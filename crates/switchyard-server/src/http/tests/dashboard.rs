@@ -254,6 +254,7 @@ async fn the_page_and_its_files_are_served_with_their_types() {
         ("/", "text/html"),
         ("/dashboard/dashboard.css", "text/css"),
         ("/dashboard/dashboard.js", "text/javascript"),
+        ("/dashboard/database.js", "text/javascript"),
         ("/dashboard/icon.svg", "image/svg+xml"),
     ];
     for (path, ct) in cases {
@@ -270,7 +271,10 @@ async fn the_page_and_its_files_are_served_with_their_types() {
     }
     let (status, page) = call(&s, get("/", None)).await;
     assert_eq!(status, StatusCode::OK);
-    assert!(page.contains("/dashboard/dashboard.js") && page.contains("data-testid"));
+    for script in ["/dashboard/database.js", "/dashboard/dashboard.js"] {
+        assert!(page.contains(script), "{script}");
+    }
+    assert!(page.contains("data-testid"));
     let (status, body) = call(&s, get("/dashboard/secrets.txt", None)).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
 }

@@ -16,7 +16,10 @@
     selected: null, // request id whose attempts are shown
     span: 'auto', // timeline range
     last: null, // the last overview + transitions, to redraw on zoom
+    tab: 'overview', // the view shown: overview, keys or spend
+    db: null, // the Keys and Spend views (database.js)
   };
+  const TABS = ['overview', 'keys', 'spend'];
 
   // ---- small DOM helpers ----
 
@@ -90,6 +93,15 @@
     }
   }
 
+  /** Any other refusal, with the error's `code` (e.g. database_not_configured). */
+  class ApiFailure extends Error {
+    constructor(status, code, message) {
+      super(message);
+      this.status = status;
+      this.code = code;
+    }
+  }
+
   async function api(path) {
     const headers = { Accept: 'application/json' };
     const key = sessionStorage.getItem(KEY_STORE);
@@ -106,7 +118,7 @@
     }
     if (!resp.ok) {
       const msg = (body && body.error && body.error.message) || `${resp.status} ${resp.statusText}`;
-      throw new Error(`${path}: ${msg}`);
+      throw new ApiFailure(resp.status, body && body.error && body.error.code, `${path}: ${msg}`);
     }
     return body;
   }
@@ -126,6 +138,7 @@
       draw(overview, transitions, requests);
       banner(null);
       $('updated').textContent = `updated ${clock(overview.now_ms)}`;
+      if (view.tab !== 'overview') view.db.tick(view.tab);
     } catch (e) {
       if (e instanceof AuthError) {
         askForKey(e);
@@ -521,6 +534,26 @@
     panel.parentElement.classList.add('has-detail');
   }
 
+  // ---- views ----
+
+  /** The view a location hash names (`#/keys`), else the overview. */
+  function tabOf(hash) {
+    const name = hash.replace(/^#\/?/, '');
+    return TABS.includes(name) ? name : 'overview';
+  }
+
+  /** Show view `name`; Keys and Spend are read from the database when shown. */
+  function showTab(name) {
+    view.tab = name;
+    for (const a of $('views').querySelectorAll('a')) a.setAttribute('aria-selected', String(a.dataset.view === name));
+    for (const t of TABS) $(`panel-${t}`).hidden = t !== name;
+    if (name === 'overview') {
+      if (view.last) drawTimeline(view.last.overview, view.last.transitions); // its width was unknown while hidden
+    } else if (!$('main').hidden) {
+      view.db.show(name);
+    }
+  }
+
   // ---- controls ----
 
   function wire() {
@@ -554,6 +587,9 @@
 
   document.addEventListener('DOMContentLoaded', () => {
     wire();
+    view.db = window.switchyardDatabaseViews({ h, s, replace, usd, stat, api, AuthError, askForKey });
+    window.addEventListener('hashchange', () => showTab(tabOf(location.hash)));
+    showTab(tabOf(location.hash));
     refresh();
   });
 })();

@@ -1,4 +1,4 @@
-//! The dashboard's files: one HTML page, its stylesheet and its script, compiled into the
+//! The dashboard's files: one HTML page, its stylesheet and its scripts, compiled into the
 //! binary with `include_str!` (no build step, no CDN, no web fonts: it works offline).
 //!
 //! Owns the files and their content types. Serving them, and the admin JSON the script
@@ -20,7 +20,7 @@ pub const INDEX: Asset = Asset {
 };
 
 /// The files served under `/dashboard/`, by name.
-const FILES: [(&str, Asset); 3] = [
+const FILES: [(&str, Asset); 4] = [
     (
         "dashboard.css",
         Asset {
@@ -32,6 +32,13 @@ const FILES: [(&str, Asset); 3] = [
         "dashboard.js",
         Asset {
             body: include_str!("dashboard.js"),
+            content_type: "text/javascript; charset=utf-8",
+        },
+    ),
+    (
+        "database.js",
+        Asset {
+            body: include_str!("database.js"),
             content_type: "text/javascript; charset=utf-8",
         },
     ),
@@ -59,6 +66,7 @@ mod tests {
         assert!(
             asset("dashboard.js").is_some_and(|a| a.content_type.starts_with("text/javascript"))
         );
+        assert!(asset("database.js").is_some_and(|a| a.content_type.starts_with("text/javascript")));
         assert!(asset("dashboard.css").is_some_and(|a| a.content_type.starts_with("text/css")));
         assert!(asset("icon.svg").is_some());
         assert!(asset("../main.rs").is_none() && asset("").is_none());
