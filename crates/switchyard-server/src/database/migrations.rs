@@ -10,7 +10,7 @@ use tokio_postgres::Client;
 const LOCK: i64 = 0x5357_5943_4844_4231; // "SWYCHDB1"
 
 /// (version, SQL), in order.
-pub const MIGRATIONS: &[(i32, &str)] = &[(1, V1)];
+pub const MIGRATIONS: &[(i32, &str)] = &[(1, V1), (2, V2)];
 
 /// Teams, keys (hashes only), spend rows, their daily aggregates (per key, team, route,
 /// provider and model; and per team alone), the ingestion checkpoint
@@ -104,30 +104,134 @@ CREATE TABLE audit (
 );
 ";
 
-/// Apply every migration not yet applied; returns how many ran.
+/// Reports that read millions of `spend_daily` rows get narrower aggregates: per team, day
+/// and key (`group_by=key`, and a key's own reports by team or day), per team, day and
+/// model, and per team, day, route and provider. A statement trigger on `spend` adds each
+/// statement's inserted rows to them, so every writer keeps them, including a replica still
+/// on the previous version during a rolling upgrade (whose writer keeps `spend_daily` and
+/// `spend_team_daily` itself, as this version's does). They start from `spend_daily`, with
+/// `spend` and `spend_daily` locked against writers until the trigger is in place: no row
+/// is counted twice or missed. `spend_daily` is now read only for one key's spend by
+/// route, provider or model, so its per-team index gives way to one per key.
+const V2: &str = r"
+LOCK TABLE spend, spend_daily IN SHARE ROW EXCLUSIVE MODE;
+CREATE TABLE spend_key_daily (
+    team          text NOT NULL,
+    day           date NOT NULL,
+    key           text NOT NULL,
+    requests      bigint NOT NULL,
+    input_tokens  bigint NOT NULL,
+    output_tokens bigint NOT NULL,
+    cost_picos    bigint NOT NULL,
+    unpriced      bigint NOT NULL,
+    PRIMARY KEY (team, day, key)
+);
+CREATE INDEX spend_key_daily_key ON spend_key_daily (key, day);
+CREATE TABLE spend_model_daily (
+    team          text NOT NULL,
+    day           date NOT NULL,
+    model         text NOT NULL,
+    requests      bigint NOT NULL,
+    input_tokens  bigint NOT NULL,
+    output_tokens bigint NOT NULL,
+    cost_picos    bigint NOT NULL,
+    unpriced      bigint NOT NULL,
+    PRIMARY KEY (team, day, model)
+);
+CREATE TABLE spend_route_daily (
+    team          text NOT NULL,
+    day           date NOT NULL,
+    route         text NOT NULL,
+    provider      text NOT NULL,
+    requests      bigint NOT NULL,
+    input_tokens  bigint NOT NULL,
+    output_tokens bigint NOT NULL,
+    cost_picos    bigint NOT NULL,
+    unpriced      bigint NOT NULL,
+    PRIMARY KEY (team, day, route, provider)
+);
+INSERT INTO spend_key_daily
+SELECT team, day, key, sum(requests), sum(input_tokens), sum(output_tokens), sum(cost_picos),
+       sum(unpriced)
+FROM spend_daily GROUP BY 1, 2, 3;
+INSERT INTO spend_model_daily
+SELECT team, day, model, sum(requests), sum(input_tokens), sum(output_tokens), sum(cost_picos),
+       sum(unpriced)
+FROM spend_daily GROUP BY 1, 2, 3;
+INSERT INTO spend_route_daily
+SELECT team, day, route, provider, sum(requests), sum(input_tokens), sum(output_tokens),
+       sum(cost_picos), sum(unpriced)
+FROM spend_daily GROUP BY 1, 2, 3, 4;
+CREATE FUNCTION spend_rollup() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO spend_key_daily AS d
+    SELECT coalesce(team, ''), (at AT TIME ZONE 'UTC')::date, coalesce(key, ''), count(*),
+           sum(input_tokens)::int8, sum(output_tokens)::int8, coalesce(sum(cost_picos), 0)::int8,
+           count(*) FILTER (WHERE cost_picos IS NULL)
+    FROM inserted_rows GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+    ON CONFLICT (team, day, key) DO UPDATE SET
+        requests = d.requests + excluded.requests,
+        input_tokens = d.input_tokens + excluded.input_tokens,
+        output_tokens = d.output_tokens + excluded.output_tokens,
+        cost_picos = d.cost_picos + excluded.cost_picos,
+        unpriced = d.unpriced + excluded.unpriced;
+    INSERT INTO spend_model_daily AS d
+    SELECT coalesce(team, ''), (at AT TIME ZONE 'UTC')::date, coalesce(model, ''), count(*),
+           sum(input_tokens)::int8, sum(output_tokens)::int8, coalesce(sum(cost_picos), 0)::int8,
+           count(*) FILTER (WHERE cost_picos IS NULL)
+    FROM inserted_rows GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+    ON CONFLICT (team, day, model) DO UPDATE SET
+        requests = d.requests + excluded.requests,
+        input_tokens = d.input_tokens + excluded.input_tokens,
+        output_tokens = d.output_tokens + excluded.output_tokens,
+        cost_picos = d.cost_picos + excluded.cost_picos,
+        unpriced = d.unpriced + excluded.unpriced;
+    INSERT INTO spend_route_daily AS d
+    SELECT coalesce(team, ''), (at AT TIME ZONE 'UTC')::date, route, coalesce(provider, ''),
+           count(*), sum(input_tokens)::int8, sum(output_tokens)::int8,
+           coalesce(sum(cost_picos), 0)::int8, count(*) FILTER (WHERE cost_picos IS NULL)
+    FROM inserted_rows GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+    ON CONFLICT (team, day, route, provider) DO UPDATE SET
+        requests = d.requests + excluded.requests,
+        input_tokens = d.input_tokens + excluded.input_tokens,
+        output_tokens = d.output_tokens + excluded.output_tokens,
+        cost_picos = d.cost_picos + excluded.cost_picos,
+        unpriced = d.unpriced + excluded.unpriced;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER spend_rollup AFTER INSERT ON spend REFERENCING NEW TABLE AS inserted_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION spend_rollup();
+CREATE INDEX spend_daily_key ON spend_daily (key, day);
+DROP INDEX spend_daily_team;
+";
+
+/// Apply every migration not yet applied, each in its own transaction; returns how many ran.
 ///
 /// # Errors
-/// The database's, as text.
+/// The database's, as text. Migrations that committed before the failing one stay.
 pub async fn apply(client: &mut Client) -> Result<usize, tokio_postgres::Error> {
-    let tx = client.transaction().await?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK])
-        .await?;
-    tx.batch_execute(
-        "CREATE TABLE IF NOT EXISTS switchyard_migrations (
-             version integer PRIMARY KEY,
-             applied_at timestamptz NOT NULL DEFAULT now())",
-    )
-    .await?;
-    let done: Vec<i32> = (tx
-        .query("SELECT version FROM switchyard_migrations", &[])
-        .await?)
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
     let mut ran = 0;
     for (version, sql) in MIGRATIONS {
-        if done.contains(version) {
-            continue;
+        let tx = client.transaction().await?;
+        // held to the commit: a replica starting beside this one waits, then sees it done
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK])
+            .await?;
+        tx.batch_execute(
+            "CREATE TABLE IF NOT EXISTS switchyard_migrations (
+                 version integer PRIMARY KEY,
+                 applied_at timestamptz NOT NULL DEFAULT now())",
+        )
+        .await?;
+        let done = tx
+            .query_opt(
+                "SELECT 1 FROM switchyard_migrations WHERE version = $1",
+                &[version],
+            )
+            .await?
+            .is_some();
+        if done {
+            continue; // the transaction rolls back: it changed nothing
         }
         tx.batch_execute(sql).await?;
         tx.execute(
@@ -135,8 +239,8 @@ pub async fn apply(client: &mut Client) -> Result<usize, tokio_postgres::Error> 
             &[version],
         )
         .await?;
+        tx.commit().await?;
         ran += 1;
     }
-    tx.commit().await?;
     Ok(ran)
 }

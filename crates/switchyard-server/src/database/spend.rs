@@ -4,12 +4,14 @@
 //! its request is answered) from a checkpoint kept in the database (`spend_checkpoint`, by
 //! host and path), in batches of at most [`MAX_BATCH_LINES`] complete lines. One
 //! transaction inserts a batch's rows (`ON CONFLICT DO NOTHING` on request id and arrival
-//! time), adds only the rows it inserted to `spend_daily`, and moves the checkpoint: a crash
-//! before the commit leaves all three as they were; a checkpoint lost or reset re-reads
-//! lines whose rows are already there and counts nothing twice. Reports per team or per day
-//! read `spend_team_daily` (a row per team and day), the others `spend_daily`. While the database is down
-//! lines wait in the log on disk and flush when it is back. Rows are written for answered
-//! requests (a provider answered), with cost NULL when it is unknown (never 0).
+//! time), adds only the rows it inserted to `spend_daily` and `spend_team_daily` (and a
+//! trigger adds them to the narrower aggregates per key, per model, and per route and
+//! provider: `migrations.rs` V2), and moves the checkpoint: a crash before the commit
+//! leaves all of them as they were; a checkpoint lost or reset re-reads lines whose rows
+//! are already there and counts nothing twice. Reports read the narrowest aggregate that
+//! answers them ([`table_for`]). While the database is down lines wait in the log on disk
+//! and flush when it is back. Rows are written for answered requests (a provider answered),
+//! with cost NULL when it is unknown (never 0).
 
 use std::io::SeekFrom;
 use std::path::{Path, PathBuf};
@@ -332,6 +334,22 @@ impl GroupBy {
     }
 }
 
+/// The narrowest aggregate that answers a report, and whether it has a `key` column: every
+/// one has `day` and `team`. Without a key filter, each grouping has its own table (a few
+/// rows per team and day, or one per key and day for `key`); narrowed to one key, the
+/// per-key table answers by key, team or day, and `spend_daily`'s index by key the rest.
+/// The tables and the trigger that keeps the narrow ones are in `migrations.rs` (V1, V2).
+#[must_use]
+pub fn table_for(group_by: GroupBy, one_key: bool) -> (&'static str, bool) {
+    match (group_by, one_key) {
+        (GroupBy::Key, _) | (GroupBy::Team | GroupBy::Day, true) => ("spend_key_daily", true),
+        (GroupBy::Team | GroupBy::Day, false) => ("spend_team_daily", false),
+        (GroupBy::Model, false) => ("spend_model_daily", false),
+        (GroupBy::Route | GroupBy::Provider, false) => ("spend_route_daily", false),
+        (GroupBy::Model | GroupBy::Route | GroupBy::Provider, true) => ("spend_daily", true),
+    }
+}
+
 /// A spend report's question: UTC days `from` to `to` (inclusive, `YYYY-MM-DD`).
 #[derive(Debug, Clone)]
 pub struct SpendQuery {
@@ -381,12 +399,11 @@ pub async fn report(db: &Database, q: &SpendQuery) -> Result<Vec<SpendGroup>, St
                 });
             }
         }
-        // per team or per day, not narrowed to a key: the per-team table has what it needs
-        let per_team = matches!(q.group_by, GroupBy::Team | GroupBy::Day) && q.key.is_none();
-        let (table, key_filter) = if per_team {
-            ("spend_team_daily", "$3::text IS NULL")
+        let (table, has_key) = table_for(q.group_by, q.key.is_some());
+        let key_filter = if has_key {
+            "($3::text IS NULL OR key = $3)"
         } else {
-            ("spend_daily", "($3::text IS NULL OR key = $3)")
+            "$3::text IS NULL"
         };
         let sql = format!(
             "SELECT {} AS g, sum(requests)::int8, sum(input_tokens)::int8, \

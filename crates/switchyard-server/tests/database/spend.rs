@@ -283,3 +283,178 @@ async fn ingestion_rate() {
     println!("ingested {n} lines in {secs:.2} s: {rate:.0} lines/s");
     assert_eq!(counts(&test_db.client().await).await, expected(n));
 }
+
+/// Log line `i` of a varied day: four keys of two teams, one key without a team, and calls
+/// without a key; two routes, providers and models; answered on three UTC days.
+fn varied_line(i: u64) -> String {
+    let mut entry: LogEntry = serde_json::from_str(line(i).trim_end()).unwrap();
+    entry.time_ms = 1_795_969_375_000 + (i % 3) * 86_400_000 + i;
+    entry.key = match i % 6 {
+        5 => None,
+        k => Some(format!("k{k}")),
+    };
+    entry.route = if i % 4 < 2 { "smart" } else { "cheap" }.into();
+    if entry.provider.is_some() {
+        entry.provider = Some(if i % 3 == 0 { "aurora" } else { "borealis" }.into());
+        entry.model = Some(
+            if i % 2 == 0 {
+                "gpt-4o-mini"
+            } else {
+                "claude-haiku"
+            }
+            .into(),
+        );
+    }
+    serde_json::to_string(&entry).unwrap() + "\n"
+}
+
+/// Every report, for every grouping and with and without a key or team, is what the spend
+/// rows themselves add up to, on a database whose spend began before migration 2 (the
+/// narrow aggregates' backfill) and went on after it (the trigger).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_report_adds_up_the_spend_rows_across_the_upgrade_to_narrow_aggregates() {
+    use switchyard_server::database::migrations::MIGRATIONS;
+    use switchyard_server::database::spend::{report, GroupBy, SpendQuery};
+    let Some(test_db) = TestDb::create("rollup").await else {
+        return;
+    };
+    let dir = crate::support::Dir::new("rollup");
+    let log = dir.0.join("requests.jsonl");
+    let c = test_db.client().await;
+    // the database as the first release left it: migration 1 only
+    c.batch_execute(
+        "CREATE TABLE switchyard_migrations (version integer PRIMARY KEY,
+             applied_at timestamptz NOT NULL DEFAULT now());
+         INSERT INTO switchyard_migrations (version) VALUES (1);",
+    )
+    .await
+    .unwrap();
+    c.batch_execute(MIGRATIONS[0].1).await.unwrap();
+    c.batch_execute(
+        "INSERT INTO teams (id, name) VALUES (1, 'red'), (2, 'blue');
+         INSERT INTO keys (name, sha256, team_id)
+         SELECT 'k' || g, sha256(('t' || g)::bytea), CASE WHEN g = 4 THEN NULL ELSE 1 + g % 2 END
+         FROM generate_series(0, 4) g;",
+    )
+    .await
+    .unwrap();
+    let settings = DatabaseSettings {
+        url: test_db.url.clone(),
+        pool_size: 2,
+        resync: Duration::from_secs(30),
+    };
+    let table = Arc::new(DynamicKeys::new(Clock::system(), 1024));
+    table.replace(
+        switchyard_server::database::keys::load_live(&c)
+            .await
+            .unwrap(),
+    );
+    let db = Database::new(&settings, table, Clock::system()).unwrap();
+    append(&log, &(0..120).map(varied_line).collect::<String>());
+    drain(&db, &log).await;
+    assert_eq!(db.migrate().await.unwrap(), 1, "migration 2 runs, alone");
+    assert_eq!(db.migrate().await.unwrap(), 0, "and once");
+    append(&log, &(120..300).map(varied_line).collect::<String>());
+    drain(&db, &log).await;
+    // and re-reading the whole log counts nothing twice in any aggregate
+    c.execute("DELETE FROM spend_checkpoint", &[])
+        .await
+        .unwrap();
+    drain(&db, &log).await;
+
+    let groupings = [
+        (GroupBy::Key, "coalesce(key, '')"),
+        (GroupBy::Team, "coalesce(team, '')"),
+        (GroupBy::Route, "route"),
+        (GroupBy::Provider, "coalesce(provider, '')"),
+        (GroupBy::Model, "coalesce(model, '')"),
+        (
+            GroupBy::Day,
+            "to_char((at AT TIME ZONE 'UTC')::date, 'YYYY-MM-DD')",
+        ),
+    ];
+    let mut checked = 0;
+    for (group_by, column) in groupings {
+        for key in [None, Some("k1"), Some("")] {
+            for team in [None, Some("red"), Some("blue"), Some("")] {
+                let q = SpendQuery {
+                    group_by,
+                    from: "2026-11-01".into(),
+                    to: "2026-12-31".into(),
+                    key: key.map(str::to_owned),
+                    team: team.map(str::to_owned),
+                    limit: 1000,
+                };
+                let mut got = report(&db, &q).await.unwrap();
+                let rows = c
+                    .query(
+                        &format!(
+                            "SELECT {column}, count(*), sum(input_tokens)::int8, \
+                             sum(output_tokens)::int8, \
+                             (coalesce(sum(cost_picos), 0) / 1e12)::float8, \
+                             count(*) FILTER (WHERE cost_picos IS NULL) \
+                             FROM spend WHERE ($1::text IS NULL OR coalesce(key, '') = $1) \
+                             AND ($2::text IS NULL OR coalesce(team, '') = $2) GROUP BY 1"
+                        ),
+                        &[&q.key, &q.team],
+                    )
+                    .await
+                    .unwrap();
+                let mut want: Vec<_> = rows
+                    .iter()
+                    .map(|r| switchyard_server::database::spend::SpendGroup {
+                        group: r.get(0),
+                        requests: r.get(1),
+                        input_tokens: r.get(2),
+                        output_tokens: r.get(3),
+                        cost_usd: r.get(4),
+                        unpriced: r.get(5),
+                    })
+                    .collect();
+                got.sort_by(|a, b| a.group.cmp(&b.group));
+                want.sort_by(|a, b| a.group.cmp(&b.group));
+                assert_eq!(
+                    got.len(),
+                    want.len(),
+                    "{group_by:?} key {key:?} team {team:?}"
+                );
+                for (g, w) in got.iter().zip(&want) {
+                    assert_eq!(
+                        (
+                            &g.group,
+                            g.requests,
+                            g.input_tokens,
+                            g.output_tokens,
+                            g.unpriced
+                        ),
+                        (
+                            &w.group,
+                            w.requests,
+                            w.input_tokens,
+                            w.output_tokens,
+                            w.unpriced
+                        ),
+                        "{group_by:?} key {key:?} team {team:?}"
+                    );
+                    assert!(
+                        (g.cost_usd - w.cost_usd).abs() < 1e-9,
+                        "{group_by:?} key {key:?} team {team:?}: {} vs {}",
+                        g.cost_usd,
+                        w.cost_usd
+                    );
+                }
+                checked += usize::from(!want.is_empty());
+            }
+        }
+    }
+    let rows: i64 = c
+        .query_one("SELECT count(*) FROM spend", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 240, "the answered among 300 lines, once each");
+    assert!(
+        checked > 40,
+        "most questions have spend to add up ({checked})"
+    );
+}
