@@ -18,14 +18,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 use switchyard::Money;
 use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _};
 use tokio_postgres::types::ToSql;
 use tokio_util::sync::CancellationToken;
 
 use super::{Database, StoreError};
-use crate::telemetry::log::LogEntry;
 
 /// Most lines one batch (one transaction) carries.
 pub const MAX_BATCH_LINES: usize = 2000;
@@ -117,7 +118,7 @@ pub async fn ingest_once(
         let mut batch = Batch::default();
         let mut unreadable = 0;
         for line in &lines {
-            match serde_json::from_slice::<LogEntry>(line) {
+            match serde_json::from_slice::<SpendLine<'_>>(line) {
                 Ok(entry) => batch.push(&entry, db),
                 Err(_) => unreadable += 1,
             }
@@ -168,7 +169,7 @@ fn complete_lines(chunk: &[u8], max: usize) -> (Vec<&[u8]>, usize) {
     let mut lines = Vec::new();
     let mut used = 0;
     while lines.len() < max {
-        let Some(end) = chunk[used..].iter().position(|&b| b == b'\n') else {
+        let Some(end) = memchr::memchr(b'\n', &chunk[used..]) else {
             break;
         };
         let line = &chunk[used..used + end];
@@ -181,6 +182,35 @@ fn complete_lines(chunk: &[u8], max: usize) -> (Vec<&[u8]>, usize) {
         return (vec![&chunk[..0]], chunk.len());
     }
     (lines, used)
+}
+
+/// What a spend row takes from a request-log line (`crate::telemetry::log::LogEntry`, whose
+/// field names these are): read borrowed where the text has no escapes, the rest of the
+/// line (attempts, errors, trace ids) skipped rather than built.
+#[derive(Deserialize)]
+struct SpendLine<'a> {
+    #[serde(borrow)]
+    id: Cow<'a, str>,
+    time_ms: u64,
+    #[serde(borrow)]
+    route: Cow<'a, str>,
+    #[serde(borrow, default)]
+    key: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    provider: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    model: Option<Cow<'a, str>>,
+    #[serde(default)]
+    usage: Option<Tokens>,
+    #[serde(default)]
+    cost_usd: Option<f64>,
+}
+
+/// A log line's `usage`, as far as spend counts it.
+#[derive(Deserialize)]
+struct Tokens {
+    input_tokens: u64,
+    output_tokens: u64,
 }
 
 /// A batch's rows, column by column (sent as arrays: one statement per batch).
@@ -200,23 +230,27 @@ struct Batch {
 
 impl Batch {
     /// An answered request's row; others are not spend.
-    fn push(&mut self, e: &LogEntry, db: &Database) {
+    fn push(&mut self, e: &SpendLine<'_>, db: &Database) {
         if e.provider.is_none() {
             return;
         }
         let tokens = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-        self.ids.push(e.id.clone());
+        let owned = |s: &Option<Cow<'_, str>>| s.as_deref().map(str::to_owned);
+        self.ids.push(e.id.clone().into_owned());
         self.at_ms
             .push(i64::try_from(e.time_ms).unwrap_or(i64::MAX));
         self.teams
             .push(e.key.as_deref().and_then(|k| db.keys.team_of(k)));
-        self.keys.push(e.key.clone());
-        self.routes.push(e.route.clone());
-        self.providers.push(e.provider.clone());
-        self.models.push(e.model.clone());
-        let usage = e.usage.unwrap_or_default();
-        self.input.push(tokens(usage.input_tokens));
-        self.output.push(tokens(usage.output_tokens));
+        self.keys.push(owned(&e.key));
+        self.routes.push(e.route.clone().into_owned());
+        self.providers.push(owned(&e.provider));
+        self.models.push(owned(&e.model));
+        let (input, output) = e
+            .usage
+            .as_ref()
+            .map_or((0, 0), |u| (u.input_tokens, u.output_tokens));
+        self.input.push(tokens(input));
+        self.output.push(tokens(output));
         self.cost
             .push(e.cost_usd.map(|c| Money::from_usd(c).picos()));
     }
@@ -444,5 +478,40 @@ mod tests {
         assert_eq!(used, 5, "the partial line waits for its newline");
         let (lines, used) = complete_lines(b"a\nb\nc\n", 2);
         assert_eq!((lines.len(), used), (2, 4));
+    }
+
+    #[test]
+    fn a_spend_line_reads_what_the_request_log_writes() {
+        use crate::telemetry::log::LogEntry;
+        let mut entry: LogEntry = serde_json::from_str(
+            r#"{"id":"r-1","time_ms":1795969375000,"api":"chat","route":"smart","key":null,
+                "stream":true,"status":200,"provider":"aurora","model":"gpt-4o-mini",
+                "failed_over":true,"attempts":[],"usage":{"input_tokens":12,"output_tokens":34,
+                "cached_input_tokens":5},"cost_usd":0.25,"latency_ms":1.5,"ttft_ms":0.5,
+                "error":null}"#,
+        )
+        .unwrap();
+        // escaped text is read owned, plain text borrowed: the same either way
+        entry.key = Some("team \"blue\" \\ é\n".into());
+        entry.route = "a/b\tc".into();
+        let text = serde_json::to_string(&entry).unwrap();
+        let line: SpendLine<'_> = serde_json::from_str(&text).unwrap();
+        assert_eq!(line.id, "r-1");
+        assert_eq!(line.time_ms, 1_795_969_375_000);
+        assert_eq!(line.route, "a/b\tc");
+        assert_eq!(line.key.as_deref(), Some("team \"blue\" \\ é\n"));
+        assert_eq!(line.provider.as_deref(), Some("aurora"));
+        assert_eq!(line.model.as_deref(), Some("gpt-4o-mini"));
+        let usage = line.usage.unwrap();
+        assert_eq!((usage.input_tokens, usage.output_tokens), (12, 34));
+        assert_eq!(line.cost_usd, Some(0.25));
+        // a refused request: no provider, model, usage or cost
+        entry.provider = None;
+        entry.model = None;
+        entry.usage = None;
+        entry.cost_usd = None;
+        let text = serde_json::to_string(&entry).unwrap();
+        let line: SpendLine<'_> = serde_json::from_str(&text).unwrap();
+        assert!(line.provider.is_none() && line.usage.is_none() && line.cost_usd.is_none());
     }
 }
