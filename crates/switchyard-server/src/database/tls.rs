@@ -29,11 +29,41 @@ use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use tokio_postgres::config::SslMode;
+use tokio_postgres::tls::MakeTlsConnect;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// The connector every connection to the database is made with (the pool's and the LISTEN
-/// connection's).
-pub type Connector = MakeRustlsConnect;
+/// connection's): tokio-postgres-rustls's, but for a host without a name.
+///
+/// tokio-postgres asks for a TLS connector for every host, a Unix socket's too (named `""`),
+/// which tokio-postgres-rustls refuses as an invalid DNS name, failing the connection before
+/// it starts. Such a connector is never used: PostgreSQL answers a Unix socket's TLS request
+/// with no, and tokio-postgres refuses TLS without a host name before any handshake (its
+/// `connect_tls`). So a nameless host gets a connector for a placeholder name, and so does
+/// every host with `sslmode=disable` (whose name need not be a valid DNS name then).
+#[derive(Clone)]
+pub struct Connector {
+    rustls: MakeRustlsConnect,
+    disabled: bool,
+}
+
+impl<S> MakeTlsConnect<S> for Connector
+where
+    MakeRustlsConnect: MakeTlsConnect<S>,
+{
+    type Stream = <MakeRustlsConnect as MakeTlsConnect<S>>::Stream;
+    type TlsConnect = <MakeRustlsConnect as MakeTlsConnect<S>>::TlsConnect;
+    type Error = <MakeRustlsConnect as MakeTlsConnect<S>>::Error;
+
+    fn make_tls_connect(&mut self, hostname: &str) -> Result<Self::TlsConnect, Self::Error> {
+        let name = if hostname.is_empty() || self.disabled {
+            "unix-socket.invalid"
+        } else {
+            hostname
+        };
+        self.rustls.make_tls_connect(name)
+    }
+}
 
 /// `sslmode`, as libpq spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,9 +183,17 @@ fn mode_name(mode: Mode) -> &'static str {
 }
 
 impl Tls {
-    /// Tell tokio-postgres whether to ask for TLS and whether to insist.
+    /// Tell tokio-postgres whether to ask for TLS and whether to insist. Over Unix sockets
+    /// only, never: PostgreSQL has no TLS there and libpq ignores `sslmode` for them.
     pub fn apply(&self, pg: &mut tokio_postgres::Config) {
-        pg.ssl_mode(self.mode.ssl_mode());
+        let unix_only = pg.get_hostaddrs().is_empty()
+            && !pg.get_hosts().is_empty()
+            && pg.get_hosts().iter().all(is_unix);
+        pg.ssl_mode(if unix_only {
+            SslMode::Disable
+        } else {
+            self.mode.ssl_mode()
+        });
     }
 
     /// The connector: rustls with ring, checking the server's certificate as the mode asks.
@@ -189,7 +227,19 @@ impl Tls {
                 .with_custom_certificate_verifier(Arc::new(Unchecked { provider })),
         }
         .with_no_client_auth();
-        Ok(MakeRustlsConnect::new(config))
+        Ok(Connector {
+            rustls: MakeRustlsConnect::new(config),
+            disabled: self.mode == Mode::Disable,
+        })
+    }
+}
+
+/// Is `host` a Unix socket's directory?
+fn is_unix(host: &tokio_postgres::config::Host) -> bool {
+    match host {
+        tokio_postgres::config::Host::Tcp(_) => false,
+        #[cfg(unix)]
+        tokio_postgres::config::Host::Unix(_) => true,
     }
 }
 

@@ -170,6 +170,24 @@ async fn each_sslmode_connects_or_fails_as_libpq_s_against_a_tls_only_server() {
         "no sslmode is prefer"
     );
 
+    // a Unix socket has no TLS: plain there whatever sslmode says, as with libpq (the
+    // `local` line); libpq's key=value form is read too
+    let socket = cluster.path("socket");
+    let url = format!(
+        "host={} port={port} user=postgres dbname=postgres sslmode=prefer",
+        socket.display()
+    );
+    assert_eq!(connect(&url).await, Ok(false), "prefer over a Unix socket");
+    let url = format!(
+        "host={} port={port} user=postgres dbname=postgres sslmode=require",
+        socket.display()
+    );
+    assert_eq!(
+        connect(&url).await,
+        Ok(false),
+        "sslmode is not for Unix sockets (libpq's rule)"
+    );
+
     // disable: plain, which this server's pg_hba.conf refuses
     let e = connect(&at("127.0.0.1", "sslmode=disable"))
         .await
