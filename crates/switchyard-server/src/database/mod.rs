@@ -170,13 +170,10 @@ impl Database {
     ) -> Result<
         (
             tokio_postgres::Client,
-            tokio_postgres::Connection<
-                tokio_postgres::Socket,
-                <tls::Connector as tokio_postgres::tls::MakeTlsConnect<tokio_postgres::Socket>>::Stream,
-            >,
+            tokio_postgres::Connection<tokio_postgres::Socket, tls::Stream>,
         ),
         tokio_postgres::Error,
-    >{
+    > {
         self.pg.connect(self.tls.clone()).await
     }
 

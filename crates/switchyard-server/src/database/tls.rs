@@ -17,7 +17,8 @@
 //!
 //! `sslrootcert` names a PEM file of root certificates, or is `system` for the platform's
 //! roots (webpki-roots), which makes the default mode `verify-full` and any other an error, as
-//! in libpq 16. The rustls stack is the workspace's one (ring, as reqwest's).
+//! in libpq 16. Over Unix sockets there is no TLS whatever `sslmode` says, as with libpq.
+//! The rustls stack is the workspace's one (ring, as reqwest's).
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -46,6 +47,9 @@ pub struct Connector {
     rustls: MakeRustlsConnect,
     disabled: bool,
 }
+
+/// The TLS stream of a connection made with [`Connector`] (tokio-postgres wraps it when plain).
+pub type Stream = <Connector as MakeTlsConnect<tokio_postgres::Socket>>::Stream;
 
 impl<S> MakeTlsConnect<S> for Connector
 where
