@@ -229,6 +229,11 @@ async fn each_sslmode_connects_or_fails_as_libpq_s_against_a_tls_only_server() {
         )
     };
     assert_eq!(connect(&alice("correct%20horse")).await, Ok(true));
+    // not bound to the TLS channel (plain SCRAM-SHA-256, not -PLUS): tokio-postgres-rustls
+    // 0.13 offers no channel binding (docs/operations.md "TLS to the database")
+    let bound = format!("{}&channel_binding=require", alice("correct%20horse"));
+    let e = connect(&bound).await.unwrap_err();
+    assert!(e.contains("channel binding"), "{e}");
     let e = connect(&alice("wrong")).await.unwrap_err();
     assert!(
         e.contains("password authentication failed"),
