@@ -9,8 +9,8 @@
 //! authenticate against memory only; while the database is down they go on being served,
 //! [`Database::is_up`] says so (`/readyz`, `switchyard_database_up`) and changes wait.
 //!
-//! Connections are plain TCP (`NoTls`): run PostgreSQL on loopback or a private network
-//! (docs/operations.md says why and what to do otherwise).
+//! Connections use TLS as the URL's `sslmode` and `sslrootcert` ask, with libpq's meanings
+//! and its default `prefer` (`tls`; docs/operations.md "TLS to the database").
 
 pub mod keys;
 pub mod migrations;
@@ -18,6 +18,7 @@ pub mod records;
 pub mod spend;
 pub mod sync;
 pub mod teams;
+pub mod tls;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,7 +27,6 @@ use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use switchyard::clock::Clock;
-use tokio_postgres::NoTls;
 
 use crate::access::dynamic::DynamicKeys;
 use crate::config::database::DatabaseSettings;
@@ -44,6 +44,8 @@ pub struct Database {
     pool: Pool,
     /// For the sync task's own connection (LISTEN needs one that is not pooled).
     pg: tokio_postgres::Config,
+    /// TLS as the URL's `sslmode` and `sslrootcert` ask (the pool's connector too).
+    tls: tls::Connector,
     /// The last operation reached the database.
     up: AtomicBool,
     /// The keys the request path reads.
@@ -66,21 +68,26 @@ impl Database {
     /// A pool for `settings` (no connection is made yet) keeping `keys` current.
     ///
     /// # Errors
-    /// An unreadable URL (the URL itself is never in the message).
+    /// An unreadable URL, a wrong TLS setting, an unreadable `sslrootcert` file (the URL
+    /// itself is never in the message).
     pub fn new(
         settings: &DatabaseSettings,
         keys: Arc<DynamicKeys>,
         clock: Clock,
     ) -> Result<Arc<Self>, String> {
-        let mut pg: tokio_postgres::Config = settings
-            .url
+        let (url, tls) = tls::split(&settings.url).map_err(|e| format!("database.url_env: {e}"))?;
+        let mut pg: tokio_postgres::Config = url
             .parse()
             .map_err(|e| format!("database.url_env: the URL is not a PostgreSQL URL ({e})"))?;
+        tls.apply(&mut pg);
         pg.connect_timeout(CONNECT_TIMEOUT);
         pg.application_name("switchyard");
+        let connector = tls
+            .connector()
+            .map_err(|e| format!("database.url_env: {e}"))?;
         let manager = Manager::from_config(
             pg.clone(),
-            NoTls,
+            connector.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -96,6 +103,7 @@ impl Database {
         Ok(Arc::new(Self {
             pool,
             pg,
+            tls: connector,
             up: AtomicBool::new(false),
             keys,
             resync: settings.resync,
@@ -150,6 +158,23 @@ impl Database {
                 Err(StoreError::Unavailable(e.to_string()))
             }
         }
+    }
+
+    /// A connection of its own, outside the pool (the sync task's LISTEN connection), made
+    /// as the pool's are: same settings, same TLS. Its `Connection` must be polled.
+    ///
+    /// # Errors
+    /// The database cannot be reached, refuses the TLS or the login.
+    pub async fn connect(
+        &self,
+    ) -> Result<
+        (
+            tokio_postgres::Client,
+            tokio_postgres::Connection<tokio_postgres::Socket, tls::Stream>,
+        ),
+        tokio_postgres::Error,
+    > {
+        self.pg.connect(self.tls.clone()).await
     }
 
     /// Note an operation's outcome: a connection-level error marks the database down.

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt as _;
 use tokio::sync::mpsc;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
 use tokio_util::sync::CancellationToken;
 
 use super::{keys, Database, StoreError, CHANNEL};
@@ -76,7 +76,7 @@ async fn session(
     backoff: &mut Duration,
 ) -> Result<(), StoreError> {
     db.migrate().await?;
-    let (client, mut connection) = db.pg.connect(NoTls).await?;
+    let (client, mut connection) = db.connect().await?;
     let (notified, mut notifications) = mpsc::channel::<String>(MAX_PATCH);
     let dropped = Arc::new(AtomicBool::new(false));
     let dropped_by_driver = Arc::clone(&dropped);

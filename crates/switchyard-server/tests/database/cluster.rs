@@ -1,5 +1,6 @@
 //! A throwaway PostgreSQL cluster of the test's own, on a free 127.0.0.1 port, that the test
-//! stops and starts (the outage test; the shared server on 5432 is never stopped).
+//! stops and starts (the outage test; the shared server on 5432 is never stopped), or
+//! configures its own way (the TLS tests: a certificate, `ssl = on`, `pg_hba.conf` lines).
 //!
 //! `initdb` makes it in a scratch directory (`trust` authentication, `fsync = off`: an
 //! immediate stop is no power cut, the operating system keeps what was written; commits stay
@@ -83,6 +84,41 @@ impl Cluster {
         std::fs::write(&path, text).unwrap();
         cluster.up();
         Some(cluster)
+    }
+
+    /// A file in its scratch directory (removed with it), for the test's own files.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    /// Write `contents` to `name` in its data directory, readable by the server only (as
+    /// PostgreSQL wants of `server.key`).
+    pub fn write_private(&self, name: &str, contents: &str) {
+        use std::os::unix::fs::PermissionsExt as _;
+        let path = Path::new(&self.data()).join(name);
+        std::fs::write(&path, contents).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        if self.as_postgres {
+            let data = std::fs::metadata(self.data()).unwrap();
+            std::os::unix::fs::chown(&path, Some(data.uid()), Some(data.gid())).unwrap();
+        }
+    }
+
+    /// Add `lines` to `postgresql.conf` (later settings win) and make `hba` the whole of
+    /// `pg_hba.conf`; they take effect at the next [`restart`](Self::restart).
+    pub fn configure(&self, lines: &str, hba: &str) {
+        let conf = Path::new(&self.data()).join("postgresql.conf");
+        let mut text = std::fs::read_to_string(&conf).unwrap();
+        text.push('\n');
+        text.push_str(lines);
+        std::fs::write(&conf, text).unwrap();
+        std::fs::write(Path::new(&self.data()).join("pg_hba.conf"), hba).unwrap();
+    }
+
+    /// Stop it and start it again (a new configuration, TLS included).
+    pub fn restart(&self) {
+        self.down();
+        self.up();
     }
 
     /// Its `postgres` database's URL.

@@ -13,7 +13,9 @@
 //!   and afterwards the spend rows are exactly the log's answered requests;
 //! - `spend.rs`: spend rows equal the request log's answered lines after re-reading the same
 //!   log, after a checkpoint lost between write and checkpoint, and after a database outage;
-//!   a replica whose database is down serves traffic and says so.
+//!   a replica whose database is down serves traffic and says so;
+//! - `tls.rs`: each `sslmode` (with `sslrootcert`) against clusters of the test's own, one
+//!   taking TLS connections only, one without TLS; a password login (SCRAM) over TLS.
 //!
 //! Each test makes its own database (a random name, dropped afterwards). Without a
 //! PostgreSQL answering, the tests say so and pass, unless `SWITCHYARD_REQUIRE_POSTGRES` is
@@ -38,3 +40,4 @@ mod outage;
 mod replicas;
 mod scale;
 mod spend;
+mod tls;
