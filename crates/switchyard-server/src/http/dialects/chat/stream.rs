@@ -57,9 +57,9 @@ impl ChunkEncoder {
         }
     }
 
-    /// A chunk with text and nothing else, the stream's usual one: written as
-    /// [`Self::frame`] would write it, the part before the text kept from the last.
-    fn text_frame(&mut self, text: &str) -> Bytes {
+    /// A chunk with text and nothing else, the stream's usual one: written at the end of
+    /// `out` as [`Self::frame`] would write it, the part before the text kept from the last.
+    fn text_frame(&mut self, text: &str, out: &mut BytesMut) {
         if self.text_head.is_empty() {
             let head = &mut self.text_head;
             head.extend_from_slice(b"data: {\"id\":");
@@ -74,13 +74,11 @@ impl ChunkEncoder {
             }
             head.extend_from_slice(b",\"choices\":[{\"index\":0,\"delta\":{\"content\":");
         }
-        let out = &mut self.out;
         out.reserve(self.text_head.len() + text.len() + text.len() / 8 + 2 + TEXT_TAIL.len());
         out.extend_from_slice(&self.text_head);
         let mut w = bytes::BufMut::writer(&mut *out);
         let _ = serde_json::to_writer(&mut w, text);
         out.extend_from_slice(TEXT_TAIL);
-        out.split().freeze()
     }
 
     /// The chunk object of `choices`: this stream's id, creation time, model and
@@ -199,9 +197,17 @@ impl StreamEncoder for ChunkEncoder {
         self.chunk_frame(delta, None, None, None, None)
     }
 
+    fn chunk(&mut self, c: &ChatChunk) -> Bytes {
+        let mut out = std::mem::take(&mut self.out);
+        self.chunk_into(c, &mut out);
+        let frame = out.split().freeze();
+        self.out = out;
+        frame
+    }
+
     /// A content chunk; answer 0's finish reason goes in its own chunk, as OpenAI sends
     /// it (a later answer's finish is on its piece).
-    fn chunk(&mut self, c: &ChatChunk) -> Bytes {
+    fn chunk_into(&mut self, c: &ChatChunk, out: &mut BytesMut) {
         if let Some(m) = c.model.as_ref().filter(|m| **m != self.model) {
             self.model.clone_from(m);
             self.text_head.clear();
@@ -220,7 +226,8 @@ impl StreamEncoder for ChunkEncoder {
             && c.native.is_none()
             && c.logprobs.is_none()
         {
-            return self.text_frame(&c.text);
+            self.text_frame(&c.text, out);
+            return;
         }
         let reasoning: String = c.thinking.iter().map(|t| t.text.as_str()).collect();
         let mut choices = Vec::with_capacity(1 + c.choices.len());
@@ -248,12 +255,14 @@ impl StreamEncoder for ChunkEncoder {
         }
         choices.extend(self.others(c));
         if choices.is_empty() {
-            return Bytes::new();
+            return;
         }
-        if c.native.is_some() {
-            return self.with_extras(choices, c);
-        }
-        self.frame(choices, None, None)
+        let frame = if c.native.is_some() {
+            self.with_extras(choices, c)
+        } else {
+            self.frame(choices, None, None)
+        };
+        out.extend_from_slice(&frame);
     }
 
     /// The finish chunk, the usage chunk (if asked for), `[DONE]`.
