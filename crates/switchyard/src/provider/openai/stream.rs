@@ -50,6 +50,9 @@ pub fn parse_event(event: &SseEvent) -> Result<Parsed, ProviderError> {
 struct Seen {
     model: Option<String>,
     fingerprint: Option<String>,
+    /// The head of the last chunk the scan read: the next that repeats it is read from
+    /// its choices on (`scan.rs`); forgotten when a chunk is read by serde.
+    head: scan::Head,
 }
 
 /// `stated` when it differs from what was `seen` (which it then becomes).
@@ -75,7 +78,7 @@ fn read(
     // the stream's usual chunk (text for choice 0, nothing else the gateway reads), read
     // by one pass over its bytes; every other chunk by serde (`scan.rs`)
     if event.event != "error" {
-        if let Some(c) = scan::text_chunk(data) {
+        if let Some(c) = scan::text_chunk(data, Some(&mut seen.head)) {
             let out = ChatChunk {
                 model: changed(&mut seen.model, c.model.map(Cow::Borrowed)),
                 system_fingerprint: changed(
@@ -88,6 +91,7 @@ fn read(
             return Ok(Some((out, Vec::new())));
         }
     }
+    seen.head.clear();
     read_serde(event, data, seen)
 }
 

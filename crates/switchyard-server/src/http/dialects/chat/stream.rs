@@ -13,10 +13,11 @@ use bytes::BytesMut;
 use serde::Serialize;
 use serde_json::json;
 use switchyard::chat::FinishReason;
-use switchyard::{ChatChunk, ChatResponse};
+use switchyard::{ChatChunk, ChatResponse, Usage};
 
 use super::wire::{WireFunctionCall, WireUsage};
 use super::{completion_id, extras};
+use crate::http::dialects::ctx::SortedTrail;
 use crate::http::dialects::flow::{Ctx, Trail};
 use crate::http::dialects::{data_frame, StreamEncoder};
 use crate::http::error::ApiError;
@@ -169,8 +170,30 @@ impl ChunkEncoder {
         data_frame(&body)
     }
 
-    /// The final usage chunk; `usage` is null when the vendor reported none.
-    fn usage_frame(&self, usage: Option<WireUsage>, trail: &Trail<'_>) -> Bytes {
+    /// The final usage chunk; `usage` is null when the vendor reported none. Its keys (the
+    /// trail's too) in sorted order, as the `serde_json::Value` it was once built as
+    /// ([`Self::usage_frame_by_value`], still the way for a trail with a cache note)
+    /// wrote them; the bytes are the same.
+    fn usage_frame(&self, resp: &ChatResponse) -> Bytes {
+        let trail = Trail::of(resp);
+        if trail.has_cache_note() {
+            return self.usage_frame_by_value(resp.usage.as_ref().map(WireUsage::from), &trail);
+        }
+        data_frame(&UsageChunk {
+            id: &self.id,
+            created: self.created,
+            model: &self.model,
+            fingerprint: self.fingerprint.as_deref(),
+            usage: resp.usage.as_ref(),
+            trail: SortedTrail {
+                trail,
+                stored: None,
+            },
+        })
+    }
+
+    /// [`Self::usage_frame`] through a `serde_json::Value`.
+    fn usage_frame_by_value(&self, usage: Option<WireUsage>, trail: &Trail<'_>) -> Bytes {
         let mut body = json!({
             "id": self.id,
             "object": "chat.completion.chunk",
@@ -276,9 +299,7 @@ impl StreamEncoder for ChunkEncoder {
         let empty = Delta::default();
         if self.include_usage {
             out.extend_from_slice(&self.chunk_frame(empty, Some(finish), None, None, None));
-            out.extend_from_slice(
-                &self.usage_frame(resp.usage.as_ref().map(WireUsage::from), &trail),
-            );
+            out.extend_from_slice(&self.usage_frame(resp));
         } else {
             out.extend_from_slice(&self.chunk_frame(empty, Some(finish), None, Some(&trail), None));
         }
@@ -305,6 +326,65 @@ fn tool_deltas(calls: &[switchyard::chat::ToolCallDelta]) -> Vec<ToolDelta<'_>> 
             },
         })
         .collect()
+}
+
+/// The usage chunk, its keys sorted (see [`ChunkEncoder::usage_frame`]).
+struct UsageChunk<'a> {
+    id: &'a str,
+    created: u64,
+    model: &'a str,
+    fingerprint: Option<&'a str>,
+    usage: Option<&'a Usage>,
+    trail: SortedTrail<'a>,
+}
+
+impl Serialize for UsageChunk<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("choices", &[0u8; 0])?;
+        m.serialize_entry("created", &self.created)?;
+        m.serialize_entry("id", self.id)?;
+        m.serialize_entry("model", self.model)?;
+        m.serialize_entry("object", "chat.completion.chunk")?;
+        m.serialize_entry("switchyard", &self.trail)?;
+        if let Some(f) = self.fingerprint {
+            m.serialize_entry("system_fingerprint", f)?;
+        }
+        m.serialize_entry("usage", &self.usage.map(SortedUsage))?;
+        m.end()
+    }
+}
+
+/// [`WireUsage`] of a usage, its keys sorted.
+struct SortedUsage<'a>(&'a Usage);
+
+impl Serialize for SortedUsage<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let u = self.0;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("completion_tokens", &u.output_tokens)?;
+        let reasoning = One("reasoning_tokens", u.reasoning_tokens);
+        m.serialize_entry("completion_tokens_details", &reasoning)?;
+        m.serialize_entry("prompt_tokens", &u.input_tokens)?;
+        let cached = One("cached_tokens", u.cached_input_tokens);
+        m.serialize_entry("prompt_tokens_details", &cached)?;
+        m.serialize_entry("total_tokens", &u.total_tokens())?;
+        m.end()
+    }
+}
+
+/// An object of one key.
+struct One(&'static str, u64);
+
+impl Serialize for One {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(1))?;
+        m.serialize_entry(self.0, &self.1)?;
+        m.end()
+    }
 }
 
 #[derive(Serialize)]
@@ -398,6 +478,75 @@ mod tests {
             };
             let expected = e.chunk_frame(delta, None, None, None, None);
             assert_eq!(written, expected, "{text:.40}");
+        }
+    }
+
+    /// The usage chunk written directly is, byte for byte, the one its `Value` wrote: with
+    /// and without usage and fingerprint, attempts of every outcome, a cost, fields
+    /// ignored and dropped.
+    #[test]
+    fn the_usage_chunk_is_written_as_its_value_was() {
+        use std::time::Duration;
+        use switchyard::observe::{Attempt, Outcome};
+        use switchyard::ErrorKind;
+        let attempt = |outcome| Attempt {
+            provider: "p\"1".to_owned(),
+            model: "m".to_owned(),
+            attempt: 2,
+            outcome,
+            status: Some(503),
+            latency: Duration::from_micros(1_234_567),
+            start: None,
+            probe: false,
+            reported: None,
+        };
+        let attempts = vec![
+            attempt(Outcome::Failed {
+                kind: ErrorKind::Server,
+                message: "boom".to_owned(),
+            }),
+            attempt(Outcome::Rescue {
+                method: "restart".to_owned(),
+            }),
+            attempt(Outcome::Diverged { at: 3, sent: 9 }),
+            attempt(Outcome::Success),
+        ];
+        let mut e = ChunkEncoder {
+            id: "chatcmpl-1".to_owned(),
+            created: 1_764_410_400,
+            model: "m".to_owned(),
+            include_usage: true,
+            fingerprint: None,
+            opened: Vec::new(),
+            text_head: Vec::new(),
+            out: BytesMut::new(),
+        };
+        for (usage, fingerprint) in [
+            (None, None),
+            (
+                Some(Usage {
+                    input_tokens: 12,
+                    output_tokens: 34,
+                    cached_input_tokens: 5,
+                    reasoning_tokens: 6,
+                    ..Usage::default()
+                }),
+                Some("fp_\"x\""),
+            ),
+        ] {
+            e.fingerprint = fingerprint.map(str::to_owned);
+            let resp = ChatResponse {
+                provider: "primary".to_owned(),
+                failed_over: true,
+                attempts: attempts.clone(),
+                usage,
+                cost: Some(switchyard::Money::from_usd(0.000_123)),
+                max_tokens_applied: Some(256),
+                ..ChatResponse::default()
+            };
+            let by_value =
+                e.usage_frame_by_value(resp.usage.as_ref().map(WireUsage::from), &Trail::of(&resp));
+            assert_eq!(e.usage_frame(&resp), by_value);
         }
     }
 }
