@@ -594,15 +594,18 @@ where
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let Self(driver, scrub) = self.get_mut();
-        match driver.poll_chunk(cx) {
-            Poll::Ready(Some(Ok(mut chunk))) => {
-                super::bound_reported_model(&mut chunk.model);
-                Poll::Ready(Some(Ok(chunk)))
+        // the chunk changed where it lies, not moved through another value
+        let mut next = driver.poll_chunk(cx);
+        match &mut next {
+            Poll::Ready(Some(Ok(chunk))) => super::bound_reported_model(&mut chunk.model),
+            Poll::Ready(Some(Err(_))) => {
+                if let Poll::Ready(Some(Err(e))) = next {
+                    return Poll::Ready(Some(Err(scrub(e))));
+                }
             }
-            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(scrub(e)))),
-            Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
+            Poll::Ready(None) | Poll::Pending => {}
         }
+        next
     }
 }
 

@@ -271,13 +271,17 @@ impl<D: Dialect> Writer<D> {
                 return Wrote::Bytes(self.out.split().freeze());
             }
             loop {
-                match stream.poll_next_unpin(cx) {
-                    Poll::Ready(Some(StreamEvent::Chunk(c))) => {
-                        self.encoder.chunk_into(&c, &mut self.out);
-                        if self.out.len() >= BATCH_BYTES {
-                            break;
-                        }
+                let next = stream.poll_next_unpin(cx);
+                // a chunk is written where it lies, not moved out first
+                if let Poll::Ready(Some(StreamEvent::Chunk(c))) = &next {
+                    self.encoder.chunk_into(c, &mut self.out);
+                    if self.out.len() >= BATCH_BYTES {
+                        break;
                     }
+                    continue;
+                }
+                match next {
+                    Poll::Ready(Some(StreamEvent::Chunk(_))) => {}
                     Poll::Ready(Some(last)) => {
                         if self.out.is_empty() {
                             return Wrote::Last(last);

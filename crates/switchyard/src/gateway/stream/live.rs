@@ -80,31 +80,42 @@ impl Live {
     /// The next event, polled by hand: a chunk goes from the upstream to the caller
     /// without passing through a queue or a future's state. What must await (a break
     /// counted, the rescue ladder climbed) is handed back as a [`Job`].
-    fn poll_event(&mut self, cx: &mut Context<'_>) -> Polled {
+    ///
+    /// `Pending` with `job` set: that work is to run before the stream goes on.
+    fn poll_event(
+        &mut self,
+        cx: &mut Context<'_>,
+        job: &mut Option<Job>,
+    ) -> Poll<Option<StreamEvent>> {
         loop {
             if let Some(e) = self.queue.pop_front() {
-                return Polled::Event(e);
+                return Poll::Ready(Some(e));
             }
             let Some(upstream) = self.segment.upstream.as_mut() else {
-                return Polled::End;
+                return Poll::Ready(None);
             };
             let stall = match upstream.poll_next_unpin(cx) {
                 Poll::Ready(next) => {
                     self.stall_armed = None;
                     match next {
-                        Some(Ok(chunk)) => match self.pass(chunk) {
-                            Ok(Some(chunk)) => return Polled::Event(StreamEvent::Chunk(chunk)),
-                            Ok(None) => continue,
+                        Some(Ok(mut chunk)) => match self.pass(&mut chunk) {
+                            Ok(true) => return Poll::Ready(Some(StreamEvent::Chunk(chunk))),
+                            Ok(false) => continue,
                             Err(d) => {
                                 self.diverged(&d);
-                                return Polled::Await(Job::Rescue);
+                                *job = Some(Job::Rescue);
+                                return Poll::Pending;
                             }
                         },
-                        Some(Err(e)) => return Polled::Await(Job::Broken(e)),
+                        Some(Err(e)) => {
+                            *job = Some(Job::Broken(e));
+                            return Poll::Pending;
+                        }
                         None => {
                             let msg = "stream closed before the finish signal";
                             let e = ProviderError::new(ErrorKind::Malformed, msg);
-                            return Polled::Await(Job::Broken(e));
+                            *job = Some(Job::Broken(e));
+                            return Poll::Pending;
                         }
                     }
                 }
@@ -122,24 +133,24 @@ impl Live {
                 },
             };
             if self.stall_timer.as_mut().poll(cx).is_pending() {
-                return Polled::Pending;
+                return Poll::Pending;
             }
             self.stall_armed = None;
             if stall < self.slot().spec.stall_timeout {
                 self.out_of_time();
             } else {
                 let msg = format!("stream stalled for {}ms", stall.as_millis());
-                let e = ProviderError::new(ErrorKind::Timeout, msg);
-                return Polled::Await(Job::Broken(e));
+                *job = Some(Job::Broken(ProviderError::new(ErrorKind::Timeout, msg)));
+                return Poll::Pending;
             }
         }
     }
 
     /// Pass a chunk on: into the queue, after anything already there (a head read up to
     /// a commit point).
-    pub(super) fn take(&mut self, chunk: ChatChunk) -> Result<(), Diverged> {
+    pub(super) fn take(&mut self, mut chunk: ChatChunk) -> Result<(), Diverged> {
         let at = self.queue.len();
-        if let Some(chunk) = self.pass(chunk)? {
+        if self.pass(&mut chunk)? {
             // before the end `pass` may have queued after it
             self.queue.insert(at, StreamEvent::Chunk(chunk));
         }
@@ -147,9 +158,9 @@ impl Live {
     }
 
     /// Pass a chunk on (through the splice, if one is running); finish on the signal.
-    /// Returns the chunk for the client, if any, which goes before what this queued (the
-    /// end, at the finish signal).
-    fn pass(&mut self, mut chunk: ChatChunk) -> Result<Option<ChatChunk>, Diverged> {
+    /// True when the chunk (changed where it lies) goes on to the client, before what this
+    /// queued (the end, at the finish signal).
+    fn pass(&mut self, chunk: &mut ChatChunk) -> Result<bool, Diverged> {
         if let Some(m) = &chunk.model {
             self.model.clone_from(m);
         }
@@ -178,7 +189,7 @@ impl Live {
                 }
                 chunk.text.clear(); // held back: the client already has it
                 if chunk.tool_calls.is_empty() {
-                    return Ok(None);
+                    return Ok(false);
                 }
             } else {
                 if !got.starts_with(expect.as_str()) {
@@ -193,10 +204,9 @@ impl Live {
             self.kept.native.clone_from(&chunk.native);
         }
         if chunk.has_content() {
-            self.kept
-                .keep(&chunk, self.run.gw.inner.rescue_buffer_bytes);
+            self.kept.keep(chunk, self.run.gw.inner.rescue_buffer_bytes);
         }
-        let out = (chunk.has_content() || finish.is_some()).then_some(chunk);
+        let out = chunk.has_content() || finish.is_some();
         if let Some(f) = finish {
             self.finish = Some(f);
             self.finished();
@@ -389,18 +399,6 @@ impl Live {
     }
 }
 
-/// What [`Live::poll_event`] came to.
-// A chunk is moved once per event; boxing would allocate per chunk (see StreamEvent).
-#[allow(clippy::large_enum_variant)]
-enum Polled {
-    Event(StreamEvent),
-    /// The stream is over.
-    End,
-    Pending,
-    /// Work that awaits, before the stream goes on.
-    Await(Job),
-}
-
 /// The awaiting work of a committed stream.
 enum Job {
     /// The upstream broke (an error, an early end, a stall): count it, then rescue.
@@ -441,15 +439,13 @@ impl Stream for Committed {
             let Some(live) = this.live.as_mut() else {
                 return Poll::Ready(None);
             };
-            match live.poll_event(cx) {
-                Polled::Event(e) => return Poll::Ready(Some(e)),
-                Polled::End => return Poll::Ready(None),
-                Polled::Pending => return Poll::Pending,
-                Polled::Await(job) => {
-                    if let Some(live) = this.live.take() {
-                        this.work = Some(Box::pin(job.run(live)));
-                    }
-                }
+            let mut job = None;
+            let next = live.poll_event(cx, &mut job);
+            let Some(job) = job else {
+                return next;
+            };
+            if let Some(live) = this.live.take() {
+                this.work = Some(Box::pin(job.run(live)));
             }
         }
     }
