@@ -380,8 +380,11 @@ impl<D: Dialect> Writer<D> {
 /// done). Dropped midway, it drops the writer either way (see `Drop for Writer`).
 struct Frames<D: Dialect> {
     writer: Option<Box<Writer<D>>>,
-    work: Option<Pin<Box<dyn Future<Output = (Box<Writer<D>>, Bytes)> + Send>>>,
+    work: Option<LastWork<D>>,
 }
+
+/// The work of a stream's last event: it hands the writer back with the last bytes.
+type LastWork<D> = Pin<Box<dyn Future<Output = (Box<Writer<D>>, Bytes)> + Send>>;
 
 impl<D: Dialect> futures_util::Stream for Frames<D> {
     type Item = Result<Bytes, Infallible>;
