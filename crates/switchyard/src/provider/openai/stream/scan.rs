@@ -35,11 +35,14 @@ pub(super) struct TextChunk<'a> {
 /// model and fingerprint) not stated again. Whoever keeps one clears it when a chunk is
 /// read otherwise (see `stream.rs`: what the head stated is then no longer the latest).
 ///
-/// The chunk read whole also leaves what lies between its head and its content's string
-/// (`"choices":[{"index":0,"delta":{"content":`) and what follows that string: a chunk
-/// that repeats both around its own content is that content and nothing else the scan
-/// would read (the first that does not turns this off until a chunk is read whole again,
-/// so what it stated cannot be stale).
+/// Each chunk the scan reads (whole, or from its choices on) also leaves what lies between
+/// its head and its content's string (`"choices":[{"index":0,"delta":{"content":`) and
+/// what follows that string: a chunk that repeats both around its own content is that
+/// content and nothing else the scan would read, and states nothing the chunk they came
+/// from did not (what it stated is the latest: any chunk read otherwise since would have
+/// left its own, or cleared the head). The first chunk with the same middle but another
+/// end turns this off until a chunk is read whole again (a stream whose chunks all end
+/// differently, as OpenAI's `obfuscation` makes them, is not read twice each).
 #[derive(Debug, Default)]
 pub(super) struct Head {
     bytes: Vec<u8>,
@@ -48,6 +51,8 @@ pub(super) struct Head {
     mid: Vec<u8>,
     /// After the content's string, to the end.
     tail: Vec<u8>,
+    /// The middle and end are not kept (see above).
+    off: bool,
 }
 
 impl Head {
@@ -56,6 +61,7 @@ impl Head {
         self.bytes.clear();
         self.mid.clear();
         self.tail.clear();
+        self.off = false;
     }
 }
 
@@ -87,6 +93,7 @@ pub(super) fn text_chunk<'a>(data: &'a str, head: Option<&mut Head>) -> Option<T
                 }
                 out.text.clear();
                 h.mid.clear(); // off until a chunk is read whole again
+                h.off = true;
             }
             s.i = at;
             seen = Seen(h.seen);
@@ -152,13 +159,16 @@ pub(super) fn text_chunk<'a>(data: &'a str, head: Option<&mut Head>) -> Option<T
     if !choices || s.i != s.b.len() {
         return None;
     }
-    if let (Some(h), Some((end, bits)), false) = (head, head_end, resumed) {
-        h.bytes.clear();
-        h.bytes.extend_from_slice(&s.b[..end]);
-        h.seen = bits;
+    if let (Some(h), Some((end, bits))) = (head, head_end) {
+        if !resumed {
+            h.bytes.clear();
+            h.bytes.extend_from_slice(&s.b[..end]);
+            h.seen = bits;
+            h.off = false;
+        }
         h.mid.clear();
         h.tail.clear();
-        if let Some((from, to)) = span.filter(|&(from, _)| from > end) {
+        if let Some((from, to)) = span.filter(|&(from, _)| from > end && !h.off) {
             h.mid.extend_from_slice(&s.b[end..from]);
             h.tail.extend_from_slice(&s.b[to..]);
         }
@@ -539,6 +549,17 @@ mod tests {
         let c = text_chunk(more, Some(&mut head)).unwrap();
         assert_eq!((c.model, c.text.as_str()), (None, "e"));
         assert!(head.mid.is_empty());
+        // a stream's role chunk, then its content chunks: the second content chunk on
+        // takes the shortcut (its middle is the first content chunk's)
+        let mut head = Head::default();
+        let role = r#"{"id":"e","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#;
+        assert_eq!(text_chunk(role, Some(&mut head)).unwrap().model, Some("m"));
+        let one = r#"{"id":"e","model":"m","choices":[{"index":0,"delta":{"content":"a"}}]}"#;
+        assert_eq!(text_chunk(one, Some(&mut head)).unwrap().text, "a");
+        assert_eq!(head.mid, br#""choices":[{"index":0,"delta":{"content":"#);
+        let two = r#"{"id":"e","model":"m","choices":[{"index":0,"delta":{"content":"b"}}]}"#;
+        let c = text_chunk(two, Some(&mut head)).unwrap();
+        assert_eq!((c.model, c.text.as_str()), (None, "b"));
     }
 
     /// The eight-at-a-time run ends where a byte-by-byte one does: at each stop byte in
