@@ -498,21 +498,21 @@ impl<C: Codec> HttpProvider<C> {
     }
 
     /// Events to chunks under the shared completion rule, errors scrubbed.
-    fn chunks<E>(&self, events: E, call: C::Call) -> ChunkStream
+    fn chunks<S, D>(&self, events: sse::Framed<S, D>, call: C::Call) -> ChunkStream
     where
-        E: futures_util::Stream<Item = Result<SseEvent, ProviderError>> + Unpin + Send + 'static,
+        S: futures_util::Stream<Item = Result<Bytes, ProviderError>> + Unpin + Send + 'static,
+        D: sse::Deframe + Send + 'static,
     {
         let mut parser = self.codec.events(call);
-        let chunks = sse::into_chunks(events, self.usage_grace, move |e| parser.parse_event(e));
         let key = self.api_key.clone();
         let bearer = self.bearer.clone();
         let signer = self.signer.clone();
-        Box::pin(chunks.map(move |item| {
-            let mut chunk =
-                item.map_err(|e| scrub_all(key.as_ref(), bearer.as_ref(), signer.as_ref(), e))?;
-            super::bound_reported_model(&mut chunk.model);
-            Ok(chunk)
-        }))
+        sse::into_chunks_scrubbed(
+            events,
+            self.usage_grace,
+            move |e| parser.parse_event(e),
+            move |e| scrub_all(key.as_ref(), bearer.as_ref(), signer.as_ref(), e),
+        )
     }
 }
 

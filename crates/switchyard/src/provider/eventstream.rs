@@ -52,6 +52,8 @@ where
             AwsFrames {
                 buffer: BytesMut::new(),
                 max_frame_bytes,
+                ready: VecDeque::new(),
+                current: SseEvent::message(String::new()),
             },
         )
     }
@@ -62,16 +64,36 @@ where
 pub struct AwsFrames {
     buffer: BytesMut,
     max_frame_bytes: usize,
+    /// Events decoded, not yet handed out.
+    ready: VecDeque<SseEvent>,
+    /// The last one handed out.
+    current: SseEvent,
 }
 
 impl Deframe for AwsFrames {
-    fn push(&mut self, bytes: &[u8], ready: &mut VecDeque<SseEvent>) -> Result<(), ProviderError> {
-        self.buffer.extend_from_slice(bytes);
-        let drained = self.drain(ready);
+    fn feed(&mut self, piece: Bytes) -> Result<(), ProviderError> {
+        self.buffer.extend_from_slice(&piece);
+        let mut ready = std::mem::take(&mut self.ready);
+        let drained = self.drain(&mut ready);
+        self.ready = ready;
         if drained.is_err() {
             self.buffer.clear();
         }
         drained
+    }
+
+    fn advance(&mut self) -> bool {
+        match self.ready.pop_front() {
+            Some(event) => {
+                self.current = event;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn event(&self) -> &SseEvent {
+        &self.current
     }
 }
 

@@ -31,7 +31,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::{Stream, StreamExt as _};
+use futures_util::Stream;
 
 use super::ChunkStream;
 use crate::chat::{ChatChunk, Usage};
@@ -71,8 +71,9 @@ impl SseEvent {
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// An incremental event-stream parser: feed it bytes with [`push`](Self::push) as they
-/// arrive, get back the events they complete.
-#[derive(Debug, Default)]
+/// arrive, get back the events they complete; or read them one at a time where they are
+/// assembled ([`advance`](Self::advance), then [`event`](Self::event)): no copy per event.
+#[derive(Debug)]
 pub struct SseParser {
     /// Bytes of the line being read (no terminator yet). Lines are decoded whole, so a
     /// UTF-8 character split across pushes is reassembled before decoding.
@@ -83,12 +84,33 @@ pub struct SseParser {
     bom_seen: usize,
     /// The BOM check is over (matched or not).
     bom_done: bool,
-    /// The event being assembled.
-    data: String,
-    event: String,
+    /// The event being assembled (its data lines each followed by `\n`), or once
+    /// dispatched the event itself, until the next read starts the next one: its buffers
+    /// are reused from one event to the next.
+    current: SseEvent,
+    /// `current` is a dispatched event (its data without the last `\n`).
+    dispatched: bool,
+    /// The `event:` name being assembled.
+    name: String,
     retry: Option<u64>,
     /// The last event id; persists across events, as the spec says.
     last_id: Option<String>,
+}
+
+impl Default for SseParser {
+    fn default() -> Self {
+        Self {
+            line: Vec::new(),
+            after_cr: false,
+            bom_seen: 0,
+            bom_done: false,
+            current: SseEvent::message(String::new()),
+            dispatched: false,
+            name: String::new(),
+            retry: None,
+            last_id: None,
+        }
+    }
 }
 
 impl SseParser {
@@ -101,12 +123,25 @@ impl SseParser {
     /// Feed the next bytes; returns the events they complete, in order.
     pub fn push(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
         let mut events = Vec::new();
-        self.push_into(bytes, |e| events.push(e));
+        self.push_into(bytes, |e| events.push(e.clone()));
         events
     }
 
     /// [`push`](Self::push), handing each completed event to `out` (no list built).
-    pub fn push_into(&mut self, bytes: &[u8], mut out: impl FnMut(SseEvent)) {
+    pub fn push_into(&mut self, mut bytes: &[u8], mut out: impl FnMut(&SseEvent)) {
+        while self.advance(&mut bytes) {
+            out(&self.current);
+        }
+    }
+
+    /// Read `bytes` up to the end of the next complete event, moving `bytes` past what was
+    /// read: true when that event is complete ([`event`](Self::event) holds it, until the
+    /// next call); false when `bytes` ran out first (all of it taken in).
+    pub fn advance(&mut self, bytes: &mut &[u8]) -> bool {
+        if std::mem::take(&mut self.dispatched) {
+            self.current.data.clear();
+            self.current.event = Cow::Borrowed("message");
+        }
         let mut rest = self.skip_bom(bytes);
         if self.after_cr && !rest.is_empty() {
             self.after_cr = false;
@@ -115,20 +150,17 @@ impl SseParser {
             }
         }
         while let Some(end) = memchr::memchr2(b'\n', b'\r', rest) {
-            let event = if self.line.is_empty() {
+            let dispatched = if self.line.is_empty() {
                 // the whole line is in this piece: read it where it is
                 self.process_line(&rest[..end])
             } else {
                 self.line.extend_from_slice(&rest[..end]);
                 let line = std::mem::take(&mut self.line);
-                let event = self.process_line(&line);
+                let dispatched = self.process_line(&line);
                 self.line = line;
                 self.line.clear();
-                event
+                dispatched
             };
-            if let Some(event) = event {
-                out(event);
-            }
             let terminator = rest[end];
             rest = &rest[end + 1..];
             if terminator == b'\r' {
@@ -138,15 +170,32 @@ impl SseParser {
                     None => self.after_cr = true,
                 }
             }
+            if dispatched {
+                *bytes = rest;
+                return true;
+            }
         }
         self.line.extend_from_slice(rest);
+        *bytes = &[];
+        false
+    }
+
+    /// The event [`advance`](Self::advance) last completed.
+    #[must_use]
+    pub fn event(&self) -> &SseEvent {
+        &self.current
     }
 
     /// Bytes held for an event not yet complete (the unterminated line plus the data
     /// gathered so far). Callers bound this to refuse a stream that never ends a line.
     #[must_use]
     pub fn buffered_len(&self) -> usize {
-        self.line.len() + self.data.len() + self.event.len()
+        let data = if self.dispatched {
+            0
+        } else {
+            self.current.data.len()
+        };
+        self.line.len() + data + self.name.len()
     }
 
     /// Drop a leading BOM, holding back a partial match until it is decided.
@@ -164,13 +213,13 @@ impl SseParser {
         bytes
     }
 
-    /// Apply one complete line; a blank line may dispatch an event.
-    fn process_line(&mut self, line: &[u8]) -> Option<SseEvent> {
+    /// Apply one complete line; true when a blank line dispatched an event.
+    fn process_line(&mut self, line: &[u8]) -> bool {
         if line.is_empty() {
             return self.dispatch();
         }
         if line[0] == b':' {
-            return None;
+            return false;
         }
         // the field name is ASCII: split on the raw bytes, decode only the value
         let (field, value) = match memchr::memchr(b':', line) {
@@ -182,12 +231,12 @@ impl SseParser {
         };
         match field {
             b"data" => {
-                push_lossy(&mut self.data, value);
-                self.data.push('\n');
+                push_lossy(&mut self.current.data, value);
+                self.current.data.push('\n');
             }
             b"event" => {
-                self.event.clear();
-                push_lossy(&mut self.event, value);
+                self.name.clear();
+                push_lossy(&mut self.name, value);
             }
             b"id" if !value.contains(&0) => {
                 let mut id = String::new();
@@ -199,29 +248,27 @@ impl SseParser {
             }
             _ => {}
         }
-        None
+        false
     }
 
-    /// End of an event block: hand out the event if it has data, and reset.
-    fn dispatch(&mut self) -> Option<SseEvent> {
+    /// End of an event block: the event is complete if it has data; the block's name and
+    /// retry are reset either way.
+    fn dispatch(&mut self) -> bool {
         let retry = self.retry.take();
-        let event = std::mem::take(&mut self.event);
-        if self.data.is_empty() {
-            return None;
+        let name = std::mem::take(&mut self.name);
+        if self.current.data.is_empty() {
+            return false;
         }
-        // an exact-size copy; the buffer stays for the next event
-        let data = self.data[..self.data.len() - 1].to_owned(); // without the last `\n`
-        self.data.clear();
-        Some(SseEvent {
-            event: if event.is_empty() {
-                Cow::Borrowed("message")
-            } else {
-                Cow::Owned(event)
-            },
-            data,
-            id: self.last_id.clone().filter(|id| !id.is_empty()),
-            retry,
-        })
+        self.current.data.pop(); // the last `\n`
+        self.current.event = if name.is_empty() {
+            Cow::Borrowed("message")
+        } else {
+            Cow::Owned(name)
+        };
+        self.current.id = self.last_id.clone().filter(|id| !id.is_empty());
+        self.current.retry = retry;
+        self.dispatched = true;
+        true
     }
 }
 
@@ -237,22 +284,29 @@ fn push_lossy(out: &mut String, bytes: &[u8]) {
 /// A framing: body bytes into events, as the bytes arrive. What [`Framed`] needs of one:
 /// [`SseFrames`] (server-sent events), [`super::eventstream::AwsFrames`].
 pub trait Deframe {
-    /// Read the next piece of the body, appending the events it completes to `ready`.
+    /// Take the next piece of the body, whose events [`advance`](Self::advance) then reads.
     ///
     /// # Errors
     /// `Malformed` for bytes that cannot be events, or an event past the size cap: the
-    /// stream yields what is left in `ready`, then this error, and ends.
-    fn push(&mut self, bytes: &[u8], ready: &mut VecDeque<SseEvent>) -> Result<(), ProviderError>;
+    /// stream yields the events read before it, then this error, and ends.
+    fn feed(&mut self, piece: Bytes) -> Result<(), ProviderError>;
+
+    /// Read on to the next complete event: true when [`event`](Self::event) holds it
+    /// (until the next call), false when the pieces fed so far hold no more.
+    fn advance(&mut self) -> bool;
+
+    /// The event [`advance`](Self::advance) last completed.
+    fn event(&self) -> &SseEvent;
 }
 
 /// A stream of [`SseEvent`]s read from a stream of body bytes by the framing `D`.
 ///
 /// Transport errors pass through and end the stream; so does the framing's error, after
-/// the events it let through.
+/// the events it let through. Read by [`into_chunks`] with [`Framed::poll_event`] (each
+/// event borrowed where the framing assembled it); as a [`Stream`] each event is a copy.
 pub struct Framed<S, D> {
     bytes: Option<S>,
     deframe: D,
-    ready: VecDeque<SseEvent>,
     /// The framing's error, yielded after the events before it.
     failed: Option<ProviderError>,
 }
@@ -263,8 +317,45 @@ impl<S, D> Framed<S, D> {
         Self {
             bytes: Some(bytes),
             deframe,
-            ready: VecDeque::new(),
             failed: None,
+        }
+    }
+}
+
+impl<S, D> Framed<S, D>
+where
+    S: Stream<Item = Result<Bytes, ProviderError>> + Unpin,
+    D: Deframe,
+{
+    /// The next event, borrowed from the framing until the next call.
+    pub fn poll_event(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<&SseEvent, ProviderError>>> {
+        loop {
+            if self.deframe.advance() {
+                return Poll::Ready(Some(Ok(self.deframe.event())));
+            }
+            if let Some(e) = self.failed.take() {
+                return Poll::Ready(Some(Err(e)));
+            }
+            let Some(bytes) = self.bytes.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match Pin::new(bytes).poll_next(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => self.bytes = None,
+                Poll::Ready(Some(Err(e))) => {
+                    self.bytes = None;
+                    return Poll::Ready(Some(Err(e)));
+                }
+                Poll::Ready(Some(Ok(piece))) => {
+                    if let Err(e) = self.deframe.feed(piece) {
+                        self.bytes = None;
+                        self.failed = Some(e);
+                    }
+                }
+            }
         }
     }
 }
@@ -277,32 +368,9 @@ where
     type Item = Result<SseEvent, ProviderError>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = self.get_mut();
-        loop {
-            if let Some(event) = this.ready.pop_front() {
-                return Poll::Ready(Some(Ok(event)));
-            }
-            if let Some(e) = this.failed.take() {
-                return Poll::Ready(Some(Err(e)));
-            }
-            let Some(bytes) = this.bytes.as_mut() else {
-                return Poll::Ready(None);
-            };
-            match Pin::new(bytes).poll_next(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(None) => this.bytes = None,
-                Poll::Ready(Some(Err(e))) => {
-                    this.bytes = None;
-                    return Poll::Ready(Some(Err(e)));
-                }
-                Poll::Ready(Some(Ok(chunk))) => {
-                    if let Err(e) = this.deframe.push(&chunk, &mut this.ready) {
-                        this.bytes = None;
-                        this.failed = Some(e);
-                    }
-                }
-            }
-        }
+        self.get_mut()
+            .poll_event(cx)
+            .map(|next| next.map(|event| event.cloned()))
     }
 }
 
@@ -326,24 +394,47 @@ where
             SseFrames {
                 parser: SseParser::new(),
                 max_event_bytes,
+                piece: Bytes::new(),
+                read: 0,
+                whole: VecDeque::new(),
+                popped: None,
             },
         )
     }
 }
 
 /// The server-sent-events framing of [`SseStream`]: [`SseParser`] under a size cap.
+///
+/// A piece that cannot take the buffered event past the cap (nearly all of them) is read
+/// an event at a time where it lies, each event read in the parser's buffers; one that
+/// could is read whole at once, as before, so that its events go with it when it does.
 #[derive(Debug)]
 pub struct SseFrames {
     parser: SseParser,
     max_event_bytes: usize,
+    /// The piece being read, and how much of it has been.
+    piece: Bytes,
+    read: usize,
+    /// The events of a piece read whole, not yet handed out.
+    whole: VecDeque<SseEvent>,
+    /// The last of them handed out.
+    popped: Option<SseEvent>,
 }
 
 impl Deframe for SseFrames {
-    fn push(&mut self, bytes: &[u8], ready: &mut VecDeque<SseEvent>) -> Result<(), ProviderError> {
-        self.parser.push_into(bytes, |e| ready.push_back(e));
+    fn feed(&mut self, piece: Bytes) -> Result<(), ProviderError> {
+        if self.parser.buffered_len().saturating_add(piece.len()) <= self.max_event_bytes {
+            // what the parser holds grows by less than the piece: it cannot pass the cap
+            self.piece = piece;
+            self.read = 0;
+            return Ok(());
+        }
+        let whole = &mut self.whole;
+        self.parser
+            .push_into(&piece, |e| whole.push_back(e.clone()));
         if self.parser.buffered_len() > self.max_event_bytes {
             // the events this piece completed go with it
-            ready.clear();
+            self.whole.clear();
             return Err(ProviderError::new(
                 ErrorKind::Malformed,
                 format!(
@@ -353,6 +444,28 @@ impl Deframe for SseFrames {
             ));
         }
         Ok(())
+    }
+
+    fn advance(&mut self) -> bool {
+        if !self.whole.is_empty() {
+            self.popped = self.whole.pop_front();
+            return true;
+        }
+        self.popped = None;
+        let Some(mut rest) = self.piece.get(self.read..) else {
+            return false;
+        };
+        if rest.is_empty() {
+            return false;
+        }
+        let before = rest.len();
+        let done = self.parser.advance(&mut rest);
+        self.read += before - rest.len();
+        done
+    }
+
+    fn event(&self) -> &SseEvent {
+        self.popped.as_ref().unwrap_or(self.parser.event())
     }
 }
 
@@ -384,10 +497,29 @@ pub enum Parsed {
 /// - before the finish signal: a `parse` error or transport error is yielded and ends the
 ///   stream; `Done` or the end of the body yields `Malformed` ("stream closed before the
 ///   finish signal"): a cut answer is never dressed as a complete one.
-pub fn into_chunks<E, F>(events: E, grace: Duration, parse: F) -> ChunkStream
+pub fn into_chunks<S, D, F>(events: Framed<S, D>, grace: Duration, parse: F) -> ChunkStream
 where
-    E: Stream<Item = Result<SseEvent, ProviderError>> + Unpin + Send + 'static,
+    S: Stream<Item = Result<Bytes, ProviderError>> + Unpin + Send + 'static,
+    D: Deframe + Send + 'static,
     F: FnMut(&SseEvent) -> Result<Parsed, ProviderError> + Send + 'static,
+{
+    into_chunks_scrubbed(events, grace, parse, |e| e)
+}
+
+/// [`into_chunks`], each error passed through `scrub` and each chunk's reported model
+/// bounded ([`super::bound_reported_model`]) on the way out: what the shared HTTP
+/// provider does to every chunk, done here rather than by one more stream layer.
+pub(crate) fn into_chunks_scrubbed<S, D, F, X>(
+    events: Framed<S, D>,
+    grace: Duration,
+    parse: F,
+    scrub: X,
+) -> ChunkStream
+where
+    S: Stream<Item = Result<Bytes, ProviderError>> + Unpin + Send + 'static,
+    D: Deframe + Send + 'static,
+    F: FnMut(&SseEvent) -> Result<Parsed, ProviderError> + Send + 'static,
+    X: FnMut(ProviderError) -> ProviderError + Send + Unpin + 'static,
 {
     let driver = Driver {
         events,
@@ -400,11 +532,11 @@ where
     };
     // polled by hand, not an `unfold` of an async step: each chunk is moved once out of
     // it, not through a future's state and the unfold's (boxed: the state stays put)
-    Box::pin(Chunks(Box::new(driver)))
+    Box::pin(Chunks(Box::new(driver), scrub))
 }
 
 /// The stream [`into_chunks`] returns.
-struct Chunks<E, F>(Box<Driver<E, F>>);
+struct Chunks<E, F, X>(Box<Driver<E, F>>, X);
 
 /// The state of [`into_chunks`].
 struct Driver<E, F> {
@@ -451,31 +583,56 @@ impl Stated {
     }
 }
 
-impl<E, F> Stream for Chunks<E, F>
+impl<S, D, F, X> Stream for Chunks<Framed<S, D>, F, X>
 where
-    E: Stream<Item = Result<SseEvent, ProviderError>> + Unpin,
+    S: Stream<Item = Result<Bytes, ProviderError>> + Unpin,
+    D: Deframe,
     F: FnMut(&SseEvent) -> Result<Parsed, ProviderError>,
+    X: FnMut(ProviderError) -> ProviderError + Unpin,
 {
     type Item = Result<ChatChunk, ProviderError>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let d = &mut *self.get_mut().0;
+        let Self(driver, scrub) = self.get_mut();
+        // the chunk changed where it lies, not moved through another value
+        let mut next = driver.poll_chunk(cx);
+        match &mut next {
+            Poll::Ready(Some(Ok(chunk))) => super::bound_reported_model(&mut chunk.model),
+            Poll::Ready(Some(Err(_))) => {
+                if let Poll::Ready(Some(Err(e))) = next {
+                    return Poll::Ready(Some(Err(scrub(e))));
+                }
+            }
+            Poll::Ready(None) | Poll::Pending => {}
+        }
+        next
+    }
+}
+
+impl<S, D, F> Driver<Framed<S, D>, F>
+where
+    S: Stream<Item = Result<Bytes, ProviderError>> + Unpin,
+    D: Deframe,
+    F: FnMut(&SseEvent) -> Result<Parsed, ProviderError>,
+{
+    fn poll_chunk(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<ChatChunk, ProviderError>>> {
+        let d = self;
         loop {
             if d.ended {
                 return Poll::Ready(None);
             }
             if let Some((_, timer)) = &mut d.held {
                 // the next event, or none once the grace is over
-                let next = match d.events.poll_next_unpin(cx) {
-                    Poll::Ready(next) => next,
+                let parsed = match d.events.poll_event(cx) {
+                    Poll::Ready(Some(Ok(event))) => (d.parse)(event),
+                    Poll::Ready(_) => Ok(Parsed::Done),
                     Poll::Pending => match timer.as_mut().poll(cx) {
-                        Poll::Ready(()) => None,
+                        Poll::Ready(()) => Ok(Parsed::Done),
                         Poll::Pending => return Poll::Pending,
                     },
-                };
-                let parsed = match next {
-                    Some(Ok(event)) => (d.parse)(&event),
-                    _ => Ok(Parsed::Done),
                 };
                 match parsed {
                     Ok(Parsed::Skip) => continue,
@@ -487,11 +644,11 @@ where
                     Ok(Parsed::Done) | Err(_) => return Poll::Ready(Some(Ok(d.finish()))),
                 }
             }
-            let parsed = match d.events.poll_next_unpin(cx) {
+            let parsed = match d.events.poll_event(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(None) => Ok(Parsed::Done),
                 Poll::Ready(Some(Err(e))) => Err(e),
-                Poll::Ready(Some(Ok(event))) => (d.parse)(&event),
+                Poll::Ready(Some(Ok(event))) => (d.parse)(event),
             };
             match parsed {
                 Ok(Parsed::Skip) => {}
@@ -566,6 +723,7 @@ impl<E, F> Driver<E, F> {
 mod tests {
     use super::*;
     use crate::chat::FinishReason;
+    use futures_util::StreamExt as _;
 
     fn parse_all(input: &[u8]) -> Vec<SseEvent> {
         SseParser::new().push(input)

@@ -392,13 +392,15 @@ pub(crate) struct Trail<'a> {
     cache: Option<switchyard::chat::CacheNote>,
 }
 
-/// A [`Trail`] with `stored` (whether the answer was kept) and every key, its attempts'
-/// too, in sorted order: the Responses dialect's `switchyard` object. Its response object
-/// was once a `serde_json::Value` tree, whose maps sort their keys; it is written directly
-/// now, in the same order, so its bytes did not change.
+/// A [`Trail`] with `stored` (whether the answer was kept; the Responses dialect's) and
+/// every key, its attempts' too, in sorted order: the Responses dialect's `switchyard`
+/// object, and the Chat Completions stream's usage chunk's (without `stored`; see
+/// `chat/stream.rs`). Those objects were once `serde_json::Value` trees, whose maps sort
+/// their keys; they are written directly now, in the same order, so their bytes did not
+/// change.
 pub(crate) struct SortedTrail<'a> {
     pub trail: Trail<'a>,
-    pub stored: bool,
+    pub stored: Option<bool>,
 }
 
 impl Serialize for SortedTrail<'_> {
@@ -431,7 +433,9 @@ impl Serialize for SortedTrail<'_> {
             m.serialize_entry("max_tokens_applied", n)?;
         }
         m.serialize_entry("provider", provider)?;
-        m.serialize_entry("stored", &self.stored)?;
+        if let Some(stored) = self.stored {
+            m.serialize_entry("stored", &stored)?;
+        }
         m.end()
     }
 }
@@ -539,6 +543,12 @@ impl Serialize for SortedAttempt<'_> {
 }
 
 impl<'a> Trail<'a> {
+    /// Whether the route's response cache left a note (written unsorted by
+    /// [`SortedTrail`]: its own field order).
+    pub(crate) fn has_cache_note(&self) -> bool {
+        self.cache.is_some()
+    }
+
     pub(crate) fn of(resp: &'a ChatResponse) -> Self {
         Self {
             provider: &resp.provider,

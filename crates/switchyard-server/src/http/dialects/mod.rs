@@ -112,6 +112,11 @@ pub(crate) trait StreamEncoder: Send + 'static {
     /// One content chunk (text, tool-call pieces; a finish reason alone writes nothing:
     /// `done` always follows it).
     fn chunk(&mut self, chunk: &ChatChunk) -> Bytes;
+    /// [`chunk`](Self::chunk), written at the end of `out` (where a stream's ready chunks
+    /// are batched).
+    fn chunk_into(&mut self, chunk: &ChatChunk, out: &mut bytes::BytesMut) {
+        out.extend_from_slice(&self.chunk(chunk));
+    }
     /// The end of a finished answer (finish reason, usage, the `switchyard` trail where
     /// the API has room for it, the terminator).
     fn done(&mut self, resp: &ChatResponse) -> Bytes;

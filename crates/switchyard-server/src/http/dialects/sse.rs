@@ -11,11 +11,14 @@
 //! is then dropped the same way, and logged 499 with `error: "client_stopped_reading"`.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use bytes::BytesMut;
 use futures_util::StreamExt as _;
 use switchyard::chat::{ChoiceDelta, ThinkingDelta, ToolCallDelta};
 use switchyard::gateway::{CancelSlot, ChatStream, StreamEvent};
@@ -60,6 +63,9 @@ pub(crate) fn respond<D: Dialect>(
         ttft,
         started: false,
         logged: false,
+        out: BytesMut::new(),
+        held: None,
+        exhausted: false,
         grace_over: Box::pin(state.grace_over.child_token().cancelled_owned()),
         ctx,
         state,
@@ -210,49 +216,105 @@ struct Writer<D: Dialect> {
     started: bool,
     /// Set once the request's log line is written.
     logged: bool,
+    /// Where frames are batched: the chunks ready when the body is polled are written
+    /// into one piece (up to [`BATCH_BYTES`]), split off for hyper; the room hyper's writes
+    /// give back is reused.
+    out: BytesMut,
+    /// The stream's last event, read while a batch was being written: handled once the
+    /// batch is out.
+    held: Option<StreamEvent>,
+    /// The gateway stream ended without a last event (the body ends after the batch).
+    exhausted: bool,
     /// Resolves when the server's shutdown grace period is over (a child of
     /// `Shared::grace_over`, so waiting on it touches no lock other streams share).
     grace_over: Pin<Box<WaitForCancellationFutureOwned>>,
 }
 
-/// What the writer does next.
-// An event is moved once per chunk; boxing would allocate per chunk (see StreamEvent).
+/// Chunks written into one piece for hyper, while more are ready, up to about this many
+/// bytes (a piece is handed over once it reaches it).
+const BATCH_BYTES: usize = 16 * 1024;
+
+/// What [`Writer::poll_frames`] came to.
+// An event is moved once per stream end; boxing would allocate per chunk (see StreamEvent).
 #[allow(clippy::large_enum_variant)]
-enum Next {
-    Event(StreamEvent),
-    GraceOver,
+enum Wrote {
+    Bytes(Bytes),
+    End,
+    Pending,
+    /// The stream's last event (done or failed): written after work that awaits.
+    Last(StreamEvent),
 }
 
 impl<D: Dialect> Writer<D> {
-    fn into_stream(self) -> impl futures_util::Stream<Item = Result<Bytes, Infallible>> + Send {
-        // boxed: the state moves through every poll, and a pointer is cheaper to move
-        futures_util::stream::unfold(Box::new(self), |mut w| async move {
-            let bytes = w.next_bytes().await?;
-            Some((Ok(bytes), w))
-        })
+    fn into_stream(self) -> Frames<D> {
+        Frames {
+            writer: Some(Box::new(self)),
+            work: None,
+        }
     }
 
-    async fn next_bytes(&mut self) -> Option<Bytes> {
+    /// The frames ready now, polled by hand: the opening once, then every chunk the
+    /// gateway stream has ready, batched; its last event handed back (it awaits).
+    fn poll_frames(&mut self, cx: &mut Context<'_>) -> Wrote {
+        if let Some(last) = self.held.take() {
+            return Wrote::Last(last);
+        }
         if !self.started {
             self.started = true;
-            return Some(self.encoder.start());
+            let start = self.encoder.start();
+            self.out.extend_from_slice(&start);
         }
-        let stream = self.stream.as_mut()?;
-        let next = tokio::select! {
-            biased;
-            () = self.grace_over.as_mut() => Next::GraceOver,
-            event = stream.next() => Next::Event(event?),
-        };
-        let event = match next {
-            Next::Event(event) => event,
-            Next::GraceOver => return Some(self.end_for_shutdown()),
-        };
-        Some(match event {
+        if let Some(stream) = self.stream.as_mut().filter(|_| !self.exhausted) {
+            if self.grace_over.as_mut().poll(cx).is_ready() {
+                let end = self.end_for_shutdown();
+                self.out.extend_from_slice(&end);
+                return Wrote::Bytes(self.out.split().freeze());
+            }
+            loop {
+                let next = stream.poll_next_unpin(cx);
+                // a chunk is written where it lies, not moved out first
+                if let Poll::Ready(Some(StreamEvent::Chunk(c))) = &next {
+                    self.encoder.chunk_into(c, &mut self.out);
+                    if self.out.len() >= BATCH_BYTES {
+                        break;
+                    }
+                    continue;
+                }
+                match next {
+                    Poll::Ready(Some(StreamEvent::Chunk(_))) => {}
+                    Poll::Ready(Some(last)) => {
+                        if self.out.is_empty() {
+                            return Wrote::Last(last);
+                        }
+                        self.held = Some(last);
+                        break;
+                    }
+                    Poll::Ready(None) => {
+                        self.exhausted = true;
+                        break;
+                    }
+                    Poll::Pending => break,
+                }
+            }
+        }
+        if !self.out.is_empty() {
+            return Wrote::Bytes(self.out.split().freeze());
+        }
+        if self.stream.is_none() || self.exhausted {
+            return Wrote::End;
+        }
+        Wrote::Pending
+    }
+
+    /// The stream's last event: the answer stored, recorded and logged (the log line in
+    /// the file before the event goes out), or the failure logged.
+    async fn last(&mut self, event: StreamEvent) -> Bytes {
+        match event {
             StreamEvent::Chunk(c) => self.encoder.chunk(&c),
             StreamEvent::Done(mut resp) => {
                 self.stream = None;
                 if let Some(plan) = self.ctx.cache_plan() {
-                    // boxed: this future is made for every chunk (see `flow::handle`)
+                    // boxed: a rare step, kept out of this future's state
                     Box::pin(super::ctx::cache_put(&self.state, plan, &resp)).await;
                 }
                 resp.cache = self.ctx.cache_note();
@@ -292,7 +354,7 @@ impl<D: Dialect> Writer<D> {
                 self.state.log.commit(entry).await;
                 self.encoder.failed(&ApiError::from(*err))
             }
-        })
+        }
     }
 
     /// The grace period is over: drop the gateway stream (cancelling the upstream call),
@@ -310,6 +372,49 @@ impl<D: Dialect> Writer<D> {
             .metrics
             .request(&self.ctx.route_label, 503, true, self.ctx.started.elapsed());
         self.encoder.failed(&crate::http::edge::shutting_down())
+    }
+}
+
+/// The body of a committed stream: the [`Writer`] polled by hand, its state in a box that
+/// stays put; only its last event's work runs as a future (holding the writer until it is
+/// done). Dropped midway, it drops the writer either way (see `Drop for Writer`).
+struct Frames<D: Dialect> {
+    writer: Option<Box<Writer<D>>>,
+    work: Option<LastWork<D>>,
+}
+
+/// The work of a stream's last event: it hands the writer back with the last bytes.
+type LastWork<D> = Pin<Box<dyn Future<Output = (Box<Writer<D>>, Bytes)> + Send>>;
+
+impl<D: Dialect> futures_util::Stream for Frames<D> {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        loop {
+            if let Some(work) = &mut this.work {
+                let (writer, bytes) = std::task::ready!(work.as_mut().poll(cx));
+                this.work = None;
+                this.writer = Some(writer);
+                return Poll::Ready(Some(Ok(bytes)));
+            }
+            let Some(writer) = this.writer.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match writer.poll_frames(cx) {
+                Wrote::Bytes(bytes) => return Poll::Ready(Some(Ok(bytes))),
+                Wrote::End => return Poll::Ready(None),
+                Wrote::Pending => return Poll::Pending,
+                Wrote::Last(event) => {
+                    if let Some(mut writer) = this.writer.take() {
+                        this.work = Some(Box::pin(async move {
+                            let bytes = writer.last(event).await;
+                            (writer, bytes)
+                        }));
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -3,11 +3,13 @@
 //! breaks or is cancelled, and the request reported once.
 
 use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
-
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures_util::StreamExt as _;
+use futures_util::{Stream, StreamExt as _};
 use tokio::time::Instant;
 
 use super::{CancelSlot, ChatStream, Diverged, Kept, Live, Mode, Rung, Segment, StreamEvent};
@@ -45,6 +47,7 @@ impl Live {
             next: (pos + 1, Rung::Continuation),
             cancelled: CancelSlot::default(),
             stall_timer: Box::pin(tokio::time::sleep_until(Instant::now())),
+            stall_armed: None,
         };
         for chunk in head {
             // the first segment passes straight through: it cannot diverge
@@ -63,14 +66,10 @@ impl Live {
             dropped: self.segment.dropped,
             deadline: self.run.deadline,
             cancelled: self.cancelled.clone(),
-            // boxed: the state moves through every poll, and a pointer is cheaper to move
-            inner: Box::pin(futures_util::stream::unfold(
-                Box::new(self),
-                |mut live| async move {
-                    let event = live.next_event().await?;
-                    Some((event, live))
-                },
-            )),
+            inner: Box::pin(Committed {
+                live: Some(Box::new(self)),
+                work: None,
+            }),
         }
     }
 
@@ -78,47 +77,90 @@ impl Live {
         self.run.slot_at(self.run.plan[self.pos])
     }
 
-    async fn next_event(&mut self) -> Option<StreamEvent> {
+    /// The next event, polled by hand: a chunk goes from the upstream to the caller
+    /// without passing through a queue or a future's state. What must await (a break
+    /// counted, the rescue ladder climbed) is handed back as a [`Job`].
+    ///
+    /// `Pending` with `job` set: that work is to run before the stream goes on.
+    fn poll_event(
+        &mut self,
+        cx: &mut Context<'_>,
+        job: &mut Option<Job>,
+    ) -> Poll<Option<StreamEvent>> {
         loop {
             if let Some(e) = self.queue.pop_front() {
-                return Some(e);
+                return Poll::Ready(Some(e));
             }
-            let stall = self.slot().spec.stall_timeout.min(self.run.time_left());
-            let upstream = self.segment.upstream.as_mut()?;
-            // one timer for the stream, moved on before each chunk (pushing a deadline
-            // later does not touch the timer wheel; a fresh timeout per chunk would)
-            let mut timer = self.stall_timer.as_mut();
-            timer.as_mut().reset(deadline_after(stall));
-            let next = tokio::select! {
-                biased;
-                item = upstream.next() => Ok(item),
-                () = timer => Err(()),
+            let Some(upstream) = self.segment.upstream.as_mut() else {
+                return Poll::Ready(None);
             };
-            match next {
-                Ok(Some(Ok(chunk))) => {
-                    if let Err(d) = self.take(chunk) {
-                        self.diverged(&d);
-                        self.rescue().await;
+            let stall = match upstream.poll_next_unpin(cx) {
+                Poll::Ready(next) => {
+                    self.stall_armed = None;
+                    match next {
+                        Some(Ok(mut chunk)) => match self.pass(&mut chunk) {
+                            Ok(true) => return Poll::Ready(Some(StreamEvent::Chunk(chunk))),
+                            Ok(false) => continue,
+                            Err(d) => {
+                                self.diverged(&d);
+                                *job = Some(Job::Rescue);
+                                return Poll::Pending;
+                            }
+                        },
+                        Some(Err(e)) => {
+                            *job = Some(Job::Broken(e));
+                            return Poll::Pending;
+                        }
+                        None => {
+                            let msg = "stream closed before the finish signal";
+                            let e = ProviderError::new(ErrorKind::Malformed, msg);
+                            *job = Some(Job::Broken(e));
+                            return Poll::Pending;
+                        }
                     }
                 }
-                Ok(Some(Err(e))) => self.broken(e).await,
-                Ok(None) => {
-                    let msg = "stream closed before the finish signal";
-                    self.broken(ProviderError::new(ErrorKind::Malformed, msg))
-                        .await;
-                }
-                Err(_) if stall < self.slot().spec.stall_timeout => self.out_of_time(),
-                Err(_) => {
-                    let msg = format!("stream stalled for {}ms", stall.as_millis());
-                    self.broken(ProviderError::new(ErrorKind::Timeout, msg))
-                        .await;
-                }
+                Poll::Pending => match self.stall_armed {
+                    Some(stall) => stall,
+                    None => {
+                        // armed only when a read waits: one timer for the stream, moved
+                        // on when a wait starts (pushing a deadline later does not touch
+                        // the timer wheel; a fresh timeout per chunk would)
+                        let stall = self.slot().spec.stall_timeout.min(self.run.time_left());
+                        self.stall_timer.as_mut().reset(deadline_after(stall));
+                        self.stall_armed = Some(stall);
+                        stall
+                    }
+                },
+            };
+            if self.stall_timer.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            self.stall_armed = None;
+            if stall < self.slot().spec.stall_timeout {
+                self.out_of_time();
+            } else {
+                let msg = format!("stream stalled for {}ms", stall.as_millis());
+                *job = Some(Job::Broken(ProviderError::new(ErrorKind::Timeout, msg)));
+                return Poll::Pending;
             }
         }
     }
 
-    /// Pass a chunk on (through the splice, if one is running); finish on the signal.
+    /// Pass a chunk on: into the queue, after anything already there (a head read up to
+    /// a commit point).
     pub(super) fn take(&mut self, mut chunk: ChatChunk) -> Result<(), Diverged> {
+        let at = self.queue.len();
+        if self.pass(&mut chunk)? {
+            // before the end `pass` may have queued after it
+            self.queue.insert(at, StreamEvent::Chunk(chunk));
+        }
+        Ok(())
+    }
+
+    /// Pass a chunk on (through the splice, if one is running); finish on the signal.
+    /// True when the chunk (changed where it lies) goes on to the client, before what this
+    /// queued (the end, at the finish signal).
+    fn pass(&mut self, chunk: &mut ChatChunk) -> Result<bool, Diverged> {
         if let Some(m) = &chunk.model {
             self.model.clone_from(m);
         }
@@ -147,7 +189,7 @@ impl Live {
                 }
                 chunk.text.clear(); // held back: the client already has it
                 if chunk.tool_calls.is_empty() {
-                    return Ok(());
+                    return Ok(false);
                 }
             } else {
                 if !got.starts_with(expect.as_str()) {
@@ -162,17 +204,14 @@ impl Live {
             self.kept.native.clone_from(&chunk.native);
         }
         if chunk.has_content() {
-            self.kept
-                .keep(&chunk, self.run.gw.inner.rescue_buffer_bytes);
+            self.kept.keep(chunk, self.run.gw.inner.rescue_buffer_bytes);
         }
-        if chunk.has_content() || finish.is_some() {
-            self.queue.push_back(StreamEvent::Chunk(chunk));
-        }
+        let out = chunk.has_content() || finish.is_some();
         if let Some(f) = finish {
             self.finish = Some(f);
             self.finished();
         }
-        Ok(())
+        Ok(out)
     }
 
     /// The finish signal arrived: record, settle, and queue the summary.
@@ -356,6 +395,58 @@ impl Live {
         }
         for o in &self.run.gw.inner.observers {
             o.on_complete(&self.run.route.name, result);
+        }
+    }
+}
+
+/// The awaiting work of a committed stream.
+enum Job {
+    /// The upstream broke (an error, an early end, a stall): count it, then rescue.
+    Broken(ProviderError),
+    /// A restart diverged (already recorded): climb on.
+    Rescue,
+}
+
+impl Job {
+    async fn run(self, mut live: Box<Live>) -> Box<Live> {
+        match self {
+            Self::Broken(e) => live.broken(e).await,
+            Self::Rescue => live.rescue().await,
+        }
+        live
+    }
+}
+
+/// The stream of a committed [`Live`], polled by hand: the state stays in its box, and
+/// only a [`Job`] runs as a future (holding the state until it is done). Dropped
+/// midway, it drops the state either way (see `Drop for Live`).
+struct Committed {
+    live: Option<Box<Live>>,
+    work: Option<Pin<Box<dyn Future<Output = Box<Live>> + Send>>>,
+}
+
+impl Stream for Committed {
+    type Item = StreamEvent;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<StreamEvent>> {
+        let this = self.get_mut();
+        loop {
+            if let Some(work) = &mut this.work {
+                let live = std::task::ready!(work.as_mut().poll(cx));
+                this.work = None;
+                this.live = Some(live);
+            }
+            let Some(live) = this.live.as_mut() else {
+                return Poll::Ready(None);
+            };
+            let mut job = None;
+            let next = live.poll_event(cx, &mut job);
+            let Some(job) = job else {
+                return next;
+            };
+            if let Some(live) = this.live.take() {
+                this.work = Some(Box::pin(job.run(live)));
+            }
         }
     }
 }

@@ -302,6 +302,9 @@ struct Live {
     /// Next rescue candidate (position in the plan) and rung.
     next: (usize, Rung),
     cancelled: CancelSlot,
-    /// The stall timer, reset before each read of the upstream.
+    /// The stall timer, moved on when a read of the upstream starts to wait.
     stall_timer: Pin<Box<tokio::time::Sleep>>,
+    /// The stall allowed the read that waits now (the timer is set for it); `None`
+    /// between reads.
+    stall_armed: Option<std::time::Duration>,
 }

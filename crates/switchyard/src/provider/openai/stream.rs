@@ -50,6 +50,9 @@ pub fn parse_event(event: &SseEvent) -> Result<Parsed, ProviderError> {
 struct Seen {
     model: Option<String>,
     fingerprint: Option<String>,
+    /// The head of the last chunk the scan read: the next that repeats it is read from
+    /// its choices on (`scan.rs`); forgotten when a chunk is read by serde.
+    head: scan::Head,
 }
 
 /// `stated` when it differs from what was `seen` (which it then becomes).
@@ -72,23 +75,27 @@ fn read(
     if data == "[DONE]" {
         return Ok(None);
     }
-    // the stream's usual chunk (text for choice 0, nothing else the gateway reads), read
-    // by one pass over its bytes; every other chunk by serde (`scan.rs`)
-    if event.event != "error" {
-        if let Some(c) = scan::text_chunk(data) {
-            let out = ChatChunk {
-                model: changed(&mut seen.model, c.model.map(Cow::Borrowed)),
-                system_fingerprint: changed(
-                    &mut seen.fingerprint,
-                    c.fingerprint.map(Cow::Borrowed),
-                ),
-                text: c.text,
-                ..ChatChunk::default()
-            };
-            return Ok(Some((out, Vec::new())));
-        }
+    if let Some(out) = scanned(event, data, seen) {
+        return Ok(Some((out, Vec::new())));
     }
+    seen.head.clear();
     read_serde(event, data, seen)
+}
+
+/// The stream's usual chunk (text for choice 0, nothing else the gateway reads), read by
+/// one pass over its bytes (`data`: the event's, trimmed, not `[DONE]`); `None`: serde's
+/// to read (every other chunk; `scan.rs`).
+fn scanned(event: &SseEvent, data: &str, seen: &mut Seen) -> Option<ChatChunk> {
+    if event.event == "error" {
+        return None;
+    }
+    let c = scan::text_chunk(data, Some(&mut seen.head))?;
+    Some(ChatChunk {
+        model: changed(&mut seen.model, c.model.map(Cow::Borrowed)),
+        system_fingerprint: changed(&mut seen.fingerprint, c.fingerprint.map(Cow::Borrowed)),
+        text: c.text,
+        ..ChatChunk::default()
+    })
 }
 
 /// [`read`] by serde, for any event (`data`: its data, trimmed, not `[DONE]`).
@@ -239,6 +246,22 @@ impl Events {
 
 impl StreamEvents for Events {
     fn parse_event(&mut self, event: &SseEvent) -> Result<Parsed, ProviderError> {
+        if self.choices == 1 {
+            // as `read`, without the pieces of other answers to carry (the chunk is
+            // built where it is returned)
+            let data = event.data.trim();
+            if data == "[DONE]" {
+                return Ok(Parsed::Done);
+            }
+            if let Some(chunk) = scanned(event, data, &mut self.seen) {
+                return Ok(Parsed::Chunk(chunk));
+            }
+            self.seen.head.clear();
+            return Ok(match read_serde(event, data, &mut self.seen)? {
+                Some((chunk, _)) => Parsed::Chunk(chunk),
+                None => Parsed::Done,
+            });
+        }
         let Some((mut chunk, others)) = read(event, &mut self.seen)? else {
             return Ok(Parsed::Done);
         };

@@ -13,10 +13,11 @@ use bytes::BytesMut;
 use serde::Serialize;
 use serde_json::json;
 use switchyard::chat::FinishReason;
-use switchyard::{ChatChunk, ChatResponse};
+use switchyard::{ChatChunk, ChatResponse, Usage};
 
 use super::wire::{WireFunctionCall, WireUsage};
 use super::{completion_id, extras};
+use crate::http::dialects::ctx::SortedTrail;
 use crate::http::dialects::flow::{Ctx, Trail};
 use crate::http::dialects::{data_frame, StreamEncoder};
 use crate::http::error::ApiError;
@@ -57,9 +58,9 @@ impl ChunkEncoder {
         }
     }
 
-    /// A chunk with text and nothing else, the stream's usual one: written as
-    /// [`Self::frame`] would write it, the part before the text kept from the last.
-    fn text_frame(&mut self, text: &str) -> Bytes {
+    /// A chunk with text and nothing else, the stream's usual one: written at the end of
+    /// `out` as [`Self::frame`] would write it, the part before the text kept from the last.
+    fn text_frame(&mut self, text: &str, out: &mut BytesMut) {
         if self.text_head.is_empty() {
             let head = &mut self.text_head;
             head.extend_from_slice(b"data: {\"id\":");
@@ -74,13 +75,11 @@ impl ChunkEncoder {
             }
             head.extend_from_slice(b",\"choices\":[{\"index\":0,\"delta\":{\"content\":");
         }
-        let out = &mut self.out;
         out.reserve(self.text_head.len() + text.len() + text.len() / 8 + 2 + TEXT_TAIL.len());
         out.extend_from_slice(&self.text_head);
         let mut w = bytes::BufMut::writer(&mut *out);
         let _ = serde_json::to_writer(&mut w, text);
         out.extend_from_slice(TEXT_TAIL);
-        out.split().freeze()
     }
 
     /// The chunk object of `choices`: this stream's id, creation time, model and
@@ -171,8 +170,30 @@ impl ChunkEncoder {
         data_frame(&body)
     }
 
-    /// The final usage chunk; `usage` is null when the vendor reported none.
-    fn usage_frame(&self, usage: Option<WireUsage>, trail: &Trail<'_>) -> Bytes {
+    /// The final usage chunk; `usage` is null when the vendor reported none. Its keys (the
+    /// trail's too) in sorted order, as the `serde_json::Value` it was once built as
+    /// ([`Self::usage_frame_by_value`], still the way for a trail with a cache note)
+    /// wrote them; the bytes are the same.
+    fn usage_frame(&self, resp: &ChatResponse) -> Bytes {
+        let trail = Trail::of(resp);
+        if trail.has_cache_note() {
+            return self.usage_frame_by_value(resp.usage.as_ref().map(WireUsage::from), &trail);
+        }
+        data_frame(&UsageChunk {
+            id: &self.id,
+            created: self.created,
+            model: &self.model,
+            fingerprint: self.fingerprint.as_deref(),
+            usage: resp.usage.as_ref(),
+            trail: SortedTrail {
+                trail,
+                stored: None,
+            },
+        })
+    }
+
+    /// [`Self::usage_frame`] through a `serde_json::Value`.
+    fn usage_frame_by_value(&self, usage: Option<WireUsage>, trail: &Trail<'_>) -> Bytes {
         let mut body = json!({
             "id": self.id,
             "object": "chat.completion.chunk",
@@ -199,9 +220,17 @@ impl StreamEncoder for ChunkEncoder {
         self.chunk_frame(delta, None, None, None, None)
     }
 
+    fn chunk(&mut self, c: &ChatChunk) -> Bytes {
+        let mut out = std::mem::take(&mut self.out);
+        self.chunk_into(c, &mut out);
+        let frame = out.split().freeze();
+        self.out = out;
+        frame
+    }
+
     /// A content chunk; answer 0's finish reason goes in its own chunk, as OpenAI sends
     /// it (a later answer's finish is on its piece).
-    fn chunk(&mut self, c: &ChatChunk) -> Bytes {
+    fn chunk_into(&mut self, c: &ChatChunk, out: &mut BytesMut) {
         if let Some(m) = c.model.as_ref().filter(|m| **m != self.model) {
             self.model.clone_from(m);
             self.text_head.clear();
@@ -220,7 +249,8 @@ impl StreamEncoder for ChunkEncoder {
             && c.native.is_none()
             && c.logprobs.is_none()
         {
-            return self.text_frame(&c.text);
+            self.text_frame(&c.text, out);
+            return;
         }
         let reasoning: String = c.thinking.iter().map(|t| t.text.as_str()).collect();
         let mut choices = Vec::with_capacity(1 + c.choices.len());
@@ -248,12 +278,14 @@ impl StreamEncoder for ChunkEncoder {
         }
         choices.extend(self.others(c));
         if choices.is_empty() {
-            return Bytes::new();
+            return;
         }
-        if c.native.is_some() {
-            return self.with_extras(choices, c);
-        }
-        self.frame(choices, None, None)
+        let frame = if c.native.is_some() {
+            self.with_extras(choices, c)
+        } else {
+            self.frame(choices, None, None)
+        };
+        out.extend_from_slice(&frame);
     }
 
     /// The finish chunk, the usage chunk (if asked for), `[DONE]`.
@@ -267,9 +299,7 @@ impl StreamEncoder for ChunkEncoder {
         let empty = Delta::default();
         if self.include_usage {
             out.extend_from_slice(&self.chunk_frame(empty, Some(finish), None, None, None));
-            out.extend_from_slice(
-                &self.usage_frame(resp.usage.as_ref().map(WireUsage::from), &trail),
-            );
+            out.extend_from_slice(&self.usage_frame(resp));
         } else {
             out.extend_from_slice(&self.chunk_frame(empty, Some(finish), None, Some(&trail), None));
         }
@@ -296,6 +326,65 @@ fn tool_deltas(calls: &[switchyard::chat::ToolCallDelta]) -> Vec<ToolDelta<'_>> 
             },
         })
         .collect()
+}
+
+/// The usage chunk, its keys sorted (see [`ChunkEncoder::usage_frame`]).
+struct UsageChunk<'a> {
+    id: &'a str,
+    created: u64,
+    model: &'a str,
+    fingerprint: Option<&'a str>,
+    usage: Option<&'a Usage>,
+    trail: SortedTrail<'a>,
+}
+
+impl Serialize for UsageChunk<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("choices", &[0u8; 0])?;
+        m.serialize_entry("created", &self.created)?;
+        m.serialize_entry("id", self.id)?;
+        m.serialize_entry("model", self.model)?;
+        m.serialize_entry("object", "chat.completion.chunk")?;
+        m.serialize_entry("switchyard", &self.trail)?;
+        if let Some(f) = self.fingerprint {
+            m.serialize_entry("system_fingerprint", f)?;
+        }
+        m.serialize_entry("usage", &self.usage.map(SortedUsage))?;
+        m.end()
+    }
+}
+
+/// [`WireUsage`] of a usage, its keys sorted.
+struct SortedUsage<'a>(&'a Usage);
+
+impl Serialize for SortedUsage<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let u = self.0;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("completion_tokens", &u.output_tokens)?;
+        let reasoning = One("reasoning_tokens", u.reasoning_tokens);
+        m.serialize_entry("completion_tokens_details", &reasoning)?;
+        m.serialize_entry("prompt_tokens", &u.input_tokens)?;
+        let cached = One("cached_tokens", u.cached_input_tokens);
+        m.serialize_entry("prompt_tokens_details", &cached)?;
+        m.serialize_entry("total_tokens", &u.total_tokens())?;
+        m.end()
+    }
+}
+
+/// An object of one key.
+struct One(&'static str, u64);
+
+impl Serialize for One {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(1))?;
+        m.serialize_entry(self.0, &self.1)?;
+        m.end()
+    }
 }
 
 #[derive(Serialize)]
@@ -389,6 +478,75 @@ mod tests {
             };
             let expected = e.chunk_frame(delta, None, None, None, None);
             assert_eq!(written, expected, "{text:.40}");
+        }
+    }
+
+    /// The usage chunk written directly is, byte for byte, the one its `Value` wrote: with
+    /// and without usage and fingerprint, attempts of every outcome, a cost, fields
+    /// ignored and dropped.
+    #[test]
+    fn the_usage_chunk_is_written_as_its_value_was() {
+        use std::time::Duration;
+        use switchyard::observe::{Attempt, Outcome};
+        use switchyard::ErrorKind;
+        let attempt = |outcome| Attempt {
+            provider: "p\"1".to_owned(),
+            model: "m".to_owned(),
+            attempt: 2,
+            outcome,
+            status: Some(503),
+            latency: Duration::from_micros(1_234_567),
+            start: None,
+            probe: false,
+            reported: None,
+        };
+        let attempts = vec![
+            attempt(Outcome::Failed {
+                kind: ErrorKind::Server,
+                message: "boom".to_owned(),
+            }),
+            attempt(Outcome::Rescue {
+                method: "restart".to_owned(),
+            }),
+            attempt(Outcome::Diverged { at: 3, sent: 9 }),
+            attempt(Outcome::Success),
+        ];
+        let mut e = ChunkEncoder {
+            id: "chatcmpl-1".to_owned(),
+            created: 1_764_410_400,
+            model: "m".to_owned(),
+            include_usage: true,
+            fingerprint: None,
+            opened: Vec::new(),
+            text_head: Vec::new(),
+            out: BytesMut::new(),
+        };
+        for (usage, fingerprint) in [
+            (None, None),
+            (
+                Some(Usage {
+                    input_tokens: 12,
+                    output_tokens: 34,
+                    cached_input_tokens: 5,
+                    reasoning_tokens: 6,
+                    ..Usage::default()
+                }),
+                Some("fp_\"x\""),
+            ),
+        ] {
+            e.fingerprint = fingerprint.map(str::to_owned);
+            let resp = ChatResponse {
+                provider: "primary".to_owned(),
+                failed_over: true,
+                attempts: attempts.clone(),
+                usage,
+                cost: Some(switchyard::Money::from_usd(0.000_123)),
+                max_tokens_applied: Some(256),
+                ..ChatResponse::default()
+            };
+            let by_value =
+                e.usage_frame_by_value(resp.usage.as_ref().map(WireUsage::from), &Trail::of(&resp));
+            assert_eq!(e.usage_frame(&resp), by_value);
         }
     }
 }

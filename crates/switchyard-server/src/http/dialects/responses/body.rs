@@ -207,7 +207,7 @@ impl Base {
     pub(crate) fn trail<'a>(&self, resp: &'a ChatResponse) -> SortedTrail<'a> {
         SortedTrail {
             trail: Trail::of(resp),
-            stored: self.stored.load(Ordering::Acquire),
+            stored: Some(self.stored.load(Ordering::Acquire)),
         }
     }
 

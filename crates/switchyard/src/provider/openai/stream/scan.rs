@@ -28,9 +28,48 @@ pub(super) struct TextChunk<'a> {
     pub text: String,
 }
 
+/// The head of the last chunk the scan read (its bytes up to its `"choices"` key), and
+/// which known keys it held. A stream's chunks repeat it byte for byte (the id, `object`,
+/// `created`, the model, the fingerprint): a chunk that starts with it is read from its
+/// `"choices"` on, as the scan would have read it whole, with what the head stated (the
+/// model and fingerprint) not stated again. Whoever keeps one clears it when a chunk is
+/// read otherwise (see `stream.rs`: what the head stated is then no longer the latest).
+///
+/// Each chunk the scan reads (whole, or from its choices on) also leaves what lies between
+/// its head and its content's string (`"choices":[{"index":0,"delta":{"content":`) and
+/// what follows that string: a chunk that repeats both around its own content is that
+/// content and nothing else the scan would read, and states nothing the chunk they came
+/// from did not (what it stated is the latest: any chunk read otherwise since would have
+/// left its own, or cleared the head). The first chunk with the same middle but another
+/// end turns this off until a chunk is read whole again (a stream whose chunks all end
+/// differently, as OpenAI's `obfuscation` makes them, is not read twice each).
+#[derive(Debug, Default)]
+pub(super) struct Head {
+    bytes: Vec<u8>,
+    seen: u16,
+    /// Between the head and the content's string; empty: no such shortcut.
+    mid: Vec<u8>,
+    /// After the content's string, to the end.
+    tail: Vec<u8>,
+    /// The middle and end are not kept (see above).
+    off: bool,
+}
+
+impl Head {
+    /// Forget the head (the next chunk is read whole).
+    pub(super) fn clear(&mut self) {
+        self.bytes.clear();
+        self.mid.clear();
+        self.tail.clear();
+        self.off = false;
+    }
+}
+
 /// Read `data` (an event's data, trimmed) as a content chunk; `None` when it is not one
-/// the scan is sure of (see the module docs).
-pub(super) fn text_chunk(data: &str) -> Option<TextChunk<'_>> {
+/// the scan is sure of (see the module docs). With `head`, a chunk that starts with the
+/// last one's head is read from there (its model and fingerprint then `None`: stated
+/// before), and a chunk read whole leaves its head there.
+pub(super) fn text_chunk<'a>(data: &'a str, head: Option<&mut Head>) -> Option<TextChunk<'a>> {
     let mut s = Scan {
         text: data,
         b: data.as_bytes(),
@@ -43,10 +82,36 @@ pub(super) fn text_chunk(data: &str) -> Option<TextChunk<'_>> {
     };
     let mut seen = Seen::default();
     let mut choices = false;
-    s.ws();
-    s.eat(b'{')?;
+    let mut head = head;
+    let resumed = match head.as_deref_mut() {
+        Some(h) if !h.bytes.is_empty() && s.b.starts_with(&h.bytes) => {
+            let at = h.bytes.len();
+            if !h.mid.is_empty() && s.b[at..].starts_with(&h.mid) {
+                s.i = at + h.mid.len();
+                if s.decoded_str(&mut out.text).is_some() && s.b.get(s.i..) == Some(&h.tail[..]) {
+                    return Some(out);
+                }
+                out.text.clear();
+                h.mid.clear(); // off until a chunk is read whole again
+                h.off = true;
+            }
+            s.i = at;
+            seen = Seen(h.seen);
+            true
+        }
+        _ => {
+            s.ws();
+            s.eat(b'{')?;
+            false
+        }
+    };
+    // where choice 0's content string starts and ends
+    let mut span = None;
+    // where the `"choices"` key starts, and the keys seen before it
+    let mut head_end = None;
     loop {
         s.ws();
+        let key_at = s.i;
         let key = s.raw_str()?;
         s.ws();
         s.eat(b':')?;
@@ -72,8 +137,9 @@ pub(super) fn text_chunk(data: &str) -> Option<TextChunk<'_>> {
                 out.fingerprint = s.str_or_null()?;
             }
             "choices" => {
+                head_end = Some((key_at, seen.0));
                 seen.once(4)?;
-                s.choices(&mut out.text)?;
+                s.choices(&mut out.text, &mut span)?;
                 choices = true;
             }
             // usage, an error or Groq's extension: only their absence is this scan's
@@ -90,7 +156,24 @@ pub(super) fn text_chunk(data: &str) -> Option<TextChunk<'_>> {
     }
     s.eat(b'}')?;
     s.ws();
-    (choices && s.i == s.b.len()).then_some(out)
+    if !choices || s.i != s.b.len() {
+        return None;
+    }
+    if let (Some(h), Some((end, bits))) = (head, head_end) {
+        if !resumed {
+            h.bytes.clear();
+            h.bytes.extend_from_slice(&s.b[..end]);
+            h.seen = bits;
+            h.off = false;
+        }
+        h.mid.clear();
+        h.tail.clear();
+        if let Some((from, to)) = span.filter(|&(from, _)| from > end && !h.off) {
+            h.mid.extend_from_slice(&s.b[end..from]);
+            h.tail.extend_from_slice(&s.b[to..]);
+        }
+    }
+    Some(out)
 }
 
 /// Which of an object's known keys were read (serde refuses a duplicate).
@@ -224,7 +307,8 @@ impl<'a> Scan<'a> {
     }
 
     /// `"choices": [ {one choice 0 with content only} ]`, its content appended to `text`.
-    fn choices(&mut self, text: &mut String) -> Option<()> {
+    /// `span`: where the content's string starts and ends, when it is one.
+    fn choices(&mut self, text: &mut String, span: &mut Option<(usize, usize)>) -> Option<()> {
         self.eat(b'[')?;
         self.ws();
         self.eat(b'{')?;
@@ -245,7 +329,7 @@ impl<'a> Scan<'a> {
                 }
                 "delta" => {
                     seen.once(1)?;
-                    self.delta(text)?;
+                    self.delta(text, span)?;
                 }
                 "finish_reason" | "logprobs" => {
                     seen.once(if key == "logprobs" { 2 } else { 3 })?;
@@ -265,7 +349,7 @@ impl<'a> Scan<'a> {
 
     /// A delta of `content` (and perhaps a `role` or fields nobody models), the content
     /// appended to `text`.
-    fn delta(&mut self, text: &mut String) -> Option<()> {
+    fn delta(&mut self, text: &mut String, span: &mut Option<(usize, usize)>) -> Option<()> {
         self.eat(b'{')?;
         self.ws();
         if self.eat(b'}').is_some() {
@@ -286,7 +370,9 @@ impl<'a> Scan<'a> {
                     if self.peek() == Some(b'n') {
                         self.null()?;
                     } else {
+                        let from = self.i;
                         self.decoded_str(text)?;
+                        *span = Some((from, self.i));
                     }
                 }
                 // what the shared shape models besides the content: serde's to read
@@ -417,11 +503,63 @@ mod tests {
     fn reads_the_usual_chunk() {
         let c = text_chunk(
             r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","system_fingerprint":"fp","choices":[{"index":0,"delta":{"content":"Hi \"x\"\n"},"logprobs":null,"finish_reason":null}],"obfuscation":"ab","service_tier":{"a":[1,-2.5e3,true,null,"\u00e9"]}}"#,
+            None,
         )
         .unwrap();
         assert_eq!(c.model, Some("m"));
         assert_eq!(c.fingerprint, Some("fp"));
         assert_eq!(c.text, "Hi \"x\"\n");
+    }
+
+    /// A chunk that repeats the last one's head is read from its choices on: the same
+    /// text, the head's model not stated again, a key the head held refused again after
+    /// the choices (a duplicate: serde's); one whose head differs is read whole.
+    #[test]
+    fn a_repeated_head_is_read_from_its_choices_on() {
+        let mut head = Head::default();
+        let a = r#"{"id":"c","model":"m","choices":[{"index":0,"delta":{"content":"a"}}]}"#;
+        let c = text_chunk(a, Some(&mut head)).unwrap();
+        assert_eq!((c.model, c.text.as_str()), (Some("m"), "a"));
+        let b = r#"{"id":"c","model":"m","choices":[{"index":0,"delta":{"content":"b"}}],"x":1}"#;
+        let c = text_chunk(b, Some(&mut head)).unwrap();
+        assert_eq!((c.model, c.text.as_str()), (None, "b"));
+        let dup =
+            r#"{"id":"c","model":"m","choices":[{"index":0,"delta":{"content":"b"}}],"model":"m"}"#;
+        assert_eq!(text_chunk(dup, Some(&mut head)), None);
+        let other = r#"{"id":"d","model":"m","choices":[{"index":0,"delta":{"content":"c"}}]}"#;
+        let c = text_chunk(other, Some(&mut head)).unwrap();
+        assert_eq!((c.model, c.text.as_str()), (Some("m"), "c"));
+        // the same around the content too: only the content read
+        let same = r#"{"id":"d","model":"m","choices":[{"index":0,"delta":{"content":"\"d\n"}}]}"#;
+        let c = text_chunk(same, Some(&mut head)).unwrap();
+        assert_eq!((c.model, c.text.as_str()), (None, "\"d\n"));
+        for bad in [
+            r#"{"id":"d","model":"m","choices":[{"index":0,"delta":{"content":"\u00e9"}}]}"#,
+            r#"{"id":"d","model":"m","choices":[{"index":0,"delta":{"content":"x"}}]"#,
+            r#"{"id":"d","model":"m","choices":[{"index":0,"delta":{"content":"x}}]}"#,
+        ] {
+            assert_eq!(text_chunk(bad, Some(&mut head)), None, "{bad}");
+        }
+        // another tail: read from the choices on, and the shortcut off
+        let more =
+            r#"{"id":"d","model":"m","choices":[{"index":0,"delta":{"content":"e"}}],"model":"n"}"#;
+        assert_eq!(text_chunk(more, Some(&mut head)), None, "a duplicate");
+        let more =
+            r#"{"id":"d","model":"m","choices":[{"index":0,"delta":{"content":"e"}}],"o":"x"}"#;
+        let c = text_chunk(more, Some(&mut head)).unwrap();
+        assert_eq!((c.model, c.text.as_str()), (None, "e"));
+        assert!(head.mid.is_empty());
+        // a stream's role chunk, then its content chunks: the second content chunk on
+        // takes the shortcut (its middle is the first content chunk's)
+        let mut head = Head::default();
+        let role = r#"{"id":"e","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#;
+        assert_eq!(text_chunk(role, Some(&mut head)).unwrap().model, Some("m"));
+        let one = r#"{"id":"e","model":"m","choices":[{"index":0,"delta":{"content":"a"}}]}"#;
+        assert_eq!(text_chunk(one, Some(&mut head)).unwrap().text, "a");
+        assert_eq!(head.mid, br#""choices":[{"index":0,"delta":{"content":"#);
+        let two = r#"{"id":"e","model":"m","choices":[{"index":0,"delta":{"content":"b"}}]}"#;
+        let c = text_chunk(two, Some(&mut head)).unwrap();
+        assert_eq!((c.model, c.text.as_str()), (None, "b"));
     }
 
     /// The eight-at-a-time run ends where a byte-by-byte one does: at each stop byte in
@@ -468,7 +606,7 @@ mod tests {
             r#"{"id":"a"}"#,
             "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\u{1}\"}}]}",
         ] {
-            assert_eq!(text_chunk(data), None, "{data}");
+            assert_eq!(text_chunk(data, None), None, "{data}");
         }
     }
 
@@ -482,6 +620,13 @@ mod tests {
         let stream = [
             r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}"#,
             r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hel"},"logprobs":null,"finish_reason":null}]}"#,
+            // the same head again: read from its choices on, the model not stated again
+            r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"again"},"logprobs":null,"finish_reason":null}]}"#,
+            // another model, read by serde: the head is forgotten, and the model stated
+            // again when the first head comes back
+            r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"m9","choices":[{"index":0,"delta":{"content":"\u00e9"},"logprobs":null,"finish_reason":null}]}"#,
+            r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"back"},"logprobs":null,"finish_reason":null}]}"#,
+            r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"\u00e9"},"logprobs":null,"finish_reason":null}]}"#,
             r#" { "id" : null , "model" : "m" , "choices" : [ { "delta" : { "content" : "lo\\ \/ \b\f\r\t" } } ] , "created" : -0.5E+2 } "#,
             r#"{"model":"m2","system_fingerprint":"fp","choices":[{"index":0,"delta":{"content":null}}],"usage":null}"#,
             r#"{"model":"m2","system_fingerprint":"fp","choices":[{"index":0,"delta":{}}],"extra":[[],{},[{"a":"\u0041"}]]}"#,
@@ -494,12 +639,12 @@ mod tests {
         for data in stream {
             let event = SseEvent::message(data);
             let trimmed = event.data.trim();
-            taken += usize::from(text_chunk(trimmed).is_some());
+            taken += usize::from(text_chunk(trimmed, None).is_some());
             let a = read(&event, &mut fast).unwrap();
             let b = read_serde(&event, trimmed, &mut slow).unwrap();
             assert_eq!(a, b, "{data}");
         }
-        assert_eq!(taken, 6, "the scan takes the usual chunks");
+        assert_eq!(taken, 8, "the scan takes the usual chunks");
     }
 
     /// With `n` = 2, a scanned piece of answer 0 is answer 0's text, and the finish
@@ -516,7 +661,7 @@ mod tests {
             other => panic!("{other:?}"),
         };
         let zero = r#"{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}"#;
-        assert!(text_chunk(zero).is_some());
+        assert!(text_chunk(zero, None).is_some());
         let a = next(zero);
         assert_eq!(a.text, "Hi");
         assert!(a.choices.is_empty() && a.finish_reason.is_none());
