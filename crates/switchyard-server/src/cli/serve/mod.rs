@@ -192,6 +192,9 @@ async fn serve(args: &ServeArgs, config: Config, source: String) -> Result<(), S
         }
     }
     state.ready.store(true, Ordering::SeqCst);
+    // from here the router (and a reloader) hold the state: held here too, its request log's
+    // writer would outlive the router and every shutdown would wait out its whole grace
+    drop(state);
     let grace = grace_period(&config)?;
     let stop_by = serve_until_signal(listener, live, limits, grace).await;
     let flush = stop_by
