@@ -539,6 +539,36 @@ impl Serialize for SortedAttempt<'_> {
 }
 
 impl<'a> Trail<'a> {
+    /// Write the trail as its `Serialize` does (`crate::json_out`; the tests compare).
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
+        use crate::json_out as j;
+        out.extend_from_slice(b"{\"provider\":");
+        j::str(out, self.provider);
+        out.extend_from_slice(b",\"failed_over\":");
+        j::bool(out, self.failed_over);
+        out.extend_from_slice(b",\"cost_usd\":");
+        j::opt_f64(out, self.cost_usd);
+        out.extend_from_slice(b",\"attempts\":");
+        j::attempts(out, self.attempts);
+        if let Some(n) = self.max_tokens_applied {
+            out.extend_from_slice(b",\"max_tokens_applied\":");
+            j::u64(out, u64::from(n));
+        }
+        if !self.ignored.is_empty() {
+            out.extend_from_slice(b",\"ignored\":");
+            j::strs(out, &self.ignored);
+        }
+        if !self.dropped.is_empty() {
+            out.extend_from_slice(b",\"dropped\":");
+            j::strs(out, &self.dropped);
+        }
+        if let Some(note) = &self.cache {
+            out.extend_from_slice(b",\"cache\":");
+            cache_note_json(out, note);
+        }
+        out.push(b'}');
+    }
+
     pub(crate) fn of(resp: &'a ChatResponse) -> Self {
         Self {
             provider: &resp.provider,
@@ -551,4 +581,24 @@ impl<'a> Trail<'a> {
             cache: resp.cache,
         }
     }
+}
+
+/// A cache note as its `Serialize` writes it.
+fn cache_note_json(out: &mut Vec<u8>, note: &CacheNote) {
+    use crate::json_out as j;
+    out.extend_from_slice(b"{\"status\":");
+    j::str(out, note.status.as_str());
+    if let Some(age) = note.age_s {
+        out.extend_from_slice(b",\"age_s\":");
+        j::u64(out, age);
+    }
+    if let Some(saved) = note.saved_usd {
+        out.extend_from_slice(b",\"saved_usd\":");
+        j::f64(out, saved.to_usd());
+    }
+    if let Some(reason) = note.reason {
+        out.extend_from_slice(b",\"reason\":");
+        j::str(out, reason);
+    }
+    out.push(b'}');
 }
