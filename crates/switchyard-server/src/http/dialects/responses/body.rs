@@ -1154,7 +1154,7 @@ mod tests {
         let resp = full_answer();
         written(&base.finished(&resp, base.output(&resp)));
         written(&base.response("m", "in_progress", Vec::new()));
-        let native = vec![
+        let native = [
             json!({"type": "web_search_call", "id": "ws_1", "status": "completed"}),
             json!({"weird": [1, 2.5, null, "\u{1}"]}),
         ];
