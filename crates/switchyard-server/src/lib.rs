@@ -31,6 +31,7 @@ pub mod cli;
 pub mod config;
 pub mod database;
 pub mod http;
+pub(crate) mod json_out;
 pub mod reload;
 pub mod shutdown;
 pub mod simulated;

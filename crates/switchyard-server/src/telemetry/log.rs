@@ -116,6 +116,91 @@ pub struct LogEntry {
     pub content: Option<Arc<crate::telemetry::content::Content>>,
 }
 
+impl LogEntry {
+    /// The line's JSON, written by hand (`crate::json_out`) byte for byte as its
+    /// `Serialize` writes it (the tests compare).
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        use crate::json_out as j;
+        out.extend_from_slice(b"{\"id\":");
+        j::str(out, &self.id);
+        out.extend_from_slice(b",\"time_ms\":");
+        j::u64(out, self.time_ms);
+        out.extend_from_slice(b",\"api\":");
+        j::str(out, &self.api);
+        out.extend_from_slice(b",\"route\":");
+        j::str(out, &self.route);
+        out.extend_from_slice(b",\"key\":");
+        j::opt_str(out, self.key.as_deref());
+        out.extend_from_slice(b",\"stream\":");
+        j::bool(out, self.stream);
+        out.extend_from_slice(b",\"status\":");
+        j::u64(out, u64::from(self.status));
+        out.extend_from_slice(b",\"provider\":");
+        j::opt_str(out, self.provider.as_deref());
+        out.extend_from_slice(b",\"model\":");
+        j::opt_str(out, self.model.as_deref());
+        out.extend_from_slice(b",\"failed_over\":");
+        j::bool(out, self.failed_over);
+        out.extend_from_slice(b",\"attempts\":");
+        j::attempts(out, &self.attempts);
+        out.extend_from_slice(b",\"usage\":");
+        match &self.usage {
+            Some(u) => {
+                out.extend_from_slice(b"{\"input_tokens\":");
+                j::u64(out, u.input_tokens);
+                out.extend_from_slice(b",\"output_tokens\":");
+                j::u64(out, u.output_tokens);
+                out.extend_from_slice(b",\"cached_input_tokens\":");
+                j::u64(out, u.cached_input_tokens);
+                out.extend_from_slice(b",\"cache_write_tokens\":");
+                j::u64(out, u.cache_write_tokens);
+                out.extend_from_slice(b",\"cache_write_1h_tokens\":");
+                j::u64(out, u.cache_write_1h_tokens);
+                out.extend_from_slice(b",\"reasoning_tokens\":");
+                j::u64(out, u.reasoning_tokens);
+                out.push(b'}');
+            }
+            None => j::null(out),
+        }
+        out.extend_from_slice(b",\"cost_usd\":");
+        j::opt_f64(out, self.cost_usd);
+        out.extend_from_slice(b",\"latency_ms\":");
+        j::f64(out, self.latency_ms);
+        out.extend_from_slice(b",\"ttft_ms\":");
+        j::opt_f64(out, self.ttft_ms);
+        out.extend_from_slice(b",\"error\":");
+        j::opt_str(out, self.error.as_deref());
+        if !self.dropped.is_empty() {
+            out.extend_from_slice(b",\"dropped\":");
+            j::strs(out, &self.dropped);
+        }
+        if let Some(c) = &self.cache {
+            out.extend_from_slice(b",\"cache\":{\"status\":");
+            j::str(out, &c.status);
+            if let Some(saved) = c.saved_usd {
+                out.extend_from_slice(b",\"saved_usd\":");
+                j::f64(out, saved);
+            }
+            if let Some(age) = c.age_s {
+                out.extend_from_slice(b",\"age_s\":");
+                j::u64(out, age);
+            }
+            out.push(b'}');
+        }
+        for (key, id) in [
+            (&b",\"trace_id\":"[..], &self.trace_id),
+            (b",\"span_id\":", &self.span_id),
+            (b",\"parent_span_id\":", &self.parent_span_id),
+        ] {
+            if let Some(id) = id {
+                out.extend_from_slice(key);
+                j::str(out, id);
+            }
+        }
+        out.push(b'}');
+    }
+}
+
 /// A cached route's line: what its cache did and, for an answer served from it, what the
 /// stored answer cost when it was made (what this one saved; absent when unpriced).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -359,7 +444,7 @@ fn write_lines(
         failing: false,
     };
     while rx.blocking_recv_many(&mut writer.batch, MAX_BATCH) > 0 {
-        writer.serialize(counters);
+        writer.serialize();
         writer.write_out(counters);
     }
 }
@@ -378,21 +463,13 @@ struct Writer {
 }
 
 impl Writer {
-    /// Serialize the batch into the buffer; a line that cannot be is counted as dropped
-    /// before its waiter hears so (a waiter that wakes sees its line counted).
-    fn serialize(&mut self, counters: &Counters) {
+    /// Write the batch's lines into the buffer (in memory: it cannot fail).
+    fn serialize(&mut self) {
         let buf = &mut self.buf;
-        self.batch.retain(|q| {
-            let start = buf.len();
-            let ok = serde_json::to_writer(&mut *buf, &*q.entry).is_ok();
-            if ok {
-                buf.push(b'\n');
-            } else {
-                buf.truncate(start);
-                counters.dropped.fetch_add(1, Ordering::Relaxed);
-            }
-            ok
-        });
+        for q in &self.batch {
+            q.entry.write_json(buf);
+            buf.push(b'\n');
+        }
     }
 
     /// One `write(2)` for the whole buffer, then every waiter is told. Lines lost to a failed
@@ -533,6 +610,75 @@ mod tests {
             parent_span_id: None,
             sampled: false,
             content: None,
+        }
+    }
+
+    /// The hand-written line is byte for byte what `Serialize` writes, for lines with every
+    /// optional field present and absent, escapes and unicode in every string.
+    #[test]
+    fn the_written_line_is_the_serialised_one() {
+        use crate::json_out::tests::{awkward_strings, every_attempt};
+        let mut lines = vec![entry(1)];
+        for text in awkward_strings() {
+            lines.push(LogEntry {
+                id: text.clone(),
+                time_ms: u64::MAX,
+                api: text.clone().into(),
+                route: text.clone(),
+                key: Some(text.clone()),
+                stream: true,
+                status: 499,
+                provider: Some(text.clone()),
+                model: Some(text.clone()),
+                failed_over: true,
+                attempts: every_attempt(),
+                usage: Some(Usage {
+                    input_tokens: 1,
+                    output_tokens: 2,
+                    cached_input_tokens: 3,
+                    cache_write_tokens: 4,
+                    cache_write_1h_tokens: 5,
+                    reasoning_tokens: u64::MAX,
+                }),
+                cost_usd: None,
+                latency_ms: 0.123_456_789,
+                ttft_ms: Some(12.5),
+                error: Some(text.clone()),
+                dropped: vec![text.clone(), "seed".to_owned()],
+                cache: Some(Box::new(CacheLog {
+                    status: text.clone().into(),
+                    saved_usd: Some(1e-9),
+                    age_s: Some(7),
+                })),
+                trace_id: Some(text.clone()),
+                span_id: Some(text.clone()),
+                parent_span_id: Some(text.clone()),
+                sampled: true,
+                content: None,
+            });
+        }
+        for (i, (saved, age)) in [(None, None), (Some(0.25), None), (None, Some(0))]
+            .into_iter()
+            .enumerate()
+        {
+            let mut e = entry(i);
+            e.cost_usd = Some(f64::NAN);
+            e.latency_ms = f64::INFINITY;
+            e.cache = Some(Box::new(CacheLog {
+                status: "hit".into(),
+                saved_usd: saved,
+                age_s: age,
+            }));
+            e.span_id = Some("00f067aa0ba902b7".to_owned());
+            lines.push(e);
+        }
+        for line in &lines {
+            let mut ours = Vec::new();
+            line.write_json(&mut ours);
+            assert_eq!(
+                String::from_utf8(ours).unwrap(),
+                serde_json::to_string(line).unwrap()
+            );
         }
     }
 

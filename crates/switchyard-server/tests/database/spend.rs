@@ -28,13 +28,13 @@ fn database(url: &str) -> Arc<Database> {
 /// Log line `i`: answered (with a known cost, or every seventh without), or every fifth
 /// refused before any provider (not spend).
 fn line(i: u64) -> String {
-    let answered = i % 5 != 0;
+    let answered = !i.is_multiple_of(5);
     let entry = LogEntry {
         id: format!("req-{i}"),
         time_ms: 1_795_969_375_000 + i * 1000,
         api: "chat".into(),
         route: "default".into(),
-        key: Some(if i % 2 == 0 { "even" } else { "odd" }.into()),
+        key: Some(if i.is_multiple_of(2) { "even" } else { "odd" }.into()),
         stream: false,
         status: if answered { 200 } else { 429 },
         provider: answered.then(|| "aurora".into()),
@@ -46,7 +46,7 @@ fn line(i: u64) -> String {
             output_tokens: i,
             ..Usage::default()
         }),
-        cost_usd: (answered && i % 7 != 0).then_some(0.001),
+        cost_usd: (answered && !i.is_multiple_of(7)).then_some(0.001),
         latency_ms: 1.0,
         ttft_ms: None,
         error: None,

@@ -50,7 +50,7 @@ fn red_then_blue() -> impl Fn(&Value) -> ResponseTemplate {
     let calls = AtomicUsize::new(0);
     move |body| {
         let n = calls.fetch_add(1, Ordering::SeqCst);
-        let text = if n % 2 == 0 { "Red." } else { "Blue." };
+        let text = if n.is_multiple_of(2) { "Red." } else { "Blue." };
         if body["stream"] == true {
             return ResponseTemplate::new(200).set_body_raw(events(text), "text/event-stream");
         }

@@ -524,7 +524,11 @@ impl GatewayBuilder {
 struct Inner {
     slots: Vec<Slot>,
     by_name: HashMap<String, usize>,
-    routes: HashMap<String, Arc<Route>>,
+    /// Hashed with FxHash, not SipHash: looked up by the client's model name on every
+    /// request, but built once from the configuration and never added to, so a client
+    /// chooses no key the table holds and has nothing to flood (a lookup walks at most
+    /// the configured routes).
+    routes: HashMap<String, Arc<Route>, rustc_hash::FxBuildHasher>,
     /// Route names in registration order; the first is the default.
     route_order: Vec<String>,
     /// The wildcard routes, in registration order: tried, by prefix, only for a name

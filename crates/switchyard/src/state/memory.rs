@@ -98,6 +98,10 @@ impl MemoryState {
                 transition: None,
             };
         };
+        // the name copied only the first time it is seen (not per call, as `entry` would)
+        if let Some(breaker) = map.get_mut(provider) {
+            return breaker.apply(cfg, now, op);
+        }
         map.entry(provider.to_owned())
             .or_default()
             .apply(cfg, now, op)
@@ -105,6 +109,10 @@ impl MemoryState {
 
     fn with_budget<R>(&self, scope: &str, f: impl FnOnce(&mut BudgetState) -> R) -> Option<R> {
         let mut budgets = self.budgets.lock().ok()?;
+        // the scope copied only the first time it is seen
+        if let Some(b) = budgets.get_mut(scope) {
+            return Some(f(b));
+        }
         Some(f(budgets.entry(scope.to_owned()).or_default()))
     }
 

@@ -440,6 +440,142 @@ impl Serialize for SortedTrail<'_> {
     }
 }
 
+impl SortedTrail<'_> {
+    /// The same bytes its `Serialize` writes through `serde_json`, written by hand (the
+    /// Responses answer, `responses::body::ResponseObject::write_json`).
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
+        use crate::json_out as j;
+        let t = &self.trail;
+        out.extend_from_slice(b"{\"attempts\":[");
+        for (i, a) in t.attempts.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            sorted_attempt_json(out, a);
+        }
+        out.push(b']');
+        if let Some(note) = &t.cache {
+            out.extend_from_slice(b",\"cache\":");
+            cache_note_json(out, note);
+        }
+        out.extend_from_slice(b",\"cost_usd\":");
+        j::opt_f64(out, t.cost_usd);
+        if !t.dropped.is_empty() {
+            out.extend_from_slice(b",\"dropped\":");
+            j::strs(out, &t.dropped);
+        }
+        out.extend_from_slice(b",\"failed_over\":");
+        j::bool(out, t.failed_over);
+        if !t.ignored.is_empty() {
+            out.extend_from_slice(b",\"ignored\":");
+            j::strs(out, &t.ignored);
+        }
+        if let Some(n) = t.max_tokens_applied {
+            out.extend_from_slice(b",\"max_tokens_applied\":");
+            j::u64(out, u64::from(n));
+        }
+        out.extend_from_slice(b",\"provider\":");
+        j::str(out, t.provider);
+        out.extend_from_slice(b",\"stored\":");
+        j::bool(out, self.stored);
+        out.push(b'}');
+    }
+}
+
+/// One attempt as [`SortedAttempt`] writes it (its keys sorted), by hand.
+fn sorted_attempt_json(out: &mut Vec<u8>, a: &switchyard::observe::Attempt) {
+    use crate::json_out as j;
+    use switchyard::observe::Outcome;
+    let ms = |d: &std::time::Duration| d.as_secs_f64() * 1000.0;
+    let (mut at, mut fields, mut kind, mut message) = (None, None, None, None);
+    let (mut method, mut reason, mut sent) = (None, None, None);
+    let tag = match &a.outcome {
+        Outcome::Success => "success",
+        Outcome::Failed {
+            kind: k,
+            message: m,
+        } => {
+            (kind, message) = (Some(k), Some(m));
+            "failed"
+        }
+        Outcome::Skipped {
+            reason: r,
+            fields: f,
+        } => {
+            reason = Some(r);
+            fields = Some(f).filter(|f| !f.is_empty());
+            "skipped"
+        }
+        Outcome::Rescue { method: m } => {
+            method = Some(m);
+            "rescue"
+        }
+        Outcome::Diverged { at: x, sent: n } => {
+            (at, sent) = (Some(x), Some(n));
+            "diverged"
+        }
+        Outcome::Declined {
+            kind: k,
+            message: m,
+        } => {
+            (kind, message) = (Some(k), Some(m));
+            "declined"
+        }
+    };
+    out.push(b'{');
+    if let Some(at) = at {
+        out.extend_from_slice(b"\"at\":");
+        j::u64(out, *at);
+        out.push(b',');
+    }
+    out.extend_from_slice(b"\"attempt\":");
+    j::u64(out, u64::from(a.attempt));
+    if let Some(fields) = fields {
+        out.extend_from_slice(b",\"fields\":");
+        j::strs(out, fields);
+    }
+    if let Some(kind) = kind {
+        out.extend_from_slice(b",\"kind\":");
+        j::str(out, kind.label());
+    }
+    out.extend_from_slice(b",\"latency_ms\":");
+    j::f64(out, ms(&a.latency));
+    if let Some(message) = message {
+        out.extend_from_slice(b",\"message\":");
+        j::str(out, message);
+    }
+    if let Some(method) = method {
+        out.extend_from_slice(b",\"method\":");
+        j::str(out, method);
+    }
+    out.extend_from_slice(b",\"model\":");
+    j::str(out, &a.model);
+    out.extend_from_slice(b",\"outcome\":");
+    j::str(out, tag);
+    if a.probe {
+        out.extend_from_slice(b",\"probe\":true");
+    }
+    out.extend_from_slice(b",\"provider\":");
+    j::str(out, &a.provider);
+    if let Some(reason) = reason {
+        out.extend_from_slice(b",\"reason\":");
+        j::str(out, reason.label());
+    }
+    if let Some(sent) = sent {
+        out.extend_from_slice(b",\"sent\":");
+        j::u64(out, *sent);
+    }
+    if let Some(start) = &a.start {
+        out.extend_from_slice(b",\"start_ms\":");
+        j::f64(out, ms(start));
+    }
+    if let Some(status) = a.status {
+        out.extend_from_slice(b",\"status\":");
+        j::u64(out, u64::from(status));
+    }
+    out.push(b'}');
+}
+
 /// Attempts as [`Attempt`]'s own `Serialize` writes them, with each one's keys sorted.
 struct SortedAttempts<'a>(&'a [switchyard::observe::Attempt]);
 
@@ -549,6 +685,36 @@ impl<'a> Trail<'a> {
         self.cache.is_some()
     }
 
+    /// Write the trail as its `Serialize` does (`crate::json_out`; the tests compare).
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
+        use crate::json_out as j;
+        out.extend_from_slice(b"{\"provider\":");
+        j::str(out, self.provider);
+        out.extend_from_slice(b",\"failed_over\":");
+        j::bool(out, self.failed_over);
+        out.extend_from_slice(b",\"cost_usd\":");
+        j::opt_f64(out, self.cost_usd);
+        out.extend_from_slice(b",\"attempts\":");
+        j::attempts(out, self.attempts);
+        if let Some(n) = self.max_tokens_applied {
+            out.extend_from_slice(b",\"max_tokens_applied\":");
+            j::u64(out, u64::from(n));
+        }
+        if !self.ignored.is_empty() {
+            out.extend_from_slice(b",\"ignored\":");
+            j::strs(out, &self.ignored);
+        }
+        if !self.dropped.is_empty() {
+            out.extend_from_slice(b",\"dropped\":");
+            j::strs(out, &self.dropped);
+        }
+        if let Some(note) = &self.cache {
+            out.extend_from_slice(b",\"cache\":");
+            cache_note_json(out, note);
+        }
+        out.push(b'}');
+    }
+
     pub(crate) fn of(resp: &'a ChatResponse) -> Self {
         Self {
             provider: &resp.provider,
@@ -561,4 +727,24 @@ impl<'a> Trail<'a> {
             cache: resp.cache,
         }
     }
+}
+
+/// A cache note as its `Serialize` writes it.
+fn cache_note_json(out: &mut Vec<u8>, note: &CacheNote) {
+    use crate::json_out as j;
+    out.extend_from_slice(b"{\"status\":");
+    j::str(out, note.status.as_str());
+    if let Some(age) = note.age_s {
+        out.extend_from_slice(b",\"age_s\":");
+        j::u64(out, age);
+    }
+    if let Some(saved) = note.saved_usd {
+        out.extend_from_slice(b",\"saved_usd\":");
+        j::f64(out, saved.to_usd());
+    }
+    if let Some(reason) = note.reason {
+        out.extend_from_slice(b",\"reason\":");
+        j::str(out, reason);
+    }
+    out.push(b'}');
 }

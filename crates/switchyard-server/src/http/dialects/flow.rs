@@ -13,6 +13,9 @@
 //! stream's writer before its last event ([`super::sse`]), and [`Abandoned`] when the
 //! client went away first.
 
+use std::future::Future;
+use std::pin::Pin;
+
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
@@ -31,8 +34,25 @@ use crate::http::error::ApiError;
 use crate::http::request_id::X_REQUEST_ID;
 use crate::http::state::AppState;
 
-/// A dialect's handler: the shared flow around its codec.
-pub(crate) async fn serve<D: Dialect>(State(state): State<AppState>, request: Request) -> Response {
+/// A dialect's handler: the shared flow around its codec. Its future is built in its box
+/// ([`in_box`]): axum's handler future then holds a pointer, not the flow's state, which it
+/// would otherwise copy whole each time it moves it (BENCHMARKS.md, "Stop 33").
+pub(crate) fn serve<D: Dialect>(
+    state: State<AppState>,
+    request: Request,
+) -> Pin<Box<impl Future<Output = Response> + Send>> {
+    in_box(move || serve_boxed::<D>(state, request))
+}
+
+/// `make()`'s value written straight into a new box, where `Box::pin(make())` builds it on
+/// the stack first and copies it in: a future not yet polled is copied at its full size,
+/// several KB for the request flow's, though only its arguments are set.
+#[inline(always)]
+pub(crate) fn in_box<F>(make: impl FnOnce() -> F) -> Pin<Box<F>> {
+    Box::into_pin(Box::write(Box::new_uninit(), make()))
+}
+
+async fn serve_boxed<D: Dialect>(State(state): State<AppState>, request: Request) -> Response {
     let mut guard = Abandoned {
         ctx: Ctx::new(&state, D::API, request.headers()),
         state: state.clone(),
@@ -41,7 +61,7 @@ pub(crate) async fn serve<D: Dialect>(State(state): State<AppState>, request: Re
     let span = guard.ctx.span();
     // boxed: the flow's future is large, and the span's wrapper would otherwise be one
     // more copy of it per request (BENCHMARKS.md, "Stop 21")
-    let outcome = Box::pin(handle::<D>(&state, &mut guard.ctx, request))
+    let outcome = in_box(|| handle::<D>(&state, &mut guard.ctx, request))
         .instrument(span)
         .await;
     guard.armed = false;

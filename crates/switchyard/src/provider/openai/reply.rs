@@ -2,9 +2,9 @@
 //! chunks share with it (finish reasons, usage), and the vendor's processing time. Error
 //! objects found here go to `classify.rs`.
 
-use std::time::Duration;
-
+use std::borrow::Cow;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -44,31 +44,31 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
         .choices
         .ok_or_else(|| malformed("chat completion without `choices`"))?;
     let mut extras = Vec::new();
-    let mut choices: Vec<(Choice, Vec<Thinking>)> = by_index(choices)
-        .into_iter()
-        .map(|mut c| {
-            let index = c.index;
-            let m = &mut c.message;
-            let pieces = wire::extras(m.audio.take(), m.annotations.take(), m.function_call.take());
-            extras.extend(pieces.map(|m| json!({"index": index, "message": m})));
-            choice(c)
-        })
-        .collect::<Result<_, _>>()?;
-    if choices.is_empty() {
-        return Err(malformed("chat completion with no choices"));
-    }
-    let (first, thinking) = choices.remove(0);
+    let mut choices = by_index(choices).into_iter().map(|mut c| {
+        let index = c.index;
+        let m = &mut c.message;
+        let pieces = wire::extras(m.audio.take(), m.annotations.take(), m.function_call.take());
+        extras.extend(pieces.map(|m| json!({"index": index, "message": m})));
+        c
+    });
+    let (first, thinking) = match choices.next() {
+        Some(c) => choice(c, true)?,
+        None => return Err(malformed("chat completion with no choices")),
+    };
+    let alternatives = choices
+        .map(|c| choice(c, false).map(|(c, _)| c))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(ProviderReply {
         thinking,
         text: first.text,
         refusal: first.refusal,
-        system_fingerprint: completion.system_fingerprint,
+        system_fingerprint: completion.system_fingerprint.map(Cow::into_owned),
         tool_calls: first.tool_calls,
         finish_reason: first.finish_reason,
         logprobs: first.logprobs,
-        alternatives: choices.into_iter().map(|(c, _)| c).collect(),
-        id: completion.id,
-        model: completion.model,
+        alternatives,
+        id: completion.id.map(Cow::into_owned),
+        model: completion.model.map(Cow::into_owned),
         usage: completion.usage.map(usage).transpose()?,
         reported_cost: completion.usage.and_then(|u| u.cost).and_then(money),
         reported_latency: None,
@@ -79,7 +79,7 @@ pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
 /// The choices in order of `index`, one per index (the last of a repeated one). Most
 /// answers have one choice, or several already in order: those are kept as they came,
 /// without building a map.
-fn by_index(choices: Vec<wire::Choice>) -> Vec<wire::Choice> {
+fn by_index(choices: Vec<wire::Choice<'_>>) -> Vec<wire::Choice<'_>> {
     if choices.windows(2).all(|w| w[0].index < w[1].index) {
         return choices;
     }
@@ -90,24 +90,26 @@ fn by_index(choices: Vec<wire::Choice>) -> Vec<wire::Choice> {
 }
 
 /// One choice of a completion (its text, tool calls, finish reason and log probabilities)
-/// and its reasoning (kept for the first choice only: the shared reply has one).
-fn choice(choice: wire::Choice) -> Result<(Choice, Vec<Thinking>), ProviderError> {
+/// and, with `thinking`, its reasoning (kept for the first choice only: the shared reply
+/// has one).
+fn choice(
+    choice: wire::Choice<'_>,
+    thinking: bool,
+) -> Result<(Choice, Vec<Thinking>), ProviderError> {
     let message = choice.message;
     let thinking = match message.reasoning_content.or(message.reasoning) {
-        Some(text) if !text.is_empty() => vec![Thinking {
-            text,
+        Some(text) if thinking && !text.is_empty() => vec![Thinking {
+            text: text.into_owned(),
             ..Thinking::default()
         }],
         _ => Vec::new(),
     };
     let text = match message.content {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s,
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect(),
-        Some(other) => return Err(malformed(format!("unexpected message content: {other}"))),
+        None => String::new(),
+        Some(wire::MessageText(Ok(text))) => text,
+        Some(wire::MessageText(Err(other))) => {
+            return Err(malformed(format!("unexpected message content: {other}")))
+        }
     };
     let tool_calls = message
         .tool_calls
@@ -126,7 +128,7 @@ fn choice(choice: wire::Choice) -> Result<(Choice, Vec<Thinking>), ProviderError
         .collect();
     let answer = Choice {
         text,
-        refusal: message.refusal.unwrap_or_default(),
+        refusal: message.refusal.map(Cow::into_owned).unwrap_or_default(),
         tool_calls,
         finish_reason: choice.finish_reason.as_deref().map(finish_reason),
         logprobs: choice.logprobs.filter(|l| !l.is_null()),

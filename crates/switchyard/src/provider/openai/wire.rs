@@ -159,35 +159,39 @@ pub(super) struct FunctionDef<'a> {
     pub parameters: &'a Value,
 }
 
-/// A `chat.completion` object, or an error object some servers return with a 200.
+/// A `chat.completion` object, or an error object some servers return with a 200. Read in
+/// one pass: its strings borrow from the body where they have no escapes (copied once, into
+/// the reply), the message's content is read straight into its text ([`MessageText`]).
 #[derive(Debug, Deserialize)]
-pub(super) struct Completion {
+pub(super) struct Completion<'a> {
     /// The completion's id (`chatcmpl-…`).
-    #[serde(default)]
-    pub id: Option<String>,
+    #[serde(default, borrow)]
+    pub id: Option<Cow<'a, str>>,
     /// Absent means this is not a completion (checked, never defaulted).
-    pub choices: Option<Vec<Choice>>,
-    #[serde(default)]
-    pub model: Option<String>,
-    #[serde(default)]
-    pub system_fingerprint: Option<String>,
+    #[serde(borrow)]
+    pub choices: Option<Vec<Choice<'a>>>,
+    #[serde(default, borrow)]
+    pub model: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub system_fingerprint: Option<Cow<'a, str>>,
     #[serde(default)]
     pub usage: Option<Usage>,
     #[serde(default)]
     pub error: Option<Value>,
     /// vLLM's older top-level error shape: `{"object": "error", "message": ...}`.
-    #[serde(default)]
-    pub object: Option<String>,
+    #[serde(default, borrow)]
+    pub object: Option<Cow<'a, str>>,
 }
 
 /// One choice of a completion.
 #[derive(Debug, Deserialize)]
-pub(super) struct Choice {
+pub(super) struct Choice<'a> {
     #[serde(default)]
     pub index: u32,
-    pub message: ResponseMessage,
-    #[serde(default)]
-    pub finish_reason: Option<String>,
+    #[serde(borrow)]
+    pub message: ResponseMessage<'a>,
+    #[serde(default, borrow)]
+    pub finish_reason: Option<Cow<'a, str>>,
     /// `{"content": [...]}` for a request with `logprobs`.
     #[serde(default)]
     pub logprobs: Option<Value>,
@@ -195,20 +199,20 @@ pub(super) struct Choice {
 
 /// The assistant message of a choice.
 #[derive(Debug, Deserialize)]
-pub(super) struct ResponseMessage {
+pub(super) struct ResponseMessage<'a> {
     /// A string, `null`, or (some servers) a list of text parts.
     #[serde(default)]
-    pub content: Option<Value>,
-    #[serde(default)]
-    pub refusal: Option<String>,
+    pub content: Option<MessageText>,
+    #[serde(default, borrow)]
+    pub refusal: Option<Cow<'a, str>>,
     #[serde(default)]
     pub tool_calls: Option<Vec<ResponseToolCall>>,
     /// The reasoning text OpenAI-compatible reasoning servers return (DeepSeek, vLLM).
-    #[serde(default)]
-    pub reasoning_content: Option<String>,
+    #[serde(default, borrow)]
+    pub reasoning_content: Option<Cow<'a, str>>,
     /// The same under the name newer servers use (vLLM, OpenRouter).
-    #[serde(default)]
-    pub reasoning: Option<String>,
+    #[serde(default, borrow)]
+    pub reasoning: Option<Cow<'a, str>>,
     /// Spoken output (see [`Extras`]).
     #[serde(default)]
     pub audio: Option<Value>,
@@ -218,6 +222,75 @@ pub(super) struct ResponseMessage {
     /// The deprecated function call (see [`Extras`]).
     #[serde(default)]
     pub function_call: Option<Value>,
+}
+
+/// A message's `content` read into its text: a string as it is, `null` as none, a list of
+/// parts as their `text`s joined (parts without one skipped); anything else is kept
+/// (`Err`) for the reply's error message, as the JSON it was.
+#[derive(Debug)]
+pub(super) struct MessageText(pub Result<String, Value>);
+
+impl<'de> Deserialize<'de> for MessageText {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(MessageTextVisitor)
+    }
+}
+
+struct MessageTextVisitor;
+
+impl<'de> serde::de::Visitor<'de> for MessageTextVisitor {
+    type Value = MessageText;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<MessageText, E> {
+        Ok(MessageText(Ok(s.to_owned())))
+    }
+
+    fn visit_string<E>(self, s: String) -> Result<MessageText, E> {
+        Ok(MessageText(Ok(s)))
+    }
+
+    fn visit_unit<E>(self) -> Result<MessageText, E> {
+        Ok(MessageText(Ok(String::new())))
+    }
+
+    fn visit_none<E>(self) -> Result<MessageText, E> {
+        Ok(MessageText(Ok(String::new())))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<MessageText, A::Error> {
+        let mut text = String::new();
+        while let Some(part) = seq.next_element::<Value>()? {
+            if let Some(t) = part.get("text").and_then(Value::as_str) {
+                text.push_str(t);
+            }
+        }
+        Ok(MessageText(Ok(text)))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<MessageText, A::Error> {
+        Value::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            .map(|v| MessageText(Err(v)))
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<MessageText, E> {
+        Ok(MessageText(Err(Value::Bool(v))))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<MessageText, E> {
+        Ok(MessageText(Err(Value::from(v))))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<MessageText, E> {
+        Ok(MessageText(Err(Value::from(v))))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<MessageText, E> {
+        Ok(MessageText(Err(Value::from(v))))
+    }
 }
 
 /// What OpenAI answers to its own contract fields, which the shared shape does not model:

@@ -13,6 +13,7 @@ pub mod wire;
 use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::response::Response;
+#[cfg(test)]
 use serde::Serialize;
 use switchyard::ChatResponse;
 
@@ -21,6 +22,7 @@ use super::{Decoded, Dialect};
 use crate::http::bounds::{clip, ECHO_BYTES};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
+#[cfg(test)]
 use wire::{wire_tool_calls, WireToolCall, WireUsage};
 
 /// OpenAI's Chat Completions.
@@ -71,12 +73,9 @@ impl Dialect for Chat {
     }
 
     fn reply(ctx: &Ctx, _extra: &ChatExtra, resp: &ChatResponse) -> Vec<u8> {
-        let body = CompletionBody::new(ctx, resp);
         // sized for the answer plus the envelope, so the buffer is not regrown while writing
         let mut bytes = Vec::with_capacity(resp.text.len() + 1024);
-        if serde_json::to_writer(&mut bytes, &body).is_err() {
-            bytes.clear();
-        }
+        write_completion(&mut bytes, &ctx.id, ctx.time_ms / 1000, resp);
         bytes
     }
 
@@ -102,6 +101,9 @@ pub async fn completions(state: State<AppState>, request: Request) -> Response {
     flow::serve::<Chat>(state, request).await
 }
 
+/// The reply's shape as `serde` writes it: the reference [`write_completion`]'s bytes are
+/// compared with (tests).
+#[cfg(test)]
 #[derive(Serialize)]
 struct CompletionBody<'a> {
     id: String,
@@ -118,6 +120,7 @@ struct CompletionBody<'a> {
     switchyard: Trail<'a>,
 }
 
+#[cfg(test)]
 #[derive(Serialize)]
 struct Choice<'a> {
     index: u32,
@@ -126,6 +129,7 @@ struct Choice<'a> {
     logprobs: Option<&'a serde_json::Value>,
 }
 
+#[cfg(test)]
 #[derive(Serialize)]
 struct AssistantMessage<'a> {
     role: &'static str,
@@ -163,8 +167,9 @@ pub(super) fn extras<'a>(
         .as_object()
 }
 
+#[cfg(test)]
 impl<'a> CompletionBody<'a> {
-    fn new(ctx: &Ctx, resp: &'a ChatResponse) -> Self {
+    fn new(request_id: &str, created: u64, resp: &'a ChatResponse) -> Self {
         let mut first = choice(
             0,
             &resp.text,
@@ -195,9 +200,9 @@ impl<'a> CompletionBody<'a> {
             }
         }
         Self {
-            id: completion_id(ctx),
+            id: format!("chatcmpl-{}", request_id.trim_start_matches("req_")),
             object: "chat.completion",
-            created: ctx.time_ms / 1000,
+            created,
             model: &resp.model,
             system_fingerprint: resp.system_fingerprint.as_deref(),
             choices,
@@ -209,6 +214,7 @@ impl<'a> CompletionBody<'a> {
 
 /// One entry of `choices`: `content` null when the model only called tools or only
 /// refused (OpenAI's shape), `refusal` its refusal message.
+#[cfg(test)]
 fn choice<'a>(
     index: u32,
     text: &'a str,
@@ -235,12 +241,172 @@ fn choice<'a>(
 }
 
 /// The reasoning blocks' text, joined; `None` when there is none.
+#[cfg(test)]
 fn reasoning_text(thinking: &[switchyard::chat::Thinking]) -> Option<String> {
     let text: String = thinking.iter().map(|t| t.text.as_str()).collect();
     (!text.is_empty()).then_some(text)
 }
 
+/// The `chat.completion` object, written by hand (`crate::json_out`) as [`CompletionBody`]
+/// serialises: `id`, `object`, `created`, `model`, `system_fingerprint` when the upstream
+/// sent one, `choices` (the first with the reasoning text), `usage` when reported, and the
+/// `switchyard` trail.
+fn write_completion(out: &mut Vec<u8>, request_id: &str, created: u64, resp: &ChatResponse) {
+    use crate::json_out as j;
+    out.extend_from_slice(b"{\"id\":\"chatcmpl-");
+    j::escaped(out, request_id.trim_start_matches("req_"));
+    out.extend_from_slice(b"\",\"object\":\"chat.completion\",\"created\":");
+    j::u64(out, created);
+    out.extend_from_slice(b",\"model\":");
+    j::str(out, &resp.model);
+    if let Some(fp) = &resp.system_fingerprint {
+        out.extend_from_slice(b",\"system_fingerprint\":");
+        j::str(out, fp);
+    }
+    out.extend_from_slice(b",\"choices\":[");
+    let native = resp.native.as_deref();
+    let first = ChoiceOut {
+        index: 0,
+        text: &resp.text,
+        refusal: &resp.refusal,
+        tool_calls: &resp.tool_calls,
+        finish: resp.finish_reason.as_ref(),
+        logprobs: resp.logprobs.as_ref(),
+    };
+    first.write(out, native, &resp.thinking);
+    for (i, alt) in resp.alternatives.iter().enumerate() {
+        out.push(b',');
+        let alt = ChoiceOut {
+            index: u32::try_from(i + 1).unwrap_or(u32::MAX),
+            text: &alt.text,
+            refusal: &alt.refusal,
+            tool_calls: &alt.tool_calls,
+            finish: alt.finish_reason.as_ref(),
+            logprobs: alt.logprobs.as_ref(),
+        };
+        alt.write(out, native, &[]);
+    }
+    out.push(b']');
+    if let Some(u) = &resp.usage {
+        out.extend_from_slice(b",\"usage\":{\"prompt_tokens\":");
+        j::u64(out, u.input_tokens);
+        out.extend_from_slice(b",\"completion_tokens\":");
+        j::u64(out, u.output_tokens);
+        out.extend_from_slice(b",\"total_tokens\":");
+        j::u64(out, u.total_tokens());
+        out.extend_from_slice(b",\"prompt_tokens_details\":{\"cached_tokens\":");
+        j::u64(out, u.cached_input_tokens);
+        out.extend_from_slice(b"},\"completion_tokens_details\":{\"reasoning_tokens\":");
+        j::u64(out, u.reasoning_tokens);
+        out.extend_from_slice(b"}}");
+    }
+    out.extend_from_slice(b",\"switchyard\":");
+    Trail::of(resp).write_json(out);
+    out.push(b'}');
+}
+
+/// One entry of `choices`, for [`write_completion`]: `content` null when the model only
+/// called tools or only refused (OpenAI's shape), or when OpenAI's extras answered in its
+/// place; `refusal` its refusal message.
+struct ChoiceOut<'a> {
+    index: u32,
+    text: &'a str,
+    refusal: &'a str,
+    tool_calls: &'a [switchyard::chat::ToolCall],
+    finish: Option<&'a switchyard::chat::FinishReason>,
+    logprobs: Option<&'a serde_json::Value>,
+}
+
+impl ChoiceOut<'_> {
+    fn write(
+        &self,
+        out: &mut Vec<u8>,
+        native: Option<&serde_json::Value>,
+        thinking: &[switchyard::chat::Thinking],
+    ) {
+        use crate::json_out as j;
+        let extras = extras(native, self.index, "message");
+        let shown =
+            !self.text.is_empty() || (self.tool_calls.is_empty() && self.refusal.is_empty());
+        // spoken or a function call: no text, as OpenAI
+        let content = (shown && !(extras.is_some() && self.text.is_empty())).then_some(self.text);
+        out.extend_from_slice(b"{\"index\":");
+        j::u64(out, u64::from(self.index));
+        out.extend_from_slice(b",\"message\":{\"role\":\"assistant\",\"content\":");
+        j::opt_str(out, content);
+        if thinking.iter().any(|t| !t.text.is_empty()) {
+            out.extend_from_slice(b",\"reasoning_content\":\"");
+            for t in thinking {
+                j::escaped(out, &t.text);
+            }
+            out.push(b'"');
+        }
+        if !self.tool_calls.is_empty() {
+            out.extend_from_slice(b",\"tool_calls\":[");
+            for (i, c) in self.tool_calls.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(b"{\"id\":");
+                j::str(out, &c.id);
+                out.extend_from_slice(b",\"type\":\"function\",\"function\":{\"name\":");
+                j::str(out, &c.name);
+                out.extend_from_slice(b",\"arguments\":");
+                j::str(out, &c.arguments);
+                out.extend_from_slice(b"}}");
+            }
+            out.push(b']');
+        }
+        out.extend_from_slice(b",\"refusal\":");
+        j::opt_str(out, (!self.refusal.is_empty()).then_some(self.refusal));
+        for (k, v) in extras.into_iter().flatten() {
+            out.push(b',');
+            j::str(out, k);
+            out.push(b':');
+            j::value(out, v);
+        }
+        out.extend_from_slice(b"},\"finish_reason\":");
+        j::opt_str(
+            out,
+            self.finish.map(switchyard::chat::FinishReason::as_openai),
+        );
+        out.extend_from_slice(b",\"logprobs\":");
+        match self.logprobs {
+            Some(v) => j::value(out, v),
+            None => j::null(out),
+        }
+        out.push(b'}');
+    }
+}
+
 /// `chatcmpl-<request id>`.
 pub(crate) fn completion_id(ctx: &Ctx) -> String {
     format!("chatcmpl-{}", ctx.id.trim_start_matches("req_"))
+}
+
+#[cfg(test)]
+mod reply_tests {
+    use super::*;
+    use crate::json_out::tests::{answers, awkward_strings};
+
+    /// The hand-written reply is byte for byte what the serde shape writes, for answers
+    /// with every optional part present and absent, escapes and unicode everywhere.
+    #[test]
+    fn the_written_reply_is_the_serialised_one() {
+        let mut checked = 0;
+        for resp in answers() {
+            for id in ["req_abc", "r\"q\u{1}é"] {
+                let mut ours = Vec::new();
+                write_completion(&mut ours, id, 1_700_000_000, &resp);
+                let theirs =
+                    serde_json::to_vec(&CompletionBody::new(id, 1_700_000_000, &resp)).unwrap();
+                assert_eq!(
+                    String::from_utf8(ours).unwrap(),
+                    String::from_utf8(theirs).unwrap()
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > awkward_strings().len());
+    }
 }

@@ -106,11 +106,8 @@ impl Dialect for Messages {
     }
 
     fn reply(ctx: &Ctx, extra: &threads::Turn, resp: &ChatResponse) -> Vec<u8> {
-        let body = MessageBody::new(extra.id(ctx), resp);
         let mut bytes = Vec::with_capacity(resp.text.len() + 1024);
-        if serde_json::to_writer(&mut bytes, &body).is_err() {
-            bytes.clear();
-        }
+        write_message(&mut bytes, &extra.id(ctx), resp);
         bytes
     }
 
@@ -233,6 +230,76 @@ impl WireUsage {
     }
 }
 
+/// The `message` object, written by hand (`crate::json_out`) as [`MessageBody`] serialises
+/// (the tests compare): `id`, `type`, `role`, the content blocks (each with its keys in
+/// sorted order), `model`, `stop_reason`, a null `stop_sequence`, `usage` and the
+/// `switchyard` trail.
+fn write_message(out: &mut Vec<u8>, id: &str, resp: &ChatResponse) {
+    use crate::json_out as j;
+    out.extend_from_slice(b"{\"id\":");
+    j::str(out, id);
+    out.extend_from_slice(b",\"type\":\"message\",\"role\":\"assistant\",\"content\":[");
+    let mut first = true;
+    let mut comma = |out: &mut Vec<u8>| {
+        if !std::mem::take(&mut first) {
+            out.push(b',');
+        }
+    };
+    for t in &resp.thinking {
+        comma(out);
+        match &t.redacted {
+            Some(data) => {
+                out.extend_from_slice(b"{\"data\":");
+                j::str(out, data);
+                out.extend_from_slice(b",\"type\":\"redacted_thinking\"}");
+            }
+            None => {
+                out.extend_from_slice(b"{\"signature\":");
+                j::str(out, t.signature.as_deref().unwrap_or(""));
+                out.extend_from_slice(b",\"thinking\":");
+                j::str(out, &t.text);
+                out.extend_from_slice(b",\"type\":\"thinking\"}");
+            }
+        }
+    }
+    if !resp.text.is_empty() || !resp.refusal.is_empty() || resp.tool_calls.is_empty() {
+        comma(out);
+        out.extend_from_slice(b"{\"text\":\"");
+        j::escaped(out, &resp.text);
+        j::escaped(out, &resp.refusal);
+        out.extend_from_slice(b"\",\"type\":\"text\"}");
+    }
+    for call in &resp.tool_calls {
+        comma(out);
+        out.extend_from_slice(b"{\"id\":");
+        j::str(out, &call.id);
+        out.extend_from_slice(b",\"input\":");
+        j::value(out, &tool_input(&call.arguments));
+        out.extend_from_slice(b",\"name\":");
+        j::str(out, &call.name);
+        out.extend_from_slice(b",\"type\":\"tool_use\"}");
+    }
+    out.extend_from_slice(b"],\"model\":");
+    j::str(out, &resp.model);
+    out.extend_from_slice(b",\"stop_reason\":");
+    j::str(out, stop_reason(resp));
+    let u = WireUsage::of(resp.usage.as_ref());
+    out.extend_from_slice(b",\"stop_sequence\":null,\"usage\":{\"input_tokens\":");
+    j::u64(out, u.input_tokens);
+    out.extend_from_slice(b",\"output_tokens\":");
+    j::u64(out, u.output_tokens);
+    out.extend_from_slice(b",\"cache_creation_input_tokens\":");
+    j::u64(out, u.cache_creation_input_tokens);
+    out.extend_from_slice(b",\"cache_read_input_tokens\":");
+    j::u64(out, u.cache_read_input_tokens);
+    out.extend_from_slice(b"},\"switchyard\":");
+    Trail::of(resp).write_json(out);
+    out.push(b'}');
+}
+
+/// The reply's shape as `serde` writes it: the reference [`write_message`]'s bytes are
+/// compared with (tests).
+#[cfg(test)]
 #[derive(Serialize)]
 struct MessageBody<'a> {
     id: String,
@@ -247,6 +314,7 @@ struct MessageBody<'a> {
     switchyard: Trail<'a>,
 }
 
+#[cfg(test)]
 impl<'a> MessageBody<'a> {
     fn new(id: String, resp: &'a ChatResponse) -> Self {
         Self {
@@ -565,6 +633,46 @@ mod tests {
             let typed = serde_json::to_string(&blocks(&resp)).unwrap();
             assert_eq!(typed, serde_json::to_string(&old(&resp)).unwrap());
             assert_eq!(content(&resp), old(&resp), "as a thread keeps them");
+        }
+    }
+}
+
+#[cfg(test)]
+mod reply_tests {
+    use super::*;
+    use crate::json_out::tests::answers;
+
+    /// The hand-written reply is byte for byte what the serde shape writes, for answers
+    /// with every optional part present and absent, escapes and unicode everywhere.
+    #[test]
+    fn the_written_reply_is_the_serialised_one() {
+        let mut list = answers();
+        // tool arguments that are JSON, not JSON, and empty
+        for args in [
+            "{\"b\":[1,2.5,null],\"a\":\"\\u00e9\"}",
+            "not json \"",
+            "  ",
+            "",
+        ] {
+            let mut resp = list[1].clone();
+            resp.tool_calls = vec![switchyard::chat::ToolCall {
+                id: "toolu_1".to_owned(),
+                name: "f".to_owned(),
+                arguments: args.to_owned(),
+            }];
+            resp.text = String::new();
+            list.push(resp);
+        }
+        for resp in &list {
+            for id in ["msg_abc", "m\"\u{1}é"] {
+                let mut ours = Vec::new();
+                write_message(&mut ours, id, resp);
+                let theirs = serde_json::to_vec(&MessageBody::new(id.to_owned(), resp)).unwrap();
+                assert_eq!(
+                    String::from_utf8(ours).unwrap(),
+                    String::from_utf8(theirs).unwrap()
+                );
+            }
         }
     }
 }

@@ -287,6 +287,241 @@ pub(crate) struct ResponseObject<'a> {
     user: Option<&'a str>,
 }
 
+impl ResponseObject<'_> {
+    /// The same bytes as its `Serialize` through `serde_json`, written by hand (the plain
+    /// answer's body; see crates/switchyard-server/src/json_out.rs). Keys in the same
+    /// sorted order; what the gateway does not model (metadata, tools, a tool choice, a
+    /// JSON schema, log probabilities, a native provider's items) through `serde_json`.
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
+        use crate::json_out as j;
+        out.extend_from_slice(b"{\"background\":");
+        j::bool(out, self.background);
+        if let Some(completed_at) = self.completed_at {
+            out.extend_from_slice(b",\"completed_at\":");
+            match completed_at {
+                Some(n) => j::u64(out, n),
+                None => j::null(out),
+            }
+        }
+        out.extend_from_slice(b",\"created_at\":");
+        j::u64(out, self.created_at);
+        out.extend_from_slice(b",\"error\":");
+        match &self.error {
+            Some(f) => {
+                out.extend_from_slice(b"{\"code\":");
+                j::str(out, f.code);
+                out.extend_from_slice(b",\"message\":");
+                j::value(out, &f.message);
+                out.push(b'}');
+            }
+            None => j::null(out),
+        }
+        out.extend_from_slice(b",\"id\":");
+        j::str(out, self.id);
+        out.extend_from_slice(b",\"incomplete_details\":");
+        match &self.incomplete_details {
+            Some(i) => {
+                out.extend_from_slice(b"{\"reason\":");
+                j::str(out, i.reason);
+                out.push(b'}');
+            }
+            None => j::null(out),
+        }
+        out.extend_from_slice(b",\"instructions\":");
+        j::opt_str(out, self.instructions);
+        out.extend_from_slice(b",\"max_output_tokens\":");
+        match self.max_output_tokens {
+            Some(n) => j::u64(out, u64::from(n)),
+            None => j::null(out),
+        }
+        out.extend_from_slice(b",\"max_tool_calls\":null,\"metadata\":");
+        if self.metadata.is_empty() {
+            out.extend_from_slice(b"{}");
+        } else {
+            j::value(out, self.metadata);
+        }
+        out.extend_from_slice(b",\"model\":");
+        j::str(out, self.model);
+        out.extend_from_slice(b",\"object\":");
+        j::str(out, self.object);
+        out.extend_from_slice(b",\"output\":[");
+        for (i, item) in self.output.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            item.write_json(out);
+        }
+        out.extend_from_slice(b"],\"parallel_tool_calls\":");
+        j::bool(out, self.parallel_tool_calls);
+        out.extend_from_slice(b",\"previous_response_id\":");
+        j::opt_str(out, self.previous_response_id);
+        out.extend_from_slice(b",\"reasoning\":{\"effort\":");
+        j::opt_str(out, self.reasoning.effort.as_deref());
+        out.extend_from_slice(b",\"summary\":");
+        j::opt_str(out, self.reasoning.summary.as_deref());
+        out.extend_from_slice(b"},\"service_tier\":");
+        j::str(out, self.service_tier);
+        out.extend_from_slice(b",\"status\":");
+        j::str(out, self.status);
+        out.extend_from_slice(b",\"store\":");
+        j::bool(out, self.store);
+        if let Some(trail) = &self.switchyard {
+            out.extend_from_slice(b",\"switchyard\":");
+            trail.write_json(out);
+        }
+        out.extend_from_slice(b",\"temperature\":");
+        j::opt_f64(out, self.temperature);
+        out.extend_from_slice(b",\"text\":{\"format\":");
+        match &self.text.format {
+            EchoFormat::Text => out.extend_from_slice(b"{\"type\":\"text\"}"),
+            EchoFormat::JsonObject => out.extend_from_slice(b"{\"type\":\"json_object\"}"),
+            EchoFormat::JsonSchema(v) => j::value(out, v),
+        }
+        out.extend_from_slice(b"},\"tool_choice\":");
+        match self.tool_choice {
+            Some(v) => j::value(out, v),
+            None => out.extend_from_slice(b"\"auto\""),
+        }
+        out.extend_from_slice(b",\"tools\":");
+        if self.tools.is_empty() {
+            out.extend_from_slice(b"[]");
+        } else {
+            j::value(out, self.tools);
+        }
+        out.extend_from_slice(b",\"top_logprobs\":");
+        j::u64(out, u64::from(self.top_logprobs));
+        out.extend_from_slice(b",\"top_p\":");
+        j::opt_f64(out, self.top_p);
+        out.extend_from_slice(b",\"truncation\":");
+        j::str(out, self.truncation);
+        out.extend_from_slice(b",\"usage\":");
+        match &self.usage {
+            Some(u) => {
+                out.extend_from_slice(b"{\"input_tokens\":");
+                j::u64(out, u.input_tokens);
+                out.extend_from_slice(b",\"input_tokens_details\":{\"cache_write_tokens\":");
+                j::u64(out, u.input_tokens_details.cache_write_tokens);
+                out.extend_from_slice(b",\"cached_tokens\":");
+                j::u64(out, u.input_tokens_details.cached_tokens);
+                out.extend_from_slice(b"},\"output_tokens\":");
+                j::u64(out, u.output_tokens);
+                out.extend_from_slice(b",\"output_tokens_details\":{\"reasoning_tokens\":");
+                j::u64(out, u.output_tokens_details.reasoning_tokens);
+                out.extend_from_slice(b"},\"total_tokens\":");
+                j::u64(out, u.total_tokens);
+                out.push(b'}');
+            }
+            None => j::null(out),
+        }
+        out.extend_from_slice(b",\"user\":");
+        j::opt_str(out, self.user);
+        out.push(b'}');
+    }
+}
+
+impl Item<'_> {
+    /// As its `Serialize` writes it (see [`ResponseObject::write_json`]).
+    fn write_json(&self, out: &mut Vec<u8>) {
+        use crate::json_out as j;
+        match self {
+            Item::Reasoning(r) => {
+                out.push(b'{');
+                if let Some(sealed) = &r.encrypted_content {
+                    out.extend_from_slice(b"\"encrypted_content\":");
+                    j::str(out, sealed);
+                    out.push(b',');
+                }
+                out.extend_from_slice(b"\"id\":");
+                j::str(out, &r.id);
+                out.extend_from_slice(b",\"status\":");
+                j::str(out, r.status);
+                out.extend_from_slice(b",\"summary\":[");
+                for (i, part) in r.summary.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(b"{\"text\":");
+                    j::str(out, part.text);
+                    out.extend_from_slice(b",\"type\":");
+                    j::str(out, part.kind);
+                    out.push(b'}');
+                }
+                out.extend_from_slice(b"],\"type\":");
+                j::str(out, r.kind);
+                out.push(b'}');
+            }
+            Item::Message(m) => {
+                out.extend_from_slice(b"{\"content\":[");
+                for (i, part) in m.content.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    part.write_json(out);
+                }
+                out.extend_from_slice(b"],\"id\":");
+                j::str(out, &m.id);
+                out.extend_from_slice(b",\"role\":");
+                j::str(out, m.role);
+                out.extend_from_slice(b",\"status\":");
+                j::str(out, m.status);
+                out.extend_from_slice(b",\"type\":");
+                j::str(out, m.kind);
+                out.push(b'}');
+            }
+            Item::Call(c) => {
+                out.extend_from_slice(b"{\"arguments\":");
+                j::str(out, c.arguments);
+                out.extend_from_slice(b",\"call_id\":");
+                j::str(out, c.call_id);
+                out.extend_from_slice(b",\"id\":");
+                j::str(out, &c.id);
+                out.extend_from_slice(b",\"name\":");
+                j::str(out, c.name);
+                out.extend_from_slice(b",\"status\":");
+                j::str(out, c.status);
+                out.extend_from_slice(b",\"type\":");
+                j::str(out, c.kind);
+                out.push(b'}');
+            }
+            Item::Native(v) => j::value(out, *v),
+        }
+    }
+}
+
+impl Part<'_> {
+    /// As its `Serialize` writes it.
+    fn write_json(&self, out: &mut Vec<u8>) {
+        use crate::json_out as j;
+        match self {
+            Part::Text {
+                annotations: [],
+                logprobs,
+                text,
+                kind,
+            } => {
+                out.extend_from_slice(b"{\"annotations\":[],\"logprobs\":");
+                match logprobs {
+                    Logprobs::Value(v) => j::value(out, *v),
+                    Logprobs::List([]) => out.extend_from_slice(b"[]"),
+                    Logprobs::List(list) => j::value(out, *list),
+                }
+                out.extend_from_slice(b",\"text\":");
+                j::str(out, text);
+                out.extend_from_slice(b",\"type\":");
+                j::str(out, kind);
+                out.push(b'}');
+            }
+            Part::Refusal { refusal, kind } => {
+                out.extend_from_slice(b"{\"refusal\":");
+                j::str(out, refusal);
+                out.extend_from_slice(b",\"type\":");
+                j::str(out, kind);
+                out.push(b'}');
+            }
+        }
+    }
+}
+
 /// The tool choice as sent, `"auto"` when none was.
 #[allow(clippy::ref_option)] // serde's `serialize_with` passes the field by reference
 fn auto_unless_given<S: serde::Serializer>(v: &Option<&Value>, s: S) -> Result<S::Ok, S::Error> {
@@ -901,5 +1136,110 @@ mod tests {
         let native = vec![json!({"type": "web_search_call", "id": "ws_1", "status": "completed"})];
         let typed = base.finished(&resp, native.iter().map(Item::Native).collect());
         same(&typed, &value_built::finished(&base, &resp, native.clone()));
+    }
+
+    /// The hand-written body is the serde one, byte for byte.
+    fn written(typed: &ResponseObject<'_>) {
+        let mut out = Vec::new();
+        typed.write_json(&mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            serde_json::to_string(typed).unwrap()
+        );
+    }
+
+    #[test]
+    fn the_written_response_is_the_serialised_one() {
+        let base = full_base();
+        let resp = full_answer();
+        written(&base.finished(&resp, base.output(&resp)));
+        written(&base.response("m", "in_progress", Vec::new()));
+        let native = [
+            json!({"type": "web_search_call", "id": "ws_1", "status": "completed"}),
+            json!({"weird": [1, 2.5, null, "\u{1}"]}),
+        ];
+        written(&base.finished(&resp, native.iter().map(Item::Native).collect()));
+        let plain = Base {
+            echo: Echo {
+                parallel_tool_calls: true,
+                ..Echo::default()
+            },
+            stored: AtomicBool::new(false),
+            ..full_base()
+        };
+        let formats = [
+            EchoFormat::Text,
+            EchoFormat::JsonObject,
+            EchoFormat::JsonSchema(json!({"type": "json_schema", "name": "n",
+                "schema": {"type": "object"}, "strict": true, "description": null})),
+        ];
+        let mut awkward = crate::json_out::tests::awkward_strings();
+        awkward.push(String::new());
+        let odd = Base {
+            echo: Echo {
+                instructions: Some(awkward[1].clone()),
+                tools: vec![json!({"type": "function", "name": "f", "parameters": {}})],
+                tool_choice: Some(json!({"type": "function", "name": "f"})),
+                temperature: Some(0.7),
+                top_p: Some(f32::NAN),
+                max_output_tokens: Some(u32::MAX),
+                metadata: [("k\n".to_owned(), json!("v\""))].into_iter().collect(),
+                previous_response_id: Some("resp_prev".into()),
+                reasoning: EchoReasoning {
+                    effort: Some("high".into()),
+                    summary: Some("auto".into()),
+                },
+                store: true,
+                user: Some("u\u{7f}".into()),
+                top_logprobs: 3,
+                reasoning_summary: true,
+                sealed_reasoning: false,
+                ..Echo::default()
+            },
+            ..full_base()
+        };
+        for format in formats {
+            for b in [&plain, &odd] {
+                let b = Base {
+                    id: b.id.clone(),
+                    created_at: b.created_at,
+                    echo: Echo {
+                        text: EchoText {
+                            format: match &format {
+                                EchoFormat::Text => EchoFormat::Text,
+                                EchoFormat::JsonObject => EchoFormat::JsonObject,
+                                EchoFormat::JsonSchema(v) => EchoFormat::JsonSchema(v.clone()),
+                            },
+                        },
+                        tools: b.echo.tools.clone(),
+                        tool_choice: b.echo.tool_choice.clone(),
+                        metadata: b.echo.metadata.clone(),
+                        instructions: b.echo.instructions.clone(),
+                        previous_response_id: b.echo.previous_response_id.clone(),
+                        reasoning: EchoReasoning {
+                            effort: b.echo.reasoning.effort.clone(),
+                            summary: b.echo.reasoning.summary.clone(),
+                        },
+                        user: b.echo.user.clone(),
+                        ..b.echo
+                    },
+                    stored: AtomicBool::new(b.stored.load(Ordering::Relaxed)),
+                };
+                written(&b.response("m", "in_progress", Vec::new()));
+                for answer in crate::json_out::tests::answers() {
+                    written(&b.finished(&answer, b.output(&answer)));
+                }
+                for text in &awkward {
+                    let r = ChatResponse {
+                        text: text.clone(),
+                        refusal: text.clone(),
+                        model: text.clone(),
+                        provider: text.clone(),
+                        ..full_answer()
+                    };
+                    written(&b.finished(&r, b.output(&r)));
+                }
+            }
+        }
     }
 }

@@ -152,9 +152,7 @@ impl Dialect for Responses {
         let base = &extra.base;
         let body = base.finished(resp, output(base, resp));
         let mut bytes = Vec::with_capacity(resp.text.len() + 2048);
-        if serde_json::to_writer(&mut bytes, &body).is_err() {
-            bytes.clear();
-        }
+        body.write_json(&mut bytes);
         bytes
     }
 

@@ -48,5 +48,6 @@ fn weather_tool() -> Tool {
     }
 }
 
+mod old_reply;
 mod reply;
 mod request;

@@ -501,3 +501,91 @@ fn audio_citations_and_function_calls_ride_in_native() {
     let native = chunk.native.expect("the function call piece kept");
     assert_eq!(native["choices"][0]["delta"]["function_call"]["name"], "f");
 }
+
+#[test]
+fn the_one_pass_reader_reads_what_the_value_reader_read() {
+    let mut bodies: Vec<String> = [
+        fixture!("completion_text.json"),
+        fixture!("completion_tool_call.json"),
+        fixture!("completion_reasoning.json"),
+        fixture!("completion_refusal.json"),
+        fixture!("completion_openrouter_cost.json"),
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    let malformed: Vec<Value> = serde_json::from_str(fixture!("malformed.json")).unwrap();
+    bodies.extend(
+        malformed
+            .iter()
+            .map(|m| m["body"].as_str().unwrap().to_owned()),
+    );
+    let message = |m: Value| {
+        json!({"id": "chatcmpl-x", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{"index": 0, "message": m, "logprobs": null, "finish_reason": "stop"}]})
+    };
+    let messages = [
+        json!({"role": "assistant", "content": "plain"}),
+        json!({"role": "assistant", "content": "esc\"apes\n\\ \u{e9} \u{1F600} \t"}),
+        json!({"role": "assistant", "content": null, "refusal": "no"}),
+        json!({"role": "assistant"}),
+        json!({"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "x"},
+            "s", 3, {"type": "text", "text": "b\n"}]}),
+        json!({"role": "assistant", "content": []}),
+        json!({"content": true}),
+        json!({"content": 3}),
+        json!({"content": -3}),
+        json!({"content": 2.5}),
+        json!({"content": {"text": "an object"}}),
+        json!({"content": "x", "reasoning_content": "think", "reasoning": "other"}),
+        json!({"content": "x", "reasoning": "think\u{e9}"}),
+        json!({"content": "x", "reasoning_content": "", "reasoning": "r"}),
+        json!({"content": "x", "reasoning_content": null}),
+        json!({"content": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{\"a\":1}"}},
+            {"function": {"name": "g", "arguments": {"b": [1, 2]}}},
+            {"function": {"name": "h", "arguments": null}},
+            {"function": {"name": "i"}}]}),
+        json!({"content": "x", "tool_calls": null}),
+        json!({"content": "x", "audio": {"id": "a", "transcript": "Hi"},
+            "annotations": [{"type": "url_citation"}], "function_call": {"name": "f"}}),
+        json!({"content": "x", "audio": null, "annotations": [], "function_call": null}),
+        json!("a string"),
+        json!({"content": "x", "refusal": 5}),
+    ];
+    bodies.extend(messages.into_iter().map(|m| message(m).to_string()));
+    let whole = [
+        json!({"choices": [
+            {"index": 2, "message": {"content": "two", "audio": {"id": "b"}}, "finish_reason": "length"},
+            {"index": 0, "message": {"content": "zero", "reasoning": "r0"}, "finish_reason": "tool_calls",
+             "logprobs": {"content": [{"token": "z", "logprob": -0.5}]}},
+            {"index": 1, "message": {"content": "one", "reasoning": "r1"}, "finish_reason": "weird"},
+            {"index": 0, "message": {"content": "zero again"}, "finish_reason": "content_filter"}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 4,
+                "prompt_tokens_details": {"cached_tokens": 1},
+                "completion_tokens_details": {"reasoning_tokens": 2}, "cost": 0.25},
+            "system_fingerprint": "fp_1", "service_tier": "default"}),
+        json!({"choices": [{"index": 0, "message": {"content": "a"}},
+            {"index": 1, "message": {"content": 7}}]}),
+        json!({"choices": [{"index": 0, "message": {"content": "a"}, "finish_reason": "function_call"}],
+            "usage": {"prompt_tokens": 1, "cost": -1.0}}),
+        json!({"choices": [{"index": 0, "message": {"content": "a"}}],
+            "usage": {"prompt_tokens": 10_000_000_000_u64}}),
+        json!({"choices": [{"index": 0, "message": {"content": "a"}}], "usage": null,
+            "id": null, "model": null}),
+        json!({"error": {"message": "overloaded", "type": "server_error", "code": 529}}),
+        json!({"object": "error", "message": "bad", "code": 400, "choices": []}),
+        json!({"error": null, "choices": [{"message": {"content": "a"}}]}),
+        json!({"choices": null}),
+        json!([1, 2]),
+    ];
+    bodies.extend(whole.iter().map(Value::to_string));
+    bodies.extend(["", "  \n", "{", "<html>502</html>", "{\"choices\":[{}]}"].map(str::to_owned));
+    for body in &bodies {
+        assert_eq!(
+            parse_response(body.as_bytes()),
+            super::old_reply::parse_response(body.as_bytes()),
+            "{body}"
+        );
+    }
+}
