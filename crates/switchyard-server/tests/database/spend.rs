@@ -295,9 +295,16 @@ fn varied_line(i: u64) -> String {
     };
     entry.route = if i % 4 < 2 { "smart" } else { "cheap" }.into();
     if entry.provider.is_some() {
-        entry.provider = Some(if i % 3 == 0 { "aurora" } else { "borealis" }.into());
+        entry.provider = Some(
+            if i.is_multiple_of(3) {
+                "aurora"
+            } else {
+                "borealis"
+            }
+            .into(),
+        );
         entry.model = Some(
-            if i % 2 == 0 {
+            if i.is_multiple_of(2) {
                 "gpt-4o-mini"
             } else {
                 "claude-haiku"

@@ -476,8 +476,10 @@ impl SortedTrail<'_> {
         }
         out.extend_from_slice(b",\"provider\":");
         j::str(out, t.provider);
-        out.extend_from_slice(b",\"stored\":");
-        j::bool(out, self.stored);
+        if let Some(stored) = self.stored {
+            out.extend_from_slice(b",\"stored\":");
+            j::bool(out, stored);
+        }
         out.push(b'}');
     }
 }
