@@ -30,7 +30,7 @@ pub(crate) fn escaped(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     let mut start = 0;
     loop {
-        let i = plain_run(bytes, start);
+        let i = switchyard::provider::json_text::plain_run(bytes, start);
         out.extend_from_slice(&bytes[start..i]);
         let Some(&b) = bytes.get(i) else {
             return;
@@ -57,32 +57,6 @@ pub(crate) fn escaped(out: &mut Vec<u8>, s: &str) {
         }
         start = i + 1;
     }
-}
-
-/// The end of the plain run of `b` from `at`: the first `"`, `\` or control byte (or the
-/// end). Eight bytes at a time, as the OpenAI chunk scan's `plain_run`
-/// (crates/switchyard/src/provider/openai/stream/scan.rs): a byte that stops the run sets
-/// its high bit in `stop`, and the lowest set bit is the first.
-fn plain_run(b: &[u8], mut at: usize) -> usize {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
-    while let Some(word) = b.get(at..at + 8) {
-        let mut eight = [0; 8];
-        eight.copy_from_slice(word);
-        let w = u64::from_le_bytes(eight);
-        let zero_at = |x: u64| x.wrapping_sub(ONES) & !x;
-        let stop = (zero_at(w ^ (ONES * u64::from(b'"')))
-            | zero_at(w ^ (ONES * u64::from(b'\\')))
-            | w.wrapping_sub(ONES * 0x20) & !w)
-            & HIGH;
-        if stop != 0 {
-            return at + (stop.trailing_zeros() / 8) as usize;
-        }
-        at += 8;
-    }
-    (b[at..].iter())
-        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
-        .map_or(b.len(), |n| at + n)
 }
 
 /// A string or `null`.

@@ -487,43 +487,17 @@ impl SortedTrail<'_> {
 /// One attempt as [`SortedAttempt`] writes it (its keys sorted), by hand.
 fn sorted_attempt_json(out: &mut Vec<u8>, a: &switchyard::observe::Attempt) {
     use crate::json_out as j;
-    use switchyard::observe::Outcome;
     let ms = |d: &std::time::Duration| d.as_secs_f64() * 1000.0;
-    let (mut at, mut fields, mut kind, mut message) = (None, None, None, None);
-    let (mut method, mut reason, mut sent) = (None, None, None);
-    let tag = match &a.outcome {
-        Outcome::Success => "success",
-        Outcome::Failed {
-            kind: k,
-            message: m,
-        } => {
-            (kind, message) = (Some(k), Some(m));
-            "failed"
-        }
-        Outcome::Skipped {
-            reason: r,
-            fields: f,
-        } => {
-            reason = Some(r);
-            fields = Some(f).filter(|f| !f.is_empty());
-            "skipped"
-        }
-        Outcome::Rescue { method: m } => {
-            method = Some(m);
-            "rescue"
-        }
-        Outcome::Diverged { at: x, sent: n } => {
-            (at, sent) = (Some(x), Some(n));
-            "diverged"
-        }
-        Outcome::Declined {
-            kind: k,
-            message: m,
-        } => {
-            (kind, message) = (Some(k), Some(m));
-            "declined"
-        }
-    };
+    let OutcomeFields {
+        tag,
+        at,
+        fields,
+        kind,
+        message,
+        method,
+        reason,
+        sent,
+    } = OutcomeFields::of(&a.outcome);
     out.push(b'{');
     if let Some(at) = at {
         out.extend_from_slice(b"\"at\":");
@@ -578,6 +552,60 @@ fn sorted_attempt_json(out: &mut Vec<u8>, a: &switchyard::observe::Attempt) {
     out.push(b'}');
 }
 
+/// An attempt's outcome flattened into the keys its sorted form writes (the tag, and each
+/// variant's own fields), for [`sorted_attempt_json`] and [`SortedAttempt`] alike.
+struct OutcomeFields<'a> {
+    tag: &'static str,
+    at: Option<&'a u64>,
+    fields: Option<&'a Vec<String>>,
+    kind: Option<&'a switchyard::ErrorKind>,
+    message: Option<&'a String>,
+    method: Option<&'a String>,
+    reason: Option<&'a switchyard::breaker::SkipReason>,
+    sent: Option<&'a u64>,
+}
+
+impl<'a> OutcomeFields<'a> {
+    fn of(outcome: &'a switchyard::observe::Outcome) -> Self {
+        use switchyard::observe::Outcome;
+        let mut f = OutcomeFields {
+            tag: "",
+            at: None,
+            fields: None,
+            kind: None,
+            message: None,
+            method: None,
+            reason: None,
+            sent: None,
+        };
+        f.tag = match outcome {
+            Outcome::Success => "success",
+            Outcome::Failed { kind, message } => {
+                (f.kind, f.message) = (Some(kind), Some(message));
+                "failed"
+            }
+            Outcome::Skipped { reason, fields } => {
+                f.reason = Some(reason);
+                f.fields = Some(fields).filter(|f| !f.is_empty());
+                "skipped"
+            }
+            Outcome::Rescue { method } => {
+                f.method = Some(method);
+                "rescue"
+            }
+            Outcome::Diverged { at, sent } => {
+                (f.at, f.sent) = (Some(at), Some(sent));
+                "diverged"
+            }
+            Outcome::Declined { kind, message } => {
+                (f.kind, f.message) = (Some(kind), Some(message));
+                "declined"
+            }
+        };
+        f
+    }
+}
+
 /// Attempts as [`Attempt`]'s own `Serialize` writes them, with each one's keys sorted.
 struct SortedAttempts<'a>(&'a [switchyard::observe::Attempt]);
 
@@ -592,7 +620,7 @@ struct SortedAttempt<'a>(&'a switchyard::observe::Attempt);
 impl Serialize for SortedAttempt<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        use switchyard::observe::{Attempt, Outcome};
+        use switchyard::observe::Attempt;
         let Attempt {
             provider,
             model,
@@ -605,41 +633,16 @@ impl Serialize for SortedAttempt<'_> {
             reported: _,
         } = self.0;
         let ms = |d: &std::time::Duration| d.as_secs_f64() * 1000.0;
-        let (mut at, mut fields, mut kind, mut message) = (None, None, None, None);
-        let (mut method, mut reason, mut sent) = (None, None, None);
-        let tag = match outcome {
-            Outcome::Success => "success",
-            Outcome::Failed {
-                kind: k,
-                message: m,
-            } => {
-                (kind, message) = (Some(k), Some(m));
-                "failed"
-            }
-            Outcome::Skipped {
-                reason: r,
-                fields: f,
-            } => {
-                reason = Some(r);
-                fields = Some(f).filter(|f| !f.is_empty());
-                "skipped"
-            }
-            Outcome::Rescue { method: m } => {
-                method = Some(m);
-                "rescue"
-            }
-            Outcome::Diverged { at: a, sent: n } => {
-                (at, sent) = (Some(a), Some(n));
-                "diverged"
-            }
-            Outcome::Declined {
-                kind: k,
-                message: m,
-            } => {
-                (kind, message) = (Some(k), Some(m));
-                "declined"
-            }
-        };
+        let OutcomeFields {
+            tag,
+            at,
+            fields,
+            kind,
+            message,
+            method,
+            reason,
+            sent,
+        } = OutcomeFields::of(outcome);
         let mut m = s.serialize_map(None)?;
         if let Some(at) = at {
             m.serialize_entry("at", at)?;

@@ -4,6 +4,7 @@
 //! the closure it passes; a body that is not JSON at all is refused the same way everywhere.
 
 use serde::de::DeserializeOwned;
+use switchyard::provider::json_text::from_bytes;
 
 use crate::http::bounds::{clip, elide, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
 use crate::http::error::ApiError;
@@ -20,7 +21,7 @@ pub(crate) fn parse<T: DeserializeOwned>(
     body: &[u8],
     refuse: impl FnOnce(String, String) -> ApiError,
 ) -> Result<T, ApiError> {
-    serde_json::from_slice(body).or_else(|_| parse_tracked(body, refuse))
+    from_bytes(body).or_else(|_| parse_tracked(body, refuse))
 }
 
 #[cold]
@@ -68,7 +69,7 @@ pub(crate) fn parse_setting_aside<T: DeserializeOwned>(
     body: &[u8],
     refuse: impl FnOnce(String, String) -> ApiError,
 ) -> Result<(T, Vec<String>), ApiError> {
-    if let Ok(req) = serde_json::from_slice(body) {
+    if let Ok(req) = from_bytes(body) {
         return Ok((req, Vec::new()));
     }
     let mut unknown = Vec::new();

@@ -227,29 +227,7 @@ impl<'a> Scan<'a> {
     /// The end of a string's plain run from `self.i`: the first `"`, `\` or control
     /// character (or the end of the bytes).
     fn plain_run(&self) -> usize {
-        const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-        const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
-        let mut at = self.i;
-        // eight bytes at a time (as serde_json's `skip_to_escape`): a byte that is `"`,
-        // `\` or below 0x20 sets its high bit in `stop`; the lowest set bit is the first
-        while let Some(word) = self.b.get(at..at + 8) {
-            let mut eight = [0; 8];
-            eight.copy_from_slice(word);
-            let w = u64::from_le_bytes(eight);
-            let zero_at = |x: u64| x.wrapping_sub(ONES) & !x;
-            let stop = (zero_at(w ^ (ONES * u64::from(b'"')))
-                | zero_at(w ^ (ONES * u64::from(b'\\')))
-                | w.wrapping_sub(ONES * 0x20) & !w)
-                & HIGH;
-            if stop != 0 {
-                return at + (stop.trailing_zeros() / 8) as usize;
-            }
-            at += 8;
-        }
-        let rest = &self.b[at..];
-        rest.iter()
-            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
-            .map_or(self.b.len(), |n| at + n)
+        crate::provider::json_text::plain_run(self.b, self.i)
     }
 
     /// A string with no escape, borrowed.
@@ -560,29 +538,6 @@ mod tests {
         let two = r#"{"id":"e","model":"m","choices":[{"index":0,"delta":{"content":"b"}}]}"#;
         let c = text_chunk(two, Some(&mut head)).unwrap();
         assert_eq!((c.model, c.text.as_str()), (None, "b"));
-    }
-
-    /// The eight-at-a-time run ends where a byte-by-byte one does: at each stop byte in
-    /// every position, after multi-byte characters, and at the end.
-    #[test]
-    fn a_plain_run_ends_at_the_first_quote_backslash_or_control() {
-        for len in 0..20 {
-            for stop in ["\"", "\\", "\n", "\u{1f}", "\u{0}", ""] {
-                let text = format!("{}{stop}é~\u{7f}\"", "aé\u{80}".repeat(len));
-                let b = text.as_bytes();
-                for start in [0, 1] {
-                    let s = Scan {
-                        text: &text,
-                        b,
-                        i: start,
-                    };
-                    let naive = (b[start..].iter())
-                        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
-                        .map_or(b.len(), |n| start + n);
-                    assert_eq!(s.plain_run(), naive, "{text:?} from {start}");
-                }
-            }
-        }
     }
 
     #[test]
