@@ -1,12 +1,14 @@
 //! The route table: which handler answers which path, and the layers around them. No
 //! logic lives here; the state the handlers share is `crate::http::state`'s.
 
-use axum::http::Uri;
+use axum::extract::{Request, State};
+use axum::http::{Method, Uri};
 use axum::routing::{get, post};
 use axum::Router;
 
 use crate::http::dialects::responses::{self, Responses};
 use crate::http::dialects::{chat, embeddings, flow, messages};
+use crate::http::edge::{Answer, Shortcut};
 use crate::http::error::ApiError;
 use crate::http::request_id::request_id;
 use crate::http::state::{AppState, Live};
@@ -87,6 +89,64 @@ pub fn app_live(state: Live) -> Router {
             guard::check,
         ))
         .with_state(state)
+}
+
+/// The model APIs' POSTs served without the router: a request the router would send to
+/// one of [`app_live`]'s four model handlers, past the guard with nothing to add (no
+/// listed `Origin`), goes straight to that handler. Everything else — another path or
+/// method, a request the guard refuses, a listed origin's (CORS headers) — is left to the
+/// router, which answers it as before. What this skips per request is the router's own
+/// work around the same handler: the route match and its extensions, the guard's and the
+/// handlers' two reads of the live state, the middleware's boxed futures and service
+/// clones (BENCHMARKS.md, "Stop 34"). The handlers, and so the answers, are the same.
+#[derive(Clone)]
+pub struct FastPath {
+    live: Live,
+}
+
+/// Which model handler a fast-path request goes to.
+#[derive(Clone, Copy)]
+enum Model {
+    Chat,
+    Messages,
+    Responses,
+    Embeddings,
+}
+
+impl FastPath {
+    /// The fast path over the same live state as the router's.
+    #[must_use]
+    pub fn new(live: Live) -> Self {
+        Self { live }
+    }
+}
+
+impl Shortcut for FastPath {
+    /// `request`'s answer when it takes the fast path; the request back when the router
+    /// must answer it.
+    fn answer(&self, request: Request) -> Result<Answer, Request> {
+        if request.method() != Method::POST {
+            return Err(request);
+        }
+        let model = match request.uri().path() {
+            "/v1/chat/completions" => Model::Chat,
+            "/v1/messages" => Model::Messages,
+            "/v1/responses" => Model::Responses,
+            "/v1/embeddings" => Model::Embeddings,
+            _ => return Err(request),
+        };
+        let state = self.live.current();
+        if !matches!(guard::admit(&state, &request), Ok(None)) {
+            return Err(request);
+        }
+        let state = State(state);
+        Ok(match model {
+            Model::Chat => flow::serve::<chat::Chat>(state, request),
+            Model::Messages => flow::serve::<messages::Messages>(state, request),
+            Model::Responses => flow::serve::<Responses>(state, request),
+            Model::Embeddings => Box::pin(embeddings::create(state, request)),
+        })
+    }
 }
 
 /// The client's `x-request-id` (when sane) or a fresh one, on a response that has none.

@@ -71,8 +71,9 @@ fn refused(e: ApiError, headers: &HeaderMap) -> Response {
     response
 }
 
-/// Run the checks; `Some(origin)` when the request comes from a listed origin.
-fn admit(state: &AppState, request: &Request) -> Result<Option<HeaderValue>, ApiError> {
+/// Run the checks; `Some(origin)` when the request comes from a listed origin. Also
+/// `crate::http::app::FastPath`'s test of whether the guard has anything to do.
+pub(crate) fn admit(state: &AppState, request: &Request) -> Result<Option<HeaderValue>, ApiError> {
     let headers = request.headers();
     let host = headers
         .get(header::HOST)

@@ -25,6 +25,7 @@ mod anthropic_out;
 mod cache;
 mod dashboard;
 mod embeddings;
+mod fast_path;
 mod fidelity;
 mod fields;
 mod hostile;

@@ -65,6 +65,11 @@ async fn a_web_page_cannot_spend_through_keyless_mode() {
     assert_eq!(listed.header("access-control-allow-origin"), LISTED);
     let own = post(&server, &body, &[JSON, ("origin", &server.base)]).await;
     own.expect_status(200);
+    // answered without the router (crate::http::app::FastPath): its length on the wire all
+    // the same, as hyper writes it for a body of known size
+    assert_eq!(own.header("content-length"), own.text.len().to_string());
+    assert!(own.header("x-request-id").starts_with("req_"));
+    assert!(listed.header("content-length").parse::<usize>().is_ok());
 
     // the dashboard, from its own origin, sees only the two requests that were served
     server.get("/", &[]).await.expect_status(200);

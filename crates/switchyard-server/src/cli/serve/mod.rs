@@ -30,6 +30,7 @@ use tokio::net::TcpListener;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::http::app::FastPath;
 use crate::http::edge::{Edge, Limits};
 use crate::http::{app_live, AppState, Live, Shared, DEFAULT_MAX_BODY_BYTES};
 use crate::reload;
@@ -378,7 +379,9 @@ async fn serve_until_signal(
 ) -> Instant {
     // One router for every connection, built once: each request gets a clone of it (a
     // reference count), never a rebuilt route table; a reload swaps the state under it.
-    let edge = Edge::new(limits, app_live(live.clone()));
+    // The model APIs' requests that need nothing of the router but their handler skip it
+    // (`crate::http::app::FastPath`): the same handlers over the same live state.
+    let edge = Edge::with_fast_path(limits, app_live(live.clone()), FastPath::new(live.clone()));
     let conns = Tasks::new();
     edge.accept_until(listener, &conns, shutdown::signal())
         .await;

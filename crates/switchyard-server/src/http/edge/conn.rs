@@ -273,10 +273,18 @@ impl Link {
         let served = Served { link: self, slot };
         let edge = &served.link.edge;
         let response = if exempt || slot {
-            let req = req.map(|b| Timed::new(b, edge.limits.body_read_timeout));
-            match edge.router.clone().call(req).await {
-                Ok(r) => r,
-                Err(never) => match never {},
+            let timeout = edge.limits.body_read_timeout;
+            let req = req.map(|b| axum::body::Body::new(Timed::new(b, timeout)));
+            let req = match &edge.fast {
+                Some(fast) => fast.answer(req),
+                None => Err(req),
+            };
+            match req {
+                Ok(answer) => answer.await,
+                Err(req) => match edge.router.clone().call(req).await {
+                    Ok(r) => r,
+                    Err(never) => match never {},
+                },
             }
         } else {
             errors::overloaded().into_response()

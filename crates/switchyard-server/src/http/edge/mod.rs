@@ -126,11 +126,28 @@ fn open_file_limit() -> Option<u64> {
     line.split_whitespace().nth(3)?.parse().ok()
 }
 
+/// A request's answer from a [`Shortcut`].
+pub type Answer = std::pin::Pin<Box<dyn Future<Output = axum::response::Response> + Send>>;
+
+/// A way past the router for the requests it takes: their answer, or the request back
+/// for the router. Whatever it takes it must answer as the router would.
+pub trait Shortcut: Send + Sync + 'static {
+    /// `request`'s answer when this takes it; else the request, unchanged.
+    ///
+    /// # Errors
+    /// The request, when the router must answer it.
+    fn answer(&self, request: axum::extract::Request) -> Result<Answer, axum::extract::Request>;
+}
+
 /// The edge: one router, the limits, and the open connections.
 pub struct Edge {
     limits: Limits,
     /// Built once; each request gets a clone (a reference count).
     router: Router,
+    /// Requests answered without the router (the server's: the model APIs' requests that
+    /// need no more of it than their handler, `crate::http::app::FastPath`); none in the
+    /// edge's own tests.
+    fast: Option<Box<dyn Shortcut>>,
     http: hyper::server::conn::http1::Builder,
     conns: Registry,
     in_flight: AtomicUsize,
@@ -142,6 +159,17 @@ impl Edge {
     /// An edge serving `router` within `limits`.
     #[must_use]
     pub fn new(limits: Limits, router: Router) -> Arc<Self> {
+        Self::build(limits, router, None)
+    }
+
+    /// An edge serving `router` within `limits`, with the requests `fast` takes answered
+    /// by it instead (the server: `crate::cli::serve`).
+    #[must_use]
+    pub fn with_fast_path(limits: Limits, router: Router, fast: impl Shortcut) -> Arc<Self> {
+        Self::build(limits, router, Some(Box::new(fast)))
+    }
+
+    fn build(limits: Limits, router: Router, fast: Option<Box<dyn Shortcut>>) -> Arc<Self> {
         let mut http = hyper::server::conn::http1::Builder::new();
         // the watchdog in `conn` times heads and idle gaps (hyper's own header timer
         // cannot tell an idle keep-alive gap from a slow head)
@@ -150,6 +178,7 @@ impl Edge {
         Arc::new(Self {
             limits,
             router,
+            fast,
             http,
             conns: Registry::default(),
             in_flight: AtomicUsize::new(0),
