@@ -30,7 +30,7 @@ pub(crate) fn escaped(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     let mut start = 0;
     loop {
-        let i = switchyard::provider::json_text::plain_run(bytes, start);
+        let i = switchyard::json_text::plain_run(bytes, start);
         out.extend_from_slice(&bytes[start..i]);
         let Some(&b) = bytes.get(i) else {
             return;

@@ -60,6 +60,7 @@ pub mod error;
 pub mod fault;
 pub mod gateway;
 pub mod health;
+pub mod json_text;
 pub mod money;
 pub mod observe;
 pub mod propagate;

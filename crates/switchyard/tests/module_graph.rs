@@ -26,10 +26,11 @@ fn the_library_has_no_module_cycle() {
 }
 
 /// The vocabulary (docs/design.md, "Layers") names only itself: the time source, money, error
-/// kinds, the attempt trail, the chat and embedding shapes and the gateway's error.
+/// kinds, the attempt trail, the chat and embedding shapes and the gateway's error, and the
+/// JSON text helpers they parse with.
 #[test]
 fn the_library_vocabulary_depends_on_nothing_above_it() {
-    const VOCABULARY: [&str; 7] = [
+    const VOCABULARY: [&str; 8] = [
         "clock",
         "money",
         "fault",
@@ -37,6 +38,7 @@ fn the_library_vocabulary_depends_on_nothing_above_it() {
         "chat",
         "embedding",
         "error",
+        "json_text",
     ];
     let mut files = BTreeMap::new();
     let src = crate_src("switchyard");

@@ -39,7 +39,7 @@ impl RawBody {
     /// # Errors
     /// Not JSON, or not an object.
     pub fn parse(bytes: &[u8]) -> Result<Self, serde_json::Error> {
-        serde_json::from_slice(bytes)
+        crate::json_text::from_bytes(bytes)
     }
 
     /// The value of `key`, as written.

@@ -20,7 +20,6 @@ pub mod eventstream;
 pub mod fanout;
 pub mod gemini;
 pub mod http;
-pub mod json_text;
 pub mod openai;
 pub mod scripted;
 pub mod secret;

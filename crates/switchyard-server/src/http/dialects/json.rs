@@ -4,7 +4,7 @@
 //! the closure it passes; a body that is not JSON at all is refused the same way everywhere.
 
 use serde::de::DeserializeOwned;
-use switchyard::provider::json_text::from_bytes;
+use switchyard::json_text::from_bytes;
 
 use crate::http::bounds::{clip, elide, longer_than, ECHO_BYTES, MAX_NAME_CHARS};
 use crate::http::error::ApiError;

@@ -20,7 +20,7 @@ use crate::provider::http::snippet;
 /// # Errors
 /// As above.
 pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
-    let message: wire::Message = crate::provider::json_text::from_bytes(body).map_err(|e| {
+    let message: wire::Message = crate::json_text::from_bytes(body).map_err(|e| {
         let what = if body.iter().all(u8::is_ascii_whitespace) {
             "an empty body".to_owned()
         } else {

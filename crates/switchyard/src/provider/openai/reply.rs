@@ -27,15 +27,14 @@ use crate::provider::http::{snippet, UpstreamResponse};
 /// # Errors
 /// As above.
 pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
-    let completion: wire::Completion =
-        crate::provider::json_text::from_bytes(body).map_err(|e| {
-            let what = if body.iter().all(u8::is_ascii_whitespace) {
-                "an empty body".to_owned()
-            } else {
-                format!("{e}: {}", snippet(body))
-            };
-            malformed(format!("expected a chat completion, got {what}"))
-        })?;
+    let completion: wire::Completion = crate::json_text::from_bytes(body).map_err(|e| {
+        let what = if body.iter().all(u8::is_ascii_whitespace) {
+            "an empty body".to_owned()
+        } else {
+            format!("{e}: {}", snippet(body))
+        };
+        malformed(format!("expected a chat completion, got {what}"))
+    })?;
     if completion.error.is_some() || completion.object.as_deref() == Some("error") {
         return Err(classify_value(
             &serde_json::from_slice(body).unwrap_or(Value::Null),

@@ -227,7 +227,7 @@ impl<'a> Scan<'a> {
     /// The end of a string's plain run from `self.i`: the first `"`, `\` or control
     /// character (or the end of the bytes).
     fn plain_run(&self) -> usize {
-        crate::provider::json_text::plain_run(self.b, self.i)
+        crate::json_text::plain_run(self.b, self.i)
     }
 
     /// A string with no escape, borrowed.

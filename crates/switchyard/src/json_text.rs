@@ -1,8 +1,9 @@
 //! JSON text helpers shared by the library and the server: a body parsed with its UTF-8
 //! checked once ([`from_bytes`]), and a JSON string's bytes scanned eight at a time
-//! ([`plain_run`]: the OpenAI chunk scan, `openai/stream/scan.rs`, and the server's
+//! ([`plain_run`]: the OpenAI chunk scan, `provider/openai/stream/scan.rs`, and the server's
 //! hand-written JSON, `json_out.rs` in switchyard-server, need the same answer to "where
-//! does the plain run end").
+//! does the plain run end"). Part of the vocabulary (docs/design.md, "Layers"): it
+//! depends on nothing in the crate.
 
 /// `body` parsed as JSON, as `serde_json::from_slice` parses it, with its UTF-8 checked
 /// once for the whole body instead of once for every string in it (serde_json checks each
