@@ -205,10 +205,11 @@ impl Dialect for Responses {
 }
 
 /// Whether anything on the request's route reads its native body (see [`native_body`]):
-/// a provider taking Responses bodies natively (`takes_it`), a wildcard route (whose
-/// providers are made per model, so not known here), or the route's response cache (its
-/// key holds the native body's fields: crates/switchyard-server/src/cache/mod.rs). On any
-/// other route the body is never read: its chat-kind providers send the shared shape, and
+/// a provider taking Responses bodies natively (`takes_it`; on a wildcard route, its
+/// template), any wildcard route still (its providers are made per model: read, to be
+/// safe, should one be made of another kind than its template), or the route's response
+/// cache (its key holds the native body's fields: crates/switchyard-server/src/cache/mod.rs).
+/// On any other route the body is never read: its chat-kind providers send the shared shape, and
 /// the surcharge check (`super::surcharges`) finds nothing in it that `prepare` would not
 /// already have refused (unknown fields, built-in tools) or the shared shape does not hold
 /// too (`service_tier`). The route is the one `admit_route` found (an unknown one: read,
