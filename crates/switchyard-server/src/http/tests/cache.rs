@@ -507,6 +507,33 @@ async fn streamed_hits_replay_messages_and_responses_events() {
     );
 }
 
+/// A Responses request's own fields (what the shared shape does not carry) are in its key
+/// on a cached route whose providers speak Chat Completions: the client's body is still
+/// read as the native body there, for the key (`responses::reads_native_body`).
+#[tokio::test]
+async fn a_responses_requests_own_fields_are_in_its_key() {
+    let f = simple();
+    let responses = |extra: Value| {
+        let mut body = json!({"model": "smart", "temperature": 0, "store": false, "input": "hi"});
+        let fields = body.as_object_mut().unwrap();
+        fields.extend(extra.as_object().unwrap().clone());
+        Request::post("/v1/responses")
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap()
+    };
+    let first = call(&f.state, responses(json!({}))).await;
+    assert_eq!(first.status(), StatusCode::OK);
+    assert_eq!(header(&first, "x-switchyard-cache"), "miss");
+    let again = call(&f.state, responses(json!({}))).await;
+    assert_eq!(header(&again, "x-switchyard-cache"), "hit");
+    // the same request in the shared shape, but not as the client wrote it
+    let own = call(&f.state, responses(json!({"truncation": "disabled"}))).await;
+    assert_eq!(own.status(), StatusCode::OK);
+    assert_eq!(header(&own, "x-switchyard-cache"), "miss");
+    assert_eq!(f.primary.calls(), 2);
+}
+
 #[tokio::test]
 async fn the_memory_store_evicts_the_least_recently_used_answer_past_its_byte_bound() {
     let f = simple();

@@ -289,3 +289,61 @@ async fn a_key_names_the_wildcard_route() {
     );
     assert_eq!(openai.received_requests().await.unwrap().len(), 1);
 }
+
+/// A Responses request on a wildcard route whose template speaks the Responses API
+/// upstream (`api = "responses"`) reaches it as the client wrote it, under the client's
+/// model: the body is read as the request's native body on such a route
+/// (`responses::reads_native_body`: its template takes it natively).
+#[tokio::test]
+async fn a_responses_template_gets_the_clients_own_body() {
+    let upstream = MockServer::start().await;
+    let answer = json!({"id": "resp_upstream", "object": "response", "created_at": 1,
+        "status": "completed", "model": "gpt-4.1-mini",
+        "output": [{"type": "message", "id": "msg_up1", "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "hi", "annotations": []}]}],
+        "usage": {"input_tokens": 5, "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 1, "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 6}});
+    Mock::given(method("POST"))
+        .and(path("/v1/responses"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(answer))
+        .mount(&upstream)
+        .await;
+    let text = format!(
+        r#"
+[[providers]]
+name = "resp"
+kind = "openai"
+api = "responses"
+model = "gpt-4o-mini"
+base_url = "{uri}/v1"
+api_key_env = "WILDCARD_KEY"
+
+[[routes]]
+name = "resp/*"
+providers = ["resp"]
+models = ["gpt-4.1*"]
+"#,
+        uri = upstream.uri(),
+    );
+    let config = parse(&text, "wildcard.toml").unwrap();
+    let env = |var: &str| (var == "WILDCARD_KEY").then(|| KEY.to_owned());
+    let built = build_gateway(&config, &env, false, Wiring::default()).unwrap();
+    let shared = Shared::for_tests(built.gateway, KeyStore::new(&[]), Arc::new(Metrics::new()));
+    let state = AppState(Arc::new(shared));
+    let body = json!({"model": "resp/gpt-4.1-mini", "input": "hi", "store": false,
+        "truncation": "disabled"});
+    let req = Request::post("/v1/responses")
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let resp = call(&state, req).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let sent = upstream_bodies(&upstream).await;
+    assert_eq!(sent.len(), 1);
+    // as written: the shared shape would have sent the input as items, without truncation
+    assert_eq!(sent[0]["input"], "hi", "{}", sent[0]);
+    assert_eq!(sent[0]["truncation"], "disabled", "{}", sent[0]);
+    assert_eq!(sent[0]["model"], "gpt-4.1-mini", "{}", sent[0]);
+}

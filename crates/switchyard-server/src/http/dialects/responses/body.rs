@@ -101,7 +101,11 @@ pub(crate) struct EchoReasoning {
 impl Base {
     /// `msg_<id>`: the answer's message item.
     pub(crate) fn message_id(&self) -> String {
-        format!("msg_{}", self.suffix())
+        let suffix = self.suffix();
+        let mut id = String::with_capacity(4 + suffix.len());
+        id.push_str("msg_");
+        id.push_str(suffix);
+        id
     }
 
     /// `fc_<id>_<n>`: the answer's `n`th function call item.
@@ -309,7 +313,7 @@ impl ResponseObject<'_> {
         match &self.error {
             Some(f) => {
                 out.extend_from_slice(b"{\"code\":");
-                j::str(out, f.code);
+                ours(out, f.code);
                 out.extend_from_slice(b",\"message\":");
                 j::value(out, &f.message);
                 out.push(b'}');
@@ -317,12 +321,12 @@ impl ResponseObject<'_> {
             None => j::null(out),
         }
         out.extend_from_slice(b",\"id\":");
-        j::str(out, self.id);
+        ours(out, self.id);
         out.extend_from_slice(b",\"incomplete_details\":");
         match &self.incomplete_details {
             Some(i) => {
                 out.extend_from_slice(b"{\"reason\":");
-                j::str(out, i.reason);
+                ours(out, i.reason);
                 out.push(b'}');
             }
             None => j::null(out),
@@ -343,7 +347,7 @@ impl ResponseObject<'_> {
         out.extend_from_slice(b",\"model\":");
         j::str(out, self.model);
         out.extend_from_slice(b",\"object\":");
-        j::str(out, self.object);
+        ours(out, self.object);
         out.extend_from_slice(b",\"output\":[");
         for (i, item) in self.output.iter().enumerate() {
             if i > 0 {
@@ -360,9 +364,9 @@ impl ResponseObject<'_> {
         out.extend_from_slice(b",\"summary\":");
         j::opt_str(out, self.reasoning.summary.as_deref());
         out.extend_from_slice(b"},\"service_tier\":");
-        j::str(out, self.service_tier);
+        ours(out, self.service_tier);
         out.extend_from_slice(b",\"status\":");
-        j::str(out, self.status);
+        ours(out, self.status);
         out.extend_from_slice(b",\"store\":");
         j::bool(out, self.store);
         if let Some(trail) = &self.switchyard {
@@ -393,7 +397,7 @@ impl ResponseObject<'_> {
         out.extend_from_slice(b",\"top_p\":");
         j::opt_f64(out, self.top_p);
         out.extend_from_slice(b",\"truncation\":");
-        j::str(out, self.truncation);
+        ours(out, self.truncation);
         out.extend_from_slice(b",\"usage\":");
         match &self.usage {
             Some(u) => {
@@ -432,9 +436,9 @@ impl Item<'_> {
                     out.push(b',');
                 }
                 out.extend_from_slice(b"\"id\":");
-                j::str(out, &r.id);
+                ours(out, &r.id);
                 out.extend_from_slice(b",\"status\":");
-                j::str(out, r.status);
+                ours(out, r.status);
                 out.extend_from_slice(b",\"summary\":[");
                 for (i, part) in r.summary.iter().enumerate() {
                     if i > 0 {
@@ -443,11 +447,11 @@ impl Item<'_> {
                     out.extend_from_slice(b"{\"text\":");
                     j::str(out, part.text);
                     out.extend_from_slice(b",\"type\":");
-                    j::str(out, part.kind);
+                    ours(out, part.kind);
                     out.push(b'}');
                 }
                 out.extend_from_slice(b"],\"type\":");
-                j::str(out, r.kind);
+                ours(out, r.kind);
                 out.push(b'}');
             }
             Item::Message(m) => {
@@ -459,13 +463,13 @@ impl Item<'_> {
                     part.write_json(out);
                 }
                 out.extend_from_slice(b"],\"id\":");
-                j::str(out, &m.id);
+                ours(out, &m.id);
                 out.extend_from_slice(b",\"role\":");
-                j::str(out, m.role);
+                ours(out, m.role);
                 out.extend_from_slice(b",\"status\":");
-                j::str(out, m.status);
+                ours(out, m.status);
                 out.extend_from_slice(b",\"type\":");
-                j::str(out, m.kind);
+                ours(out, m.kind);
                 out.push(b'}');
             }
             Item::Call(c) => {
@@ -474,13 +478,13 @@ impl Item<'_> {
                 out.extend_from_slice(b",\"call_id\":");
                 j::str(out, c.call_id);
                 out.extend_from_slice(b",\"id\":");
-                j::str(out, &c.id);
+                ours(out, &c.id);
                 out.extend_from_slice(b",\"name\":");
                 j::str(out, c.name);
                 out.extend_from_slice(b",\"status\":");
-                j::str(out, c.status);
+                ours(out, c.status);
                 out.extend_from_slice(b",\"type\":");
-                j::str(out, c.kind);
+                ours(out, c.kind);
                 out.push(b'}');
             }
             Item::Native(v) => j::value(out, *v),
@@ -508,18 +512,33 @@ impl Part<'_> {
                 out.extend_from_slice(b",\"text\":");
                 j::str(out, text);
                 out.extend_from_slice(b",\"type\":");
-                j::str(out, kind);
+                ours(out, kind);
                 out.push(b'}');
             }
             Part::Refusal { refusal, kind } => {
                 out.extend_from_slice(b"{\"refusal\":");
                 j::str(out, refusal);
                 out.extend_from_slice(b",\"type\":");
-                j::str(out, kind);
+                ours(out, kind);
                 out.push(b'}');
             }
         }
     }
+}
+
+/// A string of the gateway's own as a JSON string, copied as is: a constant (a status, a
+/// type, a role) or an id it made (`resp_`, `msg_`, `fc_`, `rs_` and hex digits), none of
+/// whose bytes needs escaping: the escaper's bytes (serde_json's) without its look, which
+/// costs as much as the copy for a few bytes.
+fn ours(out: &mut Vec<u8>, s: &str) {
+    debug_assert!(
+        (s.bytes()).all(|b| b.is_ascii_alphanumeric() || b == b'_'),
+        "{s:?} is not the gateway's own"
+    );
+    out.reserve(s.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(s.as_bytes());
+    out.push(b'"');
 }
 
 /// The tool choice as sent, `"auto"` when none was.
@@ -752,6 +771,47 @@ mod tests {
     use switchyard::{ErrorKind, Money};
 
     use super::*;
+
+    /// What `ours` writes is what the escaper writes, for the strings it is given: every
+    /// id `Base` makes and every status, type and role the answer holds.
+    #[test]
+    fn the_gateways_own_strings_need_no_escaping() {
+        let base = Base {
+            id: super::super::response_id(),
+            created_at: 0,
+            echo: Echo::default(),
+            stored: AtomicBool::new(false),
+        };
+        let words = [
+            "response",
+            "default",
+            "disabled",
+            "completed",
+            "incomplete",
+            "in_progress",
+            "max_output_tokens",
+            "content_filter",
+            "message",
+            "assistant",
+            "output_text",
+            "refusal",
+            "reasoning",
+            "function_call",
+            "summary_text",
+        ];
+        let ids = [
+            base.id.clone(),
+            base.message_id(),
+            base.call_id(12),
+            base.reasoning_id(3),
+        ];
+        for s in ids.iter().map(String::as_str).chain(words) {
+            let (mut written, mut escaper) = (Vec::new(), Vec::new());
+            ours(&mut written, s);
+            crate::json_out::str(&mut escaper, s);
+            assert_eq!(written, escaper, "{s:?}");
+        }
+    }
 
     /// The response object as it was built before it was written directly: a `Value`
     /// tree (kept here, verbatim but for names, as the reference the typed writer must

@@ -61,6 +61,9 @@ pub(crate) struct ResponsesExtra {
     /// with the request, when the answer is to be stored: a natively answered response
     /// keeps its input items so the next turn sends them again as they were.
     native_input: Option<Arc<RawBody>>,
+    /// The client's body, until `prepare` makes it the request's native body
+    /// ([`native_body`]) or finds that nothing on the route reads one.
+    body: Option<Bytes>,
 }
 
 impl Dialect for Responses {
@@ -75,10 +78,7 @@ impl Dialect for Responses {
         wire::check_lengths(&wire, &ctx.route)?;
         refuse_unsupported(&wire)?;
         note_ignored(&wire, ctx);
-        // valid: it parsed above; kept as its fields' own bytes, not a second tree
-        let own = RawBody::parse(body)
-            .map_err(|e| ApiError::bad_request(None, format!("invalid request body: {e}")))?;
-        let mut decoded = decode_request(wire, ctx, own)?;
+        let mut decoded = decode_request(wire, ctx, body.clone())?;
         decoded.unknown = unknown;
         Ok(decoded)
     }
@@ -88,6 +88,13 @@ impl Dialect for Responses {
         ctx: &Ctx,
         decoded: &mut Decoded<ResponsesExtra>,
     ) -> Result<(), ApiError> {
+        let takes_it = native::route_takes_it(state, &ctx.route);
+        if let Some(body) = decoded.extra.body.take() {
+            if reads_native_body(state, ctx, takes_it) {
+                let native = native_body(&body, &decoded.extra.native_only)?;
+                decoded.request.native = Some(native);
+            }
+        }
         let target = (NATIVE_KIND, "OpenAI provider with api = \"responses\"");
         super::passthrough::admit(state, &ctx.route, decoded, target, |first, _| {
             wire::unknown_parameter(first)
@@ -121,7 +128,7 @@ impl Dialect for Responses {
                 }
             }
         }
-        if !extra.native_only.is_empty() && !native::route_takes_it(state, &ctx.route) {
+        if !extra.native_only.is_empty() && !takes_it {
             let (param, what) = &extra.native_only[0];
             return Err(bad(
                 param,
@@ -134,7 +141,6 @@ impl Dialect for Responses {
         }
         // only a provider taking the body natively reads its input: for a route without
         // one, the stored conversation is not written into it a second time
-        let takes_it = native::route_takes_it(state, &ctx.route);
         if let Some(native) = decoded.request.native.as_mut().filter(|_| takes_it) {
             extra.native_input =
                 native::expand(native, &prior, prior_items, extra.base.echo.store)?;
@@ -196,6 +202,39 @@ impl Dialect for Responses {
     fn encoder(_ctx: &Ctx, extra: &ResponsesExtra, model: &str) -> stream::EventEncoder {
         stream::EventEncoder::new(Arc::clone(&extra.base), model)
     }
+}
+
+/// Whether anything on the request's route reads its native body (see [`native_body`]):
+/// a provider taking Responses bodies natively (`takes_it`; on a wildcard route, its
+/// template), any wildcard route still (its providers are made per model: read, to be
+/// safe, should one be made of another kind than its template), or the route's response
+/// cache (its key holds the native body's fields: crates/switchyard-server/src/cache/mod.rs).
+/// On any other route the body is never read: its chat-kind providers send the shared shape, and
+/// the surcharge check (`super::surcharges`) finds nothing in it that `prepare` would not
+/// already have refused (unknown fields, built-in tools) or the shared shape does not hold
+/// too (`service_tier`). The route is the one `admit_route` found (an unknown one: read,
+/// to be safe).
+fn reads_native_body(state: &AppState, ctx: &Ctx, takes_it: bool) -> bool {
+    takes_it
+        || state.cache.policy(&ctx.route_label).is_some()
+        || state
+            .gateway
+            .route(&ctx.route)
+            .map_or(true, |r| r.wildcard.is_some())
+}
+
+/// The client's body as the request's native body for OpenAI providers with
+/// `api = "responses"`: its fields' own bytes, not a second tree; required (other providers
+/// skipped) when it holds what only they can serve (`native_only`; a skipped provider's
+/// trail entry names the first few).
+///
+/// # Errors
+/// 400 when the body is not a JSON object (not reached: `decode` parsed it).
+fn native_body(body: &[u8], native_only: &[(String, String)]) -> Result<Native, ApiError> {
+    let own = RawBody::parse(body)
+        .map_err(|e| ApiError::bad_request(None, format!("invalid request body: {e}")))?;
+    let names = native_only.iter().take(8).map(|(param, _)| param.clone());
+    Ok(Native::new(NATIVE_KIND, own).required_by(names.collect()))
 }
 
 /// The answer's output items: those a provider answering natively returned, as it did,
@@ -312,7 +351,7 @@ fn note_ignored(w: &WireRequest, ctx: &mut Ctx) {
 fn decode_request(
     mut w: WireRequest,
     ctx: &mut Ctx,
-    own: RawBody,
+    body: Bytes,
 ) -> Result<Decoded<ResponsesExtra>, ApiError> {
     let mut strict = false;
     let mut native_only = Vec::new();
@@ -401,14 +440,8 @@ fn decode_request(
         prompt_cache_key: w.prompt_cache_key.clone(),
         prompt_cache_retention: cache_retention(w.prompt_cache_retention.as_ref())?,
         safety_identifier: w.safety_identifier.clone(),
-        // a skipped provider's trail entry names the first few
-        native: Some(
-            Native::new(NATIVE_KIND, own).required_by(
-                (native_only.iter().take(8))
-                    .map(|(param, _)| param.clone())
-                    .collect(),
-            ),
-        ),
+        // set by `prepare`, on a route that reads it
+        native: None,
         ..switchyard::ChatRequest::default()
     };
     ctx.native_kind = Some(NATIVE_KIND);
@@ -431,6 +464,7 @@ fn decode_request(
             conversation: Vec::new(),
             native_only,
             native_input: None,
+            body: Some(body),
         },
         unknown: Vec::new(),
     })

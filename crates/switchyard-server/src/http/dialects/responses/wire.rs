@@ -67,7 +67,213 @@ pub(super) struct WireRequest {
 #[derive(Debug)]
 pub(super) enum WireInput {
     Text(String),
-    Items(Vec<Value>),
+    Items(Vec<WireItem>),
+}
+
+/// One `input` item: a plain message read straight into its parts, or anything else as
+/// the `serde_json::Value` it always was (read by [`Conversation::item`] by hand).
+#[derive(Debug, PartialEq)]
+pub(super) enum WireItem {
+    /// An object with a string `role` that names a role, a string `content`, at most a
+    /// `type` of `"message"` or `null` besides, and no key twice: what
+    /// [`Conversation::item`] reads from its `Value` into exactly this message, with no
+    /// unmodelled key to note. (The common item: a chat turn.)
+    Message {
+        role: Role,
+        text: String,
+    },
+    Value(Value),
+}
+
+impl<'de> Deserialize<'de> for WireItem {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ItemVisitor)
+    }
+}
+
+/// Reads an input item as `serde_json::Value`'s own visitor does (the same calls on the
+/// deserializer, so the same errors), keeping a plain message's role and text instead of
+/// building its map.
+struct ItemVisitor;
+
+/// What of a plain message has been read (see [`WireItem::Message`]).
+#[derive(Default)]
+struct Plain {
+    kind: Option<Value>,
+    role: Option<Value>,
+    content: Option<Value>,
+}
+
+impl Plain {
+    /// Keep `value` under `key` when it is one a plain message may hold, not yet seen;
+    /// else give it back.
+    fn keep(&mut self, key: &str, value: Value) -> Result<(), Value> {
+        let (slot, fits) = match key {
+            "type" => (
+                &mut self.kind,
+                matches!(&value, Value::Null) || value == "message",
+            ),
+            "role" => (&mut self.role, value.as_str().and_then(role_of).is_some()),
+            "content" => (&mut self.content, value.is_string()),
+            _ => return Err(value),
+        };
+        if !fits || slot.is_some() {
+            return Err(value);
+        }
+        *slot = Some(value);
+        Ok(())
+    }
+
+    /// What was kept, as the object it came from (in any order: the map sorts its keys).
+    fn into_map(self) -> Map<String, Value> {
+        let mut map = Map::new();
+        for (key, value) in [
+            ("type", self.kind),
+            ("role", self.role),
+            ("content", self.content),
+        ] {
+            if let Some(value) = value {
+                map.insert(key.to_owned(), value);
+            }
+        }
+        map
+    }
+}
+
+/// A message's role by its name.
+fn role_of(name: &str) -> Option<Role> {
+    Some(match name {
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
+        "system" => Role::System,
+        "developer" => Role::Developer,
+        _ => return None,
+    })
+}
+
+/// A map key, borrowed from the body when it has no escapes.
+struct Key<'de>(std::borrow::Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string key")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(self, s: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Borrowed(s)))
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(s.to_owned())))
+            }
+            fn visit_string<E: serde::de::Error>(self, s: String) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(s)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// The key serde_json's `Value` reads, as the first of a map, as a raw value written as a
+/// string (its `raw_value` feature; serde_json's src/raw.rs, `TOKEN`).
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+/// That raw value's string, read as serde_json's `BoxedFromString` reads it.
+struct RawValueString;
+
+impl<'de> serde::de::DeserializeSeed<'de> for RawValueString {
+    type Value = String;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for RawValueString {
+    type Value = String;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("raw value")
+    }
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<String, E> {
+        Ok(s.to_owned())
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ItemVisitor {
+    type Value = WireItem;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<WireItem, E> {
+        Ok(WireItem::Value(Value::Bool(b)))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<WireItem, E> {
+        Ok(WireItem::Value(Value::from(n)))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<WireItem, E> {
+        Ok(WireItem::Value(Value::from(n)))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, x: f64) -> Result<WireItem, E> {
+        Ok(WireItem::Value(
+            serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number),
+        ))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<WireItem, E> {
+        Ok(WireItem::Value(Value::String(s.to_owned())))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, s: String) -> Result<WireItem, E> {
+        Ok(WireItem::Value(Value::String(s)))
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<WireItem, E> {
+        Ok(WireItem::Value(Value::Null))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<WireItem, A::Error> {
+        Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq)).map(WireItem::Value)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<WireItem, A::Error> {
+        let mut plain = Plain::default();
+        let mut first = true;
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            if std::mem::take(&mut first) && key == RAW_VALUE_TOKEN {
+                let raw = map.next_value_seed(RawValueString)?;
+                let value = serde_json::from_str(&raw).map_err(serde::de::Error::custom)?;
+                return Ok(WireItem::Value(value));
+            }
+            let value: Value = map.next_value()?;
+            if let Err(value) = plain.keep(&key, value) {
+                // not a plain message: the rest read as `Value` reads a map
+                let mut obj = plain.into_map();
+                obj.insert(key.into_owned(), value);
+                while let Some((key, value)) = map.next_entry::<String, Value>()? {
+                    obj.insert(key, value);
+                }
+                return Ok(WireItem::Value(Value::Object(obj)));
+            }
+        }
+        let role = plain
+            .role
+            .as_ref()
+            .and_then(Value::as_str)
+            .and_then(role_of);
+        match (role, plain.content.take()) {
+            (Some(role), Some(Value::String(text))) => Ok(WireItem::Message { role, text }),
+            (_, content) => {
+                plain.content = content;
+                Ok(WireItem::Value(Value::Object(plain.into_map())))
+            }
+        }
+    }
 }
 
 impl<'de> Deserialize<'de> for WireInput {
@@ -260,7 +466,20 @@ pub(super) fn conversation(input: WireInput) -> Result<Conversation, ApiError> {
         WireInput::Text(text) => conv.messages.push(Message::user(text)),
         WireInput::Items(items) => {
             for (i, item) in items.into_iter().enumerate() {
-                conv.item(i, item)?;
+                match item {
+                    WireItem::Message { role, text } => {
+                        conv.push_message(Message {
+                            role,
+                            content: vec![ContentPart::Text { text }],
+                            tool_calls: Vec::new(),
+                            tool_call_id: None,
+                            name: None,
+                            thinking: Vec::new(),
+                            cache: Vec::new(),
+                        });
+                    }
+                    WireItem::Value(item) => conv.item(i, item)?,
+                }
             }
         }
     }
@@ -286,16 +505,7 @@ impl Conversation {
         match kind.as_str() {
             "message" => {
                 let m = message(&path, &mut obj, &mut self.unmodelled)?;
-                match self.messages.last_mut() {
-                    // the answer whose reasoning came just before
-                    Some(last) if m.role == Role::Assistant && holds_reasoning(last) => {
-                        last.content = m.content;
-                    }
-                    _ => {
-                        self.drop_lone_reasoning();
-                        self.messages.push(m);
-                    }
-                }
+                self.push_message(m);
             }
             "function_call" => self.call(&path, &mut obj)?,
             "function_call_output" => {
@@ -317,6 +527,20 @@ impl Conversation {
 }
 
 impl Conversation {
+    /// A `message` item's message: the content of the answer whose reasoning came just
+    /// before, or the next message.
+    fn push_message(&mut self, m: Message) {
+        match self.messages.last_mut() {
+            Some(last) if m.role == Role::Assistant && holds_reasoning(last) => {
+                last.content = m.content;
+            }
+            _ => {
+                self.drop_lone_reasoning();
+                self.messages.push(m);
+            }
+        }
+    }
+
     /// A `reasoning` item: its sealed blocks (see `super::sealed`) open the assistant's
     /// next turn (the message or function calls that follow join it); one in another
     /// format is left out.
@@ -713,4 +937,179 @@ pub(super) fn check_lengths(req: &WireRequest, model: &str) -> Result<(), ApiErr
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    /// `input` as it was read before [`WireItem::Message`]: every item a `Value`.
+    fn old_conversation(items: &str) -> Result<Conversation, ApiError> {
+        let items: Vec<Value> = serde_json::from_str(items).unwrap();
+        conversation(WireInput::Items(
+            items.into_iter().map(WireItem::Value).collect(),
+        ))
+    }
+
+    fn new_conversation(items: &str) -> Result<Conversation, ApiError> {
+        let WireInput::Items(items) = serde_json::from_str(items).unwrap() else {
+            panic!("not a list: {items}");
+        };
+        conversation(WireInput::Items(items))
+    }
+
+    fn same(a: &Result<Conversation, ApiError>, b: &Result<Conversation, ApiError>) -> bool {
+        match (a, b) {
+            (Ok(a), Ok(b)) => {
+                a.messages == b.messages
+                    && a.unanswered == b.unanswered
+                    && a.foreign_reasoning == b.foreign_reasoning
+                    && a.native_only == b.native_only
+                    && a.unmodelled.names().eq(b.unmodelled.names())
+            }
+            (Err(a), Err(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    /// Items a plain message's reader takes, or must leave to the `Value` path: every
+    /// mix of type, role, content, extra and repeated keys, and what is not an object.
+    fn items() -> Vec<String> {
+        let kinds = [
+            None,
+            Some(json!(null)),
+            Some(json!("message")),
+            Some(json!("text")),
+        ];
+        let kinds = kinds.into_iter().chain([
+            Some(json!("function_call")),
+            Some(json!(5)),
+            Some(json!("Message")),
+        ]);
+        let roles = [
+            None,
+            Some(json!("user")),
+            Some(json!("assistant")),
+            Some(json!("system")),
+            Some(json!("developer")),
+            Some(json!("tool")),
+            Some(json!("User")),
+            Some(json!(null)),
+            Some(json!(1)),
+        ];
+        let contents = [
+            None,
+            Some(json!("Say \"hi\" \\ \n\u{e9}\u{1f600}")),
+            Some(json!("")),
+            Some(json!(null)),
+            Some(json!([{"type": "input_text", "text": "parts"}])),
+            Some(json!({"text": "an object"})),
+            Some(json!(7)),
+        ];
+        let mut out = Vec::new();
+        for kind in kinds {
+            for role in &roles {
+                for content in &contents {
+                    let mut fields = Vec::new();
+                    let pairs = [("type", &kind), ("role", role), ("content", content)];
+                    for (key, value) in pairs {
+                        if let Some(v) = value {
+                            fields.push(format!("{key:?}:{v}"));
+                        }
+                    }
+                    out.push(format!("{{{}}}", fields.join(",")));
+                    // the same keys in reverse, and with more after them
+                    let mut back = fields.clone();
+                    back.reverse();
+                    out.push(format!("{{{}}}", back.join(",")));
+                    fields.push(r#""id":"msg_1""#.into());
+                    out.push(format!("{{{}}}", fields.join(",")));
+                }
+            }
+        }
+        out.extend(
+            [
+                r#"{"role":"user","content":"a","role":"assistant"}"#,
+                r#"{"role":"user","content":"a","content":"b"}"#,
+                r#"{"role":"user","content":"a","content":[{"type":"input_text","text":"b"}]}"#,
+                r#"{"type":"message","type":"message","role":"user","content":"a"}"#,
+                r#"{"type":null,"role":"user","content":"a","type":"reasoning"}"#,
+                r#"{"role":"user","content":"a","annotations":[1]}"#,
+                r#"{"role":"user","content":"a","x-y":1,"é":2}"#,
+                r#"{"r\u006fle":"user","content":"esc\u0061ped key"}"#,
+                r#"{"role":"us\u0065r","content":"esc\u0061ped"}"#,
+                r#"{}"#,
+                r#"[]"#,
+                r#"[{"role":"user","content":"nested"}]"#,
+                r#""a string""#,
+                r#"null"#,
+                r#"true"#,
+                r#"-3"#,
+                r#"2.5"#,
+                r#"{"$serde_json::private::RawValue":"{\"role\":\"user\",\"content\":\"raw\"}"}"#,
+                r#"{"role":"user","$serde_json::private::RawValue":"{}","content":"later"}"#,
+                r#"{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"}"#,
+                r#"{"type":"function_call_output","call_id":"c1","output":"done"}"#,
+                r#"{"type":"function_call_output","call_id":"c9","output":"no call"}"#,
+                r#"{"type":"reasoning","summary":[]}"#,
+                r#"{"type":"web_search_call","id":"ws_1"}"#,
+            ]
+            .map(str::to_owned),
+        );
+        out
+    }
+
+    #[test]
+    fn a_plain_message_item_reads_as_its_value_did() {
+        let items = items();
+        let mut plain = 0;
+        for item in &items {
+            // alone, and among others (reasoning before an answer, a call before its output)
+            let lists = [
+                format!("[{item}]"),
+                format!(r#"[{{"role":"user","content":"first"}},{item}]"#),
+                format!(r#"[{item},{{"role":"assistant","content":"after"}},{item}]"#),
+                format!(
+                    r#"[{{"type":"function_call","call_id":"c1","name":"f","arguments":"{{}}"}},{item}]"#
+                ),
+            ];
+            for list in lists {
+                let (old, new) = (old_conversation(&list), new_conversation(&list));
+                assert!(same(&old, &new), "{list}: {old:?} != {new:?}");
+            }
+            let value: Value = serde_json::from_str(item).unwrap();
+            match serde_json::from_str::<WireItem>(item).unwrap() {
+                WireItem::Value(v) => assert_eq!(v, value, "{item}"),
+                WireItem::Message { .. } => plain += 1,
+            }
+        }
+        // the plain reader did take some (type absent, null or "message" with a known
+        // role and string content, in either key order; escaped keys and roles too)
+        assert_eq!(plain, 3 * 4 * 2 * 2 + 2, "{plain}");
+    }
+
+    /// What is not JSON fails as it did, with serde_json's message for the same place.
+    #[test]
+    fn a_broken_item_fails_as_its_value_did() {
+        let broken = [
+            r#"[{"role":"user","content":"a""#,
+            r#"[{"role":"user","content":"a",}]"#,
+            r#"[{"role":"user" "content":"a"}]"#,
+            r#"[{"role":"user","content":tru}]"#,
+            r#"[{"role":"user","content":"a"},]"#,
+            r#"[{"role":"user","content":"\x"}]"#,
+            r#"[{"role":"user","conte"#,
+            r#"[{"role":"user","content":"a","id":[1,}]"#,
+            r#"[{1:2}]"#,
+            r#"[{"$serde_json::private::RawValue":5}]"#,
+            r#"[{"$serde_json::private::RawValue":"{nope"}]"#,
+        ];
+        for text in broken {
+            let old = serde_json::from_str::<Vec<Value>>(text).unwrap_err();
+            let new = serde_json::from_str::<WireInput>(text).unwrap_err();
+            assert_eq!(old.to_string(), new.to_string(), "{text}");
+        }
+    }
 }
