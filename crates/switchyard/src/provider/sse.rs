@@ -644,51 +644,54 @@ where
                     Ok(Parsed::Done) | Err(_) => return Poll::Ready(Some(Ok(d.finish()))),
                 }
             }
-            let parsed = match d.events.poll_event(cx) {
+            let mut parsed = match d.events.poll_event(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(None) => Ok(Parsed::Done),
                 Poll::Ready(Some(Err(e))) => Err(e),
                 Poll::Ready(Some(Ok(event))) => (d.parse)(event),
             };
-            match parsed {
-                Ok(Parsed::Skip) => {}
-                Ok(Parsed::Done) => {
+            // the chunk changed where the adapter left it, then moved out once
+            let yielded = match &mut parsed {
+                Ok(Parsed::Skip) => false,
+                Ok(Parsed::Chunk(chunk)) => d.take_chunk(chunk),
+                Ok(Parsed::Done) | Err(_) => {
                     d.ended = true;
-                    return Poll::Ready(Some(Err(ProviderError::new(
-                        ErrorKind::Malformed,
-                        "stream closed before the finish signal",
-                    ))));
+                    true
                 }
-                Err(e) => {
-                    d.ended = true;
-                    return Poll::Ready(Some(Err(e)));
-                }
-                Ok(Parsed::Chunk(chunk)) => {
-                    if let Some(out) = d.take_chunk(chunk) {
-                        return Poll::Ready(Some(Ok(out)));
-                    }
-                }
+            };
+            if !yielded {
+                continue;
             }
+            return Poll::Ready(Some(match parsed {
+                Ok(Parsed::Chunk(chunk)) => Ok(chunk),
+                Ok(Parsed::Done | Parsed::Skip) => Err(ProviderError::new(
+                    ErrorKind::Malformed,
+                    "stream closed before the finish signal",
+                )),
+                Err(e) => Err(e),
+            }));
         }
     }
 }
 
 impl<E, F> Driver<E, F> {
-    /// Handle a chunk before the finish: what to yield now, if anything.
-    fn take_chunk(&mut self, mut chunk: ChatChunk) -> Option<ChatChunk> {
+    /// Handle a chunk before the finish, changed where it lies: true when it is to be
+    /// yielded now (false: dropped, what it stated kept for the next).
+    fn take_chunk(&mut self, chunk: &mut ChatChunk) -> bool {
         let had_usage = chunk.usage.is_some();
         if let Some(usage) = chunk.usage.take() {
             self.usage = Some(usage);
         }
         let Some(finish_reason) = chunk.finish_reason.take() else {
             if !chunk.has_content() {
-                self.stated.keep(&mut chunk);
-                return None;
+                self.stated.keep(chunk);
+                chunk.recycle_text();
+                return false;
             }
-            self.stated.restate(&mut chunk);
-            return Some(chunk);
+            self.stated.restate(chunk);
+            return true;
         };
-        self.stated.restate(&mut chunk);
+        self.stated.restate(chunk);
         let finish = ChatChunk {
             finish_reason: Some(finish_reason),
             id: chunk.id.take(),
@@ -702,12 +705,13 @@ impl<E, F> Driver<E, F> {
         if had_usage {
             // The finish chunk is complete: content, finish and usage in one.
             let mut last = self.finish();
-            last.text = chunk.text;
-            last.tool_calls = chunk.tool_calls;
-            last.thinking = chunk.thinking;
-            return Some(last);
+            last.text = std::mem::take(&mut chunk.text);
+            last.tool_calls = std::mem::take(&mut chunk.tool_calls);
+            last.thinking = std::mem::take(&mut chunk.thinking);
+            *chunk = last;
+            return true;
         }
-        chunk.has_content().then_some(chunk)
+        chunk.has_content()
     }
 
     /// The held finish chunk with the latest usage; the stream ends after it.

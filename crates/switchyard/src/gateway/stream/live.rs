@@ -94,19 +94,27 @@ impl Live {
             let Some(upstream) = self.segment.upstream.as_mut() else {
                 return Poll::Ready(None);
             };
-            let stall = match upstream.poll_next_unpin(cx) {
+            let mut next = upstream.poll_next_unpin(cx);
+            if let Poll::Ready(Some(Ok(chunk))) = &mut next {
+                // the chunk changed where it lies, then moved out once
+                self.stall_armed = None;
+                match self.pass(chunk) {
+                    Ok(true) => {
+                        return next.map(|n| n.and_then(Result::ok).map(StreamEvent::Chunk))
+                    }
+                    Ok(false) => continue,
+                    Err(d) => {
+                        self.diverged(&d);
+                        *job = Some(Job::Rescue);
+                        return Poll::Pending;
+                    }
+                }
+            }
+            let stall = match next {
                 Poll::Ready(next) => {
                     self.stall_armed = None;
                     match next {
-                        Some(Ok(mut chunk)) => match self.pass(&mut chunk) {
-                            Ok(true) => return Poll::Ready(Some(StreamEvent::Chunk(chunk))),
-                            Ok(false) => continue,
-                            Err(d) => {
-                                self.diverged(&d);
-                                *job = Some(Job::Rescue);
-                                return Poll::Pending;
-                            }
-                        },
+                        Some(Ok(_)) => continue, // taken above
                         Some(Err(e)) => {
                             *job = Some(Job::Broken(e));
                             return Poll::Pending;
@@ -441,12 +449,13 @@ impl Stream for Committed {
             };
             let mut job = None;
             let next = live.poll_event(cx, &mut job);
-            let Some(job) = job else {
-                return next;
-            };
-            if let Some(live) = this.live.take() {
-                this.work = Some(Box::pin(job.run(live)));
+            if let Some(job) = job {
+                if let Some(live) = this.live.take() {
+                    this.work = Some(Box::pin(job.run(live)));
+                }
+                continue;
             }
+            return next;
         }
     }
 }

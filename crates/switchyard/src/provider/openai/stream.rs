@@ -71,7 +71,7 @@ fn read(
     event: &SseEvent,
     seen: &mut Seen,
 ) -> Result<Option<(ChatChunk, Vec<ChoiceDelta>)>, ProviderError> {
-    let data = event.data.trim();
+    let data = trimmed(&event.data);
     if data == "[DONE]" {
         return Ok(None);
     }
@@ -90,12 +90,28 @@ fn scanned(event: &SseEvent, data: &str, seen: &mut Seen) -> Option<ChatChunk> {
         return None;
     }
     let c = scan::text_chunk(data, Some(&mut seen.head))?;
+    if c.model.is_none() && c.fingerprint.is_none() {
+        // a repeated head (nearly every chunk) states nothing
+        return Some(ChatChunk {
+            text: c.text,
+            ..ChatChunk::default()
+        });
+    }
     Some(ChatChunk {
         model: changed(&mut seen.model, c.model.map(Cow::Borrowed)),
         system_fingerprint: changed(&mut seen.fingerprint, c.fingerprint.map(Cow::Borrowed)),
         text: c.text,
         ..ChatChunk::default()
     })
+}
+
+/// `data` as `str::trim` trims it, the usual case (data that starts and ends with a
+/// printable ASCII byte, a chunk's `{…}`: its own trim) told by two bytes.
+fn trimmed(data: &str) -> &str {
+    match data.as_bytes() {
+        [first, .., last] if first.is_ascii_graphic() && last.is_ascii_graphic() => data,
+        _ => data.trim(),
+    }
 }
 
 /// [`read`] by serde, for any event (`data`: its data, trimmed, not `[DONE]`).
@@ -249,7 +265,7 @@ impl StreamEvents for Events {
         if self.choices == 1 {
             // as `read`, without the pieces of other answers to carry (the chunk is
             // built where it is returned)
-            let data = event.data.trim();
+            let data = trimmed(&event.data);
             if data == "[DONE]" {
                 return Ok(Parsed::Done);
             }
