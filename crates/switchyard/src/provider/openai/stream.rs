@@ -86,23 +86,40 @@ fn read(
 /// one pass over its bytes (`data`: the event's, trimmed, not `[DONE]`); `None`: serde's
 /// to read (every other chunk; `scan.rs`).
 fn scanned(event: &SseEvent, data: &str, seen: &mut Seen) -> Option<ChatChunk> {
+    scanned_text(event, data, seen).map(|c| seen.chunk_of(c))
+}
+
+/// What [`scanned`] reads, before it is a chunk.
+fn scanned_text<'a>(
+    event: &SseEvent,
+    data: &'a str,
+    seen: &mut Seen,
+) -> Option<scan::TextChunk<'a>> {
     if event.event == "error" {
         return None;
     }
-    let c = scan::text_chunk(data, Some(&mut seen.head))?;
-    if c.model.is_none() && c.fingerprint.is_none() {
-        // a repeated head (nearly every chunk) states nothing
-        return Some(ChatChunk {
+    scan::text_chunk(data, Some(&mut seen.head))
+}
+
+impl Seen {
+    /// The chunk of what the scan read, its model and fingerprint stated where they
+    /// change. Inlined where the chunk is returned: built there, not moved into it.
+    #[inline(always)]
+    fn chunk_of(&mut self, c: scan::TextChunk<'_>) -> ChatChunk {
+        if c.model.is_none() && c.fingerprint.is_none() {
+            // a repeated head (nearly every chunk) states nothing
+            return ChatChunk {
+                text: c.text,
+                ..ChatChunk::default()
+            };
+        }
+        ChatChunk {
+            model: changed(&mut self.model, c.model.map(Cow::Borrowed)),
+            system_fingerprint: changed(&mut self.fingerprint, c.fingerprint.map(Cow::Borrowed)),
             text: c.text,
             ..ChatChunk::default()
-        });
+        }
     }
-    Some(ChatChunk {
-        model: changed(&mut seen.model, c.model.map(Cow::Borrowed)),
-        system_fingerprint: changed(&mut seen.fingerprint, c.fingerprint.map(Cow::Borrowed)),
-        text: c.text,
-        ..ChatChunk::default()
-    })
 }
 
 /// `data` as `str::trim` trims it, the usual case (data that starts and ends with a
@@ -269,8 +286,8 @@ impl StreamEvents for Events {
             if data == "[DONE]" {
                 return Ok(Parsed::Done);
             }
-            if let Some(chunk) = scanned(event, data, &mut self.seen) {
-                return Ok(Parsed::Chunk(chunk));
+            if let Some(c) = scanned_text(event, data, &mut self.seen) {
+                return Ok(Parsed::Chunk(self.seen.chunk_of(c)));
             }
             self.seen.head.clear();
             return Ok(match read_serde(event, data, &mut self.seen)? {
