@@ -1105,6 +1105,41 @@ impl ChatChunk {
             || !self.choices.is_empty()
             || self.native.is_some()
     }
+
+    /// Done with this chunk's text (it has been written out): its buffer, emptied, is
+    /// kept for the next chunk read on this thread ([`spare_text`]), so a stream's usual
+    /// chunk allocates no `String` for its text. `text` is empty afterwards.
+    pub fn recycle_text(&mut self) {
+        recycle_text(std::mem::take(&mut self.text));
+    }
+}
+
+thread_local! {
+    /// One spare text buffer per thread: the last written chunk's (see [`spare_text`]).
+    static SPARE_TEXT: std::cell::Cell<String> = const { std::cell::Cell::new(String::new()) };
+}
+
+/// A spare buffer larger than this is freed, not kept (a chunk's text is a token or a
+/// few: the spare stays small).
+const SPARE_TEXT_MAX: usize = 4096;
+
+/// An empty `String` to read a chunk's text into: the buffer the last chunk written on
+/// this thread handed back ([`ChatChunk::recycle_text`]), or a new one. A stream is read
+/// and written in one task, its chunks one after another: in steady state each chunk's
+/// text reuses the one before it's, instead of an allocation and a free per chunk.
+#[must_use]
+pub fn spare_text() -> String {
+    SPARE_TEXT.with(std::cell::Cell::take)
+}
+
+/// Hand `text`'s buffer back for the next [`spare_text`] on this thread (emptied; one
+/// kept, of at most a few KiB: anything else is freed).
+pub fn recycle_text(mut text: String) {
+    if text.capacity() == 0 || text.capacity() > SPARE_TEXT_MAX {
+        return;
+    }
+    text.clear();
+    SPARE_TEXT.with(|spare| spare.set(text));
 }
 
 /// A piece of one answer after the first, in a streamed request with `n` > 1.
@@ -1132,6 +1167,26 @@ pub struct ChoiceDelta {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A written chunk's text buffer is the next chunk's, emptied; one too large, or none
+    /// handed back, is not (a new `String`).
+    #[test]
+    fn a_recycled_text_buffer_serves_the_next_chunk() {
+        drop(spare_text());
+        let mut chunk = ChatChunk {
+            text: String::with_capacity(64),
+            ..ChatChunk::default()
+        };
+        chunk.text.push_str("Hello");
+        let at = chunk.text.as_ptr();
+        chunk.recycle_text();
+        assert!(chunk.text.is_empty() && chunk.text.capacity() == 0);
+        let next = spare_text();
+        assert_eq!((next.as_ptr(), next.len(), next.capacity()), (at, 0, 64));
+        assert_eq!(spare_text().capacity(), 0, "one spare, taken");
+        recycle_text(String::with_capacity(SPARE_TEXT_MAX + 1));
+        assert_eq!(spare_text().capacity(), 0, "too large to keep");
+    }
 
     #[test]
     fn uncached_input_excludes_cache_reads_and_writes() {

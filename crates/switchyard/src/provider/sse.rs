@@ -529,19 +529,22 @@ where
         usage: None,
         ended: false,
         stated: Stated::default(),
+        scrub,
     };
     // polled by hand, not an `unfold` of an async step: each chunk is moved once out of
     // it, not through a future's state and the unfold's (boxed: the state stays put)
-    Box::pin(Chunks(Box::new(driver), scrub))
+    Box::pin(Chunks(Box::new(driver)))
 }
 
 /// The stream [`into_chunks`] returns.
-struct Chunks<E, F, X>(Box<Driver<E, F>>, X);
+struct Chunks<E, F, X>(Box<Driver<E, F, X>>);
 
 /// The state of [`into_chunks`].
-struct Driver<E, F> {
+struct Driver<E, F, X> {
     events: E,
     parse: F,
+    /// What an error is passed through on its way out.
+    scrub: X,
     grace: Duration,
     /// The finish chunk waiting for usage, and the timer that stops the wait.
     held: Option<(ChatChunk, Pin<Box<tokio::time::Sleep>>)>,
@@ -593,28 +596,20 @@ where
     type Item = Result<ChatChunk, ProviderError>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let Self(driver, scrub) = self.get_mut();
-        // the chunk changed where it lies, not moved through another value
-        let mut next = driver.poll_chunk(cx);
-        match &mut next {
-            Poll::Ready(Some(Ok(chunk))) => super::bound_reported_model(&mut chunk.model),
-            Poll::Ready(Some(Err(_))) => {
-                if let Poll::Ready(Some(Err(e))) = next {
-                    return Poll::Ready(Some(Err(scrub(e))));
-                }
-            }
-            Poll::Ready(None) | Poll::Pending => {}
-        }
-        next
+        // what the driver returns is returned as it is (a chunk is moved once, into it)
+        self.get_mut().0.poll_chunk(cx)
     }
 }
 
-impl<S, D, F> Driver<Framed<S, D>, F>
+impl<S, D, F, X> Driver<Framed<S, D>, F, X>
 where
     S: Stream<Item = Result<Bytes, ProviderError>> + Unpin,
     D: Deframe,
     F: FnMut(&SseEvent) -> Result<Parsed, ProviderError>,
+    X: FnMut(ProviderError) -> ProviderError,
 {
+    /// The next chunk, its reported model bounded ([`super::bound_reported_model`]), or
+    /// the next error, scrubbed.
     fn poll_chunk(
         &mut self,
         cx: &mut Context<'_>,
@@ -637,58 +632,59 @@ where
                 match parsed {
                     Ok(Parsed::Skip) => continue,
                     Ok(Parsed::Chunk(c)) if c.usage.is_none() => continue,
-                    Ok(Parsed::Chunk(c)) => {
-                        d.usage = c.usage;
-                        return Poll::Ready(Some(Ok(d.finish())));
-                    }
-                    Ok(Parsed::Done) | Err(_) => return Poll::Ready(Some(Ok(d.finish()))),
+                    Ok(Parsed::Chunk(c)) => d.usage = c.usage,
+                    Ok(Parsed::Done) | Err(_) => {}
                 }
+                let mut last = d.finish();
+                super::bound_reported_model(&mut last.model);
+                return Poll::Ready(Some(Ok(last)));
             }
-            let parsed = match d.events.poll_event(cx) {
+            let mut parsed = match d.events.poll_event(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(None) => Ok(Parsed::Done),
                 Poll::Ready(Some(Err(e))) => Err(e),
                 Poll::Ready(Some(Ok(event))) => (d.parse)(event),
             };
-            match parsed {
-                Ok(Parsed::Skip) => {}
-                Ok(Parsed::Done) => {
-                    d.ended = true;
-                    return Poll::Ready(Some(Err(ProviderError::new(
-                        ErrorKind::Malformed,
-                        "stream closed before the finish signal",
-                    ))));
+            // the chunk changed where the adapter left it, then moved out once
+            if let Ok(Parsed::Chunk(chunk)) = &mut parsed {
+                if !d.take_chunk(chunk) {
+                    continue;
                 }
-                Err(e) => {
-                    d.ended = true;
-                    return Poll::Ready(Some(Err(e)));
-                }
-                Ok(Parsed::Chunk(chunk)) => {
-                    if let Some(out) = d.take_chunk(chunk) {
-                        return Poll::Ready(Some(Ok(out)));
-                    }
-                }
+                super::bound_reported_model(&mut chunk.model);
             }
+            let e = match parsed {
+                Ok(Parsed::Chunk(chunk)) => return Poll::Ready(Some(Ok(chunk))),
+                Ok(Parsed::Skip) => continue,
+                Ok(Parsed::Done) => ProviderError::new(
+                    ErrorKind::Malformed,
+                    "stream closed before the finish signal",
+                ),
+                Err(e) => e,
+            };
+            d.ended = true;
+            return Poll::Ready(Some(Err((d.scrub)(e))));
         }
     }
 }
 
-impl<E, F> Driver<E, F> {
-    /// Handle a chunk before the finish: what to yield now, if anything.
-    fn take_chunk(&mut self, mut chunk: ChatChunk) -> Option<ChatChunk> {
+impl<E, F, X> Driver<E, F, X> {
+    /// Handle a chunk before the finish, changed where it lies: true when it is to be
+    /// yielded now (false: dropped, what it stated kept for the next).
+    fn take_chunk(&mut self, chunk: &mut ChatChunk) -> bool {
         let had_usage = chunk.usage.is_some();
         if let Some(usage) = chunk.usage.take() {
             self.usage = Some(usage);
         }
         let Some(finish_reason) = chunk.finish_reason.take() else {
             if !chunk.has_content() {
-                self.stated.keep(&mut chunk);
-                return None;
+                self.stated.keep(chunk);
+                chunk.recycle_text();
+                return false;
             }
-            self.stated.restate(&mut chunk);
-            return Some(chunk);
+            self.stated.restate(chunk);
+            return true;
         };
-        self.stated.restate(&mut chunk);
+        self.stated.restate(chunk);
         let finish = ChatChunk {
             finish_reason: Some(finish_reason),
             id: chunk.id.take(),
@@ -702,12 +698,13 @@ impl<E, F> Driver<E, F> {
         if had_usage {
             // The finish chunk is complete: content, finish and usage in one.
             let mut last = self.finish();
-            last.text = chunk.text;
-            last.tool_calls = chunk.tool_calls;
-            last.thinking = chunk.thinking;
-            return Some(last);
+            last.text = std::mem::take(&mut chunk.text);
+            last.tool_calls = std::mem::take(&mut chunk.tool_calls);
+            last.thinking = std::mem::take(&mut chunk.thinking);
+            *chunk = last;
+            return true;
         }
-        chunk.has_content().then_some(chunk)
+        chunk.has_content()
     }
 
     /// The held finish chunk with the latest usage; the stream ends after it.

@@ -271,10 +271,12 @@ impl<D: Dialect> Writer<D> {
                 return Wrote::Bytes(self.out.split().freeze());
             }
             loop {
-                let next = stream.poll_next_unpin(cx);
+                let mut next = stream.poll_next_unpin(cx);
                 // a chunk is written where it lies, not moved out first
-                if let Poll::Ready(Some(StreamEvent::Chunk(c))) = &next {
+                if let Poll::Ready(Some(StreamEvent::Chunk(c))) = &mut next {
                     self.encoder.chunk_into(c, &mut self.out);
+                    // written: its text's buffer serves the next chunk read
+                    c.recycle_text();
                     if self.out.len() >= BATCH_BYTES {
                         break;
                     }

@@ -68,10 +68,20 @@ impl Kept {
             self.tool_calls = Vec::new();
             return;
         }
+        if self.text.capacity() == 0 && !chunk.text.is_empty() {
+            // room for a short answer at once, not grown from a few bytes by doubling
+            self.text
+                .reserve(TEXT_START.min(limit).max(chunk.text.len()));
+        }
         self.text.push_str(&chunk.text);
         merge_tool_deltas(&mut self.tool_calls, &chunk.tool_calls);
     }
 }
+
+/// The room the kept text starts with (within the limit): the first chunks' text is a
+/// few bytes each, and doubling from there is a reallocation (and a copy) every few
+/// chunks.
+const TEXT_START: usize = 1024;
 
 /// Refusal text kept past this is not extended (a refusal is a sentence or two).
 const MAX_REFUSAL_BYTES: usize = 64 * 1024;

@@ -77,73 +77,48 @@ impl Live {
         self.run.slot_at(self.run.plan[self.pos])
     }
 
-    /// The next event, polled by hand: a chunk goes from the upstream to the caller
-    /// without passing through a queue or a future's state. What must await (a break
-    /// counted, the rescue ladder climbed) is handed back as a [`Job`].
-    ///
-    /// `Pending` with `job` set: that work is to run before the stream goes on.
-    fn poll_event(
-        &mut self,
-        cx: &mut Context<'_>,
-        job: &mut Option<Job>,
-    ) -> Poll<Option<StreamEvent>> {
-        loop {
-            if let Some(e) = self.queue.pop_front() {
-                return Poll::Ready(Some(e));
+    /// A read of the upstream that brought no chunk: `Ready(Some(job))`, work to run
+    /// before the stream goes on (a break counted, the rescue ladder climbed);
+    /// `Ready(None)`, read on (the deadline passed: the stream's end is queued); `Pending`,
+    /// the read waits (the stall timer armed).
+    fn missed(&mut self, read: Missed, cx: &mut Context<'_>) -> Poll<Option<Job>> {
+        let stall = match read {
+            Missed::Broke(e) => {
+                self.stall_armed = None;
+                return Poll::Ready(Some(Job::Broken(e)));
             }
-            let Some(upstream) = self.segment.upstream.as_mut() else {
-                return Poll::Ready(None);
-            };
-            let stall = match upstream.poll_next_unpin(cx) {
-                Poll::Ready(next) => {
-                    self.stall_armed = None;
-                    match next {
-                        Some(Ok(mut chunk)) => match self.pass(&mut chunk) {
-                            Ok(true) => return Poll::Ready(Some(StreamEvent::Chunk(chunk))),
-                            Ok(false) => continue,
-                            Err(d) => {
-                                self.diverged(&d);
-                                *job = Some(Job::Rescue);
-                                return Poll::Pending;
-                            }
-                        },
-                        Some(Err(e)) => {
-                            *job = Some(Job::Broken(e));
-                            return Poll::Pending;
-                        }
-                        None => {
-                            let msg = "stream closed before the finish signal";
-                            let e = ProviderError::new(ErrorKind::Malformed, msg);
-                            *job = Some(Job::Broken(e));
-                            return Poll::Pending;
-                        }
-                    }
+            Missed::Ended => {
+                self.stall_armed = None;
+                let msg = "stream closed before the finish signal";
+                let e = ProviderError::new(ErrorKind::Malformed, msg);
+                return Poll::Ready(Some(Job::Broken(e)));
+            }
+            Missed::Waiting => match self.stall_armed {
+                Some(stall) => stall,
+                None => {
+                    // armed only when a read waits: one timer for the stream, moved
+                    // on when a wait starts (pushing a deadline later does not touch
+                    // the timer wheel; a fresh timeout per chunk would)
+                    let stall = self.slot().spec.stall_timeout.min(self.run.time_left());
+                    self.stall_timer.as_mut().reset(deadline_after(stall));
+                    self.stall_armed = Some(stall);
+                    stall
                 }
-                Poll::Pending => match self.stall_armed {
-                    Some(stall) => stall,
-                    None => {
-                        // armed only when a read waits: one timer for the stream, moved
-                        // on when a wait starts (pushing a deadline later does not touch
-                        // the timer wheel; a fresh timeout per chunk would)
-                        let stall = self.slot().spec.stall_timeout.min(self.run.time_left());
-                        self.stall_timer.as_mut().reset(deadline_after(stall));
-                        self.stall_armed = Some(stall);
-                        stall
-                    }
-                },
-            };
-            if self.stall_timer.as_mut().poll(cx).is_pending() {
-                return Poll::Pending;
-            }
-            self.stall_armed = None;
-            if stall < self.slot().spec.stall_timeout {
-                self.out_of_time();
-            } else {
-                let msg = format!("stream stalled for {}ms", stall.as_millis());
-                *job = Some(Job::Broken(ProviderError::new(ErrorKind::Timeout, msg)));
-                return Poll::Pending;
-            }
+            },
+        };
+        if self.stall_timer.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
         }
+        self.stall_armed = None;
+        if stall < self.slot().spec.stall_timeout {
+            self.out_of_time();
+            return Poll::Ready(None);
+        }
+        let msg = format!("stream stalled for {}ms", stall.as_millis());
+        Poll::Ready(Some(Job::Broken(ProviderError::new(
+            ErrorKind::Timeout,
+            msg,
+        ))))
     }
 
     /// Pass a chunk on: into the queue, after anything already there (a head read up to
@@ -399,6 +374,16 @@ impl Live {
     }
 }
 
+/// What a read of the upstream brought, when not a chunk.
+enum Missed {
+    /// An error.
+    Broke(ProviderError),
+    /// The end, before the finish signal.
+    Ended,
+    /// Nothing yet.
+    Waiting,
+}
+
 /// The awaiting work of a committed stream.
 enum Job {
     /// The upstream broke (an error, an early end, a stall): count it, then rescue.
@@ -428,6 +413,9 @@ struct Committed {
 impl Stream for Committed {
     type Item = StreamEvent;
 
+    /// The next event, polled by hand: a chunk goes from the upstream to the caller
+    /// without passing through a queue or a future's state (changed where it lies, then
+    /// moved once, into what this returns). What must await runs as a [`Job`].
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<StreamEvent>> {
         let this = self.get_mut();
         loop {
@@ -439,10 +427,38 @@ impl Stream for Committed {
             let Some(live) = this.live.as_mut() else {
                 return Poll::Ready(None);
             };
-            let mut job = None;
-            let next = live.poll_event(cx, &mut job);
-            let Some(job) = job else {
-                return next;
+            let job = loop {
+                if let Some(e) = live.queue.pop_front() {
+                    return Poll::Ready(Some(e));
+                }
+                let Some(upstream) = live.segment.upstream.as_mut() else {
+                    return Poll::Ready(None);
+                };
+                let mut next = upstream.poll_next_unpin(cx);
+                if let Poll::Ready(Some(Ok(chunk))) = &mut next {
+                    live.stall_armed = None;
+                    match live.pass(chunk) {
+                        Ok(true) => {}
+                        Ok(false) => continue,
+                        Err(d) => {
+                            live.diverged(&d);
+                            break Job::Rescue;
+                        }
+                    }
+                }
+                let read = match next {
+                    Poll::Ready(Some(Ok(chunk))) => {
+                        return Poll::Ready(Some(StreamEvent::Chunk(chunk)));
+                    }
+                    Poll::Ready(Some(Err(e))) => Missed::Broke(e),
+                    Poll::Ready(None) => Missed::Ended,
+                    Poll::Pending => Missed::Waiting,
+                };
+                match live.missed(read, cx) {
+                    Poll::Ready(Some(job)) => break job,
+                    Poll::Ready(None) => {}
+                    Poll::Pending => return Poll::Pending,
+                }
             };
             if let Some(live) = this.live.take() {
                 this.work = Some(Box::pin(job.run(live)));

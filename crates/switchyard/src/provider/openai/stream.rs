@@ -71,7 +71,7 @@ fn read(
     event: &SseEvent,
     seen: &mut Seen,
 ) -> Result<Option<(ChatChunk, Vec<ChoiceDelta>)>, ProviderError> {
-    let data = event.data.trim();
+    let data = trimmed(&event.data);
     if data == "[DONE]" {
         return Ok(None);
     }
@@ -86,16 +86,49 @@ fn read(
 /// one pass over its bytes (`data`: the event's, trimmed, not `[DONE]`); `None`: serde's
 /// to read (every other chunk; `scan.rs`).
 fn scanned(event: &SseEvent, data: &str, seen: &mut Seen) -> Option<ChatChunk> {
+    scanned_text(event, data, seen).map(|c| seen.chunk_of(c))
+}
+
+/// What [`scanned`] reads, before it is a chunk.
+fn scanned_text<'a>(
+    event: &SseEvent,
+    data: &'a str,
+    seen: &mut Seen,
+) -> Option<scan::TextChunk<'a>> {
     if event.event == "error" {
         return None;
     }
-    let c = scan::text_chunk(data, Some(&mut seen.head))?;
-    Some(ChatChunk {
-        model: changed(&mut seen.model, c.model.map(Cow::Borrowed)),
-        system_fingerprint: changed(&mut seen.fingerprint, c.fingerprint.map(Cow::Borrowed)),
-        text: c.text,
-        ..ChatChunk::default()
-    })
+    scan::text_chunk(data, Some(&mut seen.head))
+}
+
+impl Seen {
+    /// The chunk of what the scan read, its model and fingerprint stated where they
+    /// change. Inlined where the chunk is returned: built there, not moved into it.
+    #[inline(always)]
+    fn chunk_of(&mut self, c: scan::TextChunk<'_>) -> ChatChunk {
+        if c.model.is_none() && c.fingerprint.is_none() {
+            // a repeated head (nearly every chunk) states nothing
+            return ChatChunk {
+                text: c.text,
+                ..ChatChunk::default()
+            };
+        }
+        ChatChunk {
+            model: changed(&mut self.model, c.model.map(Cow::Borrowed)),
+            system_fingerprint: changed(&mut self.fingerprint, c.fingerprint.map(Cow::Borrowed)),
+            text: c.text,
+            ..ChatChunk::default()
+        }
+    }
+}
+
+/// `data` as `str::trim` trims it, the usual case (data that starts and ends with a
+/// printable ASCII byte, a chunk's `{…}`: its own trim) told by two bytes.
+fn trimmed(data: &str) -> &str {
+    match data.as_bytes() {
+        [first, .., last] if first.is_ascii_graphic() && last.is_ascii_graphic() => data,
+        _ => data.trim(),
+    }
 }
 
 /// [`read`] by serde, for any event (`data`: its data, trimmed, not `[DONE]`).
@@ -249,12 +282,12 @@ impl StreamEvents for Events {
         if self.choices == 1 {
             // as `read`, without the pieces of other answers to carry (the chunk is
             // built where it is returned)
-            let data = event.data.trim();
+            let data = trimmed(&event.data);
             if data == "[DONE]" {
                 return Ok(Parsed::Done);
             }
-            if let Some(chunk) = scanned(event, data, &mut self.seen) {
-                return Ok(Parsed::Chunk(chunk));
+            if let Some(c) = scanned_text(event, data, &mut self.seen) {
+                return Ok(Parsed::Chunk(self.seen.chunk_of(c)));
             }
             self.seen.head.clear();
             return Ok(match read_serde(event, data, &mut self.seen)? {

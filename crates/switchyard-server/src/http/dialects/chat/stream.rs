@@ -43,6 +43,17 @@ pub(crate) struct ChunkEncoder {
 /// What follows a text chunk's content (see [`ChunkEncoder::text_head`]).
 const TEXT_TAIL: &[u8] = b"},\"finish_reason\":null,\"logprobs\":null}]}\n\n";
 
+/// The end of [`ChunkEncoder::text_head`].
+/// The stream's last event.
+const DONE: &[u8] = b"data: [DONE]\n\n";
+
+/// How [`ChunkEncoder::text_head`] ends.
+const CONTENT_KEY: &[u8] = b"\"content\":";
+
+/// The role chunk after its delta's opening brace.
+const ROLE_TAIL: &[u8] =
+    b"\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null,\"logprobs\":null}]}\n\n";
+
 impl ChunkEncoder {
     pub(super) fn new(ctx: &Ctx, model: &str, include_usage: bool) -> Self {
         Self {
@@ -61,6 +72,24 @@ impl ChunkEncoder {
     /// A chunk with text and nothing else, the stream's usual one: written at the end of
     /// `out` as [`Self::frame`] would write it, the part before the text kept from the last.
     fn text_frame(&mut self, text: &str, out: &mut BytesMut) {
+        self.build_text_head();
+        out.reserve(self.text_head.len() + text.len() + text.len() / 8 + 2 + TEXT_TAIL.len());
+        out.extend_from_slice(&self.text_head);
+        let mut w = bytes::BufMut::writer(&mut *out);
+        let _ = serde_json::to_writer(&mut w, text);
+        out.extend_from_slice(TEXT_TAIL);
+    }
+
+    /// `data: ` and a chunk's JSON up to choice 0's delta's members (`…"delta":{`), as
+    /// [`Self::frame`] writes it: the text head without its `"content":`.
+    fn delta_head(&mut self) -> &[u8] {
+        self.build_text_head();
+        let end = self.text_head.len() - CONTENT_KEY.len();
+        &self.text_head[..end]
+    }
+
+    /// [`Self::text_head`], built when it is not.
+    fn build_text_head(&mut self) {
         if self.text_head.is_empty() {
             let head = &mut self.text_head;
             head.extend_from_slice(b"data: {\"id\":");
@@ -73,13 +102,38 @@ impl ChunkEncoder {
                 head.extend_from_slice(b",\"system_fingerprint\":");
                 let _ = serde_json::to_writer(&mut *head, f);
             }
-            head.extend_from_slice(b",\"choices\":[{\"index\":0,\"delta\":{\"content\":");
+            head.extend_from_slice(b",\"choices\":[{\"index\":0,\"delta\":{");
+            head.extend_from_slice(CONTENT_KEY);
         }
-        out.reserve(self.text_head.len() + text.len() + text.len() / 8 + 2 + TEXT_TAIL.len());
-        out.extend_from_slice(&self.text_head);
-        let mut w = bytes::BufMut::writer(&mut *out);
-        let _ = serde_json::to_writer(&mut w, text);
-        out.extend_from_slice(TEXT_TAIL);
+    }
+
+    /// The role chunk that opens the stream, as the serde body writes it.
+    fn role_frame(&mut self) -> Bytes {
+        let head = self.delta_head();
+        let mut out = Vec::with_capacity(head.len() + ROLE_TAIL.len());
+        out.extend_from_slice(head);
+        out.extend_from_slice(ROLE_TAIL);
+        Bytes::from(out)
+    }
+
+    /// The finish chunk (`finish` as the reason, the trail when given) at the end of
+    /// `out`, as the serde body writes it.
+    fn finish_frame(&mut self, finish: &str, trail: Option<&Trail<'_>>, out: &mut Vec<u8>) {
+        let at = out.len();
+        out.extend_from_slice(self.delta_head());
+        out.extend_from_slice(b"},\"finish_reason\":");
+        let mut ok = serde_json::to_writer(&mut *out, finish).is_ok();
+        out.extend_from_slice(b",\"logprobs\":null}]");
+        if let Some(trail) = trail {
+            out.extend_from_slice(b",\"switchyard\":");
+            ok &= serde_json::to_writer(&mut *out, trail).is_ok();
+        }
+        out.extend_from_slice(b"}\n\n");
+        if !ok {
+            // what the serde body writes when a value will not serialize
+            out.truncate(at);
+            out.extend_from_slice(b"data: {}\n\n");
+        }
     }
 
     /// The chunk object of `choices`: this stream's id, creation time, model and
@@ -137,6 +191,9 @@ impl ChunkEncoder {
             .collect()
     }
 
+    /// A chunk of choice 0 through the serde body: the oracle of the frames written
+    /// directly ([`Self::text_frame`], [`Self::role_frame`], [`Self::finish_frame`]).
+    #[cfg(test)]
     fn chunk_frame(
         &self,
         delta: Delta<'_>,
@@ -212,12 +269,7 @@ impl ChunkEncoder {
 
 impl StreamEncoder for ChunkEncoder {
     fn start(&mut self) -> Bytes {
-        let delta = Delta {
-            role: Some("assistant"),
-            content: Some(""),
-            ..Delta::default()
-        };
-        self.chunk_frame(delta, None, None, None, None)
+        self.role_frame()
     }
 
     fn chunk(&mut self, c: &ChatChunk) -> Bytes {
@@ -294,16 +346,14 @@ impl StreamEncoder for ChunkEncoder {
             .finish_reason
             .as_ref()
             .map_or("stop", FinishReason::as_openai);
-        let trail = Trail::of(resp);
-        let mut out = Vec::new();
-        let empty = Delta::default();
+        let mut out = Vec::with_capacity(1024);
         if self.include_usage {
-            out.extend_from_slice(&self.chunk_frame(empty, Some(finish), None, None, None));
+            self.finish_frame(finish, None, &mut out);
             out.extend_from_slice(&self.usage_frame(resp));
         } else {
-            out.extend_from_slice(&self.chunk_frame(empty, Some(finish), None, Some(&trail), None));
+            self.finish_frame(finish, Some(&Trail::of(resp)), &mut out);
         }
-        out.extend_from_slice(b"data: [DONE]\n\n");
+        out.extend_from_slice(DONE);
         Bytes::from(out)
     }
 
@@ -441,6 +491,21 @@ struct ToolDelta<'a> {
 mod tests {
     use super::*;
 
+    impl ChunkEncoder {
+        fn for_test(id: &str, include_usage: bool) -> Self {
+            Self {
+                id: id.to_owned(),
+                created: 1_764_410_400,
+                model: "m".to_owned(),
+                include_usage,
+                fingerprint: None,
+                opened: Vec::new(),
+                text_head: Vec::new(),
+                out: BytesMut::with_capacity(64),
+            }
+        }
+    }
+
     /// A text chunk written from the cached head is, byte for byte, the chunk the serde
     /// body writes: escapes, a model and fingerprint that change, a frame larger than the
     /// buffer.
@@ -479,6 +544,59 @@ mod tests {
             let expected = e.chunk_frame(delta, None, None, None, None);
             assert_eq!(written, expected, "{text:.40}");
         }
+    }
+
+    /// The role and finish chunks written directly are, byte for byte, the chunks the
+    /// serde body writes: before and after the model and fingerprint change, a reason of
+    /// the vendor's own that needs escapes, with and without the trail.
+    #[test]
+    fn the_role_and_finish_chunks_are_written_as_the_serde_body_would_be() {
+        let mut e = ChunkEncoder::for_test("chatcmpl-\"r\"", false);
+        let resp = ChatResponse {
+            provider: "p\"1".to_owned(),
+            failed_over: true,
+            cost: Some(switchyard::Money::from_usd(0.000_5)),
+            ..ChatResponse::default()
+        };
+        let trail = Trail::of(&resp);
+        for (model, fingerprint) in [(None, None), (Some("m2"), Some("fp_\"1\"")), (None, None)] {
+            e.chunk(&ChatChunk {
+                text: "x".to_owned(),
+                model: model.map(str::to_owned),
+                system_fingerprint: fingerprint.map(str::to_owned),
+                ..ChatChunk::default()
+            });
+            let role = Delta {
+                role: Some("assistant"),
+                content: Some(""),
+                ..Delta::default()
+            };
+            assert_eq!(e.start(), e.chunk_frame(role, None, None, None, None));
+            for finish in ["stop", "length", "a \"vendor's\" \n reason"] {
+                for trail in [None, Some(&trail)] {
+                    let mut written = b"before".to_vec();
+                    e.finish_frame(finish, trail, &mut written);
+                    let expected = e.chunk_frame(Delta::default(), Some(finish), None, trail, None);
+                    assert_eq!(&written[..6], b"before");
+                    assert_eq!(
+                        String::from_utf8_lossy(&written[6..]),
+                        String::from_utf8_lossy(&expected)
+                    );
+                }
+            }
+        }
+        // `done`: the finish chunk, the trail on it or a usage chunk after it, `[DONE]`
+        let done = e.done(&resp);
+        let finish = e.chunk_frame(Delta::default(), Some("stop"), None, Some(&trail), None);
+        assert_eq!(done, [&finish[..], b"data: [DONE]\n\n"].concat());
+        e.include_usage = true;
+        let done = e.done(&resp);
+        let finish = e.chunk_frame(Delta::default(), Some("stop"), None, None, None);
+        let usage = e.usage_frame(&resp);
+        assert_eq!(
+            done,
+            [&finish[..], &usage[..], b"data: [DONE]\n\n"].concat()
+        );
     }
 
     /// The usage chunk written directly is, byte for byte, the one its `Value` wrote: with

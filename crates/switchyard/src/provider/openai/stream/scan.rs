@@ -69,16 +69,28 @@ impl Head {
 /// the scan is sure of (see the module docs). With `head`, a chunk that starts with the
 /// last one's head is read from there (its model and fingerprint then `None`: stated
 /// before), and a chunk read whole leaves its head there.
+///
+/// The text is read into the thread's spare buffer ([`crate::chat::spare_text`]), handed
+/// back when the chunk is not one the scan reads.
 pub(super) fn text_chunk<'a>(data: &'a str, head: Option<&mut Head>) -> Option<TextChunk<'a>> {
+    let mut out = TextChunk {
+        model: None,
+        fingerprint: None,
+        text: crate::chat::spare_text(),
+    };
+    if read_chunk(data, head, &mut out).is_some() {
+        return Some(out);
+    }
+    crate::chat::recycle_text(out.text);
+    None
+}
+
+/// [`text_chunk`] into `out`.
+fn read_chunk<'a>(data: &'a str, head: Option<&mut Head>, out: &mut TextChunk<'a>) -> Option<()> {
     let mut s = Scan {
         text: data,
         b: data.as_bytes(),
         i: 0,
-    };
-    let mut out = TextChunk {
-        model: None,
-        fingerprint: None,
-        text: String::new(),
     };
     let mut seen = Seen::default();
     let mut choices = false;
@@ -89,7 +101,7 @@ pub(super) fn text_chunk<'a>(data: &'a str, head: Option<&mut Head>) -> Option<T
             if !h.mid.is_empty() && s.b[at..].starts_with(&h.mid) {
                 s.i = at + h.mid.len();
                 if s.decoded_str(&mut out.text).is_some() && s.b.get(s.i..) == Some(&h.tail[..]) {
-                    return Some(out);
+                    return Some(());
                 }
                 out.text.clear();
                 h.mid.clear(); // off until a chunk is read whole again
@@ -173,7 +185,7 @@ pub(super) fn text_chunk<'a>(data: &'a str, head: Option<&mut Head>) -> Option<T
             h.tail.extend_from_slice(&s.b[to..]);
         }
     }
-    Some(out)
+    Some(())
 }
 
 /// Which of an object's known keys were read (serde refuses a duplicate).
@@ -540,6 +552,24 @@ mod tests {
         assert_eq!((c.model, c.text.as_str()), (None, "b"));
     }
 
+    /// The text is read into the thread's spare buffer, and a chunk the scan leaves to
+    /// serde hands it back (emptied) even when it had read some of its content.
+    #[test]
+    fn the_text_is_read_into_the_spare_buffer() {
+        crate::chat::recycle_text(String::with_capacity(100));
+        let c = text_chunk(
+            r#"{"choices":[{"index":0,"delta":{"content":"Hi"}}]}"#,
+            None,
+        )
+        .unwrap();
+        assert_eq!((c.text.as_str(), c.text.capacity()), ("Hi", 100));
+        crate::chat::recycle_text(c.text);
+        let left = r#"{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}]}"#;
+        assert_eq!(text_chunk(left, None), None);
+        let spare = crate::chat::spare_text();
+        assert_eq!((spare.len(), spare.capacity()), (0, 100));
+    }
+
     #[test]
     fn leaves_everything_else_to_serde() {
         for data in [
@@ -600,6 +630,29 @@ mod tests {
             assert_eq!(a, b, "{data}");
         }
         assert_eq!(taken, 8, "the scan takes the usual chunks");
+    }
+
+    /// The data's trim is `str::trim`'s, whitespace of any kind at either end.
+    #[test]
+    fn data_is_trimmed_as_str_trim_does() {
+        use crate::provider::openai::stream::trimmed;
+        for data in [
+            "",
+            " ",
+            "x",
+            "{}",
+            " {} ",
+            "{}\n",
+            "\t[DONE]",
+            "[DONE]\u{a0}",
+            "\u{3000}{}",
+            "{}\u{2029}",
+            "é",
+            "{é}",
+            "\u{85}x\u{85}",
+        ] {
+            assert_eq!(trimmed(data), data.trim(), "{data:?}");
+        }
     }
 
     /// With `n` = 2, a scanned piece of answer 0 is answer 0's text, and the finish
