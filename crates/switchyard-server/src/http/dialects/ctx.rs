@@ -299,7 +299,13 @@ pub(crate) fn who_answered(
     headers.reserve(5);
     set(headers, X_REQUEST_ID, &ctx.id);
     set(headers, PROVIDER, provider);
-    set(headers, ATTEMPTS, &attempts.to_string());
+    // a request's attempts are nearly always one digit: a static value, no allocation
+    const DIGITS: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+    let value = DIGITS.get(attempts).map_or_else(
+        || HeaderValue::from(attempts),
+        |d| HeaderValue::from_static(d),
+    );
+    headers.insert(ATTEMPTS, value);
     headers.insert(
         FAILED_OVER,
         HeaderValue::from_static(if failed_over { "true" } else { "false" }),
