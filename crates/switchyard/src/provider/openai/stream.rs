@@ -2,9 +2,9 @@
 //! one-answer stream needs no state); [`Events`] reads a stream's events for the shared
 //! HTTP provider (the model and `system_fingerprint` on the chunks where they change only)
 //! and, for a request with `n` > 1, carries the later answers' pieces and holds the finish
-//! signal until every answer has finished. The stream's usual chunk (choice 0's text and
-//! nothing else the gateway reads) is read by one pass over its bytes (`scan.rs`), the
-//! rest by serde: both give the same chunk.
+//! signal until every answer has finished. The stream's usual chunks (choice 0's text, its
+//! finish reason, the usage chunk, and nothing else the gateway reads) are read by one
+//! pass over their bytes (`scan.rs`), the rest by serde: both give the same chunk.
 
 mod scan;
 
@@ -82,8 +82,8 @@ fn read(
     read_serde(event, data, seen)
 }
 
-/// The stream's usual chunk (text for choice 0, nothing else the gateway reads), read by
-/// one pass over its bytes (`data`: the event's, trimmed, not `[DONE]`); `None`: serde's
+/// The stream's usual chunk (text and a finish reason for choice 0, or usage, nothing
+/// else the gateway reads), read by one pass over its bytes (`data`: the event's, trimmed, not `[DONE]`); `None`: serde's
 /// to read (every other chunk; `scan.rs`).
 fn scanned(event: &SseEvent, data: &str, seen: &mut Seen) -> Option<ChatChunk> {
     scanned_text(event, data, seen).map(|c| seen.chunk_of(c))
@@ -106,7 +106,7 @@ impl Seen {
     /// change. Inlined where the chunk is returned: built there, not moved into it.
     #[inline(always)]
     fn chunk_of(&mut self, c: scan::TextChunk<'_>) -> ChatChunk {
-        if c.model.is_none() && c.fingerprint.is_none() {
+        if c.model.is_none() && c.fingerprint.is_none() && c.finish.is_none() && c.usage.is_none() {
             // a repeated head (nearly every chunk) states nothing
             return ChatChunk {
                 text: c.text,
@@ -117,6 +117,10 @@ impl Seen {
             model: changed(&mut self.model, c.model.map(Cow::Borrowed)),
             system_fingerprint: changed(&mut self.fingerprint, c.fingerprint.map(Cow::Borrowed)),
             text: c.text,
+            finish_reason: c.finish.map(finish_reason),
+            // the id is on every chunk: kept (copied) from those that finish an answer only
+            id: c.finish.and(c.id).map(str::to_owned),
+            usage: c.usage,
             ..ChatChunk::default()
         }
     }

@@ -13,7 +13,7 @@ use bytes::BytesMut;
 use serde::Serialize;
 use serde_json::json;
 use switchyard::chat::FinishReason;
-use switchyard::{ChatChunk, ChatResponse, Usage};
+use switchyard::{ChatChunk, ChatResponse};
 
 use super::wire::{WireFunctionCall, WireUsage};
 use super::{completion_id, extras};
@@ -118,22 +118,17 @@ impl ChunkEncoder {
 
     /// The finish chunk (`finish` as the reason, the trail when given) at the end of
     /// `out`, as the serde body writes it.
+    /// The trail is written by hand ([`Trail::write_json`]), as its `Serialize` writes it.
     fn finish_frame(&mut self, finish: &str, trail: Option<&Trail<'_>>, out: &mut Vec<u8>) {
-        let at = out.len();
         out.extend_from_slice(self.delta_head());
         out.extend_from_slice(b"},\"finish_reason\":");
-        let mut ok = serde_json::to_writer(&mut *out, finish).is_ok();
+        crate::json_out::str(out, finish);
         out.extend_from_slice(b",\"logprobs\":null}]");
         if let Some(trail) = trail {
             out.extend_from_slice(b",\"switchyard\":");
-            ok &= serde_json::to_writer(&mut *out, trail).is_ok();
+            trail.write_json(out);
         }
         out.extend_from_slice(b"}\n\n");
-        if !ok {
-            // what the serde body writes when a value will not serialize
-            out.truncate(at);
-            out.extend_from_slice(b"data: {}\n\n");
-        }
     }
 
     /// The chunk object of `choices`: this stream's id, creation time, model and
@@ -231,22 +226,58 @@ impl ChunkEncoder {
     /// trail's too) in sorted order, as the `serde_json::Value` it was once built as
     /// ([`Self::usage_frame_by_value`], still the way for a trail with a cache note)
     /// wrote them; the bytes are the same.
+    #[cfg(test)]
     fn usage_frame(&self, resp: &ChatResponse) -> Bytes {
+        let mut out = Vec::new();
+        self.usage_into(resp, &mut out);
+        Bytes::from(out)
+    }
+
+    /// The usage chunk (`usage_frame`'s bytes) at the end of `out`, written by hand
+    /// (`crate::json_out`, the trail by [`SortedTrail::write_json`]): the bytes
+    /// `UsageChunk`'s `Serialize` writes through `data_frame` (the tests' oracle).
+    fn usage_into(&self, resp: &ChatResponse, out: &mut Vec<u8>) {
+        use crate::json_out as j;
         let trail = Trail::of(resp);
         if trail.has_cache_note() {
-            return self.usage_frame_by_value(resp.usage.as_ref().map(WireUsage::from), &trail);
+            let usage = resp.usage.as_ref().map(WireUsage::from);
+            out.extend_from_slice(&self.usage_frame_by_value(usage, &trail));
+            return;
         }
-        data_frame(&UsageChunk {
-            id: &self.id,
-            created: self.created,
-            model: &self.model,
-            fingerprint: self.fingerprint.as_deref(),
-            usage: resp.usage.as_ref(),
-            trail: SortedTrail {
-                trail,
-                stored: None,
-            },
-        })
+        out.extend_from_slice(b"data: {\"choices\":[],\"created\":");
+        j::u64(out, self.created);
+        out.extend_from_slice(b",\"id\":");
+        j::str(out, &self.id);
+        out.extend_from_slice(b",\"model\":");
+        j::str(out, &self.model);
+        out.extend_from_slice(b",\"object\":\"chat.completion.chunk\",\"switchyard\":");
+        SortedTrail {
+            trail,
+            stored: None,
+        }
+        .write_json(out);
+        if let Some(f) = &self.fingerprint {
+            out.extend_from_slice(b",\"system_fingerprint\":");
+            j::str(out, f);
+        }
+        out.extend_from_slice(b",\"usage\":");
+        match &resp.usage {
+            Some(u) => {
+                out.extend_from_slice(b"{\"completion_tokens\":");
+                j::u64(out, u.output_tokens);
+                out.extend_from_slice(b",\"completion_tokens_details\":{\"reasoning_tokens\":");
+                j::u64(out, u.reasoning_tokens);
+                out.extend_from_slice(b"},\"prompt_tokens\":");
+                j::u64(out, u.input_tokens);
+                out.extend_from_slice(b",\"prompt_tokens_details\":{\"cached_tokens\":");
+                j::u64(out, u.cached_input_tokens);
+                out.extend_from_slice(b"},\"total_tokens\":");
+                j::u64(out, u.total_tokens());
+                out.push(b'}');
+            }
+            None => j::null(out),
+        }
+        out.extend_from_slice(b"}\n\n");
     }
 
     /// [`Self::usage_frame`] through a `serde_json::Value`.
@@ -349,7 +380,7 @@ impl StreamEncoder for ChunkEncoder {
         let mut out = Vec::with_capacity(1024);
         if self.include_usage {
             self.finish_frame(finish, None, &mut out);
-            out.extend_from_slice(&self.usage_frame(resp));
+            self.usage_into(resp, &mut out);
         } else {
             self.finish_frame(finish, Some(&Trail::of(resp)), &mut out);
         }
@@ -378,16 +409,19 @@ fn tool_deltas(calls: &[switchyard::chat::ToolCallDelta]) -> Vec<ToolDelta<'_>> 
         .collect()
 }
 
-/// The usage chunk, its keys sorted (see [`ChunkEncoder::usage_frame`]).
+/// The usage chunk, its keys sorted (see `ChunkEncoder::usage_frame`): the oracle of
+/// [`ChunkEncoder::usage_into`].
+#[cfg(test)]
 struct UsageChunk<'a> {
     id: &'a str,
     created: u64,
     model: &'a str,
     fingerprint: Option<&'a str>,
-    usage: Option<&'a Usage>,
+    usage: Option<&'a switchyard::Usage>,
     trail: SortedTrail<'a>,
 }
 
+#[cfg(test)]
 impl Serialize for UsageChunk<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
@@ -407,8 +441,10 @@ impl Serialize for UsageChunk<'_> {
 }
 
 /// [`WireUsage`] of a usage, its keys sorted.
-struct SortedUsage<'a>(&'a Usage);
+#[cfg(test)]
+struct SortedUsage<'a>(&'a switchyard::Usage);
 
+#[cfg(test)]
 impl Serialize for SortedUsage<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
@@ -426,8 +462,10 @@ impl Serialize for SortedUsage<'_> {
 }
 
 /// An object of one key.
+#[cfg(test)]
 struct One(&'static str, u64);
 
+#[cfg(test)]
 impl Serialize for One {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
@@ -490,6 +528,7 @@ struct ToolDelta<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use switchyard::Usage;
 
     impl ChunkEncoder {
         fn for_test(id: &str, include_usage: bool) -> Self {
@@ -666,5 +705,63 @@ mod tests {
                 e.usage_frame_by_value(resp.usage.as_ref().map(WireUsage::from), &Trail::of(&resp));
             assert_eq!(e.usage_frame(&resp), by_value);
         }
+    }
+
+    /// The usage chunk written by hand is, byte for byte, the one [`UsageChunk`] writes
+    /// through serde (and its `Value` before it): answers of every kind (no usage, every
+    /// attempt's outcome, ignored and dropped fields, cache notes, awkward strings in the
+    /// provider and models), with the stream's own id, model and fingerprint awkward too,
+    /// appended after what `out` held.
+    #[test]
+    fn the_usage_chunk_written_by_hand_is_the_serde_one() {
+        use crate::json_out::tests::{answers, awkward_strings, every_attempt};
+        let mut e = ChunkEncoder::for_test("chatcmpl-1", true);
+        let mut list = answers();
+        for mut resp in answers() {
+            resp.attempts = every_attempt();
+            resp.max_tokens_applied = Some(4096);
+            resp.usage = Some(Usage {
+                input_tokens: u64::MAX,
+                output_tokens: 7,
+                cached_input_tokens: 3,
+                reasoning_tokens: 2,
+                ..Usage::default()
+            });
+            list.push(resp);
+        }
+        let mut checked = 0;
+        for (i, resp) in list.iter().enumerate() {
+            let strings = awkward_strings();
+            let s = &strings[i % strings.len()];
+            e.id = format!("chatcmpl-{s}");
+            e.model.clone_from(s);
+            e.fingerprint = (i % 3 != 0).then(|| s.clone());
+            let trail = Trail::of(resp);
+            let by_value = e.usage_frame_by_value(resp.usage.as_ref().map(WireUsage::from), &trail);
+            let mut written = b"before".to_vec();
+            e.usage_into(resp, &mut written);
+            assert_eq!(&written[..6], b"before");
+            assert_eq!(
+                String::from_utf8_lossy(&written[6..]),
+                String::from_utf8_lossy(&by_value),
+                "answer {i}"
+            );
+            if !trail.has_cache_note() {
+                checked += 1;
+                let serde = data_frame(&UsageChunk {
+                    id: &e.id,
+                    created: e.created,
+                    model: &e.model,
+                    fingerprint: e.fingerprint.as_deref(),
+                    usage: resp.usage.as_ref(),
+                    trail: SortedTrail {
+                        trail: Trail::of(resp),
+                        stored: None,
+                    },
+                });
+                assert_eq!(&written[6..], &serde[..], "answer {i}");
+            }
+        }
+        assert!(checked > 20, "{checked} answers without a cache note");
     }
 }

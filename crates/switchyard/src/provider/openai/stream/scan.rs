@@ -1,8 +1,9 @@
-//! The pass-through read of a stream's usual chunk: one choice (index 0) whose delta is
-//! only `content` (and perhaps `role`), no finish reason, no log probabilities, no usage.
-//! Every other chunk of a stream is the minority (the role, finish and usage chunks, tool
-//! calls, reasoning, refusals, `n` > 1, OpenAI's own extras, errors), and is read by
-//! serde as before.
+//! The pass-through read of a stream's usual chunks: one choice (index 0) whose delta is
+//! only `content` (and perhaps `role`), perhaps a finish reason, no log probabilities —
+//! the role, content and finish chunks — and the usage chunk (`"choices": []` and a
+//! `usage` of the fields OpenAI's usage has). Every other chunk of a stream is the
+//! minority (tool calls, reasoning, refusals, `n` > 1, OpenAI's own extras, errors, Groq's
+//! usage), and is read by serde as before.
 //!
 //! [`text_chunk`] walks the event's JSON bytes once, borrowing the model and fingerprint
 //! and copying the content into its `String` (its escapes decoded), and reads nothing it
@@ -14,10 +15,12 @@
 //! [`MAX_DEPTH`], or bytes that are not JSON. So a chunk it reads is the chunk serde reads,
 //! and one it does not is read (or refused) exactly as before.
 
+use super::super::wire;
+
 /// The deepest nesting of a skipped value the scan follows (deeper: serde reads it).
 const MAX_DEPTH: u32 = 32;
 
-/// What the gateway needs of a content chunk.
+/// What the gateway needs of a content, finish or usage chunk.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct TextChunk<'a> {
     /// The chunk's `model`, when it has one (not `null`).
@@ -26,6 +29,13 @@ pub(super) struct TextChunk<'a> {
     pub fingerprint: Option<&'a str>,
     /// Choice 0's `delta.content`, decoded (empty when `null` or absent).
     pub text: String,
+    /// Choice 0's `finish_reason`, when it has one (not `null`).
+    pub finish: Option<&'a str>,
+    /// The chunk's `id`, when it has one (read from the head too when the chunk repeats
+    /// it: a finish chunk keeps it).
+    pub id: Option<&'a str>,
+    /// The chunk's `usage`, when it has one, as `reply::usage` makes it of serde's read.
+    pub usage: Option<crate::chat::Usage>,
 }
 
 /// The head of the last chunk the scan read (its bytes up to its `"choices"` key), and
@@ -47,6 +57,8 @@ pub(super) struct TextChunk<'a> {
 pub(super) struct Head {
     bytes: Vec<u8>,
     seen: u16,
+    /// Where the `id` string's contents lie in `bytes`, when the head holds one.
+    id: Option<(usize, usize)>,
     /// Between the head and the content's string; empty: no such shortcut.
     mid: Vec<u8>,
     /// After the content's string, to the end.
@@ -59,6 +71,7 @@ impl Head {
     /// Forget the head (the next chunk is read whole).
     pub(super) fn clear(&mut self) {
         self.bytes.clear();
+        self.id = None;
         self.mid.clear();
         self.tail.clear();
         self.off = false;
@@ -77,6 +90,9 @@ pub(super) fn text_chunk<'a>(data: &'a str, head: Option<&mut Head>) -> Option<T
         model: None,
         fingerprint: None,
         text: crate::chat::spare_text(),
+        finish: None,
+        id: None,
+        usage: None,
     };
     if read_chunk(data, head, &mut out).is_some() {
         return Some(out);
@@ -109,6 +125,7 @@ fn read_chunk<'a>(data: &'a str, head: Option<&mut Head>, out: &mut TextChunk<'a
             }
             s.i = at;
             seen = Seen(h.seen);
+            out.id = h.id.and_then(|(from, to)| data.get(from..to));
             true
         }
         _ => {
@@ -121,6 +138,8 @@ fn read_chunk<'a>(data: &'a str, head: Option<&mut Head>, out: &mut TextChunk<'a
     let mut span = None;
     // where the `"choices"` key starts, and the keys seen before it
     let mut head_end = None;
+    // where the id's contents lie
+    let mut id_span = None;
     loop {
         s.ws();
         let key_at = s.i;
@@ -131,7 +150,9 @@ fn read_chunk<'a>(data: &'a str, head: Option<&mut Head>, out: &mut TextChunk<'a
         match key {
             "id" => {
                 seen.once(0)?;
-                s.str_or_null()?;
+                let from = s.i + 1;
+                out.id = s.str_or_null()?;
+                id_span = out.id.map(|_| (from, s.i - 1));
             }
             "object" => {
                 seen.once(1)?;
@@ -151,11 +172,19 @@ fn read_chunk<'a>(data: &'a str, head: Option<&mut Head>, out: &mut TextChunk<'a
             "choices" => {
                 head_end = Some((key_at, seen.0));
                 seen.once(4)?;
-                s.choices(&mut out.text, &mut span)?;
+                s.choices(&mut out.text, &mut span, &mut out.finish)?;
                 choices = true;
             }
-            // usage, an error or Groq's extension: only their absence is this scan's
-            "usage" | "x_groq" | "error" => {
+            "usage" => {
+                seen.once(6)?;
+                if s.peek() == Some(b'n') {
+                    s.null()?;
+                } else {
+                    out.usage = Some(s.usage()?);
+                }
+            }
+            // an error or Groq's extension: only their absence is this scan's
+            "x_groq" | "error" => {
                 seen.once(5)?;
                 s.null()?;
             }
@@ -171,11 +200,16 @@ fn read_chunk<'a>(data: &'a str, head: Option<&mut Head>, out: &mut TextChunk<'a
     if !choices || s.i != s.b.len() {
         return None;
     }
+    if out.finish.is_some() {
+        // a finish chunk's end is no content chunk's: no shortcut from it
+        span = None;
+    }
     if let (Some(h), Some((end, bits))) = (head, head_end) {
         if !resumed {
             h.bytes.clear();
             h.bytes.extend_from_slice(&s.b[..end]);
             h.seen = bits;
+            h.id = id_span.filter(|&(_, to)| to <= end);
             h.off = false;
         }
         h.mid.clear();
@@ -296,11 +330,20 @@ impl<'a> Scan<'a> {
         }
     }
 
-    /// `"choices": [ {one choice 0 with content only} ]`, its content appended to `text`.
-    /// `span`: where the content's string starts and ends, when it is one.
-    fn choices(&mut self, text: &mut String, span: &mut Option<(usize, usize)>) -> Option<()> {
+    /// `"choices": [ {one choice 0 with content only} ]` (or none, `[]`), its content
+    /// appended to `text`, its finish reason (without escapes) in `finish`. `span`: where
+    /// the content's string starts and ends, when it is one.
+    fn choices(
+        &mut self,
+        text: &mut String,
+        span: &mut Option<(usize, usize)>,
+        finish: &mut Option<&'a str>,
+    ) -> Option<()> {
         self.eat(b'[')?;
         self.ws();
+        if self.eat(b']').is_some() {
+            return Some(());
+        }
         self.eat(b'{')?;
         let mut seen = Seen::default();
         loop {
@@ -321,9 +364,13 @@ impl<'a> Scan<'a> {
                     seen.once(1)?;
                     self.delta(text, span)?;
                 }
-                "finish_reason" | "logprobs" => {
-                    seen.once(if key == "logprobs" { 2 } else { 3 })?;
+                "logprobs" => {
+                    seen.once(2)?;
                     self.null()?;
+                }
+                "finish_reason" => {
+                    seen.once(3)?;
+                    *finish = self.str_or_null()?;
                 }
                 _ => self.skip(1)?,
             }
@@ -376,6 +423,123 @@ impl<'a> Scan<'a> {
             }
         }
         self.eat(b'}')
+    }
+
+    /// A `usage` object as serde reads `wire::Usage` (its counts whole numbers or `null`,
+    /// its details objects or `null`, `cost` a plain number or `null`, any other member
+    /// passed over), made the shared usage by `reply::usage`; `None` for anything else
+    /// (a duplicate, another type, an implausible count: serde's to read or refuse).
+    fn usage(&mut self) -> Option<crate::chat::Usage> {
+        let mut u = wire::Usage::default();
+        let mut seen = Seen::default();
+        self.object(|s, key| {
+            match key {
+                "prompt_tokens" => {
+                    seen.once(0)?;
+                    u.prompt_tokens = s.count()?;
+                }
+                "completion_tokens" => {
+                    seen.once(1)?;
+                    u.completion_tokens = s.count()?;
+                }
+                "prompt_tokens_details" => {
+                    seen.once(2)?;
+                    u.prompt_tokens_details = s
+                        .details("cached_tokens")?
+                        .map(|n| wire::PromptDetails { cached_tokens: n });
+                }
+                "completion_tokens_details" => {
+                    seen.once(3)?;
+                    u.completion_tokens_details =
+                        s.details("reasoning_tokens")?
+                            .map(|n| wire::CompletionDetails {
+                                reasoning_tokens: n,
+                            });
+                }
+                "cost" => {
+                    seen.once(4)?;
+                    if s.peek() == Some(b'n') {
+                        s.null()?;
+                    } else {
+                        // a plain number only (an exponent may be out of f64's range)
+                        let from = s.i;
+                        s.number()?;
+                        let n = s.b.get(from..s.i)?;
+                        if n.len() > 24 || n.iter().any(|c| matches!(c, b'e' | b'E')) {
+                            return None;
+                        }
+                        u.cost = s.text.get(from..s.i)?.parse().ok();
+                        u.cost?;
+                    }
+                }
+                _ => s.skip(2)?,
+            }
+            Some(())
+        })?;
+        super::super::reply::usage(u).ok()
+    }
+
+    /// `null`, or an object of at most one known count `key` (`null` or a count); other
+    /// members passed over. `Some(None)`: `null`; `Some(Some(n))`: the object, `n` its
+    /// count when it has one.
+    fn details(&mut self, key: &str) -> Option<Option<Option<u64>>> {
+        if self.peek() == Some(b'n') {
+            self.null()?;
+            return Some(None);
+        }
+        let mut n = None;
+        let mut seen = false;
+        self.object(|s, k| {
+            if k == key {
+                if std::mem::replace(&mut seen, true) {
+                    return None;
+                }
+                n = s.count()?;
+            } else {
+                s.skip(3)?;
+            }
+            Some(())
+        })?;
+        Some(Some(n))
+    }
+
+    /// An object whose keys have no escape, each member's value read by `member` (given
+    /// the cursor on the value and the key).
+    fn object(&mut self, mut member: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
+        self.eat(b'{')?;
+        self.ws();
+        if self.eat(b'}').is_some() {
+            return Some(());
+        }
+        loop {
+            self.ws();
+            let key = self.raw_str()?;
+            self.ws();
+            self.eat(b':')?;
+            self.ws();
+            member(self, key)?;
+            self.ws();
+            if self.eat(b',').is_none() {
+                break;
+            }
+        }
+        self.eat(b'}')
+    }
+
+    /// A count as serde reads a `u64` (digits only, no sign, fraction or exponent), or
+    /// `null`.
+    fn count(&mut self) -> Option<Option<u64>> {
+        if self.peek() == Some(b'n') {
+            self.null()?;
+            return Some(None);
+        }
+        let from = self.i;
+        self.number()?;
+        let digits = self.b.get(from..self.i)?;
+        if !digits.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        self.text.get(from..self.i)?.parse().ok().map(Some)
     }
 
     /// Any JSON value, checked and passed over.
@@ -564,7 +728,8 @@ mod tests {
         .unwrap();
         assert_eq!((c.text.as_str(), c.text.capacity()), ("Hi", 100));
         crate::chat::recycle_text(c.text);
-        let left = r#"{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}]}"#;
+        let left =
+            r#"{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"st\u006fp"}]}"#;
         assert_eq!(text_chunk(left, None), None);
         let spare = crate::chat::spare_text();
         assert_eq!((spare.len(), spare.capacity()), (0, 100));
@@ -573,21 +738,32 @@ mod tests {
     #[test]
     fn leaves_everything_else_to_serde() {
         for data in [
-            r#"{"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"\u0073top"}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":7}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"a","finish_reason":"b"}]}"#,
             r#"{"choices":[{"index":1,"delta":{"content":"a"}}]}"#,
             r#"{"choices":[{"index":0,"delta":{"content":"a"}},{"index":1,"delta":{}}]}"#,
             r#"{"choices":[{"index":0,"delta":{"content":"\u00e9"}}]}"#,
             r#"{"choices":[{"index":0,"delta":{"tool_calls":[]}}]}"#,
             r#"{"choices":[{"index":0,"delta":{"content":"a","content":"b"}}]}"#,
             r#"{"model":"a","model":"b","choices":[{"index":0,"delta":{"content":"a"}}]}"#,
-            r#"{"choices":[{"index":0,"delta":{"content":"a"}}],"usage":{"prompt_tokens":1}}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":1.0}}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":-1}}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":1,"prompt_tokens":1}}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":99999999999999999999}}"#,
+            r#"{"choices":[],"usage":{"cost":1e3}}"#,
+            r#"{"choices":[],"usage":[1,2]}"#,
+            r#"{"choices":[],"usage":{"prompt_\u0074okens":1}}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens_details":{"cached_tokens":1,"cached_tokens":2}}}"#,
+            r#"{"choices":[],"usage":null,"usage":null}"#,
+            r#"{"choices":[],"x_groq":{"usage":{"prompt_tokens":1}}}"#,
             r#"{"object":"error","choices":[{"index":0,"delta":{"content":"a"}}]}"#,
             r#"{"id":7,"choices":[{"index":0,"delta":{"content":"a"}}]}"#,
             r#"{"choices":[{"index":0,"delta":{"content":"a"}}],"x":01}"#,
             r#"{"choices":[{"index":0,"delta":{"content":"a"}}],"x":"\q"}"#,
             r#"{"choices":[{"index":0,"delta":{"content":"a"}}]} x"#,
             r#"{"choices":[{"index":0,"delta":{"content":"a"}}],}"#,
-            r#"{"choices":[]}"#,
+            r#"{"choices":{}}"#,
             r#"{"id":"a"}"#,
             "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\u{1}\"}}]}",
         ] {
@@ -618,6 +794,7 @@ mod tests {
             r#"{"model":"m2","system_fingerprint":null,"choices":[{"index":0,"delta":{"content":"é ✓ 😀"},"custom":{"x":1}}]}"#,
             r#"{"model":"m3","choices":[{"index":0,"delta":{"content":"\u00e9"}}]}"#,
             r#"{"model":"m3","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}"#,
+            r#"{"model":"m3","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}"#,
         ];
         let (mut fast, mut slow) = (Seen::default(), Seen::default());
         let mut taken = 0;
@@ -629,7 +806,134 @@ mod tests {
             let b = read_serde(&event, trimmed, &mut slow).unwrap();
             assert_eq!(a, b, "{data}");
         }
-        assert_eq!(taken, 8, "the scan takes the usual chunks");
+        assert_eq!(taken, 10, "the scan takes the usual chunks");
+    }
+
+    /// Finish and usage chunks of many shapes — every finish reason, ids before, after or
+    /// without the head, deltas with and without content, usage objects of every field,
+    /// their details, extras, `null`s, and of the types and sizes serde refuses — read in
+    /// a stream, alone and after a content chunk of the same head (the head's shortcut),
+    /// and followed by a content chunk: each is read (or refused) as serde reads it, and
+    /// the scan takes those of the usual shapes.
+    #[test]
+    fn finish_and_usage_chunks_are_read_as_serde_reads_them() {
+        use crate::provider::openai::stream::{read, read_serde, Seen};
+        use crate::provider::sse::SseEvent;
+        let heads = [
+            r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","#,
+            r#"{"id":null,"model":"m","system_fingerprint":"fp","#,
+            r#"{"model":"m","#,
+            r#"{ "id" : "c\"2" , "model" : "m" , "#,
+        ];
+        let ends = [
+            "}",
+            r#","id":"late"}"#,
+            r#","obfuscation":"x"}"#,
+            r#","usage":null}"#,
+        ];
+        let mut choices: Vec<String> = Vec::new();
+        for finish in [
+            "null",
+            r#""stop""#,
+            r#""length""#,
+            r#""tool_calls""#,
+            r#""function_call""#,
+            r#""content_filter""#,
+            r#""vendor's own""#,
+            r#""""#,
+            r#""st\u006fp""#,
+            "1",
+        ] {
+            for delta in [
+                r#""delta":{},"#,
+                r#""delta":{"content":"bye"},"#,
+                r#""delta":{"role":"assistant","content":""},"#,
+                "",
+            ] {
+                choices.push(format!(
+                    r#""choices":[{{"index":0,{delta}"logprobs":null,"finish_reason":{finish}}}]"#
+                ));
+            }
+        }
+        choices.push(r#""choices":[{"finish_reason":"stop","index":0}]"#.to_owned());
+        for usage in [
+            "null",
+            "{}",
+            r#"{"prompt_tokens":12,"completion_tokens":60,"total_tokens":72}"#,
+            r#"{"completion_tokens":60,"prompt_tokens":12,"total_tokens":72}"#,
+            r#"{"prompt_tokens":12,"completion_tokens":60,"total_tokens":72,"prompt_tokens_details":{"cached_tokens":3,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":5,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}"#,
+            r#"{"prompt_tokens":null,"completion_tokens":null,"prompt_tokens_details":null,"completion_tokens_details":{}}"#,
+            r#"{"prompt_tokens":1,"cost":0.00012,"is_byok":false,"cost_details":{"a":[1,{"b":null}]}}"#,
+            r#"{"prompt_tokens":1,"cost":null}"#,
+            r#"{"prompt_tokens":1,"cost":12}"#,
+            r#"{"prompt_tokens":1,"cost":1e-3}"#,
+            r#"{"prompt_tokens":1,"cost":-0.5}"#,
+            r#"{"prompt_tokens":1,"cost":"0.5"}"#,
+            r#"{ "prompt_tokens" : 0 , "completion_tokens" : 18446744073709551615 }"#,
+            r#"{"prompt_tokens":18446744073709551616}"#,
+            r#"{"prompt_tokens":1000000000000}"#,
+            r#"{"prompt_tokens":1.5}"#,
+            r#"{"prompt_tokens":1e2}"#,
+            r#"{"prompt_tokens":-0}"#,
+            r#"{"prompt_tokens":01}"#,
+            r#"{"prompt_tokens":"1"}"#,
+            r#"{"prompt_tokens":1,"prompt_tokens":2}"#,
+            r#"{"prompt_tokens_details":{"cached_tokens":1.5}}"#,
+            r#"{"prompt_tokens_details":[1]}"#,
+            r#"{"prompt_tokens_details":{"cached_tokens":2},"prompt_tokens_details":null}"#,
+            r#"{"completion_tokens_details":{"reasoning_tokens":2,"reasoning_tokens":2}}"#,
+            r#"{"total_tokens":{"deep":[[[[]]]]}}"#,
+            r#"{"prompt_tokens":1,}"#,
+            "[]",
+            "7",
+        ] {
+            for choice in [
+                r#""choices":[]"#,
+                r#""choices":[{"index":0,"delta":{},"finish_reason":"stop"}]"#,
+            ] {
+                choices.push(format!(r#"{choice},"usage":{usage}"#));
+            }
+        }
+        let next = r#""choices":[{"index":0,"delta":{"content":"more"},"logprobs":null,"finish_reason":null}]}"#;
+        let (mut cases, mut taken) = (0, 0);
+        for head in heads {
+            for end in ends {
+                for choice in &choices {
+                    let data = format!("{head}{choice}{end}");
+                    let before = format!(
+                        r#"{head}"choices":[{{"index":0,"delta":{{"content":"a"}},"logprobs":null,"finish_reason":null}}]}}"#
+                    );
+                    let after = format!("{head}{next}");
+                    for stream in [
+                        vec![data.as_str(), after.as_str()],
+                        vec![
+                            before.as_str(),
+                            before.as_str(),
+                            data.as_str(),
+                            after.as_str(),
+                        ],
+                    ] {
+                        let (mut fast, mut slow) = (Seen::default(), Seen::default());
+                        for data in stream {
+                            let event = SseEvent::message(data);
+                            let trimmed = event.data.trim();
+                            let a = read(&event, &mut fast);
+                            let b = read_serde(&event, trimmed, &mut slow);
+                            if b.is_err() {
+                                // refused: what was seen no longer matters to the test
+                                slow = Seen::default();
+                                fast = Seen::default();
+                            }
+                            assert_eq!(format!("{a:?}"), format!("{b:?}"), "{data}");
+                            cases += 1;
+                            taken += usize::from(text_chunk(trimmed, None).is_some());
+                        }
+                    }
+                }
+            }
+        }
+        assert!(cases > 3000, "{cases} chunks");
+        assert!(taken > cases / 2, "{taken} of {cases} chunks scanned");
     }
 
     /// The data's trim is `str::trim`'s, whitespace of any kind at either end.
