@@ -15,6 +15,8 @@ use crate::cost::Money;
 use crate::error::{ErrorKind, ProviderError};
 use crate::provider::http::{snippet, UpstreamResponse};
 
+pub(super) mod scan;
+
 /// Parse a 200 response body. A body that is not a chat completion (HTML from a proxy,
 /// empty, no `choices`) is `Malformed`; an error object is classified. The message's
 /// `reasoning_content` (or `reasoning`), which OpenAI-compatible reasoning servers return,
@@ -26,15 +28,37 @@ use crate::provider::http::{snippet, UpstreamResponse};
 ///
 /// # Errors
 /// As above.
+///
+/// The usual answer (one choice of text) is read by hand ([`scan::completion`]), into
+/// what serde would have read from it; any other is read by serde.
 pub fn parse_response(body: &[u8]) -> Result<ProviderReply, ProviderError> {
-    let completion: wire::Completion = crate::json_text::from_bytes(body).map_err(|e| {
+    match scan::completion(body) {
+        Some(completion) => reply(body, completion),
+        None => reply(body, read(body)?),
+    }
+}
+
+/// [`parse_response`] with serde alone: the oracle the hand-read answer is checked
+/// against (`tests/reply.rs`).
+#[cfg(test)]
+pub(super) fn parse_response_serde(body: &[u8]) -> Result<ProviderReply, ProviderError> {
+    reply(body, read(body)?)
+}
+
+/// The completion as serde reads it.
+pub(super) fn read(body: &[u8]) -> Result<wire::Completion<'_>, ProviderError> {
+    crate::json_text::from_bytes(body).map_err(|e| {
         let what = if body.iter().all(u8::is_ascii_whitespace) {
             "an empty body".to_owned()
         } else {
             format!("{e}: {}", snippet(body))
         };
         malformed(format!("expected a chat completion, got {what}"))
-    })?;
+    })
+}
+
+/// The reply a completion read from `body` makes.
+fn reply(body: &[u8], completion: wire::Completion<'_>) -> Result<ProviderReply, ProviderError> {
     if completion.error.is_some() || completion.object.as_deref() == Some("error") {
         return Err(classify_value(
             &serde_json::from_slice(body).unwrap_or(Value::Null),

@@ -162,6 +162,7 @@ pub(super) struct FunctionDef<'a> {
 /// A `chat.completion` object, or an error object some servers return with a 200. Read in
 /// one pass: its strings borrow from the body where they have no escapes (copied once, into
 /// the reply), the message's content is read straight into its text ([`MessageText`]).
+#[cfg_attr(test, derive(PartialEq))]
 #[derive(Debug, Deserialize)]
 pub(super) struct Completion<'a> {
     /// The completion's id (`chatcmpl-…`).
@@ -184,6 +185,7 @@ pub(super) struct Completion<'a> {
 }
 
 /// One choice of a completion.
+#[cfg_attr(test, derive(PartialEq))]
 #[derive(Debug, Deserialize)]
 pub(super) struct Choice<'a> {
     #[serde(default)]
@@ -198,6 +200,7 @@ pub(super) struct Choice<'a> {
 }
 
 /// The assistant message of a choice.
+#[cfg_attr(test, derive(PartialEq))]
 #[derive(Debug, Deserialize)]
 pub(super) struct ResponseMessage<'a> {
     /// A string, `null`, or (some servers) a list of text parts.
@@ -227,6 +230,7 @@ pub(super) struct ResponseMessage<'a> {
 /// A message's `content` read into its text: a string as it is, `null` as none, a list of
 /// parts as their `text`s joined (parts without one skipped); anything else is kept
 /// (`Err`) for the reply's error message, as the JSON it was.
+#[cfg_attr(test, derive(PartialEq))]
 #[derive(Debug)]
 pub(super) struct MessageText(pub Result<String, Value>);
 
@@ -321,6 +325,7 @@ pub(super) fn extras(
 }
 
 /// A tool call in a response.
+#[cfg_attr(test, derive(PartialEq))]
 #[derive(Debug, Deserialize)]
 pub(super) struct ResponseToolCall {
     #[serde(default)]
@@ -329,6 +334,7 @@ pub(super) struct ResponseToolCall {
 }
 
 /// The function half of a response tool call.
+#[cfg_attr(test, derive(PartialEq))]
 #[derive(Debug, Deserialize)]
 pub(super) struct ResponseFunction {
     pub name: String,
@@ -431,6 +437,7 @@ pub(super) struct DeltaFunction {
 
 /// `usage`. `prompt_tokens` already includes cached tokens; `completion_tokens` already
 /// includes reasoning tokens. `cost` is OpenRouter's billed amount in USD.
+#[cfg_attr(test, derive(PartialEq))]
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 pub(super) struct Usage {
     #[serde(default)]
@@ -446,6 +453,7 @@ pub(super) struct Usage {
 }
 
 /// `usage.prompt_tokens_details`.
+#[cfg_attr(test, derive(PartialEq))]
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 pub(super) struct PromptDetails {
     #[serde(default)]
@@ -453,6 +461,7 @@ pub(super) struct PromptDetails {
 }
 
 /// `usage.completion_tokens_details`.
+#[cfg_attr(test, derive(PartialEq))]
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 pub(super) struct CompletionDetails {
     #[serde(default)]

@@ -504,6 +504,19 @@ fn audio_citations_and_function_calls_ride_in_native() {
 
 #[test]
 fn the_one_pass_reader_reads_what_the_value_reader_read() {
+    for body in &reply_bodies() {
+        assert_eq!(
+            parse_response(body.as_bytes()),
+            super::old_reply::parse_response(body.as_bytes()),
+            "{body}"
+        );
+    }
+}
+
+/// Every reply body of these tests: the fixtures, the malformed ones, and answers of every
+/// kind the reader knows (text, parts, reasoning, tool calls, extras, several choices,
+/// errors, wrong types).
+fn reply_bodies() -> Vec<String> {
     let mut bodies: Vec<String> = [
         fixture!("completion_text.json"),
         fixture!("completion_tool_call.json"),
@@ -581,11 +594,319 @@ fn the_one_pass_reader_reads_what_the_value_reader_read() {
     ];
     bodies.extend(whole.iter().map(Value::to_string));
     bodies.extend(["", "  \n", "{", "<html>502</html>", "{\"choices\":[{}]}"].map(str::to_owned));
-    for body in &bodies {
-        assert_eq!(
-            parse_response(body.as_bytes()),
-            super::old_reply::parse_response(body.as_bytes()),
-            "{body}"
-        );
+    bodies
+}
+
+/// The members of faultline's answer (`crates/faultline/src/wire.rs`, `completion`), as
+/// (key, value) at each level, for [`variants`] to reorder and change.
+struct Shape {
+    top: Vec<(&'static str, String)>,
+    choice: Vec<(&'static str, String)>,
+    message: Vec<(&'static str, String)>,
+}
+
+impl Shape {
+    fn usual() -> Self {
+        let own = |m: &[(&'static str, &str)]| m.iter().map(|&(k, v)| (k, v.to_owned())).collect();
+        Shape {
+            top: own(&[
+                ("id", r#""chatcmpl-1""#),
+                ("object", r#""chat.completion""#),
+                ("created", "1700000000"),
+                ("model", r#""gpt-4o-mini""#),
+                ("system_fingerprint", r#""fp_1""#),
+                ("choices", ""),
+                (
+                    "usage",
+                    r#"{"prompt_tokens":12,"completion_tokens":34,"total_tokens":46}"#,
+                ),
+            ]),
+            choice: own(&[
+                ("index", "0"),
+                ("message", ""),
+                ("logprobs", "null"),
+                ("finish_reason", r#""stop""#),
+            ]),
+            message: own(&[
+                ("role", r#""assistant""#),
+                ("content", r#""The capital of France is Paris.""#),
+                ("refusal", "null"),
+            ]),
+        }
     }
+
+    /// The body, members joined with `ws` around every token, each level's members
+    /// rotated by `turn`.
+    fn body(&self, ws: &str, turn: usize) -> String {
+        let object = |members: &[(&str, String)], inner: &str| {
+            let mut members: Vec<String> = (members.iter())
+                .map(|(k, v)| {
+                    let v = if v.is_empty() { inner } else { v.as_str() };
+                    format!("{ws}\"{k}\"{ws}:{ws}{v}{ws}")
+                })
+                .collect();
+            let len = members.len().max(1);
+            members.rotate_left(turn % len);
+            format!("{{{}}}", members.join(","))
+        };
+        let message = object(&self.message, "");
+        let choice = object(&self.choice, &message);
+        let choices = format!("[{ws}{choice}{ws}]");
+        format!("{ws}{}{ws}", object(&self.top, &choices))
+    }
+
+    fn set(members: &mut Vec<(&'static str, String)>, key: &'static str, value: Option<&str>) {
+        members.retain(|(k, _)| *k != key);
+        if let Some(v) = value {
+            members.push((key, v.to_owned()));
+        }
+    }
+}
+
+/// Faultline's answer and its variants: members in every rotation and reversed, with
+/// whitespace, each member changed to what answers carry (escapes, unicode, `null`,
+/// absent, numbers of every form, usage details, extras, wrong types), duplicated, and the
+/// answer cut at every byte.
+fn variants() -> Vec<String> {
+    let mut bodies = Vec::new();
+    for ws in ["", " ", "\n\t ", "\r\n"] {
+        for turn in 0..8 {
+            bodies.push(Shape::usual().body(ws, turn));
+        }
+        let mut reversed = Shape::usual();
+        reversed.top.reverse();
+        reversed.choice.reverse();
+        reversed.message.reverse();
+        bodies.push(reversed.body(ws, 0));
+    }
+    let strings = [
+        r#""plain""#,
+        r#""""#,
+        r#""esc\"apes\n\\ \/ \b\f\r\t""#,
+        r#""\u00e9\u00E9 \u0041\u0000 \u2713""#,
+        r#""\ud83d\ude00""#,
+        r#""\ud83d""#,
+        r#""\u00g9""#,
+        r#""\x""#,
+        "\"é ✓ 😀\"",
+        "\"ctl\u{1}\"",
+        "\"tab\t\"",
+        r#""unterminated"#,
+        "null",
+        "7",
+        "true",
+        r#"["a"]"#,
+        r#"{"a":1}"#,
+    ];
+    let numbers = [
+        "0",
+        "1",
+        "12",
+        "-1",
+        "-0",
+        "1.0",
+        "1e3",
+        "1E+2",
+        "2.5e-3",
+        "01",
+        "1x",
+        "00",
+        "18446744073709551615",
+        "18446744073709551616",
+        "99999999999999999999999",
+        "1e400",
+        "-1e400",
+        "null",
+        r#""3""#,
+        "true",
+        "[]",
+        "{}",
+    ];
+    let mut one = |edit: &dyn Fn(&mut Shape)| {
+        let mut shape = Shape::usual();
+        edit(&mut shape);
+        bodies.push(shape.body("", 0));
+        bodies.push(shape.body(" ", 3));
+    };
+    for key in ["id", "model", "system_fingerprint", "object"] {
+        for v in strings.iter().chain([&"\"error\""]) {
+            let v: &str = v;
+            one(&|s| Shape::set(&mut s.top, key, Some(v)));
+        }
+        one(&|s| Shape::set(&mut s.top, key, None));
+    }
+    for key in ["content", "refusal", "role"] {
+        for v in strings
+            .iter()
+            .chain([&r#"[{"type":"text","text":"a"}]"#, &"[]"])
+        {
+            let v: &str = v;
+            one(&|s| Shape::set(&mut s.message, key, Some(v)));
+        }
+        one(&|s| Shape::set(&mut s.message, key, None));
+    }
+    for v in strings {
+        one(&|s| Shape::set(&mut s.choice, "finish_reason", Some(v)));
+    }
+    for key in ["finish_reason", "logprobs", "index"] {
+        one(&|s| Shape::set(&mut s.choice, key, None));
+    }
+    for v in numbers
+        .iter()
+        .chain(&[r#"{"content":[]}"#, r#"{"content":null}"#])
+    {
+        let v: &str = v;
+        one(&|s| Shape::set(&mut s.choice, "index", Some(v)));
+        one(&|s| Shape::set(&mut s.choice, "logprobs", Some(v)));
+    }
+    for key in ["prompt_tokens", "completion_tokens", "total_tokens", "cost"] {
+        for v in numbers
+            .iter()
+            .chain(&["0.25", "1e-3", "5", "-1.5", "1.7976931348623157e308"])
+        {
+            let v: &str = v;
+            let usage = format!(r#"{{"prompt_tokens":1,"{key}":{v}}}"#);
+            one(&|s| Shape::set(&mut s.top, "usage", Some(usage.as_str())));
+        }
+    }
+    for (key, inner) in [
+        ("prompt_tokens_details", "cached_tokens"),
+        ("completion_tokens_details", "reasoning_tokens"),
+    ] {
+        let mut details: Vec<String> = numbers
+            .iter()
+            .map(|v| format!(r#"{{"audio_tokens":0,"{inner}":{v}}}"#))
+            .collect();
+        details.extend(
+            [
+                "null",
+                "{}",
+                "[]",
+                "3",
+                r#"{"audio_tokens":0}"#,
+                r#"{"x":{"y":[1,{"z":null}]}}"#,
+            ]
+            .map(str::to_owned),
+        );
+        details.push(format!(r#"{{"{inner}":1,"{inner}":2}}"#));
+        details.push(format!(r#"{{"{inner}":1,"a":2,"a":3}}"#));
+        for d in &details {
+            let usage = format!(
+                r#"{{"prompt_tokens":1200,"completion_tokens":300,"total_tokens":1500,"{key}":{d}}}"#
+            );
+            one(&|s| Shape::set(&mut s.top, "usage", Some(usage.as_str())));
+        }
+    }
+    for usage in [
+        "null",
+        "{}",
+        "[]",
+        r#"{"prompt_tokens":1,"prompt_tokens":2}"#,
+        r#"{"prompt_tokens":5,"completion_tokens":6,"prompt_tokens_details":{"cached_tokens":2,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":3,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0},"cost":0.000125}"#,
+        r#"{"prompt_tokens":20000000000}"#,
+    ] {
+        one(&|s| Shape::set(&mut s.top, "usage", Some(usage)));
+    }
+    // what the gateway models besides the text: `null`, or serde's
+    for key in [
+        "tool_calls",
+        "reasoning_content",
+        "reasoning",
+        "audio",
+        "annotations",
+        "function_call",
+    ] {
+        for v in [
+            "null",
+            "[]",
+            r#""think""#,
+            r#"[{"type":"url_citation"}]"#,
+            r#"{"id":"a"}"#,
+            r#"[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]"#,
+        ] {
+            one(&|s| Shape::set(&mut s.message, key, Some(v)));
+        }
+    }
+    // extras nobody models, errors, several choices
+    for (key, v) in [
+        ("service_tier", r#""default""#),
+        (
+            "prompt_filter_results",
+            r#"[{"prompt_index":0,"content_filter_results":{}}]"#,
+        ),
+        ("x", r#"{"a":[1,-2.5e3,true,false,null,"\u00e9",{}]}"#),
+        ("x", r#""\ud800""#),
+        ("x", "01"),
+        ("x", "[1,]"),
+        ("x", r#"{"a" 1}"#),
+        ("error", "null"),
+        ("error", r#"{"message":"overloaded","code":529}"#),
+        ("message", r#""bad""#),
+    ] {
+        one(&|s| Shape::set(&mut s.top, key, Some(v)));
+    }
+    let deep = format!("{}{}", "[".repeat(40), "]".repeat(40));
+    one(&|s| Shape::set(&mut s.top, "x", Some(deep.as_str())));
+    one(&|s| Shape::set(&mut s.message, "x", Some(r#"{"nested":["ok"]}"#)));
+    one(&|s| Shape::set(&mut s.choice, "content_filter_results", Some("{}")));
+    for choices in [
+        "[]",
+        "null",
+        "{}",
+        r#"[{"index":0,"message":{"content":"a"}},{"index":1,"message":{"content":"b"}}]"#,
+        r#"[{"index":1,"message":{"content":"a"}}]"#,
+        r#"[{"index":0}]"#,
+        r#"[{"index":0,"message":null}]"#,
+        r#"[{"index":0,"message":"a"}]"#,
+        r#"[{"index":0,"message":{}}]"#,
+        r#"[{"message":{"content":"a"},"index":0,"index":0}]"#,
+    ] {
+        one(&|s| Shape::set(&mut s.top, "choices", Some(choices)));
+    }
+    // a duplicate of every member, at every level
+    let usual = Shape::usual();
+    for (k, v) in usual.top.iter().filter(|(_, v)| !v.is_empty()) {
+        one(&|s| s.top.push((*k, v.clone())));
+    }
+    for (k, v) in usual.choice.iter().filter(|(_, v)| !v.is_empty()) {
+        one(&|s| s.choice.push((*k, v.clone())));
+    }
+    for (k, v) in &usual.message {
+        one(&|s| s.message.push((*k, v.clone())));
+    }
+    one(&|s| s.top.push(("choices", r#"[{"message":{}}]"#.to_owned())));
+    // cut at every byte, and trailing bytes
+    let whole = Shape::usual().body("", 0);
+    bodies.extend((0..whole.len()).map(|n| whole[..n].to_owned()));
+    bodies.extend(["x", " {}", ",", "}", "\u{0}"].map(|t| format!("{whole}{t}")));
+    bodies.push("\"x\"".to_owned());
+    bodies
+}
+
+/// The hand-read answer is the answer serde reads: for every body here, the reply (or the
+/// error) is the serde reader's; where the scan takes a body, what it read is the very
+/// completion serde reads from it; and it takes the usual ones.
+#[test]
+fn the_scanned_reply_is_the_reply_serde_reads() {
+    use super::super::reply::{parse_response_serde, read, scan};
+    let mut bodies = reply_bodies();
+    bodies.extend(variants());
+    let mut bytes: Vec<Vec<u8>> = bodies.iter().map(|b| b.clone().into_bytes()).collect();
+    let mut latin = Shape::usual().body("", 0).into_bytes();
+    latin.extend_from_slice(b" \xff");
+    bytes.push(latin);
+    let mut taken = 0;
+    for body in &bytes {
+        let text = String::from_utf8_lossy(body);
+        assert_eq!(parse_response(body), parse_response_serde(body), "{text}");
+        if let Some(scanned) = scan::completion(body) {
+            taken += 1;
+            assert_eq!(Some(scanned), read(body).ok(), "{text}");
+        }
+    }
+    assert!(taken > 300, "the usual answers are read by hand: {taken}");
+    let usual = Shape::usual().body("", 0);
+    assert!(scan::completion(usual.as_bytes()).is_some());
+    let text = fixture!("completion_text.json");
+    assert!(scan::completion(text.as_bytes()).is_some(), "{text}");
 }
