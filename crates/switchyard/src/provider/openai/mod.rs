@@ -23,6 +23,7 @@
 //! replies.
 
 mod classify;
+mod cursor;
 pub mod embed;
 mod reply;
 mod request;

@@ -12,7 +12,7 @@
 //! JSON. It answers `None` — "read this one with serde" — for anything it is not sure of:
 //! a shape other than the above, a field serde would refuse (a duplicate, a wrong type, a
 //! count that is negative, fractional or too large), an escape in a key, a surrogate
-//! escape, nesting deeper than [`MAX_DEPTH`], or bytes that are not JSON. So an answer it
+//! escape, nesting deeper than `MAX_DEPTH` (`../cursor.rs`), or bytes that are not JSON. So an answer it
 //! reads is the answer serde reads, and one it does not is read (or refused) exactly as
 //! before. In the spirit of the stream's chunk scan (`provider/openai/stream/scan.rs`).
 
@@ -20,10 +20,10 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
+use super::super::cursor::{Scan, Seen};
 use super::super::wire;
 
 /// The deepest nesting of a skipped value the scan follows (deeper: serde reads it).
-const MAX_DEPTH: u32 = 32;
 
 /// `body` read as the [`wire::Completion`] serde reads from it, when it is the usual
 /// answer (see the module docs); `None`: serde's to read.
@@ -91,94 +91,7 @@ pub(in super::super) fn completion(body: &[u8]) -> Option<wire::Completion<'_>> 
     (s.i == s.b.len() && out.choices.is_some()).then_some(out)
 }
 
-/// Which of an object's known keys were read (serde refuses a duplicate).
-#[derive(Default)]
-struct Seen(u16);
-
-impl Seen {
-    fn once(&mut self, key: u16) -> Option<()> {
-        let bit = 1 << key;
-        if self.0 & bit != 0 {
-            return None;
-        }
-        self.0 |= bit;
-        Some(())
-    }
-}
-
-/// A cursor over JSON bytes.
-struct Scan<'a> {
-    /// The bytes as text (a run between two ASCII bytes is borrowed from it unchecked).
-    text: &'a str,
-    b: &'a [u8],
-    i: usize,
-}
-
 impl<'a> Scan<'a> {
-    fn peek(&self) -> Option<u8> {
-        self.b.get(self.i).copied()
-    }
-
-    /// Skip JSON whitespace.
-    fn ws(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
-            self.i += 1;
-        }
-    }
-
-    fn eat(&mut self, byte: u8) -> Option<()> {
-        (self.peek() == Some(byte)).then(|| self.i += 1)
-    }
-
-    /// The `:` after a key, and the whitespace around it.
-    fn colon(&mut self) -> Option<()> {
-        self.ws();
-        self.eat(b':')?;
-        self.ws();
-        Some(())
-    }
-
-    /// After a member: `true` past a `,` (another member follows), `false` before the end.
-    fn next(&mut self) -> Option<bool> {
-        self.ws();
-        Some(self.eat(b',').is_some())
-    }
-
-    fn word(&mut self, word: &[u8]) -> Option<()> {
-        let end = self.i.checked_add(word.len())?;
-        (self.b.get(self.i..end) == Some(word)).then(|| self.i = end)
-    }
-
-    fn null(&mut self) -> Option<()> {
-        self.word(b"null")
-    }
-
-    /// `null` read (`true`), or not there (`false`, nothing read).
-    fn is_null(&mut self) -> Option<bool> {
-        if self.peek() == Some(b'n') {
-            self.null()?;
-            return Some(true);
-        }
-        Some(false)
-    }
-
-    /// The end of a string's plain run from `self.i`.
-    fn plain_run(&self) -> usize {
-        crate::json_text::plain_run(self.b, self.i)
-    }
-
-    /// A string with no escape, borrowed (a key).
-    fn raw_str(&mut self) -> Option<&'a str> {
-        self.eat(b'"')?;
-        let start = self.i;
-        let end = self.plain_run();
-        if self.b.get(end) != Some(&b'"') {
-            return None;
-        }
-        self.i = end + 1;
-        self.text.get(start..end)
-    }
-
     /// A string as serde reads it into a `Cow`: borrowed without escapes, decoded with;
     /// `null` as none.
     fn cow_or_null(&mut self) -> Option<Option<Cow<'a, str>>> {
@@ -235,17 +148,6 @@ impl<'a> Scan<'a> {
                 _ => return None, // a control character: serde refuses it
             }
         }
-    }
-
-    /// The character of the `\uXXXX` at `self.i`; `None` for a surrogate (serde pairs
-    /// them, or refuses one alone: its to say) or a bad digit.
-    fn hex4(&self) -> Option<char> {
-        let hex = self.b.get(self.i + 2..self.i + 6)?;
-        let mut n = 0u32;
-        for &h in hex {
-            n = n * 16 + char::from(h).to_digit(16)?;
-        }
-        char::from_u32(n) // `None` for a surrogate
     }
 
     /// `"choices": [ {one choice} ]`: index 0 (or none), a message, a finish reason,
@@ -402,175 +304,5 @@ impl<'a> Scan<'a> {
             Some(())
         })?;
         Some(Some(u))
-    }
-
-    /// A details object (`null` as none): its one count `name` (perhaps absent or `null`),
-    /// the rest passed over.
-    fn details(&mut self, name: &str) -> Option<Option<Option<u64>>> {
-        if self.is_null()? {
-            return Some(None);
-        }
-        let mut n = None;
-        let mut seen = false;
-        self.object(|s, key| {
-            if key == name {
-                if std::mem::replace(&mut seen, true) {
-                    return None;
-                }
-                n = s.count()?;
-                Some(())
-            } else {
-                s.skip(3)
-            }
-        })?;
-        Some(Some(n))
-    }
-
-    /// An object, each member's key given to `member` with the cursor on its value.
-    fn object(&mut self, mut member: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
-        self.eat(b'{')?;
-        self.ws();
-        if self.eat(b'}').is_some() {
-            return Some(());
-        }
-        loop {
-            self.ws();
-            let key = self.raw_str()?;
-            self.colon()?;
-            member(self, key)?;
-            if !self.next()? {
-                break;
-            }
-        }
-        self.eat(b'}')
-    }
-
-    /// A count as serde reads an `Option<u64>`: `null`, or digits that fit (a sign, a
-    /// fraction or an exponent: serde's to read, or refuse).
-    fn count(&mut self) -> Option<Option<u64>> {
-        if self.is_null()? {
-            return Some(None);
-        }
-        let start = self.i;
-        let mut n = 0u64;
-        while let Some(c) = self.peek().filter(u8::is_ascii_digit) {
-            n = n.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-            self.i += 1;
-        }
-        let len = self.i - start;
-        if len == 0 || (len > 1 && self.b[start] == b'0') {
-            return None;
-        }
-        match self.peek() {
-            Some(b'.' | b'e' | b'E') => None,
-            _ => Some(Some(n)),
-        }
-    }
-
-    /// `cost` as serde reads an `Option<f64>`: `null`, or a number read by serde_json
-    /// itself (its rounding is its own).
-    fn cost(&mut self) -> Option<Option<f64>> {
-        if self.is_null()? {
-            return Some(None);
-        }
-        let start = self.i;
-        self.number()?;
-        serde_json::from_str(&self.text[start..self.i])
-            .ok()
-            .map(Some)
-    }
-
-    /// Any JSON value, checked and passed over.
-    fn skip(&mut self, depth: u32) -> Option<()> {
-        match self.peek()? {
-            b'"' => self.skip_str(),
-            b'{' => self.skip_seq(depth, b'}', true),
-            b'[' => self.skip_seq(depth, b']', false),
-            b't' => self.word(b"true"),
-            b'f' => self.word(b"false"),
-            b'n' => self.null(),
-            b'-' | b'0'..=b'9' => self.number(),
-            _ => None,
-        }
-    }
-
-    /// An object (`keyed`) or an array, its members checked.
-    fn skip_seq(&mut self, depth: u32, close: u8, keyed: bool) -> Option<()> {
-        if depth >= MAX_DEPTH {
-            return None;
-        }
-        self.i += 1;
-        self.ws();
-        if self.eat(close).is_some() {
-            return Some(());
-        }
-        loop {
-            self.ws();
-            if keyed {
-                self.skip_str()?;
-                self.colon()?;
-            }
-            self.skip(depth + 1)?;
-            if !self.next()? {
-                break;
-            }
-        }
-        self.eat(close)
-    }
-
-    /// A string, its escapes checked.
-    fn skip_str(&mut self) -> Option<()> {
-        self.eat(b'"')?;
-        loop {
-            self.i = self.plain_run();
-            match self.peek()? {
-                b'"' => {
-                    self.i += 1;
-                    return Some(());
-                }
-                b'\\' => match *self.b.get(self.i + 1)? {
-                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.i += 2,
-                    b'u' => {
-                        self.hex4()?;
-                        self.i += 6;
-                    }
-                    _ => return None,
-                },
-                _ => return None,
-            }
-        }
-    }
-
-    /// A number, as JSON writes one.
-    fn number(&mut self) -> Option<()> {
-        let _ = self.eat(b'-');
-        match self.peek()? {
-            b'0' => self.i += 1,
-            b'1'..=b'9' => self.digits(),
-            _ => return None,
-        }
-        if self.eat(b'.').is_some() {
-            self.peek().filter(u8::is_ascii_digit)?;
-            self.digits();
-        }
-        if let Some(b'e' | b'E') = self.peek() {
-            self.i += 1;
-            if let Some(b'+' | b'-') = self.peek() {
-                self.i += 1;
-            }
-            self.peek().filter(u8::is_ascii_digit)?;
-            self.digits();
-        }
-        // `01`, `1x`: not a number serde reads
-        match self.peek() {
-            Some(c) if c.is_ascii_alphanumeric() || c == b'.' => None,
-            _ => Some(()),
-        }
-    }
-
-    fn digits(&mut self) {
-        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
-            self.i += 1;
-        }
     }
 }

@@ -12,13 +12,13 @@
 //! answers `None` — "read this one with serde" — for anything it is not sure of: a shape
 //! other than the above, a field serde would reject (a duplicate, a wrong type), an escape
 //! in a key or in a borrowed string, a `\u` escape in the content, nesting deeper than
-//! [`MAX_DEPTH`], or bytes that are not JSON. So a chunk it reads is the chunk serde reads,
+//! `MAX_DEPTH` (`../cursor.rs`), or bytes that are not JSON. So a chunk it reads is the chunk serde reads,
 //! and one it does not is read (or refused) exactly as before.
 
+use super::super::cursor::{Scan, Seen};
 use super::super::wire;
 
 /// The deepest nesting of a skipped value the scan follows (deeper: serde reads it).
-const MAX_DEPTH: u32 = 32;
 
 /// What the gateway needs of a content, finish or usage chunk.
 #[derive(Debug, PartialEq, Eq)]
@@ -116,7 +116,7 @@ fn read_chunk<'a>(data: &'a str, head: Option<&mut Head>, out: &mut TextChunk<'a
             let at = h.bytes.len();
             if !h.mid.is_empty() && s.b[at..].starts_with(&h.mid) {
                 s.i = at + h.mid.len();
-                if s.decoded_str(&mut out.text).is_some() && s.b.get(s.i..) == Some(&h.tail[..]) {
+                if s.content_into(&mut out.text).is_some() && s.b.get(s.i..) == Some(&h.tail[..]) {
                     return Some(());
                 }
                 out.text.clear();
@@ -172,7 +172,7 @@ fn read_chunk<'a>(data: &'a str, head: Option<&mut Head>, out: &mut TextChunk<'a
             "choices" => {
                 head_end = Some((key_at, seen.0));
                 seen.once(4)?;
-                s.choices(&mut out.text, &mut span, &mut out.finish)?;
+                s.chunk_choices(&mut out.text, &mut span, &mut out.finish)?;
                 choices = true;
             }
             "usage" => {
@@ -180,7 +180,7 @@ fn read_chunk<'a>(data: &'a str, head: Option<&mut Head>, out: &mut TextChunk<'a
                 if s.peek() == Some(b'n') {
                     s.null()?;
                 } else {
-                    out.usage = Some(s.usage()?);
+                    out.usage = Some(s.chunk_usage()?);
                 }
             }
             // an error or Groq's extension: only their absence is this scan's
@@ -222,72 +222,7 @@ fn read_chunk<'a>(data: &'a str, head: Option<&mut Head>, out: &mut TextChunk<'a
     Some(())
 }
 
-/// Which of an object's known keys were read (serde refuses a duplicate).
-#[derive(Default)]
-struct Seen(u16);
-
-impl Seen {
-    fn once(&mut self, key: u16) -> Option<()> {
-        let bit = 1 << key;
-        if self.0 & bit != 0 {
-            return None;
-        }
-        self.0 |= bit;
-        Some(())
-    }
-}
-
-/// A cursor over JSON bytes.
-struct Scan<'a> {
-    /// The bytes as text (a run between two ASCII bytes is borrowed from it unchecked).
-    text: &'a str,
-    b: &'a [u8],
-    i: usize,
-}
-
 impl<'a> Scan<'a> {
-    fn peek(&self) -> Option<u8> {
-        self.b.get(self.i).copied()
-    }
-
-    /// Skip JSON whitespace.
-    fn ws(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
-            self.i += 1;
-        }
-    }
-
-    fn eat(&mut self, byte: u8) -> Option<()> {
-        (self.peek() == Some(byte)).then(|| self.i += 1)
-    }
-
-    fn word(&mut self, word: &[u8]) -> Option<()> {
-        let end = self.i.checked_add(word.len())?;
-        (self.b.get(self.i..end) == Some(word)).then(|| self.i = end)
-    }
-
-    fn null(&mut self) -> Option<()> {
-        self.word(b"null")
-    }
-
-    /// The end of a string's plain run from `self.i`: the first `"`, `\` or control
-    /// character (or the end of the bytes).
-    fn plain_run(&self) -> usize {
-        crate::json_text::plain_run(self.b, self.i)
-    }
-
-    /// A string with no escape, borrowed.
-    fn raw_str(&mut self) -> Option<&'a str> {
-        self.eat(b'"')?;
-        let start = self.i;
-        let end = self.plain_run();
-        if self.b.get(end) != Some(&b'"') {
-            return None;
-        }
-        self.i = end + 1;
-        self.text.get(start..end)
-    }
-
     /// A string with no escape, or `null`.
     fn str_or_null(&mut self) -> Option<Option<&'a str>> {
         if self.peek() == Some(b'n') {
@@ -298,7 +233,7 @@ impl<'a> Scan<'a> {
     }
 
     /// A string appended to `out`, its escapes decoded (not `\u`: serde's).
-    fn decoded_str(&mut self, out: &mut String) -> Option<()> {
+    fn content_into(&mut self, out: &mut String) -> Option<()> {
         self.eat(b'"')?;
         loop {
             let start = self.i;
@@ -333,7 +268,7 @@ impl<'a> Scan<'a> {
     /// `"choices": [ {one choice 0 with content only} ]` (or none, `[]`), its content
     /// appended to `text`, its finish reason (without escapes) in `finish`. `span`: where
     /// the content's string starts and ends, when it is one.
-    fn choices(
+    fn chunk_choices(
         &mut self,
         text: &mut String,
         span: &mut Option<(usize, usize)>,
@@ -408,7 +343,7 @@ impl<'a> Scan<'a> {
                         self.null()?;
                     } else {
                         let from = self.i;
-                        self.decoded_str(text)?;
+                        self.content_into(text)?;
                         *span = Some((from, self.i));
                     }
                 }
@@ -429,7 +364,7 @@ impl<'a> Scan<'a> {
     /// its details objects or `null`, `cost` a plain number or `null`, any other member
     /// passed over), made the shared usage by `reply::usage`; `None` for anything else
     /// (a duplicate, another type, an implausible count: serde's to read or refuse).
-    fn usage(&mut self) -> Option<crate::chat::Usage> {
+    fn chunk_usage(&mut self) -> Option<crate::chat::Usage> {
         let mut u = wire::Usage::default();
         let mut seen = Seen::default();
         self.object(|s, key| {
@@ -477,175 +412,6 @@ impl<'a> Scan<'a> {
             Some(())
         })?;
         super::super::reply::usage(u).ok()
-    }
-
-    /// `null`, or an object of at most one known count `key` (`null` or a count); other
-    /// members passed over. `Some(None)`: `null`; `Some(Some(n))`: the object, `n` its
-    /// count when it has one.
-    fn details(&mut self, key: &str) -> Option<Option<Option<u64>>> {
-        if self.peek() == Some(b'n') {
-            self.null()?;
-            return Some(None);
-        }
-        let mut n = None;
-        let mut seen = false;
-        self.object(|s, k| {
-            if k == key {
-                if std::mem::replace(&mut seen, true) {
-                    return None;
-                }
-                n = s.count()?;
-            } else {
-                s.skip(3)?;
-            }
-            Some(())
-        })?;
-        Some(Some(n))
-    }
-
-    /// An object whose keys have no escape, each member's value read by `member` (given
-    /// the cursor on the value and the key).
-    fn object(&mut self, mut member: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
-        self.eat(b'{')?;
-        self.ws();
-        if self.eat(b'}').is_some() {
-            return Some(());
-        }
-        loop {
-            self.ws();
-            let key = self.raw_str()?;
-            self.ws();
-            self.eat(b':')?;
-            self.ws();
-            member(self, key)?;
-            self.ws();
-            if self.eat(b',').is_none() {
-                break;
-            }
-        }
-        self.eat(b'}')
-    }
-
-    /// A count as serde reads a `u64` (digits only, no sign, fraction or exponent), or
-    /// `null`.
-    fn count(&mut self) -> Option<Option<u64>> {
-        if self.peek() == Some(b'n') {
-            self.null()?;
-            return Some(None);
-        }
-        let from = self.i;
-        self.number()?;
-        let digits = self.b.get(from..self.i)?;
-        if !digits.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        self.text.get(from..self.i)?.parse().ok().map(Some)
-    }
-
-    /// Any JSON value, checked and passed over.
-    fn skip(&mut self, depth: u32) -> Option<()> {
-        match self.peek()? {
-            b'"' => self.skip_str(),
-            b'{' => self.skip_seq(depth, b'}', true),
-            b'[' => self.skip_seq(depth, b']', false),
-            b't' => self.word(b"true"),
-            b'f' => self.word(b"false"),
-            b'n' => self.null(),
-            b'-' | b'0'..=b'9' => self.number(),
-            _ => None,
-        }
-    }
-
-    /// An object (`keyed`) or an array, its members checked.
-    fn skip_seq(&mut self, depth: u32, close: u8, keyed: bool) -> Option<()> {
-        if depth >= MAX_DEPTH {
-            return None;
-        }
-        self.i += 1;
-        self.ws();
-        if self.eat(close).is_some() {
-            return Some(());
-        }
-        loop {
-            self.ws();
-            if keyed {
-                self.skip_str()?;
-                self.ws();
-                self.eat(b':')?;
-                self.ws();
-            }
-            self.skip(depth + 1)?;
-            self.ws();
-            if self.eat(b',').is_none() {
-                break;
-            }
-        }
-        self.eat(close)
-    }
-
-    /// A string, its escapes checked.
-    fn skip_str(&mut self) -> Option<()> {
-        self.eat(b'"')?;
-        loop {
-            self.i = self.plain_run();
-            match self.peek()? {
-                b'"' => {
-                    self.i += 1;
-                    return Some(());
-                }
-                b'\\' => {
-                    match *self.b.get(self.i + 1)? {
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.i += 2,
-                        b'u' => {
-                            let hex = self.b.get(self.i + 2..self.i + 6)?;
-                            if !hex.iter().all(u8::is_ascii_hexdigit) {
-                                return None;
-                            }
-                            // a surrogate: whether serde pairs it is serde's to say
-                            if matches!(hex[0], b'd' | b'D') && hex[1] >= b'8' {
-                                return None;
-                            }
-                            self.i += 6;
-                        }
-                        _ => return None,
-                    }
-                }
-                _ => return None,
-            }
-        }
-    }
-
-    /// A number, as JSON writes one.
-    fn number(&mut self) -> Option<()> {
-        let _ = self.eat(b'-');
-        match self.peek()? {
-            b'0' => self.i += 1,
-            b'1'..=b'9' => self.digits(),
-            _ => return None,
-        }
-        if self.eat(b'.').is_some() {
-            self.peek().filter(u8::is_ascii_digit)?;
-            self.digits();
-        }
-        if let Some(b'e' | b'E') = self.peek() {
-            self.i += 1;
-            if let Some(b'+' | b'-') = self.peek() {
-                self.i += 1;
-            }
-            self.peek().filter(u8::is_ascii_digit)?;
-            self.digits();
-        }
-        // `01`, `1x`: not a number serde reads
-        match self.peek() {
-            Some(c) if c.is_ascii_alphanumeric() || c == b'.' => None,
-            _ => Some(()),
-        }
-    }
-
-    fn digits(&mut self) {
-        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
-            self.i += 1;
-        }
     }
 }
 
