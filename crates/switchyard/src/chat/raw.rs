@@ -221,6 +221,9 @@ impl RawBody {
     /// Calls `f` with each field of the body as `patch` leaves it, in order: its key as
     /// written out and its value's bytes.
     fn each_with(&self, patch: &Patch, mut f: impl FnMut(KeyOut<'_>, &[u8])) {
+        // which of the patch's first 64 sets replaced a field of the body (the rest go
+        // last), so that they are not looked for in the body again
+        let mut placed = 0u64;
         for field in &self.fields {
             let key = self.key_bytes(field);
             if patch.removes_bytes(key) {
@@ -231,13 +234,23 @@ impl RawBody {
                 Part::At(_) => KeyOut::Plain(key),
                 Part::Own(key) => KeyOut::of(key),
             };
-            match patch.value_bytes(key) {
-                Some(set) => f(out, set.get().as_bytes()),
+            match (patch.set.iter()).position(|(k, _)| k.as_bytes() == key) {
+                Some(at) => {
+                    placed |= 1u64
+                        .checked_shl(u32::try_from(at).unwrap_or(64))
+                        .unwrap_or(0);
+                    f(out, patch.set[at].1.get().as_bytes());
+                }
                 None => f(out, self.value_bytes(field)),
             }
         }
-        for (key, raw) in &patch.set {
-            if self.position(key.as_bytes()).is_none() {
+        for (at, (key, raw)) in patch.set.iter().enumerate() {
+            let bit = 1u64.checked_shl(u32::try_from(at).unwrap_or(64));
+            let in_body = match bit {
+                Some(bit) => placed & bit != 0,
+                None => self.position(key.as_bytes()).is_some(),
+            };
+            if !in_body {
                 f(KeyOut::of(key), raw.get().as_bytes());
             }
         }
@@ -494,12 +507,6 @@ impl Patch {
 
     fn removes_bytes(&self, key: &[u8]) -> bool {
         self.remove.iter().any(|k| k.as_bytes() == key)
-    }
-
-    fn value_bytes(&self, key: &[u8]) -> Option<&RawValue> {
-        (self.set.iter())
-            .find(|(k, _)| k.as_bytes() == key)
-            .map(|(_, v)| v.as_ref())
     }
 
     /// `key` as the patched body has it: the patch's value, else `body`'s.
@@ -830,6 +837,15 @@ mod tests {
         let mut p = Patch::default();
         p.remove("é");
         p.set_value("tab\t", &false).unwrap();
+        all.push(p);
+        // more sets than the write's 64-bit record of those placed in the body
+        let mut p = Patch::default();
+        for i in 0..70 {
+            p.set_value(&format!("k{i}"), &i).unwrap();
+        }
+        for key in ["b", "model", "a", "messages"] {
+            p.set_value(key, "late").unwrap();
+        }
         all.push(p);
         all
     }
