@@ -60,7 +60,7 @@ impl Dialect for Messages {
         let (names, anthropic_only) = ignored.into_parts();
         ctx.ignored.extend(names);
         // valid: it parsed above; kept as its fields' own bytes, not a second tree
-        let own = RawBody::parse(body)
+        let own = RawBody::parse_shared(body)
             .map_err(|e| ApiError::bad_request(None, format!("invalid request body: {e}")))?;
         let mut native = Native::new(ANTHROPIC, own);
         // the message-threads beta is the gateway's to serve: no provider gets it
@@ -183,7 +183,12 @@ pub async fn create(state: State<AppState>, request: Request) -> Response {
 
 /// `msg_<request id>`.
 pub(crate) fn message_id(ctx: &Ctx) -> String {
-    format!("msg_{}", ctx.id.trim_start_matches("req_"))
+    // built by hand, not `format!` (its formatter machinery costs more than the copy)
+    let tail = ctx.id.trim_start_matches("req_");
+    let mut id = String::with_capacity(4 + tail.len());
+    id.push_str("msg_");
+    id.push_str(tail);
+    id
 }
 
 /// The shared finish reason in Anthropic's words. A stop with tool calls is `tool_use`;

@@ -230,8 +230,8 @@ fn reads_native_body(state: &AppState, ctx: &Ctx, takes_it: bool) -> bool {
 ///
 /// # Errors
 /// 400 when the body is not a JSON object (not reached: `decode` parsed it).
-fn native_body(body: &[u8], native_only: &[(String, String)]) -> Result<Native, ApiError> {
-    let own = RawBody::parse(body)
+fn native_body(body: &Bytes, native_only: &[(String, String)]) -> Result<Native, ApiError> {
+    let own = RawBody::parse_shared(body)
         .map_err(|e| ApiError::bad_request(None, format!("invalid request body: {e}")))?;
     let names = native_only.iter().take(8).map(|(param, _)| param.clone());
     Ok(Native::new(NATIVE_KIND, own).required_by(names.collect()))

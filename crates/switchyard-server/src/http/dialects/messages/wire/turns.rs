@@ -83,14 +83,16 @@ struct Turns<'i> {
 impl Turns<'_> {
     /// One turn into the conversation.
     fn push(&mut self, i: usize, mut m: WireMessage) -> Result<(), ApiError> {
-        let at = format!("messages.{i}");
+        // the turn's path, written only when something names it (a turn of plain text
+        // without unknown keys names nothing)
+        let at = || format!("messages.{i}");
         let role = match m.role.as_str() {
             "user" => Role::User,
             "assistant" => Role::Assistant,
             "system" => Role::System,
             other => {
                 return Err(bad(
-                    &format!("{at}.role"),
+                    &format!("{}.role", at()),
                     format!(
                         "{:?} is not one of user, assistant, system",
                         clip(other, ECHO_BYTES)
@@ -110,10 +112,12 @@ impl Turns<'_> {
             }
             false
         };
-        self.ignored.unknown(&m.other, &at, "messages")?;
+        if m.other.first().is_some() {
+            self.ignored.unknown(&m.other, &at(), "messages")?;
+        }
         let blocks = match m.content {
             None if role == Role::System => return Ok(()),
-            None => return Err(bad(&format!("{at}.content"), "Field required")),
+            None => return Err(bad(&format!("{}.content", at()), "Field required")),
             Some(StrOr::Str(_)) if cleared => return Ok(()),
             Some(StrOr::Str(text)) => {
                 self.out.push(Message::text(role, text));
@@ -122,6 +126,7 @@ impl Turns<'_> {
             Some(StrOr::List(blocks)) => blocks,
         };
         let mut turn = empty(role);
+        let at = at();
         for (j, block) in blocks.into_iter().enumerate() {
             self.block(&mut turn, block, &format!("{at}.content.{j}"))?;
         }
