@@ -23,8 +23,6 @@ use serde_json::Value;
 use super::super::cursor::{Scan, Seen};
 use super::super::wire;
 
-/// The deepest nesting of a skipped value the scan follows (deeper: serde reads it).
-
 /// `body` read as the [`wire::Completion`] serde reads from it, when it is the usual
 /// answer (see the module docs); `None`: serde's to read.
 pub(in super::super) fn completion(body: &[u8]) -> Option<wire::Completion<'_>> {

@@ -18,8 +18,6 @@
 use super::super::cursor::{Scan, Seen};
 use super::super::wire;
 
-/// The deepest nesting of a skipped value the scan follows (deeper: serde reads it).
-
 /// What the gateway needs of a content, finish or usage chunk.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct TextChunk<'a> {
